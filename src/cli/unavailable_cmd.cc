@@ -1,0 +1,29 @@
+// Subcommands whose modules are not built yet. Each moves to its own <name>_cmd.cc when its
+// module lands (and its line here goes).
+#include "cli/commands.h"
+
+namespace tessera::cli {
+
+void AddPredict(CLI::App& app, int* exit_code) {
+  AddUnavailable(app, "predict", "Evaluate and run the throughput/interference predictor",
+                 exit_code);
+}
+void AddExplain(CLI::App& app, int* exit_code) {
+  AddUnavailable(app, "explain", "Print the score breakdown of one scheduling decision",
+                 exit_code);
+}
+void AddSchedule(CLI::App& app, int* exit_code) {
+  AddUnavailable(app, "schedule", "Run as a Kubernetes scheduler for schedulerName: tessera",
+                 exit_code);
+}
+void AddExtender(CLI::App& app, int* exit_code) {
+  AddUnavailable(app, "extender", "Serve the kube-scheduler extender protocol", exit_code);
+}
+void AddAgent(CLI::App& app, int* exit_code) {
+  AddUnavailable(app, "agent", "Run the GPU node agent (NVML discovery, /metrics)", exit_code);
+}
+void AddSimulate(CLI::App& app, int* exit_code) {
+  AddUnavailable(app, "simulate", "Run a simulated experiment", exit_code);
+}
+
+}  // namespace tessera::cli
