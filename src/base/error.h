@@ -6,11 +6,11 @@
 // names what failed: a file and line, an endpoint, or an object. No exception crosses a module
 // boundary: code that calls a throwing library catches at its own edge and returns an Error.
 
+#include <fmt/core.h>
+
 #include <expected>
 #include <string>
 #include <utility>
-
-#include <fmt/core.h>
 
 namespace tessera {
 
@@ -34,10 +34,11 @@ template <typename... Args>
 // Aborts with a message when a broken invariant shows a bug (never for bad input).
 [[noreturn]] void Die(const std::string& message);
 
-#define TESSERA_CHECK(cond)                                                             \
-  do {                                                                                  \
-    if (!(cond)) ::tessera::Die(std::string(__FILE__) + ":" + std::to_string(__LINE__) + \
-                                ": check failed: " #cond);                              \
+#define TESSERA_CHECK(cond)                                                   \
+  do {                                                                        \
+    if (!(cond))                                                              \
+      ::tessera::Die(std::string(__FILE__) + ":" + std::to_string(__LINE__) + \
+                     ": check failed: " #cond);                               \
   } while (0)
 
 }  // namespace tessera

@@ -3,9 +3,8 @@
 // subcommand to the app; when the subcommand runs it stores the process exit code in *exit_code.
 // Exit codes: 0 success, 1 failure (bad input, broken run), 2 usage or "not in this build".
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace tessera::cli {
 

@@ -9,8 +9,7 @@ void AddPredict(CLI::App& app, int* exit_code) {
                  exit_code);
 }
 void AddExplain(CLI::App& app, int* exit_code) {
-  AddUnavailable(app, "explain", "Print the score breakdown of one scheduling decision",
-                 exit_code);
+  AddUnavailable(app, "explain", "Print the score breakdown of one scheduling decision", exit_code);
 }
 void AddSchedule(CLI::App& app, int* exit_code) {
   AddUnavailable(app, "schedule", "Run as a Kubernetes scheduler for schedulerName: tessera",

@@ -1,0 +1,403 @@
+#include "model/cluster.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera::model {
+namespace {
+
+// FNV-1a, 64 bits.
+uint64_t Hash(std::string_view s, uint64_t h = 1469598103934665603ULL) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+int32_t RoundMilli(double x) { return static_cast<int32_t>(std::lround(x)); }
+
+}  // namespace
+
+std::string MakeUuid(std::string_view prefix, std::string_view seed) {
+  const uint64_t a = Hash(seed), b = Hash(seed, a ^ 0x9e3779b97f4a7c15ULL);
+  return fmt::format("{}-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", prefix, a >> 32, (a >> 16) & 0xffff,
+                     a & 0xffff, b >> 48, b & 0xffffffffffffULL);
+}
+
+NodeSpec UniformNode(std::string name, GpuModelId model, int gpus, int64_t cpu_milli,
+                     int64_t memory_mib, const std::optional<MigLayout>& mig) {
+  NodeSpec spec{std::move(name), cpu_milli, memory_mib, {}, {}};
+  for (int i = 0; i < gpus; ++i) spec.gpus.push_back(GpuSpec{model, "", mig, {}});
+  return spec;
+}
+
+Expected<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
+  if (spec.name.empty()) return Fail("node without a name");
+  if (node_by_name_.contains(spec.name)) return Fail("node {}: added twice", spec.name);
+  if (spec.cpu_milli < 0 || spec.memory_mib < 0)
+    return Fail("node {}: negative capacity", spec.name);
+  for (size_t i = 0; i < spec.gpus.size(); ++i) {
+    const GpuSpec& g = spec.gpus[i];
+    if (g.model < 0 || static_cast<size_t>(g.model) >= AllGpuModels().size()) {
+      return Fail("node {}: GPU {} has an unknown model", spec.name, i);
+    }
+    if (g.mig) {
+      MigLayout layout = *g.mig;
+      Normalize(layout);
+      if (auto ok = ValidateLayout(GetGpuModel(g.model), layout); !ok) {
+        return Fail("node {}: GPU {}: {}", spec.name, i, ok.error().message);
+      }
+      if (!g.partition_uuids.empty() && g.partition_uuids.size() != layout.instances.size()) {
+        return Fail("node {}: GPU {}: {} uuids for {} MIG instances", spec.name, i,
+                    g.partition_uuids.size(), layout.instances.size());
+      }
+    }
+  }
+
+  const NodeIndex n = static_cast<NodeIndex>(nodes_.size());
+  Node node;
+  node.name = spec.name;
+  node.cpu_milli = spec.cpu_milli;
+  node.memory_mib = spec.memory_mib;
+  node.first_gpu = static_cast<GpuIndex>(gpus_.size());
+  node.gpu_count = static_cast<int>(spec.gpus.size());
+  node.labels = spec.labels;
+  nodes_.push_back(std::move(node));
+  node_by_name_.emplace(spec.name, n);
+  for (size_t i = 0; i < spec.gpus.size(); ++i) {
+    const GpuSpec& s = spec.gpus[i];
+    Gpu gpu;
+    gpu.uuid = s.uuid.empty() ? MakeUuid("GPU", fmt::format("{}/{}", spec.name, i)) : s.uuid;
+    gpu.node = n;
+    gpu.index = static_cast<int>(i);
+    gpu.model = s.model;
+    gpu.mig = s.mig;
+    if (gpu.mig) Normalize(*gpu.mig);
+    const GpuIndex g = static_cast<GpuIndex>(gpus_.size());
+    gpus_.push_back(std::move(gpu));
+    partitions_.resize(partitions_.size() + kMaxPartitions);
+    BuildPartitions(g, s.mig ? s.partition_uuids : std::vector<std::string>{});
+    ++nodes_[n].idle_gpus;
+  }
+  return n;
+}
+
+void ClusterState::BuildPartitions(GpuIndex g, const std::vector<std::string>& uuids) {
+  Gpu& gpu = gpus_[g];
+  const GpuModel& model = GetGpuModel(gpu.model);
+  for (int slot = 0; slot < kMaxPartitions; ++slot) partitions_[PartitionOf(g, slot)] = Partition{};
+  if (!gpu.mig) {
+    Partition& p = partitions_[PartitionOf(g, 0)];
+    p.uuid = gpu.uuid;
+    p.gpu = g;
+    p.memory_mib = model.memory_mib;
+    gpu.partition_count = 1;
+  } else {
+    const auto& instances = gpu.mig->instances;
+    for (size_t slot = 0; slot < instances.size(); ++slot) {
+      const MigProfile& prof = model.mig_profiles[instances[slot].profile];
+      Partition& p = partitions_[PartitionOf(g, static_cast<int>(slot))];
+      p.uuid = slot < uuids.size() ? uuids[slot]
+                                   : MakeUuid("MIG", fmt::format("{}/{}@{}", gpu.uuid, prof.name,
+                                                                 instances[slot].start));
+      p.gpu = g;
+      p.profile = instances[slot].profile;
+      p.start = instances[slot].start;
+      p.compute_share = static_cast<double>(prof.compute_slices) / model.mig_compute_slices;
+      p.memory_mib = prof.memory_mib;
+    }
+    gpu.partition_count = static_cast<int>(instances.size());
+  }
+  RefreshGpu(g);
+}
+
+void ClusterState::RefreshGpu(GpuIndex g) {
+  Gpu& gpu = gpus_[g];
+  double free = 0;
+  int64_t memory = 0;
+  for (const Partition& p : partitions_of(g)) {
+    free += p.free_milli() * p.compute_share;
+    memory += p.free_memory_mib();
+  }
+  gpu.free_milli = RoundMilli(free);
+  gpu.free_memory_mib = memory;
+}
+
+Expected<void> ClusterState::CheckPlacement(const Workload& w, const Placement& p) const {
+  if (auto ok = w.Validate(); !ok) return ok;
+  if (placed_.contains(w.id)) return Fail("workload {} is already placed", w.id);
+  if (p.workload != w.id) return Fail("placement is for workload {}, not {}", p.workload, w.id);
+  if (p.node < 0 || p.node >= node_count()) return Fail("workload {}: no node #{}", w.id, p.node);
+  const Node& node = nodes_[p.node];
+  if (!node.ready) return Fail("workload {}: node {} is not ready", w.id, node.name);
+  if (w.cpu_milli > node.free_cpu_milli() || w.memory_mib > node.free_memory_mib()) {
+    return Fail("workload {}: node {} lacks CPU or memory", w.id, node.name);
+  }
+  if (static_cast<int>(p.slices.size()) != w.gpu.count) {
+    return Fail("workload {}: {} slices for {} GPUs", w.id, p.slices.size(), w.gpu.count);
+  }
+  for (size_t i = 0; i < p.slices.size(); ++i) {
+    const Slice& s = p.slices[i];
+    if (s.partition < 0 || s.partition >= static_cast<PartitionIndex>(partitions_.size())) {
+      return Fail("workload {}: no partition #{}", w.id, s.partition);
+    }
+    const GpuIndex g = s.partition / kMaxPartitions;
+    const Gpu& gpu = gpus_[g];
+    if (gpu.node != p.node) {
+      return Fail("workload {}: GPU {} is not on node {}", w.id, gpu.uuid, node.name);
+    }
+    if (s.partition % kMaxPartitions >= gpu.partition_count) {
+      return Fail("workload {}: GPU {} has no partition slot {}", w.id, gpu.uuid,
+                  s.partition % kMaxPartitions);
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (p.slices[j].partition / kMaxPartitions == g) {
+        return Fail("workload {}: two slices on GPU {}", w.id, gpu.uuid);
+      }
+    }
+    if (!gpu.available) return Fail("workload {}: GPU {} is unavailable", w.id, gpu.uuid);
+    if (!w.gpu.AllowsModel(gpu.model)) {
+      return Fail("workload {}: GPU model {} is not allowed", w.id, GetGpuModel(gpu.model).name);
+    }
+    const Partition& part = partitions_[s.partition];
+    if (!w.gpu.mig_profile.empty() &&
+        (part.whole() ||
+         GetGpuModel(gpu.model).mig_profiles[part.profile].name != w.gpu.mig_profile)) {
+      return Fail("workload {}: partition {} is not a {} instance", w.id, part.uuid,
+                  w.gpu.mig_profile);
+    }
+    if (s.milli < 1 || s.milli > 1000) {
+      return Fail("workload {}: slice share {} milli is outside 1..1000", w.id, s.milli);
+    }
+    if (s.memory_mib < 0) return Fail("workload {}: negative slice memory", w.id);
+    if (s.milli > part.free_milli()) {
+      return Fail("workload {}: partition {} has {} milli free, {} asked", w.id, part.uuid,
+                  part.free_milli(), s.milli);
+    }
+    if (s.memory_mib > part.free_memory_mib()) {
+      return Fail("workload {}: partition {} has {} MiB free, {} asked", w.id, part.uuid,
+                  part.free_memory_mib(), s.memory_mib);
+    }
+  }
+  return {};
+}
+
+Expected<void> ClusterState::Place(const Workload& w, const Placement& p) {
+  if (auto ok = CheckPlacement(w, p); !ok) return ok;
+  Node& node = nodes_[p.node];
+  node.used_cpu_milli += w.cpu_milli;
+  node.used_memory_mib += w.memory_mib;
+  for (const Slice& s : p.slices) {
+    Partition& part = partitions_[s.partition];
+    part.clients.push_back({w.id, s.milli, s.memory_mib});
+    part.used_milli += s.milli;
+    part.used_memory_mib += s.memory_mib;
+    allocated_gpu_milli_ += s.milli * part.compute_share;
+    Gpu& gpu = gpus_[part.gpu];
+    if (gpu.clients++ == 0) --node.idle_gpus;
+    RefreshGpu(part.gpu);
+  }
+  placed_.emplace(w.id, PlacedWorkload{w, p});
+  return {};
+}
+
+Expected<void> ClusterState::Remove(WorkloadId id) {
+  auto it = placed_.find(id);
+  if (it == placed_.end()) return Fail("workload {} is not placed", id);
+  const PlacedWorkload& pw = it->second;
+  Node& node = nodes_[pw.placement.node];
+  node.used_cpu_milli -= pw.workload.cpu_milli;
+  node.used_memory_mib -= pw.workload.memory_mib;
+  for (const Slice& s : pw.placement.slices) {
+    Partition& part = partitions_[s.partition];
+    auto c = std::find_if(part.clients.begin(), part.clients.end(),
+                          [id](const Client& x) { return x.workload == id; });
+    TESSERA_CHECK(c != part.clients.end());
+    part.clients.erase(c);
+    part.used_milli -= s.milli;
+    part.used_memory_mib -= s.memory_mib;
+    allocated_gpu_milli_ -= s.milli * part.compute_share;
+    Gpu& gpu = gpus_[part.gpu];
+    if (--gpu.clients == 0 && gpu.available) ++node.idle_gpus;
+    RefreshGpu(part.gpu);
+  }
+  placed_.erase(it);
+  if (placed_.empty()) allocated_gpu_milli_ = 0;  // no drift from floating-point sums
+  return {};
+}
+
+Expected<void> ClusterState::Reshape(GpuIndex g, const std::optional<MigLayout>& layout,
+                                     const std::vector<std::string>& partition_uuids) {
+  if (g < 0 || g >= gpu_count()) return Fail("no GPU #{}", g);
+  Gpu& gpu = gpus_[g];
+  const GpuModel& model = GetGpuModel(gpu.model);
+  if (!gpu.idle()) {
+    return Fail("GPU {} hosts {} workload(s); only an idle GPU can be reshaped", gpu.uuid,
+                gpu.clients);
+  }
+  std::optional<MigLayout> normalized = layout;
+  if (normalized) {
+    Normalize(*normalized);
+    if (auto ok = ValidateLayout(model, *normalized); !ok) {
+      return Fail("GPU {}: {}", gpu.uuid, ok.error().message);
+    }
+    if (!partition_uuids.empty() && partition_uuids.size() != normalized->instances.size()) {
+      return Fail("GPU {}: {} uuids for {} MIG instances", gpu.uuid, partition_uuids.size(),
+                  normalized->instances.size());
+    }
+  }
+  gpu.mig = std::move(normalized);
+  BuildPartitions(g, partition_uuids);
+  return {};
+}
+
+void ClusterState::SetGpuAvailable(GpuIndex g, bool available) {
+  Gpu& gpu = gpus_[g];
+  if (gpu.available == available) return;
+  gpu.available = available;
+  if (gpu.idle()) nodes_[gpu.node].idle_gpus += available ? 1 : -1;
+}
+
+void ClusterState::SetNodeReady(NodeIndex n, bool ready) { nodes_[n].ready = ready; }
+
+std::optional<NodeIndex> ClusterState::FindNode(std::string_view name) const {
+  auto it = node_by_name_.find(std::string(name));
+  if (it == node_by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<PartitionIndex> ClusterState::FindPartition(std::string_view uuid) const {
+  for (GpuIndex g = 0; g < gpu_count(); ++g) {
+    for (int slot = 0; slot < gpus_[g].partition_count; ++slot) {
+      if (partitions_[PartitionOf(g, slot)].uuid == uuid) return PartitionOf(g, slot);
+    }
+  }
+  return std::nullopt;
+}
+
+const PlacedWorkload* ClusterState::Find(WorkloadId id) const {
+  auto it = placed_.find(id);
+  return it == placed_.end() ? nullptr : &it->second;
+}
+
+Expected<void> ClusterState::CheckInvariants() const {
+  std::unordered_map<WorkloadId, int> client_slices;
+  double allocated = 0;
+  std::vector<int64_t> node_cpu(nodes_.size(), 0), node_mem(nodes_.size(), 0);
+  std::vector<int> node_idle(nodes_.size(), 0);
+  for (GpuIndex g = 0; g < gpu_count(); ++g) {
+    const Gpu& gpu = gpus_[g];
+    const GpuModel& model = GetGpuModel(gpu.model);
+    if (gpu.mig) {
+      if (auto ok = ValidateLayout(model, *gpu.mig); !ok) {
+        return Fail("GPU {}: invalid layout: {}", gpu.uuid, ok.error().message);
+      }
+      if (gpu.partition_count != static_cast<int>(gpu.mig->instances.size())) {
+        return Fail("GPU {}: {} partitions for {} instances", gpu.uuid, gpu.partition_count,
+                    gpu.mig->instances.size());
+      }
+    } else if (gpu.partition_count != 1) {
+      return Fail("GPU {}: MIG off but {} partitions", gpu.uuid, gpu.partition_count);
+    }
+    int clients = 0;
+    double free = 0;
+    int64_t free_memory = 0;
+    for (int slot = 0; slot < gpu.partition_count; ++slot) {
+      const Partition& p = partitions_[PartitionOf(g, slot)];
+      if (gpu.mig && (p.profile != gpu.mig->instances[slot].profile ||
+                      p.start != gpu.mig->instances[slot].start)) {
+        return Fail("GPU {}: partition {} does not match its layout", gpu.uuid, slot);
+      }
+      int32_t milli = 0;
+      int64_t memory = 0;
+      for (const Client& c : p.clients) {
+        milli += c.milli;
+        memory += c.memory_mib;
+        ++client_slices[c.workload];
+        allocated += c.milli * p.compute_share;
+      }
+      if (milli != p.used_milli || memory != p.used_memory_mib) {
+        return Fail("partition {}: used counters drifted", p.uuid);
+      }
+      if (milli > 1000) return Fail("partition {}: MPS shares add up to {} milli", p.uuid, milli);
+      if (memory > p.memory_mib) {
+        return Fail("partition {}: {} MiB reserved of {}", p.uuid, memory, p.memory_mib);
+      }
+      clients += static_cast<int>(p.clients.size());
+      free += p.free_milli() * p.compute_share;
+      free_memory += p.free_memory_mib();
+    }
+    for (int slot = gpu.partition_count; slot < kMaxPartitions; ++slot) {
+      if (!partitions_[PartitionOf(g, slot)].clients.empty()) {
+        return Fail("GPU {}: clients on unused slot {}", gpu.uuid, slot);
+      }
+    }
+    if (clients != gpu.clients || RoundMilli(free) != gpu.free_milli ||
+        free_memory != gpu.free_memory_mib) {
+      return Fail("GPU {}: index drifted", gpu.uuid);
+    }
+    if (gpu.idle() && gpu.available) ++node_idle[gpu.node];
+  }
+  for (const auto& [id, pw] : placed_) {
+    const Placement& p = pw.placement;
+    if (client_slices[id] != static_cast<int>(p.slices.size())) {
+      return Fail("workload {}: {} slices but {} client entries", id, p.slices.size(),
+                  client_slices[id]);
+    }
+    for (const Slice& s : p.slices) {
+      const Partition& part = partitions_[s.partition];
+      if (gpus_[part.gpu].node != p.node) return Fail("workload {}: slice off its node", id);
+      if (std::none_of(part.clients.begin(), part.clients.end(), [&](const Client& c) {
+            return c.workload == id && c.milli == s.milli && c.memory_mib == s.memory_mib;
+          })) {
+        return Fail("workload {}: partition {} does not list it", id, part.uuid);
+      }
+    }
+    node_cpu[p.node] += pw.workload.cpu_milli;
+    node_mem[p.node] += pw.workload.memory_mib;
+    client_slices.erase(id);
+  }
+  if (!client_slices.empty()) {
+    return Fail("workload {} holds a slice but is not placed", client_slices.begin()->first);
+  }
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    const Node& node = nodes_[n];
+    if (node_cpu[n] != node.used_cpu_milli || node_mem[n] != node.used_memory_mib) {
+      return Fail("node {}: CPU/memory counters drifted", node.name);
+    }
+    if (node.used_cpu_milli > node.cpu_milli || node.used_memory_mib > node.memory_mib) {
+      return Fail("node {}: over capacity", node.name);
+    }
+    if (node_idle[n] != node.idle_gpus) return Fail("node {}: idle GPU count drifted", node.name);
+  }
+  if (std::abs(allocated - allocated_gpu_milli_) > 1e-6 * (1 + allocated)) {
+    return Fail("allocated GPU milli drifted: {} counted, {} kept", allocated,
+                allocated_gpu_milli_);
+  }
+  return {};
+}
+
+Environment ClusterState::EnvironmentOf(const Placement& placement) const {
+  Environment env;
+  std::string limits;
+  int thread_pct = 100;
+  bool shared = false;
+  for (size_t i = 0; i < placement.slices.size(); ++i) {
+    const Slice& s = placement.slices[i];
+    const Partition& p = partitions_[s.partition];
+    if (i) env.cuda_visible_devices += ',';
+    env.cuda_visible_devices += p.uuid;
+    if (s.milli < 1000 || (s.memory_mib > 0 && s.memory_mib < p.memory_mib)) shared = true;
+    thread_pct = std::min(thread_pct, std::max(1, s.milli / 10));
+    if (!limits.empty()) limits += ',';
+    // Device ordinals as the container sees them: its CUDA_VISIBLE_DEVICES order.
+    limits += fmt::format("{}={}M", i, s.memory_mib > 0 ? s.memory_mib : p.memory_mib);
+  }
+  if (shared && !placement.slices.empty()) {
+    env.mps_active_thread_percentage = thread_pct;
+    env.mps_pinned_mem_limit = limits;
+  }
+  return env;
+}
+
+}  // namespace tessera::model

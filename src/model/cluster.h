@@ -1,0 +1,177 @@
+#pragma once
+// ClusterState: the nodes, GPUs and partitions of a cluster and the workloads placed on them.
+// It is the single source of truth every policy reads and the scheduler core writes, in the
+// simulator and in Kubernetes alike (DESIGN §1, §2).
+//
+// Invariants (CheckInvariants() verifies them all; every mutator preserves them or refuses):
+//  - per partition: Σ client milli ≤ 1000 and Σ client memory ≤ the partition's memory;
+//  - a MIG GPU's partitions are exactly the instances of a layout ValidateLayout accepts;
+//    a GPU with MIG disabled has exactly one whole-GPU partition;
+//  - per node: Σ CPU and Σ memory of its workloads ≤ capacity;
+//  - every placement's slices name partitions that list it as a client, and vice versa;
+//  - a reshaped GPU hosted nothing; an unavailable GPU or a not-ready node accepts nothing;
+//  - the incremental indices (free milli/memory per GPU, idle GPUs per node) equal a recount.
+// Place/Remove/Reshape either apply completely or return an Error that says why, changing
+// nothing. Indices are kept incrementally so that scoring thousands of GPUs costs array reads.
+//
+// Layout: GPUs of a node are contiguous; partition p of GPU g has index g*kMaxPartitions + slot.
+// Not thread-safe: one writer (the scheduler core); readers hold it between cycles.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/error.h"
+#include "model/gpu_model.h"
+#include "model/mig.h"
+#include "model/placement.h"
+#include "model/workload.h"
+
+namespace tessera::model {
+
+inline constexpr int kMaxPartitions = 7;  // MIG's maximum instance count
+
+struct Client {
+  WorkloadId workload;
+  int32_t milli;
+  int64_t memory_mib;
+};
+
+struct Partition {
+  std::string uuid;  // "GPU-…" for a whole GPU, "MIG-…" for an instance
+  GpuIndex gpu = 0;
+  int profile = -1;          // index into the model's mig_profiles; -1 = the whole GPU
+  int start = 0;             // first memory slice (MIG)
+  double compute_share = 1;  // fraction of the GPU's SMs
+  int64_t memory_mib = 0;
+  int32_t used_milli = 0;
+  int64_t used_memory_mib = 0;
+  std::vector<Client> clients;
+
+  bool whole() const { return profile < 0; }
+  int32_t free_milli() const { return 1000 - used_milli; }
+  int64_t free_memory_mib() const { return memory_mib - used_memory_mib; }
+  bool empty() const { return clients.empty(); }
+};
+
+struct Gpu {
+  std::string uuid;
+  NodeIndex node = 0;
+  int index = 0;  // on its node (nvidia-smi index)
+  GpuModelId model = 0;
+  std::optional<MigLayout> mig;  // nullopt: MIG disabled, one whole-GPU partition
+  bool available = true;         // false while reconfiguring or lost
+  int partition_count = 1;
+  // Incremental indices.
+  int32_t free_milli = 1000;  // Σ partitions' free milli × compute share
+  int64_t free_memory_mib = 0;
+  int32_t clients = 0;  // workloads with a slice here
+
+  bool idle() const { return clients == 0; }
+};
+
+struct GpuSpec {
+  GpuModelId model = 0;
+  std::string uuid;  // generated from the node name and index when empty
+  std::optional<MigLayout> mig;
+  std::vector<std::string> partition_uuids;  // MIG instance uuids as discovered; else generated
+};
+
+struct NodeSpec {
+  std::string name;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  std::vector<GpuSpec> gpus;
+  std::map<std::string, std::string> labels;
+};
+
+struct Node {
+  std::string name;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int64_t used_cpu_milli = 0;
+  int64_t used_memory_mib = 0;
+  GpuIndex first_gpu = 0;
+  int gpu_count = 0;
+  int idle_gpus = 0;  // available GPUs hosting nothing
+  bool ready = true;
+  std::map<std::string, std::string> labels;
+
+  int64_t free_cpu_milli() const { return cpu_milli - used_cpu_milli; }
+  int64_t free_memory_mib() const { return memory_mib - used_memory_mib; }
+};
+
+struct PlacedWorkload {
+  Workload workload;
+  Placement placement;
+};
+
+class ClusterState {
+ public:
+  // Adds a node with its GPUs; refuses a duplicate name, an invalid MIG layout, or a uuid list
+  // that does not match the layout.
+  [[nodiscard]] Expected<NodeIndex> AddNode(const NodeSpec& spec);
+
+  [[nodiscard]] Expected<void> Place(const Workload& workload, const Placement& placement);
+  [[nodiscard]] Expected<void> Remove(WorkloadId id);
+  // Cuts an idle GPU into `layout`, or turns MIG off with nullopt. New partitions get uuids
+  // derived from the GPU's uuid and their placement (or `partition_uuids`, as discovered).
+  [[nodiscard]] Expected<void> Reshape(GpuIndex gpu, const std::optional<MigLayout>& layout,
+                                       const std::vector<std::string>& partition_uuids = {});
+  void SetGpuAvailable(GpuIndex gpu, bool available);
+  void SetNodeReady(NodeIndex node, bool ready);
+
+  // Verifies every invariant from scratch; the error names the first broken one.
+  [[nodiscard]] Expected<void> CheckInvariants() const;
+
+  // Reads.
+  int node_count() const { return static_cast<int>(nodes_.size()); }
+  int gpu_count() const { return static_cast<int>(gpus_.size()); }
+  const Node& node(NodeIndex n) const { return nodes_[n]; }
+  const Gpu& gpu(GpuIndex g) const { return gpus_[g]; }
+  const Partition& partition(PartitionIndex p) const { return partitions_[p]; }
+  std::span<const Gpu> gpus_of(NodeIndex n) const {
+    return {gpus_.data() + nodes_[n].first_gpu, static_cast<size_t>(nodes_[n].gpu_count)};
+  }
+  static PartitionIndex PartitionOf(GpuIndex g, int slot) { return g * kMaxPartitions + slot; }
+  std::span<const Partition> partitions_of(GpuIndex g) const {
+    return {partitions_.data() + PartitionOf(g, 0), static_cast<size_t>(gpus_[g].partition_count)};
+  }
+  std::optional<NodeIndex> FindNode(std::string_view name) const;
+  std::optional<PartitionIndex> FindPartition(std::string_view uuid) const;
+  const PlacedWorkload* Find(WorkloadId id) const;
+  const std::unordered_map<WorkloadId, PlacedWorkload>& placed() const { return placed_; }
+  size_t placed_count() const { return placed_.size(); }
+  // The container environment of a placement (uuids, MPS limits).
+  Environment EnvironmentOf(const Placement& placement) const;
+
+  // Whole-cluster totals kept incrementally.
+  int64_t total_gpu_milli() const { return int64_t{1000} * gpu_count(); }
+  // Allocated GPU compute in GPU-milli: Σ slice milli × its partition's share of the GPU.
+  double allocated_gpu_milli() const { return allocated_gpu_milli_; }
+
+ private:
+  void BuildPartitions(GpuIndex g, const std::vector<std::string>& uuids);
+  void RefreshGpu(GpuIndex g);
+  Expected<void> CheckPlacement(const Workload& w, const Placement& p) const;
+
+  std::vector<Node> nodes_;
+  std::vector<Gpu> gpus_;
+  std::vector<Partition> partitions_;  // kMaxPartitions per GPU; unused slots stay empty
+  std::unordered_map<WorkloadId, PlacedWorkload> placed_;
+  std::unordered_map<std::string, NodeIndex> node_by_name_;
+  double allocated_gpu_milli_ = 0;
+};
+
+// A node of `gpus` identical GPUs, each cut into `mig` when given.
+NodeSpec UniformNode(std::string name, GpuModelId model, int gpus, int64_t cpu_milli,
+                     int64_t memory_mib, const std::optional<MigLayout>& mig = std::nullopt);
+
+// Deterministic uuid text ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx") from a seed string.
+std::string MakeUuid(std::string_view prefix, std::string_view seed);
+
+}  // namespace tessera::model

@@ -1,0 +1,42 @@
+#pragma once
+// Placement: where a workload runs — a node, and on it one slice per GPU it asked for: the
+// partition (whole GPU or MIG instance) and the MPS limits it gets there — plus the container
+// environment that placement implies (DESIGN §2; thesis Ch. 8.4 hands it over in a ConfigMap).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/workload.h"
+
+namespace tessera::model {
+
+using NodeIndex = int32_t;
+using GpuIndex = int32_t;
+using PartitionIndex = int32_t;
+
+struct Slice {
+  PartitionIndex partition = 0;
+  int32_t milli = 1000;    // share of the partition's compute: MPS active-thread % × 10
+  int64_t memory_mib = 0;  // memory reserved on the partition (MPS pinned-memory limit)
+  auto operator<=>(const Slice&) const = default;
+};
+
+struct Placement {
+  WorkloadId workload = 0;
+  NodeIndex node = 0;
+  std::vector<Slice> slices;  // one per GPU; empty for a CPU-only workload
+  bool operator==(const Placement&) const = default;
+};
+
+// What the container is told. mps_* are set only when some slice is shared (milli < 1000).
+struct Environment {
+  std::string cuda_visible_devices;                 // partition uuids, comma-separated
+  std::optional<int> mps_active_thread_percentage;  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+  std::optional<std::string> mps_pinned_mem_limit;  // CUDA_MPS_PINNED_DEVICE_MEM_LIMIT "0=2048M"
+  // NAME=value lines, in a fixed order.
+  std::vector<std::pair<std::string, std::string>> Variables() const;
+};
+
+}  // namespace tessera::model

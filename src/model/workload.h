@@ -1,0 +1,50 @@
+#pragma once
+// Workload: one inference job as the scheduler sees it (DESIGN §2) — what it is (application
+// key, the "user" of the collaborative filter), what it must achieve (SLO), and what it asks
+// for (CPU, memory, GPUs, GPU share, GPU memory, GPU-type constraints). A plain value.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "model/gpu_model.h"
+
+namespace tessera::model {
+
+using WorkloadId = int64_t;
+
+enum class WorkloadClass { kOnline, kOffline };  // latency-critical | best-effort
+std::string_view ToString(WorkloadClass c);
+
+struct GpuRequest {
+  int count = 0;                   // GPUs; 0 = CPU-only workload
+  int milli = 1000;                // share of each GPU, 1..1000; 1000 = the whole GPU
+  int64_t memory_mib = 0;          // GPU memory per GPU; 0 = not stated
+  std::vector<GpuModelId> models;  // allowed GPU models; empty = any
+  std::string mig_profile;         // a specific MIG instance ("1g.5gb"); empty = none
+
+  bool sharing() const { return count == 1 && milli < 1000; }
+  bool AllowsModel(GpuModelId m) const;
+};
+
+struct Workload {
+  WorkloadId id = 0;
+  std::string name;
+  std::string app;  // application key, e.g. "onnx/resnet50/bs1"; may be empty
+  WorkloadClass klass = WorkloadClass::kOnline;
+  double slo_qps = 0;         // target throughput; 0 = no SLO
+  double slo_latency_ms = 0;  // optional; 0 = none
+  int64_t queries = 0;        // amount of work; 0 = runs until removed
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  GpuRequest gpu;
+  int priority = 0;
+  double arrival_s = 0;
+
+  // Ok, or what is wrong with the request, naming the workload.
+  [[nodiscard]] Expected<void> Validate() const;
+};
+
+}  // namespace tessera::model

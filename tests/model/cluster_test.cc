@@ -1,0 +1,178 @@
+#include "model/cluster.h"
+
+#include <gtest/gtest.h>
+
+namespace tessera::model {
+namespace {
+
+GpuModelId Id(const char* name) { return *FindGpuModel(name); }
+
+Workload Sharing(WorkloadId id, int milli, int64_t gpu_mem, int64_t cpu = 1000) {
+  Workload w;
+  w.id = id;
+  w.cpu_milli = cpu;
+  w.memory_mib = 1024;
+  w.gpu.count = 1;
+  w.gpu.milli = milli;
+  w.gpu.memory_mib = gpu_mem;
+  return w;
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(c_.AddNode(UniformNode("v100", Id("V100-32GB"), 2, 8000, 65536)));
+    ASSERT_TRUE(c_.AddNode(
+        UniformNode("a100", Id("A100-40GB"), 1, 8000, 65536,
+                    *ParseLayout(GetGpuModel(Id("A100-40GB")), "3g.20gb@0,2g.10gb@4,1g.5gb@6"))));
+  }
+  void ExpectUnchanged() {
+    EXPECT_TRUE(c_.CheckInvariants()) << c_.CheckInvariants().error().message;
+  }
+  ClusterState c_;
+};
+
+TEST_F(ClusterTest, BuildsPartitionsFromTheLayout) {
+  EXPECT_EQ(c_.gpu_count(), 3);
+  EXPECT_EQ(c_.node(0).idle_gpus, 2);
+  const Gpu& a100 = c_.gpu(2);
+  ASSERT_EQ(a100.partition_count, 3);
+  const auto parts = c_.partitions_of(2);
+  EXPECT_EQ(parts[0].memory_mib, 20 * 1024);
+  EXPECT_NEAR(parts[0].compute_share, 3.0 / 7, 1e-12);
+  EXPECT_EQ(parts[2].uuid.rfind("MIG-", 0), 0u);
+  EXPECT_EQ(c_.gpu(0).uuid.rfind("GPU-", 0), 0u);
+  // All three instances free: (3+2+1)/7 of the GPU = 857 milli; memory 20+10+5 GiB.
+  EXPECT_EQ(a100.free_milli, 857);
+  EXPECT_EQ(a100.free_memory_mib, 35 * 1024);
+  ExpectUnchanged();
+}
+
+TEST_F(ClusterTest, PlaceAndRemoveKeepIndicesExact) {
+  const Workload w = Sharing(1, 300, 4096);
+  ASSERT_TRUE(c_.Place(w, {1, 0, {{ClusterState::PartitionOf(0, 0), 300, 4096}}}));
+  EXPECT_EQ(c_.gpu(0).free_milli, 700);
+  EXPECT_EQ(c_.gpu(0).free_memory_mib, 32 * 1024 - 4096);
+  EXPECT_EQ(c_.node(0).idle_gpus, 1);
+  EXPECT_EQ(c_.node(0).used_cpu_milli, 1000);
+  EXPECT_DOUBLE_EQ(c_.allocated_gpu_milli(), 300);
+  ExpectUnchanged();
+  // A 1g.5gb instance is 1/7 of the GPU: a whole-instance client allocates 1000/7 GPU-milli.
+  ASSERT_TRUE(
+      c_.Place(Sharing(2, 1000, 5120), {2, 1, {{ClusterState::PartitionOf(2, 2), 1000, 5120}}}));
+  EXPECT_NEAR(c_.allocated_gpu_milli(), 300 + 1000.0 / 7, 1e-9);
+  EXPECT_EQ(c_.gpu(2).free_milli, 714);  // (3+2)/7
+  ASSERT_TRUE(c_.Remove(1));
+  EXPECT_EQ(c_.gpu(0).free_milli, 1000);
+  EXPECT_EQ(c_.node(0).idle_gpus, 2);
+  EXPECT_FALSE(c_.Remove(1));
+  ExpectUnchanged();
+}
+
+TEST_F(ClusterTest, RefusesWhatBreaksAnInvariantAndChangesNothing) {
+  ASSERT_TRUE(c_.Place(Sharing(1, 600, 20000), {1, 0, {{0, 600, 20000}}}));
+  struct Case {
+    const char* what;
+    Workload w;
+    Placement p;
+  };
+  Workload multi = Sharing(9, 1000, 0);
+  multi.gpu.count = 2;
+  Workload t4_only = Sharing(8, 100, 0);
+  t4_only.gpu.models = {Id("T4")};
+  Workload mig_req = Sharing(10, 1000, 0);
+  mig_req.gpu.mig_profile = "3g.20gb";
+  const std::vector<Case> cases = {
+      {"over 1000 milli", Sharing(2, 500, 100), {2, 0, {{0, 500, 100}}}},
+      {"over partition memory", Sharing(3, 100, 20000), {3, 0, {{0, 100, 20000}}}},
+      {"already placed", Sharing(1, 100, 0), {1, 0, {{7, 100, 0}}}},
+      {"node CPU", Sharing(4, 100, 0, 7001), {4, 0, {{7, 100, 0}}}},
+      {"GPU of another node",
+       Sharing(5, 100, 0),
+       {5, 0, {{ClusterState::PartitionOf(2, 0), 100, 0}}}},
+      {"unused partition slot",
+       Sharing(6, 100, 0),
+       {6, 0, {{ClusterState::PartitionOf(1, 3), 100, 0}}}},
+      {"two slices one GPU", multi, {9, 0, {{7, 1000, 0}, {7, 1000, 0}}}},
+      {"slice count", multi, {9, 0, {{7, 1000, 0}}}},
+      {"disallowed model", t4_only, {8, 0, {{7, 100, 0}}}},
+      {"wrong MIG profile", mig_req, {10, 1, {{ClusterState::PartitionOf(2, 1), 1000, 0}}}},
+      {"milli zero", Sharing(11, 100, 0), {11, 0, {{7, 0, 0}}}},
+      {"workload mismatch", Sharing(12, 100, 0), {13, 0, {{7, 100, 0}}}},
+  };
+  for (const Case& k : cases) {
+    const double before = c_.allocated_gpu_milli();
+    const size_t placed = c_.placed_count();
+    auto r = c_.Place(k.w, k.p);
+    EXPECT_FALSE(r.has_value()) << k.what;
+    if (!r) {
+      EXPECT_FALSE(r.error().message.empty());
+    }
+    EXPECT_EQ(c_.allocated_gpu_milli(), before) << k.what;
+    EXPECT_EQ(c_.placed_count(), placed) << k.what;
+    ExpectUnchanged();
+  }
+  // The right MIG instance is accepted.
+  EXPECT_TRUE(c_.Place(mig_req, {10, 1, {{ClusterState::PartitionOf(2, 0), 1000, 0}}}));
+  // An unavailable GPU accepts nothing.
+  c_.SetGpuAvailable(1, false);
+  EXPECT_EQ(c_.node(0).idle_gpus, 0);
+  EXPECT_FALSE(c_.Place(Sharing(20, 100, 0), {20, 0, {{7, 100, 0}}}));
+  ExpectUnchanged();
+}
+
+TEST_F(ClusterTest, ReshapeOnlyAnIdleGpu) {
+  const GpuModel& a100 = GetGpuModel(Id("A100-40GB"));
+  ASSERT_TRUE(c_.Place(Sharing(1, 1000, 0), {1, 1, {{ClusterState::PartitionOf(2, 1), 1000, 0}}}));
+  auto busy = c_.Reshape(2, *ParseLayout(a100, "7g.40gb"));
+  ASSERT_FALSE(busy.has_value());
+  EXPECT_NE(busy.error().message.find("idle"), std::string::npos);
+  EXPECT_EQ(c_.gpu(2).partition_count, 3);
+  ASSERT_TRUE(c_.Remove(1));
+  ASSERT_TRUE(c_.Reshape(2, *ParseLayout(a100, "3g.20gb,3g.20gb")));
+  EXPECT_EQ(c_.gpu(2).partition_count, 2);
+  EXPECT_EQ(c_.gpu(2).free_milli, 857);                        // 6 of 7 slices
+  EXPECT_FALSE(c_.Reshape(0, *ParseLayout(a100, "7g.40gb")));  // V100 has no MIG
+  ASSERT_TRUE(c_.Reshape(2, std::nullopt));                    // MIG off: one whole GPU
+  EXPECT_EQ(c_.partition(ClusterState::PartitionOf(2, 0)).uuid, c_.gpu(2).uuid);
+  EXPECT_EQ(c_.gpu(2).free_milli, 1000);
+  ExpectUnchanged();
+}
+
+TEST_F(ClusterTest, EnvironmentNamesThePartitionAndTheMpsLimits) {
+  ASSERT_TRUE(
+      c_.Place(Sharing(1, 250, 4096), {1, 1, {{ClusterState::PartitionOf(2, 0), 250, 4096}}}));
+  const Environment env = c_.EnvironmentOf(c_.Find(1)->placement);
+  EXPECT_EQ(env.cuda_visible_devices, c_.partition(ClusterState::PartitionOf(2, 0)).uuid);
+  EXPECT_EQ(env.mps_active_thread_percentage, 25);
+  EXPECT_EQ(env.mps_pinned_mem_limit, "0=4096M");
+  // A whole GPU, exclusively: no MPS variables.
+  Workload whole = Sharing(2, 1000, 0);
+  ASSERT_TRUE(c_.Place(whole, {2, 0, {{7, 1000, 0}}}));
+  const Environment e2 = c_.EnvironmentOf(c_.Find(2)->placement);
+  EXPECT_EQ(e2.cuda_visible_devices, c_.gpu(1).uuid);
+  EXPECT_FALSE(e2.mps_active_thread_percentage.has_value());
+  EXPECT_EQ(e2.Variables().size(), 1u);
+}
+
+TEST_F(ClusterTest, AddNodeRefusesBadSpecs) {
+  EXPECT_FALSE(c_.AddNode(UniformNode("v100", Id("T4"), 1, 1, 1)));  // duplicate name
+  NodeSpec bad = UniformNode("x", Id("A30-24GB"), 1, 1, 1);
+  bad.gpus[0].mig = MigLayout{{{*GetGpuModel(Id("A30-24GB")).FindProfile("4g.24gb"), 0},
+                               {*GetGpuModel(Id("A30-24GB")).FindProfile("1g.6gb"), 3}}};
+  EXPECT_FALSE(c_.AddNode(bad));
+  EXPECT_EQ(c_.node_count(), 2);
+  EXPECT_EQ(c_.FindNode("a100"), 1);
+  EXPECT_FALSE(c_.FindNode("x").has_value());
+}
+
+TEST(UuidTest, DeterministicAndWellFormed) {
+  const std::string u = MakeUuid("GPU", "node-1/0");
+  EXPECT_EQ(u, MakeUuid("GPU", "node-1/0"));
+  EXPECT_NE(u, MakeUuid("GPU", "node-1/1"));
+  EXPECT_EQ(u.size(), 4u + 36u);
+  EXPECT_EQ(u[12], '-');
+}
+
+}  // namespace
+}  // namespace tessera::model
