@@ -1,0 +1,97 @@
+#include "policy/fit.h"
+
+#include <cmath>
+
+namespace tessera::policy {
+namespace {
+
+using model::Gpu;
+using model::Partition;
+using model::PartitionIndex;
+
+bool Exclusive(const Workload& w) { return w.gpu.milli == 1000 && w.gpu.mig_profile.empty(); }
+
+bool GpuUsable(const Workload& w, const Gpu& gpu) {
+  return gpu.available && w.gpu.AllowsModel(gpu.model);
+}
+
+// Visits fitting partitions of node n in order until `take` returns false.
+template <typename Take>
+void ForEachFit(const Workload& w, NodeIndex n, const ClusterState& c, Take take) {
+  const model::Node& node = c.node(n);
+  for (GpuIndex g = node.first_gpu; g < node.first_gpu + node.gpu_count; ++g) {
+    const Gpu& gpu = c.gpu(g);
+    if (!GpuUsable(w, gpu)) continue;
+    if (Exclusive(w)) {
+      if (gpu.mig || !gpu.idle()) continue;
+      const PartitionIndex p = ClusterState::PartitionOf(g, 0);
+      if (c.partition(p).memory_mib < w.gpu.memory_mib) continue;
+      if (!take(p)) return;
+      continue;
+    }
+    for (int slot = 0; slot < gpu.partition_count; ++slot) {
+      const PartitionIndex p = ClusterState::PartitionOf(g, slot);
+      if (PartitionFits(w, gpu, c.partition(p))) {
+        if (!take(p)) return;
+        break;  // one slice per GPU
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int32_t PartitionMilliFor(int gpu_milli, const Partition& part) {
+  if (part.whole()) return gpu_milli;
+  return static_cast<int32_t>(std::ceil(gpu_milli / part.compute_share - 1e-9));
+}
+
+bool PartitionFits(const Workload& w, const Gpu& gpu, const Partition& part) {
+  if (!GpuUsable(w, gpu)) return false;
+  if (!w.gpu.mig_profile.empty()) {
+    return !part.whole() && part.empty() && part.memory_mib >= w.gpu.memory_mib &&
+           model::GetGpuModel(gpu.model).mig_profiles[part.profile].name == w.gpu.mig_profile;
+  }
+  if (Exclusive(w)) return part.whole() && part.empty() && part.memory_mib >= w.gpu.memory_mib;
+  return PartitionMilliFor(w.gpu.milli, part) <= part.free_milli() &&
+         w.gpu.memory_mib <= part.free_memory_mib();
+}
+
+model::Slice SliceFor(const Workload& w, PartitionIndex p, const Partition& part) {
+  if (!w.gpu.mig_profile.empty() || Exclusive(w)) return {p, 1000, part.memory_mib};
+  return {p, PartitionMilliFor(w.gpu.milli, part), w.gpu.memory_mib};
+}
+
+Feasibility NodeFits(const Workload& w, NodeIndex n, const ClusterState& c) {
+  const model::Node& node = c.node(n);
+  if (!node.ready) return Feasibility::No("node not ready");
+  if (w.cpu_milli > node.free_cpu_milli()) return Feasibility::No("not enough CPU");
+  if (w.memory_mib > node.free_memory_mib()) return Feasibility::No("not enough memory");
+  if (w.gpu.count == 0) return Feasibility::Yes();
+  if (node.gpu_count < w.gpu.count) return Feasibility::No("too few GPUs");
+  if (Exclusive(w) && node.idle_gpus < w.gpu.count) return Feasibility::No("too few idle GPUs");
+  bool model_ok = false;
+  for (const Gpu& gpu : c.gpus_of(n)) model_ok |= w.gpu.AllowsModel(gpu.model);
+  if (!model_ok) return Feasibility::No("GPU model not allowed");
+  int found = 0;
+  ForEachFit(w, n, c, [&](PartitionIndex) { return ++found < w.gpu.count; });
+  if (found < w.gpu.count) {
+    return Feasibility::No(Exclusive(w)                 ? "too few idle GPUs"
+                           : !w.gpu.mig_profile.empty() ? "no free MIG instance of that profile"
+                                                        : "no GPU with enough free share");
+  }
+  return Feasibility::Yes();
+}
+
+std::optional<Placement> FirstFitPlacement(const Workload& w, NodeIndex n, const ClusterState& c) {
+  Placement pl{w.id, n, {}};
+  if (w.gpu.count == 0) return pl;
+  ForEachFit(w, n, c, [&](PartitionIndex p) {
+    pl.slices.push_back(SliceFor(w, p, c.partition(p)));
+    return static_cast<int>(pl.slices.size()) < w.gpu.count;
+  });
+  if (static_cast<int>(pl.slices.size()) < w.gpu.count) return std::nullopt;
+  return pl;
+}
+
+}  // namespace tessera::policy

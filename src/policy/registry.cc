@@ -1,0 +1,64 @@
+#include "policy/registry.h"
+
+#include <functional>
+
+#include "policy/first_fit.h"
+
+namespace tessera::policy {
+namespace {
+
+using Factory =
+    std::function<Expected<std::unique_ptr<Policy>>(const PolicyContext&, const nlohmann::json&)>;
+struct Entry {
+  PolicyInfo info;
+  Factory make;
+};
+
+template <typename P>
+Factory NoOptions(const char* name) {
+  return [name](const PolicyContext&,
+                const nlohmann::json& options) -> Expected<std::unique_ptr<Policy>> {
+    if (auto ok = RejectUnknownOptions(name, options, {}); !ok) return std::unexpected(ok.error());
+    return std::make_unique<P>();
+  };
+}
+
+const std::vector<Entry>& Registry() {
+  static const std::vector<Entry> entries = {
+      {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
+       NoOptions<FirstFit>("first-fit")},
+  };
+  return entries;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyContext& context,
+                                             const nlohmann::json& options) {
+  for (const Entry& e : Registry()) {
+    if (e.info.name == name) return e.make(context, options);
+  }
+  std::string known;
+  for (const Entry& e : Registry()) known += (known.empty() ? "" : ", ") + e.info.name;
+  return Fail("unknown policy '{}' (known: {})", name, known);
+}
+
+std::vector<PolicyInfo> Policies() {
+  std::vector<PolicyInfo> out;
+  for (const Entry& e : Registry()) out.push_back(e.info);
+  return out;
+}
+
+Expected<void> RejectUnknownOptions(std::string_view policy, const nlohmann::json& options,
+                                    const std::vector<std::string>& known) {
+  if (options.is_null()) return {};
+  if (!options.is_object()) return Fail("policy {}: options must be a JSON object", policy);
+  for (const auto& [key, value] : options.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      return Fail("policy {}: unknown option '{}'", policy, key);
+    }
+  }
+  return {};
+}
+
+}  // namespace tessera::policy

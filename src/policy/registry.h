@@ -1,0 +1,43 @@
+#pragma once
+// The policy registry: every policy, by name, with its factory. registry.cc is the ONE place a
+// policy is registered (kube-scheduler plugins/registry.go): adding a policy is one new file
+// pair, one line there, and its test.
+//
+// Factories receive the shared context (seeded RNG, clock; predictor and telemetry as their
+// modules land) and the policy's options as JSON, which each factory validates into its own
+// typed options struct — an unknown key or a bad value is an Error naming the policy.
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/rng.h"
+#include "policy/policy.h"
+
+namespace tessera::policy {
+
+struct PolicyContext {
+  Rng* rng = nullptr;  // seeded by the driver; never null when a policy draws
+  const Clock* clock = nullptr;
+};
+
+struct PolicyInfo {
+  std::string name;
+  std::string summary;  // one line, with the seed section it follows
+};
+
+[[nodiscard]] Expected<std::unique_ptr<Policy>> MakePolicy(std::string_view name,
+                                                           const PolicyContext& context,
+                                                           const nlohmann::json& options = {});
+std::vector<PolicyInfo> Policies();
+
+// For factories: fails on any key of `options` not in `known`.
+[[nodiscard]] Expected<void> RejectUnknownOptions(std::string_view policy,
+                                                  const nlohmann::json& options,
+                                                  const std::vector<std::string>& known);
+
+}  // namespace tessera::policy

@@ -1,0 +1,118 @@
+#pragma once
+// Scheduler: the one scheduling core both drivers run (DESIGN §1, §3). It owns the pending
+// queue and the cycle — order → filter → score → select → reserve → bind — and asks a Policy
+// at every step. Drivers (the simulator, Kubernetes) feed it events (Submit, Finish,
+// ReshapeDone) and receive its actions through Hooks; time and randomness come in from them.
+//
+// Select: the highest score wins; ties go to the lowest node index (TieBreak::kFirst) or to a
+// seeded random pick among the tied (kRandom, as kube-scheduler's selectHost).
+// Reserve: ClusterState::Place; Bind: Hooks::bind — a failed bind undoes the reservation and
+// the workload goes back to the queue. A reshape proposed with a placement makes the GPU
+// unavailable and parks the workload until ReshapeDone(gpu) (the thesis: ~5 s, nothing else
+// lands meanwhile). Unschedulable workloads stay queued, or are dropped when the driver asks
+// (the FGD replay: a pod that does not fit fails for good).
+// Not thread-safe: one driver thread calls it.
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/rng.h"
+#include "model/cluster.h"
+#include "policy/policy.h"
+
+namespace tessera::sched {
+
+using model::ClusterState;
+using model::GpuIndex;
+using model::Workload;
+using model::WorkloadId;
+
+struct Hooks {
+  // After the reservation; an Error undoes it and requeues the workload.
+  std::function<Expected<void>(const Workload&, const model::Placement&, const model::Environment&)>
+      bind;
+  // A reshape of an idle GPU started; the driver calls ReshapeDone(gpu) when it is done. When
+  // unset, reshapes complete at once.
+  std::function<void(GpuIndex, const std::optional<model::MigLayout>&)> reshape;
+  // The policy evicted a running workload (it has already left the cluster state).
+  std::function<void(const Workload&)> evict;
+  // A workload found no node this cycle; `why` summarises the filter reasons.
+  std::function<void(const Workload&, const std::string& why, bool dropped)> unschedulable;
+};
+
+enum class TieBreak { kFirst, kRandom };
+
+struct SchedulerOptions {
+  bool drop_unschedulable = false;  // fail a workload that fits nowhere instead of requeueing
+  TieBreak tie_break = TieBreak::kFirst;
+  int max_binds_per_cycle = 0;  // 0 = unlimited
+};
+
+struct CycleStats {
+  int attempted = 0;
+  int bound = 0;
+  int unschedulable = 0;
+  int dropped = 0;
+  int bind_failures = 0;
+  int policy_errors = 0;  // proposals the cluster refused: a policy bug, logged
+  int reshapes = 0;
+  int evicted = 0;
+  int parked = 0;  // waiting for a reshape to finish
+};
+
+class Scheduler {
+ public:
+  Scheduler(ClusterState& cluster, policy::Policy& policy, const Clock& clock, Rng& rng,
+            Hooks hooks, SchedulerOptions options = {});
+
+  // Queues a workload; refuses an invalid request or an id already known.
+  [[nodiscard]] Expected<void> Submit(Workload w);
+  // One scheduling cycle over everything pending now.
+  CycleStats RunCycle();
+  // The workload finished (or was deleted): its slices are freed.
+  [[nodiscard]] Expected<void> Finish(WorkloadId id);
+  // Removes a queued workload that never ran (deleted while pending).
+  bool Cancel(WorkloadId id);
+  // The driver finished reshaping `gpu`: it becomes available and parked workloads bind.
+  CycleStats ReshapeDone(GpuIndex gpu);
+
+  size_t pending_count() const { return pending_.size(); }
+  const std::vector<Workload>& pending() const { return pending_; }
+  // Why the workload was unschedulable in its last attempt ("" if never).
+  std::string LastReason(WorkloadId id) const;
+  const CycleStats& totals() const { return totals_; }
+  const ClusterState& cluster() const { return cluster_; }
+
+ private:
+  struct Parked {
+    Workload workload;
+    model::Placement placement;
+  };
+  // Scores every node; the winning candidate, or nullopt with `why` filled.
+  std::optional<policy::Candidate> SelectNode(const Workload& w, std::string& why);
+  // Reserve + bind (or park behind a reshape). True if the workload left the queue.
+  bool Commit(const Workload& w, policy::Candidate cand, CycleStats& stats);
+  bool ReserveAndBind(const Workload& w, const model::Placement& p, CycleStats& stats);
+  void ProactiveReshapes(CycleStats& stats);
+  void Evictions(CycleStats& stats);
+  void Accumulate(const CycleStats& s);
+
+  ClusterState& cluster_;
+  policy::Policy& policy_;
+  const Clock& clock_;
+  Rng& rng_;
+  Hooks hooks_;
+  SchedulerOptions options_;
+  std::vector<Workload> pending_;
+  std::unordered_map<WorkloadId, std::string> last_reason_;
+  std::map<GpuIndex, std::vector<Parked>> parked_;
+  CycleStats totals_;
+};
+
+}  // namespace tessera::sched

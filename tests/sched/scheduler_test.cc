@@ -1,0 +1,227 @@
+#include "sched/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include "policy/first_fit.h"
+#include "policy/fit.h"
+
+namespace tessera::sched {
+namespace {
+
+using model::FindGpuModel;
+using model::GetGpuModel;
+using model::ParseLayout;
+using model::UniformNode;
+using policy::Candidate;
+
+Workload Share(WorkloadId id, int milli, double arrival = 0) {
+  Workload w;
+  w.id = id;
+  w.name = "w" + std::to_string(id);
+  w.gpu.count = 1;
+  w.gpu.milli = milli;
+  w.arrival_s = arrival;
+  return w;
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(c_.AddNode(UniformNode("n0", *FindGpuModel("V100-32GB"), 1, 8000, 65536)));
+    ASSERT_TRUE(c_.AddNode(UniformNode("n1", *FindGpuModel("A30-24GB"), 1, 8000, 65536)));
+    hooks_.bind = [this](const Workload& w, const model::Placement& p,
+                         const model::Environment& env) -> Expected<void> {
+      if (fail_binds_) return Fail("api server said no");
+      bound_.push_back({w.id, p.node});
+      envs_.push_back(env.cuda_visible_devices);
+      return {};
+    };
+  }
+  ClusterState c_;
+  ManualClock clock_;
+  Rng rng_{7};
+  Hooks hooks_;
+  bool fail_binds_ = false;
+  std::vector<std::pair<WorkloadId, model::NodeIndex>> bound_;
+  std::vector<std::string> envs_;
+};
+
+TEST_F(SchedulerTest, FirstFitBindsInArrivalOrderThroughTheHook) {
+  policy::FirstFit ff;
+  Scheduler s(c_, ff, clock_, rng_, hooks_);
+  // Submitted out of order; FIFO by arrival: 2 (t=1), 1 (t=2), 3 (t=3).
+  ASSERT_TRUE(s.Submit(Share(1, 600, 2)));
+  ASSERT_TRUE(s.Submit(Share(2, 600, 1)));
+  ASSERT_TRUE(s.Submit(Share(3, 600, 3)));
+  const CycleStats st = s.RunCycle();
+  // 2 takes 600 of n0; 1 does not fit beside it (600 + 600 > 1000) so it goes to n1 (an A30
+  // with MIG off, one whole GPU); 3 then fits on neither and stays pending.
+  EXPECT_EQ(st.bound, 2);
+  EXPECT_EQ(s.pending_count(), 1u);
+  ASSERT_EQ(bound_.size(), 2u);
+  EXPECT_EQ(bound_[0], (std::pair<WorkloadId, model::NodeIndex>{2, 0}));
+  EXPECT_EQ(bound_[1], (std::pair<WorkloadId, model::NodeIndex>{1, 1}));
+  EXPECT_EQ(envs_[0], c_.gpu(0).uuid);
+}
+
+TEST_F(SchedulerTest, UnschedulableStaysQueuedWithTheReasonsOrIsDropped) {
+  policy::FirstFit ff;
+  Scheduler s(c_, ff, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(1, 1000)));
+  ASSERT_TRUE(s.Submit(Share(2, 1000)));
+  Workload big = Share(3, 1000);
+  big.gpu.count = 2;
+  ASSERT_TRUE(s.Submit(big));
+  const CycleStats st = s.RunCycle();
+  EXPECT_EQ(st.bound, 2);
+  EXPECT_EQ(st.unschedulable, 1);
+  EXPECT_EQ(s.pending_count(), 1u);
+  EXPECT_EQ(s.LastReason(3), "0/2 nodes are available: 2 too few GPUs");
+
+  Scheduler dropper(c_, ff, clock_, rng_, hooks_, {.drop_unschedulable = true});
+  ASSERT_TRUE(dropper.Submit(Share(4, 500)));
+  EXPECT_EQ(dropper.RunCycle().dropped, 1);
+  EXPECT_EQ(dropper.pending_count(), 0u);
+  // Both GPUs are taken whole by 1 and 2.
+  EXPECT_EQ(dropper.LastReason(4), "0/2 nodes are available: 2 no GPU with enough free share");
+}
+
+TEST_F(SchedulerTest, FailedBindUndoesTheReservation) {
+  policy::FirstFit ff;
+  Scheduler s(c_, ff, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(1, 500)));
+  fail_binds_ = true;
+  const CycleStats st = s.RunCycle();
+  EXPECT_EQ(st.bind_failures, 1);
+  EXPECT_EQ(c_.placed_count(), 0u);
+  EXPECT_EQ(c_.gpu(0).free_milli, 1000);
+  EXPECT_EQ(s.pending_count(), 1u);
+  EXPECT_EQ(s.LastReason(1), "bind failed: api server said no");
+  fail_binds_ = false;
+  EXPECT_EQ(s.RunCycle().bound, 1);
+  EXPECT_TRUE(s.Finish(1));
+  EXPECT_EQ(c_.gpu(0).free_milli, 1000);
+  EXPECT_TRUE(c_.CheckInvariants());
+}
+
+// Cuts the A30 into 4 x 1g.6gb before placing, and places the workload on instance 2.
+class ReshapeFirst : public policy::Policy {
+ public:
+  std::string_view name() const override { return "reshape-first"; }
+  std::optional<Candidate> Score(const Workload& w, model::NodeIndex n,
+                                 const ClusterState& c) override {
+    if (n != 1) return std::nullopt;
+    const auto& a30 = GetGpuModel(c.gpu(1).model);
+    return Candidate{50,
+                     {w.id, 1, {{ClusterState::PartitionOf(1, 2), 1000, 6144}}},
+                     policy::ReshapeTo{1, *ParseLayout(a30, "1g.6gb,1g.6gb,1g.6gb,1g.6gb")}};
+  }
+};
+
+TEST_F(SchedulerTest, ReshapeParksTheWorkloadUntilTheDriverSaysDone) {
+  ReshapeFirst policy;
+  std::vector<GpuIndex> reshaping;
+  hooks_.reshape = [&](GpuIndex g, const std::optional<model::MigLayout>&) {
+    reshaping.push_back(g);
+  };
+  Scheduler s(c_, policy, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(1, 1000)));
+  CycleStats st = s.RunCycle();
+  EXPECT_EQ(st.reshapes, 1);
+  EXPECT_EQ(st.parked, 1);
+  EXPECT_EQ(reshaping, std::vector<GpuIndex>{1});
+  EXPECT_FALSE(c_.gpu(1).available);
+  EXPECT_EQ(c_.gpu(1).partition_count, 4);
+  EXPECT_EQ(s.pending_count(), 0u);
+  EXPECT_TRUE(bound_.empty());
+  st = s.ReshapeDone(1);
+  EXPECT_EQ(st.bound, 1);
+  EXPECT_TRUE(c_.gpu(1).available);
+  EXPECT_EQ(c_.partition(ClusterState::PartitionOf(1, 2)).clients.size(), 1u);
+  EXPECT_TRUE(c_.CheckInvariants());
+}
+
+// Exercises the batch, proactive reshape and evict hooks together.
+class Batchy : public policy::Policy {
+ public:
+  std::string_view name() const override { return "batchy"; }
+  std::optional<Candidate> Score(const Workload&, model::NodeIndex, const ClusterState&) override {
+    return std::nullopt;
+  }
+  std::optional<std::vector<Candidate>> PlaceBatch(std::span<const Workload* const> pending,
+                                                   const ClusterState& c) override {
+    std::vector<Candidate> out;
+    for (const Workload* w : pending) {
+      if (w->id == 1) out.push_back({1, *policy::FirstFitPlacement(*w, 0, c), std::nullopt});
+    }
+    return out;
+  }
+  std::optional<std::optional<model::MigLayout>> Reshape(GpuIndex g,
+                                                         const ClusterState& c) override {
+    return std::optional<model::MigLayout>(
+        *ParseLayout(GetGpuModel(c.gpu(g).model), "2g.12gb,2g.12gb"));
+  }
+  std::vector<WorkloadId> Evict(const ClusterState& c) override {
+    return c.Find(1) && ++cycles_ == 2 ? std::vector<WorkloadId>{1} : std::vector<WorkloadId>{};
+  }
+  int cycles_ = 0;
+};
+
+TEST_F(SchedulerTest, BatchReshapeAndEvictHooks) {
+  Batchy policy;
+  std::vector<WorkloadId> evicted;
+  hooks_.evict = [&](const Workload& w) { evicted.push_back(w.id); };
+  Scheduler s(c_, policy, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(1, 500)));
+  ASSERT_TRUE(s.Submit(Share(2, 500)));
+  CycleStats st = s.RunCycle();
+  EXPECT_EQ(st.bound, 1);
+  EXPECT_EQ(s.pending_count(), 1u);  // 2 was not in the batch
+  EXPECT_EQ(st.reshapes, 1);         // the idle A30 was cut in two (no hook: at once)
+  EXPECT_EQ(c_.gpu(1).partition_count, 2);
+  EXPECT_TRUE(c_.gpu(1).available);
+  EXPECT_EQ(s.RunCycle().reshapes, 0);  // already in that layout
+  EXPECT_EQ(evicted, std::vector<WorkloadId>{1});
+  EXPECT_EQ(c_.placed_count(), 0u);
+}
+
+TEST_F(SchedulerTest, RandomTieBreakIsSeededAndSpreads) {
+  ClusterState wide;
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(
+        wide.AddNode(UniformNode("n" + std::to_string(i), *FindGpuModel("T4"), 1, 1000, 1000)));
+  }
+  auto run = [&](uint64_t seed) {
+    ClusterState c = wide;
+    Rng rng(seed);
+    policy::FirstFit ff;
+    std::vector<model::NodeIndex> nodes;
+    Hooks h;
+    h.bind = [&](const Workload&, const model::Placement& p,
+                 const model::Environment&) -> Expected<void> {
+      nodes.push_back(p.node);
+      return {};
+    };
+    Scheduler s(c, ff, clock_, rng, h, {.tie_break = TieBreak::kRandom});
+    for (int i = 1; i <= 4; ++i) EXPECT_TRUE(s.Submit(Share(i, 100)));
+    s.RunCycle();
+    return nodes;
+  };
+  EXPECT_EQ(run(1), run(1));
+  bool spread = false;
+  for (model::NodeIndex n : run(1)) spread |= n != 0;
+  EXPECT_TRUE(spread);
+}
+
+TEST_F(SchedulerTest, SubmitRefusesDuplicatesAndInvalidRequests) {
+  policy::FirstFit ff;
+  Scheduler s(c_, ff, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(1, 500)));
+  EXPECT_FALSE(s.Submit(Share(1, 500)));
+  EXPECT_FALSE(s.Submit(Share(2, 1500)));
+  EXPECT_TRUE(s.Cancel(1));
+  EXPECT_EQ(s.pending_count(), 0u);
+}
+
+}  // namespace
+}  // namespace tessera::sched
