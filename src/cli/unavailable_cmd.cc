@@ -21,8 +21,5 @@ void AddExtender(CLI::App& app, int* exit_code) {
 void AddAgent(CLI::App& app, int* exit_code) {
   AddUnavailable(app, "agent", "Run the GPU node agent (NVML discovery, /metrics)", exit_code);
 }
-void AddSimulate(CLI::App& app, int* exit_code) {
-  AddUnavailable(app, "simulate", "Run a simulated experiment", exit_code);
-}
 
 }  // namespace tessera::cli

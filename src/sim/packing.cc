@@ -1,0 +1,83 @@
+#include "sim/packing.h"
+
+#include <chrono>
+
+#include "base/rng.h"
+#include "policy/registry.h"
+#include "sim/replay.h"
+
+namespace tessera::sim {
+
+model::ClusterState PackingCluster(int nodes) {
+  const char* models[] = {"V100-32GB", "T4", "A30-24GB", "A100-40GB", "H100-80GB"};
+  model::ClusterState c;
+  for (int n = 0; n < nodes; ++n) {
+    const model::GpuModelId m = *model::FindGpuModel(models[n % 5]);
+    const int gpus = n % 5 == 1 ? 4 : 8;
+    auto added =
+        c.AddNode(model::UniformNode("node-" + std::to_string(n), m, gpus, 96000, 512 * 1024));
+    TESSERA_CHECK(added.has_value());
+  }
+  return c;
+}
+
+std::vector<model::Workload> PackingWorkloads(const model::ClusterState& cluster, uint64_t seed,
+                                              double inflation) {
+  Rng rng(seed);
+  std::vector<model::Workload> out;
+  const double target = inflation * 1000.0 * cluster.gpu_count();
+  double asked = 0;
+  // Shares drawn from the values openb pods use most (100..900 milli), whole and multi GPUs.
+  const int shares[] = {100, 200, 250, 300, 400, 500, 600, 700, 800, 900};
+  while (asked < target) {
+    model::Workload w;
+    w.id = static_cast<model::WorkloadId>(out.size() + 1);
+    w.name = "pack-" + std::to_string(w.id);
+    const double kind = rng.Uniform();
+    w.gpu.count = 1;
+    if (kind < 0.66) {
+      w.gpu.milli = shares[rng.Below(10)];
+      w.gpu.memory_mib = 1024 * static_cast<int64_t>(1 + rng.Below(8));
+    } else if (kind < 0.92) {
+      w.gpu.milli = 1000;
+    } else {
+      const int counts[] = {2, 4, 8};
+      w.gpu.count = counts[rng.Below(3)];
+    }
+    w.cpu_milli = 1000 * static_cast<int64_t>(1 + rng.Below(8)) * w.gpu.count;
+    w.memory_mib = 4096 * static_cast<int64_t>(1 + rng.Below(8)) * w.gpu.count;
+    asked += RequestedGpuMilli(w);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+Expected<std::vector<PackingRow>> RunPacking(const std::vector<std::string>& policies,
+                                             const std::vector<uint64_t>& seeds, int nodes) {
+  std::vector<PackingRow> rows;
+  const model::ClusterState empty = PackingCluster(nodes);
+  const double capacity = 1000.0 * empty.gpu_count();
+  for (const std::string& name : policies) {
+    for (uint64_t seed : seeds) {
+      Rng rng(seed);
+      auto policy = policy::MakePolicy(name, {&rng, nullptr});
+      if (!policy) return std::unexpected(policy.error());
+      const std::vector<model::Workload> workloads = PackingWorkloads(empty, seed, 1.3);
+      model::ClusterState cluster = empty;
+      const auto start = std::chrono::steady_clock::now();
+      double alloc_at_failure = -1;
+      const ReplayResult r =
+          ReplayArriveOnly(cluster, **policy, rng, workloads, [&](const ReplayEvent& e) {
+            if (!e.placed && alloc_at_failure < 0) alloc_at_failure = e.allocated_gpu_milli;
+          });
+      const double wall =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (alloc_at_failure < 0) alloc_at_failure = r.allocated_gpu_milli;
+      rows.push_back({name, seed, workloads.size(), r.failed, 100 * alloc_at_failure / capacity,
+                      100 * r.allocated_gpu_milli / capacity, wall});
+    }
+  }
+  return rows;
+}
+
+}  // namespace tessera::sim

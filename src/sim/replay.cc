@@ -1,0 +1,38 @@
+#include "sim/replay.h"
+
+#include "base/clock.h"
+#include "sched/scheduler.h"
+
+namespace tessera::sim {
+
+double RequestedGpuMilli(const model::Workload& w) {
+  return static_cast<double>(w.gpu.count) * w.gpu.milli;
+}
+
+ReplayResult ReplayArriveOnly(model::ClusterState& cluster, policy::Policy& policy, Rng& rng,
+                              std::span<const model::Workload> order,
+                              const std::function<void(const ReplayEvent&)>& on_event) {
+  ManualClock clock;
+  sched::Scheduler scheduler(cluster, policy, clock, rng, {}, {.drop_unschedulable = true});
+  ReplayResult r;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const model::Workload& w = order[i];
+    clock.Set(static_cast<double>(i));
+    r.arrived_gpu_milli += RequestedGpuMilli(w);
+    bool placed = false;
+    if (scheduler.Submit(w)) placed = scheduler.RunCycle().bound == 1;
+    if (placed) {
+      ++r.placed;
+    } else {
+      ++r.failed;
+      if (r.first_failure_arrived_gpu_milli < 0) {
+        r.first_failure_arrived_gpu_milli = r.arrived_gpu_milli;
+      }
+    }
+    r.allocated_gpu_milli = cluster.allocated_gpu_milli();
+    if (on_event) on_event({i, &w, placed, r.arrived_gpu_milli, r.allocated_gpu_milli});
+  }
+  return r;
+}
+
+}  // namespace tessera::sim

@@ -1,0 +1,41 @@
+#pragma once
+// Arrive-only replay: workloads arrive one at a time, in the given order, are scheduled at once
+// by the scheduler core, and never finish; a workload that fits nowhere fails for good. This is
+// the FGD paper's method (ATC'23 §6: pods never depart, failures are not retried) and the
+// simplest driver of the core. Deterministic: same cluster, policy, order and seed → same run.
+
+#include <functional>
+#include <span>
+
+#include "base/rng.h"
+#include "model/cluster.h"
+#include "policy/policy.h"
+
+namespace tessera::sim {
+
+struct ReplayEvent {
+  size_t index;  // position in the arrival order
+  const model::Workload* workload;
+  bool placed;
+  double arrived_gpu_milli;    // Σ requested GPU milli of all workloads submitted so far
+  double allocated_gpu_milli;  // cluster's allocated GPU milli after this event
+};
+
+struct ReplayResult {
+  size_t placed = 0;
+  size_t failed = 0;
+  double arrived_gpu_milli = 0;
+  double allocated_gpu_milli = 0;
+  // Arrived GPU milli when the first workload failed; < 0 if none failed.
+  double first_failure_arrived_gpu_milli = -1;
+};
+
+// GPU milli a workload requests: count × milli.
+double RequestedGpuMilli(const model::Workload& w);
+
+// Replays `order` on `cluster` with `policy`; `on_event` (optional) sees every arrival.
+ReplayResult ReplayArriveOnly(model::ClusterState& cluster, policy::Policy& policy, Rng& rng,
+                              std::span<const model::Workload> order,
+                              const std::function<void(const ReplayEvent&)>& on_event = {});
+
+}  // namespace tessera::sim
