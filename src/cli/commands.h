@@ -8,6 +8,9 @@
 
 namespace tessera::cli {
 
+// Parses argv and runs the chosen subcommand; returns the process exit code.
+int Run(int argc, const char* const* argv);
+
 void AddVersion(CLI::App& app, int* exit_code);
 void AddSimulate(CLI::App& app, int* exit_code);
 void AddPredict(CLI::App& app, int* exit_code);

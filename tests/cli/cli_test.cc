@@ -1,0 +1,41 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace tessera::cli {
+namespace {
+
+int RunArgs(std::vector<std::string> args) {
+  args.insert(args.begin(), "tessera");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  return Run(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(CliTest, HelpWorksEverywhere) {
+  EXPECT_EQ(RunArgs({"--help"}), 0);
+  for (const char* sub :
+       {"simulate", "predict", "explain", "schedule", "extender", "agent", "version"}) {
+    EXPECT_EQ(RunArgs({sub, "--help"}), 0) << sub;
+  }
+}
+
+TEST(CliTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(RunArgs({}), 2);  // a subcommand is required
+  EXPECT_EQ(RunArgs({"no-such-command"}), 2);
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "nope"}), 2);
+  EXPECT_EQ(RunArgs({"simulate", "--seeds", "9-3"}), 2);
+}
+
+TEST(CliTest, SimulateRunsAndFailsCleanlyOnAnUnknownPolicy) {
+  EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--nodes", "8", "--json"}), 0);
+  EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--nodes", "8", "--policy", "nope"}), 1);
+}
+
+TEST(CliTest, VersionPrints) { EXPECT_EQ(RunArgs({"version"}), 0); }
+
+}  // namespace
+}  // namespace tessera::cli
