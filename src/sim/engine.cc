@@ -1,0 +1,243 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+
+namespace tessera::sim {
+
+double WorkloadOutcome::achieved_qps() const {
+  if (!start_s || !end_s || *end_s <= *start_s) return 0;
+  return queries_done / (*end_s - *start_s);
+}
+
+double WorkloadOutcome::pending_s() const {
+  if (start_s) return *start_s - workload.arrival_s;
+  return end_s ? *end_s - workload.arrival_s : 0;
+}
+
+bool Engine::Event::operator>(const Event& o) const {
+  if (t != o.t) return t > o.t;
+  if (kind != o.kind) return kind > o.kind;
+  return seq > o.seq;
+}
+
+Engine::Engine(model::ClusterState& cluster, policy::Policy& policy, GroundTruth& truth, Rng& rng,
+               EngineOptions options)
+    : cluster_(cluster),
+      truth_(truth),
+      options_(options),
+      scheduler_(
+          cluster, policy, clock_, rng,
+          sched::Hooks{.bind = [this](const model::Workload& w, const model::Placement& p,
+                                      const model::Environment&) -> Expected<void> {
+                         Bind(w, p);
+                         return {};
+                       },
+                       .reshape =
+                           [this](model::GpuIndex g, const std::optional<model::MigLayout>&) {
+                             Push(clock_.Now() + options_.reshape_s, Kind::kReshapeDone, g);
+                           },
+                       .evict = [this](const model::Workload& w) { Finish(w.id, true, "evicted"); },
+                       .unschedulable = {}}) {
+  gpu_util_.assign(cluster_.gpu_count(), 0);
+  for (model::GpuIndex g = 0; g < cluster_.gpu_count(); ++g) {
+    total_power_ += truth_.GpuPower(g, 0, cluster_);
+  }
+}
+
+Expected<void> Engine::Add(model::Workload w) {
+  if (w.queries <= 0) return Fail("workload {}: a simulated workload needs queries > 0", w.id);
+  if (index_of_.contains(w.id)) return Fail("workload {} added twice", w.id);
+  index_of_[w.id] = outcomes_.size();
+  Push(w.arrival_s, Kind::kArrival, static_cast<int64_t>(outcomes_.size()));
+  outcomes_.push_back({std::move(w)});
+  return {};
+}
+
+void Engine::Push(double t, Kind kind, int64_t subject, uint64_t version) {
+  events_.push({t, kind, seq_++, subject, version});
+}
+
+void Engine::AdvanceTo(double t) {
+  const double dt = t - last_t_;
+  if (dt > 0) {
+    energy_j_ += total_power_ * dt;
+    if (!running_.empty()) {
+      util_time_ += total_util_ * dt;
+      active_time_ += dt;
+    }
+  }
+  last_t_ = t;
+  clock_.Set(t);
+}
+
+std::vector<model::GpuIndex> Engine::GpusOf(const model::Placement& p) const {
+  std::vector<model::GpuIndex> gpus;
+  for (const model::Slice& s : p.slices) gpus.push_back(cluster_.partition(s.partition).gpu);
+  return gpus;
+}
+
+void Engine::Bind(const model::Workload& w, const model::Placement& p) {
+  WorkloadOutcome& o = outcomes_[index_of_.at(w.id)];
+  const double now = clock_.Now();
+  o.start_s = now;
+  o.node = p.node;
+  if (!p.slices.empty()) o.partition = cluster_.partition(p.slices[0].partition).uuid;
+  Running r;
+  r.index = index_of_.at(w.id);
+  r.remaining = static_cast<double>(w.queries);
+  r.since = now;
+  r.gpus = GpusOf(p);
+  running_.emplace(w.id, std::move(r));
+  rerate_.insert(rerate_.end(), running_.at(w.id).gpus.begin(), running_.at(w.id).gpus.end());
+  if (p.slices.empty()) rerate_ids_.push_back(w.id);
+}
+
+void Engine::Finish(model::WorkloadId id, bool failed, const std::string& why) {
+  auto it = running_.find(id);
+  if (it == running_.end()) return;
+  Running& r = it->second;
+  WorkloadOutcome& o = outcomes_[r.index];
+  const double now = clock_.Now();
+  r.remaining -= r.qps * (now - r.since);
+  o.queries_done = failed ? std::max(0.0, static_cast<double>(o.workload.queries) - r.remaining)
+                          : static_cast<double>(o.workload.queries);
+  o.end_s = now;
+  o.failed = failed;
+  o.failure = why;
+  if (cluster_.Find(id)) TESSERA_CHECK(scheduler_.Finish(id).has_value());
+  rerate_.insert(rerate_.end(), r.gpus.begin(), r.gpus.end());
+  running_.erase(it);
+  ++settled_;
+  end_s_ = now;
+  RequestCycle();
+}
+
+void Engine::SetGpuUtil(model::GpuIndex g, double util) {
+  total_util_ += util - gpu_util_[g];
+  total_power_ += truth_.GpuPower(g, util, cluster_) - truth_.GpuPower(g, gpu_util_[g], cluster_);
+  gpu_util_[g] = util;
+}
+
+void Engine::Settle() {
+  // Recompute rates of every workload on a GPU whose co-location changed; failures found
+  // here change co-location again, so repeat until nothing changes.
+  while (!rerate_.empty() || !rerate_ids_.empty()) {
+    std::vector<model::GpuIndex> gpus;
+    gpus.swap(rerate_);
+    std::sort(gpus.begin(), gpus.end());
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+    std::vector<model::WorkloadId> ids;
+    ids.swap(rerate_ids_);
+    for (model::GpuIndex g : gpus) {
+      for (const model::Partition& part : cluster_.partitions_of(g)) {
+        for (const model::Client& c : part.clients) ids.push_back(c.workload);
+      }
+    }
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    const double now = clock_.Now();
+    std::vector<std::pair<model::WorkloadId, std::string>> failures;
+    for (model::WorkloadId id : ids) {
+      auto it = running_.find(id);
+      if (it == running_.end()) continue;
+      Running& r = it->second;
+      r.remaining = std::max(0.0, r.remaining - r.qps * (now - r.since));
+      r.since = now;
+      const RunRate rate = truth_.Rate(*cluster_.Find(id), cluster_);
+      if (rate.fails) {
+        failures.emplace_back(id, rate.failure);
+        r.qps = 0;
+        r.busy = 0;
+        continue;
+      }
+      r.qps = rate.qps;
+      r.busy = std::clamp(rate.gpu_busy, 0.0, 1.0);
+      ++r.version;
+      if (r.qps > 0) {
+        Push(now + r.remaining / r.qps, Kind::kCompletion, static_cast<int64_t>(r.index),
+             r.version);
+      }
+    }
+    // Engine utilisation per GPU: each partition is busy for the (capped) sum of its clients'
+    // busy fractions, weighted by its share of the GPU.
+    for (model::GpuIndex g : gpus) {
+      double util = 0;
+      for (const model::Partition& part : cluster_.partitions_of(g)) {
+        double busy = 0;
+        for (const model::Client& c : part.clients) {
+          auto it = running_.find(c.workload);
+          if (it != running_.end()) busy += it->second.busy;
+        }
+        util += part.compute_share * std::min(1.0, busy);
+      }
+      SetGpuUtil(g, util);
+    }
+    for (const auto& [id, why] : failures) Finish(id, true, why);
+  }
+}
+
+void Engine::RequestCycle() {
+  if (cycle_pending_) return;
+  cycle_pending_ = true;
+  Push(clock_.Now(), Kind::kCycle, 0);
+}
+
+bool Engine::Done() const { return settled_ == outcomes_.size(); }
+
+EngineResult Engine::Run() {
+  double first_arrival = -1;
+  while (!events_.empty() && !Done()) {
+    const Event e = events_.top();
+    if (e.t > options_.horizon_s) break;
+    events_.pop();
+    AdvanceTo(e.t);
+    switch (e.kind) {
+      case Kind::kCompletion: {
+        const model::WorkloadId id = outcomes_[e.subject].workload.id;
+        auto it = running_.find(id);
+        if (it == running_.end() || it->second.version != e.version) break;  // stale
+        Finish(id, false, "");
+        break;
+      }
+      case Kind::kReshapeDone:
+        scheduler_.ReshapeDone(static_cast<model::GpuIndex>(e.subject));
+        RequestCycle();
+        break;
+      case Kind::kArrival: {
+        WorkloadOutcome& o = outcomes_[e.subject];
+        if (first_arrival < 0) first_arrival = e.t;
+        if (auto ok = scheduler_.Submit(o.workload); !ok) {
+          o.end_s = e.t;
+          o.failed = true;
+          o.failure = ok.error().message;
+          ++settled_;
+        }
+        RequestCycle();
+        break;
+      }
+      case Kind::kCycle:
+        cycle_pending_ = false;
+        scheduler_.RunCycle();
+        if (scheduler_.pending_count() > 0 && !running_.empty()) {
+          // Something may free up without an event of ours (telemetry-driven policies).
+          Push(e.t + options_.cycle_interval_s, Kind::kCycle, 0);
+          cycle_pending_ = true;
+        }
+        break;
+    }
+    Settle();
+  }
+  EngineResult result;
+  result.first_arrival_s = std::max(0.0, first_arrival);
+  result.end_s = end_s_;
+  const double makespan = end_s_ - result.first_arrival_s;
+  const double gpus = std::max(1, cluster_.gpu_count());
+  result.gpu_util_mean = makespan > 0 ? util_time_ / (gpus * makespan) : 0;
+  result.energy_j = energy_j_;
+  result.power_w_mean = last_t_ > 0 ? energy_j_ / last_t_ : 0;
+  result.scheduler = scheduler_.totals();
+  result.workloads = std::move(outcomes_);
+  return result;
+}
+
+}  // namespace tessera::sim

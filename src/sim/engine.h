@@ -1,0 +1,125 @@
+#pragma once
+// Engine: the discrete-event simulator's core loop (DESIGN §5). On a virtual clock it delivers
+// arrivals to the scheduler core, runs scheduling cycles, starts bound workloads at the rate
+// GroundTruth gives them, moves completion times whenever a GPU's co-location changes, finishes
+// MIG reshapes after `reshape_s`, and integrates GPU utilisation, power and energy.
+//
+// Events at equal times run in a fixed order (completions, reshapes, arrivals, cycle), and
+// ties by sequence number, so a run is a pure function of its inputs and seeds.
+// Single-threaded. The engine owns nothing it is given: cluster, policy and truth outlive it.
+
+#include <cstdint>
+#include <optional>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/rng.h"
+#include "model/cluster.h"
+#include "policy/policy.h"
+#include "sched/scheduler.h"
+#include "sim/ground_truth.h"
+
+namespace tessera::sim {
+
+struct EngineOptions {
+  double cycle_interval_s = 1.0;  // a cycle also runs right after every arrival and completion
+  double reshape_s = 5.0;         // MIG reconfiguration time (thesis Ch. 8.3)
+  double horizon_s = 1e9;         // stop here even if work remains (counted as unfinished)
+};
+
+// One workload's life, for reports.
+struct WorkloadOutcome {
+  model::Workload workload;
+  std::optional<double> start_s;  // bound
+  std::optional<double> end_s;    // finished or failed
+  bool failed = false;
+  std::string failure;
+  model::NodeIndex node = -1;
+  std::string partition;  // uuid of its first slice
+  double queries_done = 0;
+  // Mean QPS over its execution: queries / (end - start); 0 if it never ran.
+  double achieved_qps() const;
+  double pending_s() const;  // start - arrival (or end - arrival if it never started)
+};
+
+struct EngineResult {
+  std::vector<WorkloadOutcome> workloads;  // in submission order
+  double first_arrival_s = 0;
+  double end_s = 0;          // last completion (makespan = end - first arrival)
+  double gpu_util_mean = 0;  // time-mean over GPUs, while anything ran
+  double power_w_mean = 0;   // cluster power, time-mean over the makespan
+  double energy_j = 0;
+  sched::CycleStats scheduler;
+};
+
+class Engine {
+ public:
+  Engine(model::ClusterState& cluster, policy::Policy& policy, GroundTruth& truth, Rng& rng,
+         EngineOptions options = {});
+
+  // Queues an arrival (at w.arrival_s); workloads are reported in the order they were added.
+  // Refuses a duplicate id or a workload with no queries to run.
+  [[nodiscard]] Expected<void> Add(model::Workload w);
+  // Runs until every workload finished or failed, or the horizon.
+  EngineResult Run();
+
+ private:
+  enum class Kind { kCompletion = 0, kReshapeDone = 1, kArrival = 2, kCycle = 3 };
+  struct Event {
+    double t;
+    Kind kind;
+    uint64_t seq;
+    int64_t subject;   // workload index, GPU index
+    uint64_t version;  // completions: stale when the workload's version moved on
+    bool operator>(const Event& o) const;
+  };
+  struct Running {
+    size_t index;      // into outcomes_
+    double remaining;  // queries
+    double qps = 0;
+    double busy = 0;
+    double since = 0;  // last progress update
+    uint64_t version = 0;
+    std::vector<model::GpuIndex> gpus;
+  };
+
+  void Push(double t, Kind kind, int64_t subject, uint64_t version = 0);
+  void AdvanceTo(double t);  // integrates energy/utilisation up to t
+  void Bind(const model::Workload& w, const model::Placement& p);
+  void Finish(model::WorkloadId id, bool failed, const std::string& why);
+  // Recomputes the rates of everything on the GPUs queued in rerate_ (and rerate_ids_).
+  void Settle();
+  void SetGpuUtil(model::GpuIndex g, double util);
+  void RequestCycle();
+  std::vector<model::GpuIndex> GpusOf(const model::Placement& p) const;
+  bool Done() const;
+
+  model::ClusterState& cluster_;
+  GroundTruth& truth_;
+  EngineOptions options_;
+  ManualClock clock_;
+  sched::Scheduler scheduler_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  uint64_t seq_ = 0;
+  std::vector<WorkloadOutcome> outcomes_;
+  std::unordered_map<model::WorkloadId, size_t> index_of_;
+  std::unordered_map<model::WorkloadId, Running> running_;
+  size_t settled_ = 0;  // finished or failed
+  bool cycle_pending_ = false;
+  std::vector<model::GpuIndex> rerate_;        // GPUs whose co-location changed
+  std::vector<model::WorkloadId> rerate_ids_;  // GPU-less workloads just started
+  std::vector<double> gpu_util_;
+  double total_util_ = 0;   // Σ gpu_util_
+  double total_power_ = 0;  // Σ power at gpu_util_
+  double end_s_ = 0;
+  // Integrals.
+  double last_t_ = 0;
+  double energy_j_ = 0;
+  double util_time_ = 0;    // Σ_gpus ∫ util dt
+  double active_time_ = 0;  // ∫ dt while anything ran
+};
+
+}  // namespace tessera::sim

@@ -1,0 +1,32 @@
+#pragma once
+// GroundTruth: what actually happens to a running workload — the only place the simulator's
+// reality lives (DESIGN §5: sim::Physics implements it; nothing outside sim may read it; the
+// predictor only ever sees profiling samples drawn from it).
+//
+// The engine asks for a workload's rate whenever the co-location of any GPU it runs on changes,
+// and for a GPU's power whenever it integrates energy. Implementations must be deterministic
+// for a seed (noise drawn from their own seeded Rng, keyed by workload, never by call order).
+
+#include <string>
+
+#include "model/cluster.h"
+
+namespace tessera::sim {
+
+struct RunRate {
+  double qps = 0;       // queries per second it completes now
+  double gpu_busy = 0;  // fraction of its partition's time it keeps the engine busy, 0..1
+  bool fails = false;   // e.g. its footprint does not fit its memory limit
+  std::string failure;  // why, when fails
+};
+
+class GroundTruth {
+ public:
+  virtual ~GroundTruth() = default;
+  // The rate of `pw` given everything else placed in `cluster` now.
+  virtual RunRate Rate(const model::PlacedWorkload& pw, const model::ClusterState& cluster) = 0;
+  // Power draw of GPU g in watts at engine utilisation `util` (0..1).
+  virtual double GpuPower(model::GpuIndex g, double util, const model::ClusterState& cluster) = 0;
+};
+
+}  // namespace tessera::sim

@@ -1,0 +1,133 @@
+#include "sim/engine.h"
+
+#include <gtest/gtest.h>
+
+#include "policy/first_fit.h"
+#include "policy/fit.h"
+
+namespace tessera::sim {
+namespace {
+
+// A toy ground truth simple enough to follow by hand: a workload completes 10 queries/s when
+// alone on its partition and 10/n when n share it, keeping the engine busy 0.5 each; app "oom"
+// fails at start; a GPU draws 10 W + 60 W x utilisation.
+class ToyTruth : public GroundTruth {
+ public:
+  RunRate Rate(const model::PlacedWorkload& pw, const model::ClusterState& c) override {
+    if (pw.workload.app == "oom") return {0, 0, true, "out of memory"};
+    const auto& part = c.partition(pw.placement.slices.at(0).partition);
+    return {10.0 / static_cast<double>(part.clients.size()), 0.5, false, ""};
+  }
+  double GpuPower(model::GpuIndex, double util, const model::ClusterState&) override {
+    return 10 + 60 * util;
+  }
+};
+
+model::Workload W(model::WorkloadId id, double arrival, int64_t queries, int milli,
+                  std::string app = "toy") {
+  model::Workload w;
+  w.id = id;
+  w.app = std::move(app);
+  w.arrival_s = arrival;
+  w.queries = queries;
+  w.gpu.count = 1;
+  w.gpu.milli = milli;
+  return w;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(c_.AddNode(model::UniformNode("n", *model::FindGpuModel("T4"), 1, 8000, 8192)));
+  }
+  model::ClusterState c_;
+  policy::FirstFit ff_;
+  ToyTruth truth_;
+  Rng rng_{1};
+};
+
+TEST_F(EngineTest, RatesMoveWhenCoLocationChanges) {
+  // A: t=0, 100 queries alone at 10/s. B arrives t=5 (A has 50 left) and shares: both 5/s.
+  // B's 30 queries end at t=11; A then has 50-30=20 left alone at 10/s: ends t=13.
+  Engine e(c_, ff_, truth_, rng_);
+  ASSERT_TRUE(e.Add(W(1, 0, 100, 500)));
+  ASSERT_TRUE(e.Add(W(2, 5, 30, 500)));
+  const EngineResult r = e.Run();
+  ASSERT_EQ(r.workloads.size(), 2u);
+  EXPECT_DOUBLE_EQ(*r.workloads[0].end_s, 13);
+  EXPECT_DOUBLE_EQ(*r.workloads[1].start_s, 5);
+  EXPECT_DOUBLE_EQ(*r.workloads[1].end_s, 11);
+  EXPECT_NEAR(r.workloads[0].achieved_qps(), 100.0 / 13, 1e-9);
+  EXPECT_NEAR(r.workloads[1].achieved_qps(), 5, 1e-9);
+  EXPECT_DOUBLE_EQ(r.end_s, 13);
+  // Utilisation 0.5 on [0,5), 1.0 on [5,11), 0.5 on [11,13): (2.5 + 6 + 1) / 13.
+  EXPECT_NEAR(r.gpu_util_mean, 9.5 / 13, 1e-9);
+  // Power 40 W, 70 W, 40 W over those spans: 200 + 420 + 80 = 700 J.
+  EXPECT_NEAR(r.energy_j, 700, 1e-9);
+  EXPECT_NEAR(r.power_w_mean, 700.0 / 13, 1e-9);
+  EXPECT_TRUE(c_.CheckInvariants());
+  EXPECT_EQ(c_.placed_count(), 0u);
+}
+
+TEST_F(EngineTest, QueuedWorkloadStartsWhenTheGpuFreesAndFailuresAreRecorded) {
+  // A takes the whole GPU for 100/10 = 10 s; B (whole GPU) arrives at 1 and waits until 10,
+  // then runs 50/10 = 5 s; C fails the moment it starts (after B, at 15).
+  Engine e(c_, ff_, truth_, rng_);
+  ASSERT_TRUE(e.Add(W(1, 0, 100, 1000)));
+  ASSERT_TRUE(e.Add(W(2, 1, 50, 1000)));
+  ASSERT_TRUE(e.Add(W(3, 2, 50, 1000, "oom")));
+  EXPECT_FALSE(e.Add(W(3, 2, 50, 1000)));  // duplicate id
+  EXPECT_FALSE(e.Add(W(4, 2, 0, 1000)));   // nothing to run
+  const EngineResult r = e.Run();
+  EXPECT_DOUBLE_EQ(*r.workloads[1].start_s, 10);
+  EXPECT_DOUBLE_EQ(r.workloads[1].pending_s(), 9);
+  EXPECT_DOUBLE_EQ(*r.workloads[1].end_s, 15);
+  EXPECT_TRUE(r.workloads[2].failed);
+  EXPECT_EQ(r.workloads[2].failure, "out of memory");
+  EXPECT_DOUBLE_EQ(*r.workloads[2].start_s, 15);
+  EXPECT_DOUBLE_EQ(r.workloads[2].achieved_qps(), 0);
+  EXPECT_EQ(r.scheduler.bound, 3);
+}
+
+// Cuts the idle A30 into four 1g.6gb instances and places on the first.
+class ReshapeFirst : public policy::Policy {
+ public:
+  std::string_view name() const override { return "reshape-first"; }
+  // The default filter rejects a MIG request on a GPU not cut yet; a reshaping policy judges
+  // feasibility itself.
+  policy::Feasibility Filter(const model::Workload&, model::NodeIndex,
+                             const model::ClusterState&) const override {
+    return policy::Feasibility::Yes();
+  }
+  std::optional<policy::Candidate> Score(const model::Workload& w, model::NodeIndex,
+                                         const model::ClusterState& c) override {
+    if (c.gpu(0).mig) return policy::Candidate{1, *policy::FirstFitPlacement(w, 0, c), {}};
+    const auto& a30 = model::GetGpuModel(c.gpu(0).model);
+    return policy::Candidate{
+        1,
+        {w.id, 0, {{0, 1000, 6144}}},
+        policy::ReshapeTo{0, *model::ParseLayout(a30, "1g.6gb,1g.6gb,1g.6gb,1g.6gb")}};
+  }
+};
+
+TEST(EngineReshapeTest, AReshapeDelaysTheStartByItsDuration) {
+  model::ClusterState c;
+  ASSERT_TRUE(
+      c.AddNode(model::UniformNode("a30", *model::FindGpuModel("A30-24GB"), 1, 8000, 8192)));
+  ReshapeFirst policy;
+  ToyTruth truth;
+  Rng rng(1);
+  Engine e(c, policy, truth, rng, {.reshape_s = 5});
+  model::Workload w = W(1, 2, 100, 1000);
+  w.gpu.mig_profile = "1g.6gb";
+  ASSERT_TRUE(e.Add(w));
+  const EngineResult r = e.Run();
+  // Arrives at 2, reshape 2..7, then 100 queries at 10/s: ends at 17.
+  EXPECT_DOUBLE_EQ(*r.workloads[0].start_s, 7);
+  EXPECT_DOUBLE_EQ(*r.workloads[0].end_s, 17);
+  EXPECT_EQ(r.scheduler.reshapes, 1);
+  EXPECT_EQ(c.gpu(0).partition_count, 4);
+}
+
+}  // namespace
+}  // namespace tessera::sim
