@@ -1,0 +1,146 @@
+#include "sim/apps.h"
+
+#include <fmt/core.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace tessera::sim {
+namespace {
+
+// yaml-cpp marks are 0-based.
+std::unexpected<Error> At(const std::string& file, const YAML::Node& node, const std::string& msg) {
+  return FailAt(file, node.Mark().line + 1, msg);
+}
+
+template <typename T>
+Expected<T> Get(const std::string& file, const YAML::Node& map, const char* key, bool required,
+                T fallback) {
+  const YAML::Node v = map[key];
+  if (!v) {
+    if (required) return At(file, map, fmt::format("missing '{}'", key));
+    return fallback;
+  }
+  try {
+    return v.as<T>();
+  } catch (const YAML::Exception&) {
+    return At(file, v, fmt::format("'{}' has the wrong type", key));
+  }
+}
+
+}  // namespace
+
+const AppSpec* AppCatalog::Find(const std::string& key) const {
+  for (const AppSpec& a : apps) {
+    if (a.key == key) return &a;
+  }
+  return nullptr;
+}
+
+std::string ConfigKey(const std::string& gpu_model, const std::string& profile, int mps_percent) {
+  return fmt::format("{}/{}/{}", gpu_model, profile, mps_percent);
+}
+
+Expected<AppCatalog> ParseAppCatalog(const std::string& text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    return FailAt(file, e.mark.line + 1, e.msg);
+  }
+  if (!root.IsMap() || !root["apps"] || !root["apps"].IsSequence()) {
+    return FailAt(file, 1, "expected a map with an 'apps' list");
+  }
+  AppCatalog catalog;
+  auto ref = Get<std::string>(file, root, "reference_gpu", false, catalog.reference_gpu);
+  if (!ref) return std::unexpected(ref.error());
+  catalog.reference_gpu = *ref;
+  std::set<std::string> keys;
+  for (const YAML::Node& n : root["apps"]) {
+    if (!n.IsMap()) return At(file, n, "an app must be a map");
+    AppSpec a;
+#define TESSERA_FIELD(member, key, required, fallback)                  \
+  {                                                                     \
+    auto v = Get<decltype(a.member)>(file, n, key, required, fallback); \
+    if (!v) return std::unexpected(v.error());                          \
+    a.member = *v;                                                      \
+  }
+    TESSERA_FIELD(key, "key", true, std::string());
+    TESSERA_FIELD(description, "description", false, std::string());
+    TESSERA_FIELD(compute_s, "compute_s", true, 0.0);
+    TESSERA_FIELD(memory_s, "memory_s", true, 0.0);
+    TESSERA_FIELD(fixed_s, "fixed_s", true, 0.0);
+    TESSERA_FIELD(footprint_mib, "footprint_mib", true, int64_t{0});
+    TESSERA_FIELD(sensitivity, "sensitivity", false, 1.0);
+    TESSERA_FIELD(queries_min, "queries_min", false, int64_t{1000});
+    TESSERA_FIELD(queries_max, "queries_max", false, int64_t{1000});
+#undef TESSERA_FIELD
+    if (a.compute_s < 0 || a.memory_s < 0 || a.fixed_s < 0 ||
+        a.compute_s + a.memory_s + a.fixed_s <= 0) {
+      return At(file, n, fmt::format("app {}: times must be >= 0 and not all zero", a.key));
+    }
+    if (a.footprint_mib < 0 || a.sensitivity < 0 || a.queries_min <= 0 ||
+        a.queries_max < a.queries_min) {
+      return At(file, n, fmt::format("app {}: bad footprint, sensitivity or query range", a.key));
+    }
+    if (!keys.insert(a.key).second) return At(file, n, fmt::format("app {} listed twice", a.key));
+    if (const YAML::Node m = n["measured"]) {
+      if (!m.IsMap()) return At(file, m, fmt::format("app {}: 'measured' must be a map", a.key));
+      for (const auto& kv : m) {
+        double qps = 0;
+        try {
+          qps = kv.second.as<double>();
+        } catch (const YAML::Exception&) {
+          return At(file, kv.second, fmt::format("app {}: measured value is not a number", a.key));
+        }
+        if (!(qps > 0))
+          return At(file, kv.second, fmt::format("app {}: measured value <= 0", a.key));
+        a.measured[kv.first.as<std::string>()] = qps;
+      }
+    }
+    catalog.apps.push_back(std::move(a));
+  }
+  return catalog;
+}
+
+Expected<AppCatalog> LoadAppCatalog(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Fail("{}: cannot open", path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return ParseAppCatalog(buffer.str(), path);
+}
+
+Expected<void> SaveAppCatalog(const AppCatalog& catalog, const std::string& path) {
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "reference_gpu" << YAML::Value << catalog.reference_gpu;
+  out << YAML::Key << "apps" << YAML::Value << YAML::BeginSeq;
+  for (const AppSpec& a : catalog.apps) {
+    out << YAML::BeginMap;
+    out << YAML::Key << "key" << YAML::Value << a.key;
+    if (!a.description.empty()) out << YAML::Key << "description" << YAML::Value << a.description;
+    out << YAML::Key << "compute_s" << YAML::Value << a.compute_s;
+    out << YAML::Key << "memory_s" << YAML::Value << a.memory_s;
+    out << YAML::Key << "fixed_s" << YAML::Value << a.fixed_s;
+    out << YAML::Key << "footprint_mib" << YAML::Value << a.footprint_mib;
+    out << YAML::Key << "sensitivity" << YAML::Value << a.sensitivity;
+    out << YAML::Key << "queries_min" << YAML::Value << a.queries_min;
+    out << YAML::Key << "queries_max" << YAML::Value << a.queries_max;
+    if (!a.measured.empty()) {
+      out << YAML::Key << "measured" << YAML::Value << YAML::BeginMap;
+      for (const auto& [k, v] : a.measured) out << YAML::Key << k << YAML::Value << v;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+  std::ofstream f(path);
+  if (!f) return Fail("{}: cannot write", path);
+  f << "# Tessera simulator application catalogue: see docs/simulator.md.\n" << out.c_str() << "\n";
+  if (!f) return Fail("{}: write failed", path);
+  return {};
+}
+
+}  // namespace tessera::sim

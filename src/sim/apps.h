@@ -1,0 +1,57 @@
+#pragma once
+// The application catalogue the simulator's physics runs on (data/apps.yaml, docs/simulator.md).
+//
+// Each application is described by a roofline-style cost of one query on a share of a GPU:
+//   t(query) = compute_s / (compute share × relative compute)
+//            + memory_s  / (bandwidth share × relative bandwidth)
+//            + fixed_s
+// with shares and relative speeds measured against the catalogue's reference GPU (A100-40GB).
+// fixed_s is the part no GPU share speeds up (host work, launches, I/O): an application whose
+// fixed_s dominates loses almost nothing on a small slice (thesis Ch. 6.2). `measured` holds
+// real throughputs (samples/s) by configuration key `<GPU>/<profile|whole>/<MPS %>`; where one
+// exists it is the truth and the roofline only fills the rest.
+//
+// Loading is all or nothing: a malformed file is one Error naming file and line.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+
+namespace tessera::sim {
+
+struct AppSpec {
+  std::string key;  // application key, e.g. "onnx/resnet50/ss"
+  std::string description;
+  double compute_s = 0;       // seconds per query, compute-bound part, whole reference GPU
+  double memory_s = 0;        // seconds per query, bandwidth-bound part, full bandwidth
+  double fixed_s = 0;         // seconds per query no GPU share speeds up
+  int64_t footprint_mib = 0;  // GPU memory it needs; less than that and it fails
+  double sensitivity = 1;     // scales how much co-runners' bandwidth demand slows it (0..2)
+  int64_t queries_min = 0;    // work per job for experiment generators
+  int64_t queries_max = 0;
+  std::map<std::string, double> measured;  // config key -> samples/s
+
+  // Fraction of a query's GPU time spent on memory traffic, on the reference GPU.
+  double memory_fraction() const {
+    const double gpu = compute_s + memory_s;
+    return gpu > 0 ? memory_s / gpu : 0;
+  }
+};
+
+struct AppCatalog {
+  std::string reference_gpu = "A100-40GB";
+  std::vector<AppSpec> apps;
+  const AppSpec* Find(const std::string& key) const;
+};
+
+[[nodiscard]] Expected<AppCatalog> LoadAppCatalog(const std::string& path);
+[[nodiscard]] Expected<AppCatalog> ParseAppCatalog(const std::string& yaml_text,
+                                                   const std::string& name_for_errors);
+[[nodiscard]] Expected<void> SaveAppCatalog(const AppCatalog& catalog, const std::string& path);
+
+// "A100-40GB/1g.5gb/100", "V100-32GB/whole/25".
+std::string ConfigKey(const std::string& gpu_model, const std::string& profile, int mps_percent);
+
+}  // namespace tessera::sim

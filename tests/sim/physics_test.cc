@@ -1,0 +1,163 @@
+#include "sim/physics.h"
+
+#include <gtest/gtest.h>
+
+namespace tessera::sim {
+namespace {
+
+using model::ClusterState;
+
+// One app, easy to follow: per query 4 ms compute + 2 ms memory + 4 ms fixed on a whole
+// A100-40GB (the reference): 10 ms, 100 queries/s; busy 6/10; memory fraction 2/6.
+AppCatalog Catalog() {
+  auto c = ParseAppCatalog(R"(
+reference_gpu: A100-40GB
+apps:
+  - key: x
+    compute_s: 0.004
+    memory_s: 0.002
+    fixed_s: 0.004
+    footprint_mib: 4000
+  - key: measured
+    compute_s: 0.004
+    memory_s: 0.002
+    fixed_s: 0.004
+    footprint_mib: 1000
+    measured:
+      A100-40GB/1g.5gb/100: 30
+)",
+                           "test.yaml");
+  EXPECT_TRUE(c) << c.error().message;
+  return *c;
+}
+
+model::Workload W(model::WorkloadId id, std::string app) {
+  model::Workload w;
+  w.id = id;
+  w.app = std::move(app);
+  w.queries = 1000;
+  w.gpu.count = 1;
+  return w;
+}
+
+class PhysicsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto a100 = *model::FindGpuModel("A100-40GB");
+    ASSERT_TRUE(c_.AddNode(model::UniformNode("whole", a100, 1, 64000, 1 << 20)));
+    ASSERT_TRUE(c_.AddNode(
+        model::UniformNode("mig", a100, 1, 64000, 1 << 20,
+                           *model::ParseLayout(model::GetGpuModel(a100), "3g.20gb@0,3g.20gb@4"))));
+    ASSERT_TRUE(
+        c_.AddNode(model::UniformNode("small", a100, 1, 64000, 1 << 20,
+                                      *model::ParseLayout(model::GetGpuModel(a100), "1g.5gb@0"))));
+    ASSERT_TRUE(c_.AddNode(
+        model::UniformNode("h100", *model::FindGpuModel("H100-80GB"), 1, 64000, 1 << 20)));
+  }
+  double Qps(model::WorkloadId id) { return physics_.Rate(*c_.Find(id), c_).qps; }
+  void Put(model::WorkloadId id, const std::string& app, model::NodeIndex node,
+           model::PartitionIndex p, int32_t milli, int64_t mem = 0) {
+    ASSERT_TRUE(c_.Place(W(id, app), {id, node, {{p, milli, mem}}}));
+  }
+  ClusterState c_;
+  Physics physics_{Catalog(), 1, {.noise_sd = 0}};
+};
+
+TEST_F(PhysicsTest, IsolatedRooflineOnEveryKindOfSlice) {
+  Put(1, "x", 0, ClusterState::PartitionOf(0, 0), 1000);
+  EXPECT_NEAR(Qps(1), 100, 1e-9);  // 4 + 2 + 4 ms
+  EXPECT_NEAR(physics_.Rate(*c_.Find(1), c_).gpu_busy, 0.6, 1e-12);
+  ASSERT_TRUE(c_.Remove(1));
+  // MPS 25% of a whole A100: 4/0.25 + 2 + 4 = 22 ms.
+  Put(2, "x", 0, ClusterState::PartitionOf(0, 0), 250);
+  EXPECT_NEAR(Qps(2), 1 / 0.022, 1e-9);
+  // 3g.20gb: 3/7 of the SMs, 4/8 of the bandwidth: 4*7/3 + 2*2 + 4 = 17.333 ms.
+  Put(3, "x", 1, ClusterState::PartitionOf(1, 0), 1000);
+  EXPECT_NEAR(Qps(3), 1 / (0.004 * 7 / 3 + 0.004 + 0.004), 1e-9);
+  // H100: 989/312 the compute, 3350/1555 the bandwidth of the reference.
+  Put(4, "x", 3, ClusterState::PartitionOf(3, 0), 1000);
+  EXPECT_NEAR(Qps(4), 1 / (0.004 * 312 / 989 + 0.002 * 1555 / 3350 + 0.004), 1e-9);
+}
+
+TEST_F(PhysicsTest, AMeasurementOverridesTheRoofline) {
+  // Roofline on 1g.5gb would be 28 + 16 + 4 = 48 ms (20.8/s); the measurement says 30/s.
+  Put(1, "measured", 2, ClusterState::PartitionOf(2, 0), 1000);
+  EXPECT_NEAR(Qps(1), 30, 1e-9);
+  // busy = 1 - fixed / measured time = 1 - 0.004 * 30.
+  EXPECT_NEAR(physics_.Rate(*c_.Find(1), c_).gpu_busy, 1 - 0.12, 1e-12);
+}
+
+TEST_F(PhysicsTest, MpsNeighboursContendMigNeighboursBarely) {
+  // Two x at 50% MPS on one whole A100: alone each takes 8 + 2 + 4 = 14 ms, busy 10/14,
+  // memory fraction 0.2. Co-runner demand = (10/14)(0.2) = 1/7; exposure = 1 * (0.2 + 0.25).
+  // Slowdown 1 + 0.45/7; rate (1/0.014) / (1 + 0.45/7).
+  Put(1, "x", 0, ClusterState::PartitionOf(0, 0), 500);
+  Put(2, "x", 0, ClusterState::PartitionOf(0, 0), 500);
+  EXPECT_NEAR(Qps(1), (1 / 0.014) / (1 + 0.45 / 7), 1e-9);
+  // Two x on the two 3g.20gb instances: the other's demand = busy * memory fraction =
+  // (13.333/17.333) * (4/13.333) = 4/17.333; slowdown 1 + 0.03 * 4/17.333 (< 3%).
+  Put(3, "x", 1, ClusterState::PartitionOf(1, 0), 1000);
+  Put(4, "x", 1, ClusterState::PartitionOf(1, 1), 1000);
+  const double t3g = 0.004 * 7 / 3 + 0.004 + 0.004;
+  EXPECT_NEAR(Qps(3), (1 / t3g) / (1 + 0.03 * 0.004 / t3g), 1e-9);
+}
+
+TEST_F(PhysicsTest, MemoryOverflowFailsAndPowerFollowsUtilisation) {
+  // x needs 4000 MiB; a 3000 MiB MPS reservation is too small.
+  Put(1, "x", 0, ClusterState::PartitionOf(0, 0), 500, 3000);
+  const RunRate r = physics_.Rate(*c_.Find(1), c_);
+  EXPECT_TRUE(r.fails);
+  EXPECT_NE(r.failure.find("4000"), std::string::npos);
+  // A100-40GB: 50 W idle, 400 W max.
+  EXPECT_DOUBLE_EQ(physics_.GpuPower(0, 0.5, c_), 225);
+  model::Workload unknown = W(9, "nope");
+  EXPECT_TRUE(physics_.Rate({unknown, {9, 0, {{0, 100, 0}}}}, c_).fails);
+}
+
+TEST_F(PhysicsTest, NoiseIsPerWorkloadBoundedAndSeeded) {
+  // Alone on a whole A100, x runs at 100/s; noise keeps every workload within 100 +- 4%.
+  Physics noisy(Catalog(), 7);
+  bool differs = false;
+  for (model::WorkloadId id = 1; id <= 200; ++id) {
+    Put(id, "x", 0, ClusterState::PartitionOf(0, 0), 1000);
+    const double q = noisy.Rate(*c_.Find(id), c_).qps;
+    EXPECT_GE(q, 96 - 1e-9);
+    EXPECT_LE(q, 104 + 1e-9);
+    EXPECT_EQ(q, Physics(Catalog(), 7).Rate(*c_.Find(id), c_).qps);  // same seed, same draw
+    differs |= std::abs(q - 100) > 1e-6;
+    ASSERT_TRUE(c_.Remove(id));
+  }
+  EXPECT_TRUE(differs);
+}
+
+TEST(AppCatalogTest, MalformedFilesNameTheLine) {
+  auto bad = ParseAppCatalog("apps:\n  - key: a\n    compute_s: fast\n", "apps.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message.rfind("apps.yaml:3:", 0), 0u) << bad.error().message;
+  auto missing = ParseAppCatalog("apps:\n  - key: a\n    compute_s: 1\n", "apps.yaml");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("memory_s"), std::string::npos);
+  auto syntax = ParseAppCatalog("apps: [\n", "apps.yaml");
+  ASSERT_FALSE(syntax);
+  EXPECT_EQ(syntax.error().message.rfind("apps.yaml:", 0), 0u);
+  auto twice = ParseAppCatalog(
+      "apps:\n  - {key: a, compute_s: 1, memory_s: 0, fixed_s: 0, footprint_mib: 1}\n"
+      "  - {key: a, compute_s: 1, memory_s: 0, fixed_s: 0, footprint_mib: 1}\n",
+      "apps.yaml");
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().message.rfind("apps.yaml:3:", 0), 0u) << twice.error().message;
+}
+
+TEST(AppCatalogTest, SaveThenLoadRoundTrips) {
+  const AppCatalog c = Catalog();
+  const std::string path = ::testing::TempDir() + "/apps.yaml";
+  ASSERT_TRUE(SaveAppCatalog(c, path));
+  auto back = LoadAppCatalog(path);
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->apps.size(), 2u);
+  EXPECT_DOUBLE_EQ(back->apps[1].measured.at("A100-40GB/1g.5gb/100"), 30);
+  EXPECT_DOUBLE_EQ(back->apps[0].fixed_s, 0.004);
+}
+
+}  // namespace
+}  // namespace tessera::sim
