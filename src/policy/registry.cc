@@ -3,6 +3,9 @@
 #include <functional>
 
 #include "policy/first_fit.h"
+#include "policy/max.h"
+#include "policy/min.h"
+#include "policy/whole_gpu.h"
 
 namespace tessera::policy {
 namespace {
@@ -27,6 +30,12 @@ const std::vector<Entry>& Registry() {
   static const std::vector<Entry> entries = {
       {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
        NoOptions<FirstFit>("first-fit")},
+      {{"whole-gpu", "Kubernetes default + NVIDIA device plugin: whole GPUs, first fit"},
+       NoOptions<WholeGpu>("whole-gpu")},
+      {{"max", "thesis Ch. 9.2.2: whole GPUs, MIG off, no MPS, one workload per GPU"},
+       NoOptions<Max>("max")},
+      {{"min", "thesis Ch. 9.2.1: smallest MIG instances, 25% MPS slots, one workload per slot"},
+       NoOptions<Min>("min")},
   };
   return entries;
 }

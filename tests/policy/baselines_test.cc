@@ -1,0 +1,102 @@
+// The thesis's baselines (seed 000, Ch. 9.2) and the Kubernetes default, driven through the
+// real scheduler core on a small mixed cluster: one V100-32GB node (no MIG) and one A30-24GB
+// node cut into two 2g.12gb instances (not min's layout, not max's).
+#include <gtest/gtest.h>
+
+#include "policy/max.h"
+#include "policy/min.h"
+#include "policy/registry.h"
+#include "policy/whole_gpu.h"
+#include "sched/scheduler.h"
+
+namespace tessera::policy {
+namespace {
+
+using model::ClusterState;
+
+Workload Share(model::WorkloadId id, int milli = 300) {
+  Workload w;
+  w.id = id;
+  w.arrival_s = static_cast<double>(id);
+  w.gpu.count = 1;
+  w.gpu.milli = milli;
+  return w;
+}
+
+class BaselinesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(c_.AddNode(
+        model::UniformNode("v100", *model::FindGpuModel("V100-32GB"), 1, 64000, 1 << 20)));
+    const auto a30 = *model::FindGpuModel("A30-24GB");
+    ASSERT_TRUE(c_.AddNode(
+        model::UniformNode("a30", a30, 1, 64000, 1 << 20,
+                           *model::ParseLayout(model::GetGpuModel(a30), "2g.12gb,2g.12gb"))));
+  }
+  // Submits n workloads and runs one cycle; returns how many were bound.
+  int RunOnce(Policy& p, int n) {
+    sched::Scheduler s(c_, p, clock_, rng_, {});
+    for (int i = 1; i <= n; ++i) EXPECT_TRUE(s.Submit(Share(i)));
+    const int bound = s.RunCycle().bound;
+    pending_ = s.pending_count();
+    return bound;
+  }
+  ClusterState c_;
+  ManualClock clock_;
+  Rng rng_{1};
+  size_t pending_ = 0;
+};
+
+TEST_F(BaselinesTest, MinCutsMigSmallestAndSharesOtherGpusInQuarters) {
+  Min min;
+  // V100: four 25% slots with 8 GiB each. A30: idle, so the first workload that reaches it
+  // reshapes it to 4 x 1g.6gb (no reshape hook: at once) and the next three take the rest.
+  // Nine workloads: 4 + 4 bound, 1 waits.
+  EXPECT_EQ(RunOnce(min, 9), 8);
+  EXPECT_EQ(pending_, 1u);
+  const model::Partition& v100 = c_.partition(ClusterState::PartitionOf(0, 0));
+  EXPECT_EQ(v100.clients.size(), 4u);
+  EXPECT_EQ(v100.clients[0].milli, 250);
+  EXPECT_EQ(v100.clients[0].memory_mib, 8 * 1024);
+  EXPECT_EQ(c_.gpu(1).partition_count, 4);
+  for (const model::Partition& p : c_.partitions_of(1)) EXPECT_EQ(p.clients.size(), 1u);
+  EXPECT_TRUE(c_.CheckInvariants());
+  // The smallest layouts of the guide: A30 4 x 1g, A100 7 x 1g.5gb.
+  EXPECT_EQ(
+      Min::SmallestLayout(model::GetGpuModel(*model::FindGpuModel("A100-40GB"))).instances.size(),
+      7u);
+}
+
+TEST_F(BaselinesTest, MaxGivesWholeGpusAndTurnsMigOff) {
+  Max max;
+  // V100 whole to workload 1; the A30 is idle but cut: offered with a reshape to MIG off.
+  EXPECT_EQ(RunOnce(max, 3), 2);
+  EXPECT_EQ(pending_, 1u);
+  EXPECT_FALSE(c_.gpu(1).mig.has_value());
+  const model::Partition& a30 = c_.partition(ClusterState::PartitionOf(1, 0));
+  ASSERT_EQ(a30.clients.size(), 1u);
+  EXPECT_EQ(a30.clients[0].milli, 1000);
+  EXPECT_EQ(a30.clients[0].memory_mib, 24 * 1024);
+  EXPECT_TRUE(c_.CheckInvariants());
+}
+
+TEST_F(BaselinesTest, WholeGpuNeverReshapesAndIgnoresTheShare) {
+  WholeGpu whole;
+  // Only the V100 is a whole GPU; the cut A30 is never touched.
+  EXPECT_EQ(RunOnce(whole, 2), 1);
+  EXPECT_EQ(c_.partition(0).clients[0].milli, 1000);
+  EXPECT_TRUE(c_.gpu(1).mig.has_value());
+  EXPECT_EQ(c_.gpu(1).partition_count, 2);
+}
+
+TEST(BaselinesRegistryTest, EveryBaselineIsRegistered) {
+  Rng rng(1);
+  for (const char* name : {"first-fit", "whole-gpu", "min", "max"}) {
+    auto p = MakePolicy(name, {&rng, nullptr});
+    ASSERT_TRUE(p) << name;
+    EXPECT_EQ((*p)->name(), name);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::policy
