@@ -20,7 +20,8 @@ struct PackingRow {
   uint64_t seed;
   size_t workloads;
   size_t failed;
-  double alloc_at_first_failure_pct;  // allocated / capacity when the first workload failed
+  // GPU milli requested by placed workloads / capacity, when the first workload failed.
+  double alloc_at_first_failure_pct;
   double alloc_final_pct;
   double wall_s;
 };
