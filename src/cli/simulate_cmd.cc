@@ -10,17 +10,21 @@
 
 #include "cli/commands.h"
 #include "policy/registry.h"
+#include "sim/apps.h"
+#include "sim/embedded_apps.h"
 #include "sim/packing.h"
+#include "sim/thesis.h"
 
 namespace tessera::cli {
 namespace {
 
 struct SimulateFlags {
-  std::string experiment = "packing";
-  std::vector<std::string> policies;  // empty: every registered policy
+  std::string experiment = "thesis";
+  std::vector<std::string> policies;  // empty: the experiment's default set
   std::optional<uint64_t> seed;
-  std::string seeds = "3";  // "N" = seeds 1..N, or "A-B"
+  std::string seeds;  // "N" = seeds 1..N, or "A-B"; empty: the experiment's default
   int nodes = 64;
+  std::string apps;  // application catalogue; empty: the built-in data/apps.yaml
   bool json = false;
 };
 
@@ -28,21 +32,125 @@ struct SimulateFlags {
 Expected<std::vector<uint64_t>> ParseSeeds(const SimulateFlags& f) {
   if (f.seed) return std::vector<uint64_t>{*f.seed};
   std::vector<uint64_t> out;
+  const std::string text = !f.seeds.empty() ? f.seeds : f.experiment == "thesis" ? "10" : "3";
   try {
-    const size_t dash = f.seeds.find('-');
+    const size_t dash = text.find('-');
     uint64_t lo = 1, hi = 0;
     if (dash == std::string::npos) {
-      hi = std::stoull(f.seeds);
+      hi = std::stoull(text);
     } else {
-      lo = std::stoull(f.seeds.substr(0, dash));
-      hi = std::stoull(f.seeds.substr(dash + 1));
+      lo = std::stoull(text.substr(0, dash));
+      hi = std::stoull(text.substr(dash + 1));
     }
-    if (hi < lo || hi - lo >= 10000) return Fail("--seeds {}: empty or too large a range", f.seeds);
+    if (hi < lo || hi - lo >= 10000) return Fail("--seeds {}: empty or too large a range", text);
     for (uint64_t s = lo; s <= hi; ++s) out.push_back(s);
   } catch (const std::exception&) {
-    return Fail("--seeds {}: expected N or A-B", f.seeds);
+    return Fail("--seeds {}: expected N or A-B", text);
   }
   return out;
+}
+
+// Progress on stderr, only when a person is watching.
+void Progress(const std::string& line, bool done) {
+  if (!isatty(2)) return;
+  std::fprintf(stderr, "\r%-78s%s", line.c_str(), done ? "\n" : "");
+  std::fflush(stderr);
+}
+
+std::vector<std::string> RegisteredOf(const std::vector<std::string>& wanted) {
+  std::vector<std::string> out, missing;
+  for (const std::string& name : wanted) {
+    bool known = false;
+    for (const policy::PolicyInfo& p : policy::Policies()) known |= p.name == name;
+    (known ? out : missing).push_back(name);
+  }
+  for (const std::string& m : missing) {
+    std::fprintf(stderr, "tessera simulate: policy %s is not in this build; skipped\n", m.c_str());
+  }
+  return out;
+}
+
+nlohmann::json ThesisJson(const sim::ThesisRun& m) {
+  return {{"policy", m.policy},
+          {"scenario", m.scenario.name()},
+          {"pods", m.pods},
+          {"slo_attainment", m.slo_attainment},
+          {"slo_violations", m.slo_violations},
+          {"failures", m.failures},
+          {"qps_slo_abs_diff_mean", m.qps_slo_abs_diff_mean},
+          {"makespan_s", m.makespan_s},
+          {"pending_s_mean", m.pending_s_mean},
+          {"execution_s_mean", m.execution_s_mean},
+          {"gpu_util_mean", m.gpu_util_mean},
+          {"power_w_mean", m.power_w_mean},
+          {"energy_j", m.energy_j}};
+}
+
+int RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
+  Expected<sim::AppCatalog> catalog =
+      f.apps.empty() ? sim::ParseAppCatalog(std::string(sim::EmbeddedAppsYaml()), "data/apps.yaml")
+                     : sim::LoadAppCatalog(f.apps);
+  if (!catalog) {
+    std::fprintf(stderr, "tessera simulate: %s\n", catalog.error().message.c_str());
+    return 1;
+  }
+  const std::vector<std::string> policies =
+      f.policies.empty() ? RegisteredOf({"predictive", "min", "max", "round-robin", "whole-gpu"})
+                         : f.policies;
+  const sim::ThesisScenario scenarios[] = {{20, false}, {20, true}, {40, false}, {40, true}};
+  nlohmann::json results = nlohmann::json::array();
+  std::vector<sim::ThesisRun> means;
+  const size_t total = policies.size() * std::size(scenarios) * seeds.size();
+  size_t done = 0;
+  for (const sim::ThesisScenario& sc : scenarios) {
+    for (const std::string& name : policies) {
+      std::vector<sim::ThesisRun> runs;
+      nlohmann::json per_seed = nlohmann::json::array();
+      for (uint64_t seed : seeds) {
+        auto run = sim::RunThesis(name, sc, seed, *catalog);
+        if (!run) {
+          Progress("", true);
+          std::fprintf(stderr, "tessera simulate: %s\n", run.error().message.c_str());
+          return 1;
+        }
+        nlohmann::json one = ThesisJson(*run);
+        one["seed"] = seed;
+        per_seed.push_back(std::move(one));
+        runs.push_back(std::move(*run));
+        Progress(fmt::format("thesis: {}/{} runs ({} {})", ++done, total, name, sc.name()), false);
+      }
+      means.push_back(sim::MeanOf(runs));
+      nlohmann::json mean = ThesisJson(means.back());
+      mean["per_seed"] = std::move(per_seed);
+      results.push_back(std::move(mean));
+    }
+  }
+  Progress("", true);
+  if (f.json) {
+    const nlohmann::json out = {
+        {"experiment", "thesis"}, {"seeds", seeds.size()}, {"results", results}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf(
+      "experiment thesis (seed 000, Ch. 9): V100 node + A30 node + CPU node, pods in batches "
+      "of 8 over ~15 min; means over %zu seeds\n\n",
+      seeds.size());
+  std::printf("%s\n", fmt::format("{:<12} {:<17} {:>7} {:>5} {:>5} {:>11} {:>9} {:>9} {:>6} "
+                                  "{:>7} {:>9}",
+                                  "policy", "scenario", "attain%", "viol", "fail", "|q-slo|/slo",
+                                  "makespan", "pending", "util%", "power W", "energy kJ")
+                          .c_str());
+  for (const sim::ThesisRun& m : means) {
+    std::printf("%s\n",
+                fmt::format("{:<12} {:<17} {:>7.1f} {:>5.1f} {:>5.1f} {:>11.3f} {:>8.0f}s "
+                            "{:>8.1f}s {:>6.1f} {:>7.1f} {:>9.1f}",
+                            m.policy, m.scenario.name(), 100 * m.slo_attainment, m.slo_violations,
+                            m.failures, m.qps_slo_abs_diff_mean, m.makespan_s, m.pending_s_mean,
+                            100 * m.gpu_util_mean, m.power_w_mean, m.energy_j / 1000)
+                    .c_str());
+  }
+  return 0;
 }
 
 int RunPackingExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
@@ -94,12 +202,14 @@ void AddSimulate(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "simulate", "Run a simulated experiment on the scheduler core and compare policies");
   sub->add_option("--experiment", flags->experiment, "Experiment preset")
-      ->check(CLI::IsMember({"packing"}))
+      ->check(CLI::IsMember({"thesis", "packing"}))
       ->capture_default_str();
   sub->add_option("--policy", flags->policies, "Policies to compare (default: all registered)")
       ->delimiter(',');
   sub->add_option("--seed", flags->seed, "One seed");
-  sub->add_option("--seeds", flags->seeds, "Seeds: N (1..N) or A-B")->capture_default_str();
+  sub->add_option("--seeds", flags->seeds, "Seeds: N (1..N) or A-B (thesis: 10, packing: 3)");
+  sub->add_option("--apps", flags->apps,
+                  "Application catalogue (default: built-in data/apps.yaml)");
   sub->add_option("--nodes", flags->nodes, "Cluster size in nodes (packing)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -111,7 +221,8 @@ void AddSimulate(CLI::App& app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    *exit_code = RunPackingExperiment(*flags, *seeds);
+    *exit_code = flags->experiment == "thesis" ? RunThesisExperiment(*flags, *seeds)
+                                               : RunPackingExperiment(*flags, *seeds);
   });
 }
 

@@ -44,6 +44,13 @@ class Physics final : public GroundTruth {
 
   const AppCatalog& catalog() const { return catalog_; }
 
+  // Noise-free isolated queries/s of `app` alone on a slice: `profile` indexes the model's MIG
+  // profiles (-1: the whole GPU), `milli` is its MPS thread share of that partition. For the
+  // simulator's own experiment setup (e.g. the thesis's SLO_4 / SLO_1), never for policies.
+  double IsolatedQps(const AppSpec& app, model::GpuModelId gpu, int profile, int32_t milli) const {
+    return IsolatedRate(app, gpu, profile, milli).qps;
+  }
+
  private:
   friend class Profiler;
 

@@ -30,9 +30,15 @@ TEST(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(RunArgs({"simulate", "--seeds", "9-3"}), 2);
 }
 
-TEST(CliTest, SimulateRunsAndFailsCleanlyOnAnUnknownPolicy) {
-  EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--nodes", "8", "--json"}), 0);
-  EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--nodes", "8", "--policy", "nope"}), 1);
+TEST(CliTest, SimulateRunsAndFailsCleanlyOnBadInput) {
+  EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--json"}), 0);  // thesis
+  EXPECT_EQ(
+      RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--nodes", "8", "--json"}), 0);
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--nodes", "8",
+                     "--policy", "nope"}),
+            1);
+  EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--policy", "nope"}), 1);
+  EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--apps", "/nonexistent/apps.yaml"}), 1);
 }
 
 TEST(CliTest, VersionPrints) { EXPECT_EQ(RunArgs({"version"}), 0); }

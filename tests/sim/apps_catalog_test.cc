@@ -15,8 +15,8 @@ TEST(ShippedCatalogTest, ThesisEnginesHitTheirDocumentedV100Throughput) {
   auto catalog = LoadAppCatalog(TESSERA_SOURCE_DIR "/data/apps.yaml");
   ASSERT_TRUE(catalog) << catalog.error().message;
   const std::pair<const char*, double> targets[] = {
-      {"onnx/resnet50", 22},   {"onnx/mobilenet", 26}, {"onnx/ssd-mobilenet", 18},
-      {"tf/resnet50", 17},     {"tf/mobilenet", 21},   {"tf/ssd-mobilenet", 14}};
+      {"onnx/resnet50", 22}, {"onnx/mobilenet", 26}, {"onnx/ssd-mobilenet", 18},
+      {"tf/resnet50", 17},   {"tf/mobilenet", 21},   {"tf/ssd-mobilenet", 14}};
   for (const auto& [key, qps] : targets) {
     const AppSpec* a = catalog->Find(key);
     ASSERT_NE(a, nullptr) << key;

@@ -1,0 +1,150 @@
+#include "sim/thesis.h"
+
+#include <fmt/core.h>
+
+#include <cmath>
+
+#include "policy/registry.h"
+#include "sim/physics.h"
+
+namespace tessera::sim {
+namespace {
+
+constexpr double kDurationS = 900;  // "roughly fifteen minutes"
+constexpr int kBatch = 8;
+constexpr double kJitterS = 5;  // "a random delay of few seconds"
+// The thesis's engines (data/apps.yaml); the catalogue may hold more apps than these.
+constexpr const char* kEngines[] = {"onnx/resnet50", "onnx/mobilenet", "onnx/ssd-mobilenet",
+                                    "tf/resnet50",   "tf/mobilenet",   "tf/ssd-mobilenet"};
+
+}  // namespace
+
+std::string ThesisScenario::name() const {
+  return fmt::format("pods={},slo={}", pods, high_slo ? "high" : "low");
+}
+
+model::ClusterState ThesisCluster() {
+  model::ClusterState c;
+  const model::GpuModelId a30 = *model::FindGpuModel("A30-24GB");
+  const bool ok =
+      c.AddNode(model::UniformNode("v100", *model::FindGpuModel("V100-32GB"), 1, 32000, 128 * 1024))
+          .has_value() &&
+      c.AddNode(model::UniformNode("a30", a30, 1, 32000, 128 * 1024)).has_value() &&
+      c.AddNode(model::UniformNode("cpu", 0, 0, 32000, 128 * 1024)).has_value();
+  TESSERA_CHECK(ok);
+  return c;
+}
+
+std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& s, uint64_t seed,
+                                             const Physics& physics) {
+  Rng rng(seed);
+  const model::GpuModelId v100 = *model::FindGpuModel("V100-32GB");
+  const model::GpuModelId a30 = *model::FindGpuModel("A30-24GB");
+  const model::GpuModel& a30m = model::GetGpuModel(a30);
+  const int quarter = *a30m.FindProfile("1g.6gb");
+  const int whole_a30 = *a30m.FindProfile("4g.24gb");
+  const int batches = (s.pods + kBatch - 1) / kBatch;
+  std::vector<model::Workload> out;
+  for (int i = 0; i < s.pods; ++i) {
+    const AppSpec* app = physics.catalog().Find(kEngines[rng.Below(std::size(kEngines))]);
+    TESSERA_CHECK(app != nullptr);
+    model::Workload w;
+    w.id = i + 1;
+    w.name = fmt::format("{}-{}", app->key, i + 1);
+    w.app = app->key;
+    w.queries = app->queries_min + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(
+                                       app->queries_max - app->queries_min + 1)));
+    const double slo_base = s.high_slo ? (physics.IsolatedQps(*app, v100, -1, 1000) +
+                                          physics.IsolatedQps(*app, a30, whole_a30, 1000)) /
+                                             2
+                                       : (physics.IsolatedQps(*app, v100, -1, 250) +
+                                          physics.IsolatedQps(*app, a30, quarter, 1000)) /
+                                             2;
+    w.slo_qps = rng.Uniform(0.8, 1.2) * slo_base;
+    w.cpu_milli = 1000;
+    w.memory_mib = 4096;
+    w.gpu.count = 1;  // nvidia.com/gpu: 1; the policy decides the slice
+    w.arrival_s = (i / kBatch) * (kDurationS / batches) + rng.Uniform(0, kJitterS);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenario& s,
+                              uint64_t seed, const AppCatalog& catalog) {
+  for (const char* key : kEngines) {
+    if (!catalog.Find(key))
+      return Fail("the thesis experiment needs app '{}' in the catalogue", key);
+  }
+  Physics physics(catalog, seed);
+  Rng rng(seed);
+  auto policy = policy::MakePolicy(policy_name, {&rng, nullptr});
+  if (!policy) return std::unexpected(policy.error());
+  model::ClusterState cluster = ThesisCluster();
+  Engine engine(cluster, **policy, physics, rng, {.horizon_s = 6 * 3600});
+  for (model::Workload& w : ThesisWorkloads(s, seed, physics)) {
+    if (auto ok = engine.Add(std::move(w)); !ok) return std::unexpected(ok.error());
+  }
+  const EngineResult r = engine.Run();
+
+  ThesisRun run;
+  run.policy = policy_name;
+  run.scenario = s;
+  run.seed = seed;
+  run.pods = static_cast<int>(r.workloads.size());
+  double diff_sum = 0, pending_sum = 0, exec_sum = 0;
+  int executed = 0;
+  for (const WorkloadOutcome& o : r.workloads) {
+    const bool ran = o.end_s && !o.failed;
+    if (o.failed) ++run.failures;
+    const double achieved = ran ? o.achieved_qps() : 0;
+    const double rel = (achieved - o.workload.slo_qps) / o.workload.slo_qps;
+    if (!ran || achieved < o.workload.slo_qps) ++run.slo_violations;
+    run.relative_qps_diff.push_back(ran ? rel : -1);
+    diff_sum += std::abs(ran ? rel : -1);
+    pending_sum += o.start_s ? o.pending_s() : r.end_s - o.workload.arrival_s;
+    if (ran) {
+      exec_sum += *o.end_s - *o.start_s;
+      ++executed;
+    }
+  }
+  run.slo_attainment = 1.0 - run.slo_violations / std::max(1, run.pods);
+  run.qps_slo_abs_diff_mean = diff_sum / std::max(1, run.pods);
+  run.pending_s_mean = pending_sum / std::max(1, run.pods);
+  run.execution_s_mean = executed ? exec_sum / executed : 0;
+  run.makespan_s = r.end_s - r.first_arrival_s;
+  run.gpu_util_mean = r.gpu_util_mean;
+  run.power_w_mean = r.power_w_mean;
+  run.energy_j = r.energy_j;
+  return run;
+}
+
+ThesisRun MeanOf(const std::vector<ThesisRun>& runs) {
+  ThesisRun m;
+  if (runs.empty()) return m;
+  m.policy = runs[0].policy;
+  m.scenario = runs[0].scenario;
+  const double n = static_cast<double>(runs.size());
+  double pods = 0, failures = 0, violations = 0;
+  for (const ThesisRun& r : runs) {
+    pods += r.pods;
+    failures += r.failures;
+    violations += r.slo_violations;
+    m.slo_attainment += r.slo_attainment / n;
+    m.qps_slo_abs_diff_mean += r.qps_slo_abs_diff_mean / n;
+    m.makespan_s += r.makespan_s / n;
+    m.pending_s_mean += r.pending_s_mean / n;
+    m.execution_s_mean += r.execution_s_mean / n;
+    m.gpu_util_mean += r.gpu_util_mean / n;
+    m.power_w_mean += r.power_w_mean / n;
+    m.energy_j += r.energy_j / n;
+    m.relative_qps_diff.insert(m.relative_qps_diff.end(), r.relative_qps_diff.begin(),
+                               r.relative_qps_diff.end());
+  }
+  m.pods = static_cast<int>(std::lround(pods / n));
+  m.failures = failures / n;
+  m.slo_violations = violations / n;
+  return m;
+}
+
+}  // namespace tessera::sim

@@ -1,0 +1,65 @@
+#pragma once
+// The `thesis` experiment (seed 000, Ch. 9.1): a V100-32GB node (shared through MPS), an
+// A30-24GB node (MIG) and a CPU-only node; 20 or 40 inference pods over about fifteen minutes,
+// deployed in batches of 8 with a few seconds of random delay inside a batch; SLOs uniform in
+// [0.8, 1.2] × SLO_4 ("low": isolated QPS on a quarter of a GPU — one of the A30's four
+// instances, or 25% MPS of the V100; we take the mean of the two) or × SLO_1 ("high": on a
+// whole GPU, the mean of the two GPUs). Every policy sees exactly the same pods, arrivals and
+// SLOs for a seed; the physics (ground truth) is seeded too.
+//
+// Metrics per policy × scenario, as the thesis measures them (Ch. 9.1, 9.3): makespan, mean
+// pending and execution time, failures, SLO violations (achieved mean QPS < SLO; failures and
+// pods never started count), attainment, mean |achieved − SLO| / SLO, mean GPU utilisation,
+// mean power and energy.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "sim/apps.h"
+#include "sim/engine.h"
+
+namespace tessera::sim {
+
+struct ThesisScenario {
+  int pods = 20;
+  bool high_slo = false;
+  std::string name() const;  // "pods=20,slo=low"
+};
+
+struct ThesisRun {
+  std::string policy;
+  ThesisScenario scenario;
+  uint64_t seed = 0;
+  int pods = 0;
+  double failures = 0;  // counts for one seed; means over seeds in MeanOf
+  double slo_violations = 0;
+  double slo_attainment = 0;
+  double qps_slo_abs_diff_mean = 0;
+  double makespan_s = 0;
+  double pending_s_mean = 0;
+  double execution_s_mean = 0;
+  double gpu_util_mean = 0;
+  double power_w_mean = 0;
+  double energy_j = 0;
+  // Per workload: (achieved − SLO) / SLO; −1 for a failure or a pod that never ran.
+  std::vector<double> relative_qps_diff;
+};
+
+// The cluster of Ch. 9: v100 (1 × V100-32GB), a30 (1 × A30-24GB, MIG-capable, starting with
+// MIG off so device-plugin baselines can use it whole; policies reshape it while idle), cpu
+// (no GPU).
+model::ClusterState ThesisCluster();
+
+// The pods of one scenario and seed, SLOs from `physics`' noise-free isolated rates.
+std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& scenario, uint64_t seed,
+                                             const class Physics& physics);
+
+[[nodiscard]] Expected<ThesisRun> RunThesis(const std::string& policy, const ThesisScenario& s,
+                                            uint64_t seed, const AppCatalog& catalog);
+
+// Mean of every numeric field over runs of one policy and scenario.
+ThesisRun MeanOf(const std::vector<ThesisRun>& runs);
+
+}  // namespace tessera::sim

@@ -1,0 +1,72 @@
+#include "sim/thesis.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/embedded_apps.h"
+#include "sim/physics.h"
+
+namespace tessera::sim {
+namespace {
+
+AppCatalog Shipped() {
+  auto c = ParseAppCatalog(std::string(EmbeddedAppsYaml()), "data/apps.yaml");
+  EXPECT_TRUE(c) << c.error().message;
+  return *c;
+}
+
+TEST(ThesisTest, PodsArriveInBatchesOfEightWithSlosAroundTheQuarterGpuRate) {
+  const Physics physics(Shipped(), 3, {.noise_sd = 0});
+  const auto pods = ThesisWorkloads({20, false}, 3, physics);
+  ASSERT_EQ(pods.size(), 20u);
+  for (size_t i = 0; i < pods.size(); ++i) {
+    // 20 pods = 3 batches, 900 s / 3 = 300 s apart, up to 5 s of jitter each.
+    const double batch_start = static_cast<double>(i / 8) * 300;
+    EXPECT_GE(pods[i].arrival_s, batch_start);
+    EXPECT_LT(pods[i].arrival_s, batch_start + 5);
+    EXPECT_EQ(pods[i].gpu.count, 1);
+  }
+  // onnx/mobilenet's SLO_4 by hand: on 25% of a V100, 0.3 ms x 4 x 312/125 + 0.4 ms x
+  // 1555/900 + 37.02 ms = 40.706 ms (24.566/s); on an A30 1g.6gb (1/4 of 165/312 compute, 1/4
+  // of 933/1555 bandwidth): 2.269 + 2.667 + 37.02 = 41.956 ms (23.835/s); mean 24.20/s.
+  bool seen = false;
+  for (const model::Workload& w : pods) {
+    if (w.app != "onnx/mobilenet") continue;
+    seen = true;
+    EXPECT_GE(w.slo_qps, 0.8 * 24.20 - 0.01);
+    EXPECT_LE(w.slo_qps, 1.2 * 24.20 + 0.01);
+  }
+  EXPECT_TRUE(seen);
+  // The same seed gives the same pods; high SLOs are higher.
+  const auto again = ThesisWorkloads({20, false}, 3, physics);
+  const auto high = ThesisWorkloads({20, true}, 3, physics);
+  for (size_t i = 0; i < pods.size(); ++i) {
+    EXPECT_EQ(pods[i].app, again[i].app);
+    EXPECT_EQ(pods[i].slo_qps, again[i].slo_qps);
+    EXPECT_GE(high[i].slo_qps, pods[i].slo_qps);
+  }
+}
+
+TEST(ThesisTest, RunsAreDeterministicAndAccountForEveryPod) {
+  const AppCatalog catalog = Shipped();
+  for (const char* policy : {"min", "max"}) {
+    auto a = RunThesis(policy, {40, true}, 5, catalog);
+    auto b = RunThesis(policy, {40, true}, 5, catalog);
+    ASSERT_TRUE(a && b) << policy;
+    EXPECT_EQ(a->pods, 40);
+    EXPECT_EQ(a->relative_qps_diff.size(), 40u);
+    EXPECT_EQ(a->energy_j, b->energy_j) << policy;
+    EXPECT_EQ(a->relative_qps_diff, b->relative_qps_diff) << policy;
+    EXPECT_GT(a->makespan_s, 900);  // the last batch arrives at 720 s and runs for minutes
+    EXPECT_GE(a->slo_attainment, 0);
+    EXPECT_LE(a->slo_attainment, 1);
+  }
+  // max gives every pod a whole GPU: its pods queue (two GPUs for 40 pods) and never fail.
+  auto max = RunThesis("max", {40, false}, 5, catalog);
+  ASSERT_TRUE(max);
+  EXPECT_EQ(max->failures, 0);
+  EXPECT_GT(max->pending_s_mean, 60);
+  EXPECT_FALSE(RunThesis("no-such-policy", {20, false}, 1, catalog));
+}
+
+}  // namespace
+}  // namespace tessera::sim
