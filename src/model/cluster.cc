@@ -226,6 +226,45 @@ Expected<void> ClusterState::Remove(WorkloadId id) {
   return {};
 }
 
+Expected<void> ClusterState::Resize(WorkloadId id, const std::vector<Slice>& slices) {
+  auto it = placed_.find(id);
+  if (it == placed_.end()) return Fail("workload {} is not placed", id);
+  std::vector<Slice>& old = it->second.placement.slices;
+  if (slices.size() != old.size()) {
+    return Fail("workload {}: resize gives {} slices for {}", id, slices.size(), old.size());
+  }
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const Slice& s = slices[i];
+    if (s.partition != old[i].partition) {
+      return Fail("workload {}: a resize cannot move a slice to another partition", id);
+    }
+    if (s.milli < 1 || s.milli > 1000 || s.memory_mib < 0) {
+      return Fail("workload {}: slice share {} milli / {} MiB is out of range", id, s.milli,
+                  s.memory_mib);
+    }
+    const Partition& part = partitions_[s.partition];
+    if (part.used_milli - old[i].milli + s.milli > 1000 ||
+        part.used_memory_mib - old[i].memory_mib + s.memory_mib > part.memory_mib) {
+      return Fail("workload {}: partition {} cannot take {} milli / {} MiB", id, part.uuid, s.milli,
+                  s.memory_mib);
+    }
+  }
+  for (size_t i = 0; i < slices.size(); ++i) {
+    Partition& part = partitions_[slices[i].partition];
+    auto c = std::find_if(part.clients.begin(), part.clients.end(),
+                          [id](const Client& x) { return x.workload == id; });
+    TESSERA_CHECK(c != part.clients.end());
+    part.used_milli += slices[i].milli - c->milli;
+    part.used_memory_mib += slices[i].memory_mib - c->memory_mib;
+    allocated_gpu_milli_ += (slices[i].milli - c->milli) * part.compute_share;
+    c->milli = slices[i].milli;
+    c->memory_mib = slices[i].memory_mib;
+    RefreshGpu(part.gpu);
+  }
+  old = slices;
+  return {};
+}
+
 Expected<void> ClusterState::Reshape(GpuIndex g, const std::optional<MigLayout>& layout,
                                      const std::vector<std::string>& partition_uuids) {
   if (g < 0 || g >= gpu_count()) return Fail("no GPU #{}", g);

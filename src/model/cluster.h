@@ -118,6 +118,10 @@ class ClusterState {
 
   [[nodiscard]] Expected<void> Place(const Workload& workload, const Placement& placement);
   [[nodiscard]] Expected<void> Remove(WorkloadId id);
+  // Changes the MPS limits (milli, memory) of a placed workload's slices in place — same
+  // partitions, same order — as when its limits are rewritten and the MPS client restarts.
+  // Refused, changing nothing, if a new total would break a partition's limits.
+  [[nodiscard]] Expected<void> Resize(WorkloadId id, const std::vector<Slice>& slices);
   // Cuts an idle GPU into `layout`, or turns MIG off with nullopt. New partitions get uuids
   // derived from the GPU's uuid and their placement (or `partition_uuids`, as discovered).
   [[nodiscard]] Expected<void> Reshape(GpuIndex gpu, const std::optional<MigLayout>& layout,

@@ -41,11 +41,19 @@ struct ReshapeTo {
   std::optional<MigLayout> layout;
 };
 
+// New MPS limits for a workload already running (same partitions): how a policy makes room on
+// a shared partition, e.g. round-robin's equal 1/n shares.
+struct ResizeTo {
+  WorkloadId workload = 0;
+  std::vector<model::Slice> slices;
+};
+
 // A node's offer for one workload.
 struct Candidate {
   double score = 0;     // 0..100, higher is better
   Placement placement;  // node and slices (partition slots of the reshaped GPU if any)
   std::optional<ReshapeTo> reshape;
+  std::vector<ResizeTo> resizes;  // applied with the placement, all or nothing
 };
 
 class Policy {

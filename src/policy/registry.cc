@@ -5,6 +5,7 @@
 #include "policy/first_fit.h"
 #include "policy/max.h"
 #include "policy/min.h"
+#include "policy/round_robin.h"
 #include "policy/whole_gpu.h"
 
 namespace tessera::policy {
@@ -36,6 +37,8 @@ const std::vector<Entry>& Registry() {
        NoOptions<Max>("max")},
       {{"min", "thesis Ch. 9.2.1: smallest MIG instances, 25% MPS slots, one workload per slot"},
        NoOptions<Min>("min")},
+      {{"round-robin", "thesis Ch. 9.2.3: smallest chunks in turn, equal 1/n MPS shares"},
+       NoOptions<RoundRobin>("round-robin")},
   };
   return entries;
 }

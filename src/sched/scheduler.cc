@@ -61,8 +61,28 @@ std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w, std::s
   return best;
 }
 
-bool Scheduler::ReserveAndBind(const Workload& w, const model::Placement& p, CycleStats& stats) {
+bool Scheduler::ReserveAndBind(const Workload& w, const model::Placement& p, CycleStats& stats,
+                               const std::vector<policy::ResizeTo>& resizes) {
+  // Neighbours' new limits first (they make the room), then the placement; all or nothing.
+  std::vector<policy::ResizeTo> undo;
+  auto rollback = [&] {
+    for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+      TESSERA_CHECK(cluster_.Resize(it->workload, it->slices).has_value());
+    }
+  };
+  for (const policy::ResizeTo& r : resizes) {
+    const model::PlacedWorkload* pw = cluster_.Find(r.workload);
+    std::vector<model::Slice> before = pw ? pw->placement.slices : std::vector<model::Slice>{};
+    if (auto ok = cluster_.Resize(r.workload, r.slices); !ok) {
+      rollback();
+      ++stats.policy_errors;
+      last_reason_[w.id] = "policy proposed an invalid resize: " + ok.error().message;
+      return false;
+    }
+    undo.push_back({r.workload, std::move(before)});
+  }
   if (auto ok = cluster_.Place(w, p); !ok) {
+    rollback();
     ++stats.policy_errors;
     last_reason_[w.id] = "policy proposed an invalid placement: " + ok.error().message;
     return false;
@@ -72,6 +92,7 @@ bool Scheduler::ReserveAndBind(const Workload& w, const model::Placement& p, Cyc
       ++stats.bind_failures;
       last_reason_[w.id] = "bind failed: " + ok.error().message;
       TESSERA_CHECK(cluster_.Remove(w.id).has_value());
+      rollback();
       return false;
     }
   }
@@ -81,7 +102,7 @@ bool Scheduler::ReserveAndBind(const Workload& w, const model::Placement& p, Cyc
 }
 
 bool Scheduler::Commit(const Workload& w, policy::Candidate cand, CycleStats& stats) {
-  if (!cand.reshape) return ReserveAndBind(w, cand.placement, stats);
+  if (!cand.reshape) return ReserveAndBind(w, cand.placement, stats, cand.resizes);
   const GpuIndex g = cand.reshape->gpu;
   if (auto ok = cluster_.Reshape(g, cand.reshape->layout); !ok) {
     ++stats.policy_errors;
@@ -89,7 +110,7 @@ bool Scheduler::Commit(const Workload& w, policy::Candidate cand, CycleStats& st
     return false;
   }
   ++stats.reshapes;
-  if (!hooks_.reshape) return ReserveAndBind(w, cand.placement, stats);
+  if (!hooks_.reshape) return ReserveAndBind(w, cand.placement, stats, cand.resizes);
   cluster_.SetGpuAvailable(g, false);
   parked_[g].push_back({w, std::move(cand.placement)});
   ++stats.parked;

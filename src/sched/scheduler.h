@@ -6,8 +6,10 @@
 //
 // Select: the highest score wins; ties go to the lowest node index (TieBreak::kFirst) or to a
 // seeded random pick among the tied (kRandom, as kube-scheduler's selectHost).
-// Reserve: ClusterState::Place; Bind: Hooks::bind — a failed bind undoes the reservation and
-// the workload goes back to the queue. A reshape proposed with a placement makes the GPU
+// Reserve: the candidate's resizes of running neighbours, then ClusterState::Place, all or
+// nothing; Bind: Hooks::bind — a failed bind undoes the reservation (and the resizes) and the
+// workload goes back to the queue. A reshape and resizes in one candidate: the resizes are
+// not applied (a reshaped GPU is empty). A reshape proposed with a placement makes the GPU
 // unavailable and parks the workload until ReshapeDone(gpu) (the thesis: ~5 s, nothing else
 // lands meanwhile). Unschedulable workloads stay queued, or are dropped when the driver asks
 // (the FGD replay: a pod that does not fit fails for good).
@@ -98,7 +100,8 @@ class Scheduler {
   std::optional<policy::Candidate> SelectNode(const Workload& w, std::string& why);
   // Reserve + bind (or park behind a reshape). True if the workload left the queue.
   bool Commit(const Workload& w, policy::Candidate cand, CycleStats& stats);
-  bool ReserveAndBind(const Workload& w, const model::Placement& p, CycleStats& stats);
+  bool ReserveAndBind(const Workload& w, const model::Placement& p, CycleStats& stats,
+                      const std::vector<policy::ResizeTo>& resizes = {});
   void ProactiveReshapes(CycleStats& stats);
   void Evictions(CycleStats& stats);
   void Accumulate(const CycleStats& s);

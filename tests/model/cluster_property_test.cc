@@ -1,4 +1,4 @@
-// Property test: 100,000 random place/remove/reshape/availability operations on a 64-node
+// Property test: 100,000 random place/remove/resize/reshape/availability operations on a 64-node
 // mixed cluster; after every step every invariant holds, and a refused operation changed
 // nothing. About a third of the placements are deliberately wrong (too big, wrong node, wrong
 // slot) so the refusal paths are exercised as often as the success paths.
@@ -46,7 +46,7 @@ TEST(ClusterPropertyTest, HundredThousandRandomOperationsKeepEveryInvariant) {
   ClusterState c = MixedCluster(rng);
   std::vector<WorkloadId> live;
   WorkloadId next_id = 1;
-  int placed = 0, refused = 0, removed = 0, reshaped = 0;
+  int placed = 0, refused = 0, removed = 0, reshaped = 0, resized = 0;
   for (int step = 0; step < 100000; ++step) {
     const Fingerprint before = Take(c);
     const double op = rng.Uniform();
@@ -104,6 +104,20 @@ TEST(ClusterPropertyTest, HundredThousandRandomOperationsKeepEveryInvariant) {
       live[i] = live.back();
       live.pop_back();
       ++removed;
+    } else if (op < 0.94) {
+      // Resize a live workload's MPS limits, often beyond what its partitions can give.
+      if (live.empty()) continue;
+      const PlacedWorkload* pw = c.Find(live[rng.Below(live.size())]);
+      std::vector<Slice> slices = pw->placement.slices;
+      for (Slice& sl : slices) {
+        const Partition& part = c.partition(sl.partition);
+        sl.milli =
+            1 + static_cast<int32_t>(rng.Below(std::min(1000, sl.milli + part.free_milli() + 200)));
+        sl.memory_mib =
+            static_cast<int64_t>(rng.Below(sl.memory_mib + part.free_memory_mib() + 2048));
+      }
+      result = c.Resize(pw->workload.id, slices);
+      if (result) ++resized;
     } else if (op < 0.98) {
       const GpuIndex g = static_cast<GpuIndex>(rng.Below(c.gpu_count()));
       const std::vector<MigLayout>& layouts = ValidLayouts(GetGpuModel(c.gpu(g).model));
@@ -130,6 +144,7 @@ TEST(ClusterPropertyTest, HundredThousandRandomOperationsKeepEveryInvariant) {
   EXPECT_GT(removed, 20000);
   EXPECT_GT(refused, 5000);
   EXPECT_GT(reshaped, 100);
+  EXPECT_GT(resized, 500);
 }
 
 }  // namespace

@@ -155,6 +155,23 @@ TEST_F(ClusterTest, EnvironmentNamesThePartitionAndTheMpsLimits) {
   EXPECT_EQ(e2.Variables().size(), 1u);
 }
 
+TEST_F(ClusterTest, ResizeRewritesMpsLimitsInPlaceOrRefuses) {
+  ASSERT_TRUE(c_.Place(Sharing(1, 1000, 16384), {1, 0, {{0, 1000, 16384}}}));
+  // A second client needs room: shrink the first to half, then place beside it.
+  EXPECT_FALSE(c_.Place(Sharing(2, 500, 8192), {2, 0, {{0, 500, 8192}}}));
+  ASSERT_TRUE(c_.Resize(1, {{0, 500, 8192}}));
+  EXPECT_EQ(c_.gpu(0).free_milli, 500);
+  EXPECT_DOUBLE_EQ(c_.allocated_gpu_milli(), 500);
+  ASSERT_TRUE(c_.Place(Sharing(2, 500, 8192), {2, 0, {{0, 500, 8192}}}));
+  // Growing back would exceed 1000 milli; moving to another partition is not a resize.
+  EXPECT_FALSE(c_.Resize(1, {{0, 600, 8192}}));
+  EXPECT_FALSE(c_.Resize(1, {{7, 500, 8192}}));
+  EXPECT_FALSE(c_.Resize(1, {{0, 500, 8192}, {7, 1, 0}}));
+  EXPECT_FALSE(c_.Resize(3, {{0, 1, 0}}));
+  EXPECT_EQ(c_.Find(1)->placement.slices[0].milli, 500);
+  ExpectUnchanged();
+}
+
 TEST_F(ClusterTest, AddNodeRefusesBadSpecs) {
   EXPECT_FALSE(c_.AddNode(UniformNode("v100", Id("T4"), 1, 1, 1)));  // duplicate name
   NodeSpec bad = UniformNode("x", Id("A30-24GB"), 1, 1, 1);

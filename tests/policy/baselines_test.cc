@@ -6,6 +6,7 @@
 #include "policy/max.h"
 #include "policy/min.h"
 #include "policy/registry.h"
+#include "policy/round_robin.h"
 #include "policy/whole_gpu.h"
 #include "sched/scheduler.h"
 
@@ -89,9 +90,33 @@ TEST_F(BaselinesTest, WholeGpuNeverReshapesAndIgnoresTheShare) {
   EXPECT_EQ(c_.gpu(1).partition_count, 2);
 }
 
+TEST_F(BaselinesTest, RoundRobinTakesChunksInTurnAndSharesThemEqually) {
+  RoundRobin rr;
+  // Chunks: the V100 whole (1) and the A30's four smallest instances (4) = a ring of 5.
+  // w1 -> V100; w2 -> A30 chunk 0 (the idle A30 is cut to 4 x 1g.6gb first); w3..w5 -> A30
+  // chunks 1..3; w6 -> V100 again: two clients, 500 milli and 16 GiB each (w1 resized);
+  // w7 -> A30 chunk 0: 500 milli and 3 GiB each.
+  EXPECT_EQ(RunOnce(rr, 7), 7);
+  const model::Partition& v100 = c_.partition(ClusterState::PartitionOf(0, 0));
+  ASSERT_EQ(v100.clients.size(), 2u);
+  for (const model::Client& cl : v100.clients) {
+    EXPECT_EQ(cl.milli, 500);
+    EXPECT_EQ(cl.memory_mib, 16 * 1024);
+  }
+  EXPECT_EQ(c_.Find(1)->placement.slices[0].milli, 500);
+  EXPECT_EQ(c_.gpu(1).partition_count, 4);
+  const model::Partition& first = c_.partition(ClusterState::PartitionOf(1, 0));
+  ASSERT_EQ(first.clients.size(), 2u);
+  EXPECT_EQ(first.clients[1].memory_mib, 3 * 1024);
+  for (int slot = 1; slot < 4; ++slot) {
+    EXPECT_EQ(c_.partition(ClusterState::PartitionOf(1, slot)).clients.size(), 1u);
+  }
+  EXPECT_TRUE(c_.CheckInvariants());
+}
+
 TEST(BaselinesRegistryTest, EveryBaselineIsRegistered) {
   Rng rng(1);
-  for (const char* name : {"first-fit", "whole-gpu", "min", "max"}) {
+  for (const char* name : {"first-fit", "whole-gpu", "min", "max", "round-robin"}) {
     auto p = MakePolicy(name, {&rng, nullptr});
     ASSERT_TRUE(p) << name;
     EXPECT_EQ((*p)->name(), name);

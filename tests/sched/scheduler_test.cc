@@ -213,6 +213,42 @@ TEST_F(SchedulerTest, RandomTieBreakIsSeededAndSpreads) {
   EXPECT_TRUE(spread);
 }
 
+// Halves whoever runs on the V100 to make room for the newcomer at 500 milli.
+class HalveNeighbour : public policy::Policy {
+ public:
+  std::string_view name() const override { return "halve"; }
+  policy::Feasibility Filter(const Workload&, model::NodeIndex n,
+                             const ClusterState&) const override {
+    return n == 0 ? policy::Feasibility::Yes() : policy::Feasibility::No("not the V100");
+  }
+  std::optional<Candidate> Score(const Workload& w, model::NodeIndex,
+                                 const ClusterState& c) override {
+    Candidate cand;
+    cand.score = 1;
+    cand.placement = {w.id, 0, {{0, 500, 0}}};
+    for (const model::Client& other : c.partition(0).clients) {
+      cand.resizes.push_back({other.workload, {{0, 500, 0}}});
+    }
+    return cand;
+  }
+};
+
+TEST_F(SchedulerTest, ResizesApplyWithThePlacementAndRollBackWithAFailedBind) {
+  ASSERT_TRUE(c_.Place(Share(1, 1000), {1, 0, {{0, 1000, 0}}}));
+  HalveNeighbour policy;
+  Scheduler s(c_, policy, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(2, 500)));
+  fail_binds_ = true;
+  EXPECT_EQ(s.RunCycle().bind_failures, 1);
+  EXPECT_EQ(c_.Find(1)->placement.slices[0].milli, 1000);  // rolled back
+  EXPECT_EQ(c_.partition(0).used_milli, 1000);
+  fail_binds_ = false;
+  EXPECT_EQ(s.RunCycle().bound, 1);
+  EXPECT_EQ(c_.Find(1)->placement.slices[0].milli, 500);
+  EXPECT_EQ(c_.Find(2)->placement.slices[0].milli, 500);
+  EXPECT_TRUE(c_.CheckInvariants());
+}
+
 TEST_F(SchedulerTest, SubmitRefusesDuplicatesAndInvalidRequests) {
   policy::FirstFit ff;
   Scheduler s(c_, ff, clock_, rng_, hooks_);

@@ -101,12 +101,18 @@ class ReshapeFirst : public policy::Policy {
   }
   std::optional<policy::Candidate> Score(const model::Workload& w, model::NodeIndex,
                                          const model::ClusterState& c) override {
-    if (c.gpu(0).mig) return policy::Candidate{1, *policy::FirstFitPlacement(w, 0, c), {}};
-    const auto& a30 = model::GetGpuModel(c.gpu(0).model);
-    return policy::Candidate{
-        1,
-        {w.id, 0, {{0, 1000, 6144}}},
-        policy::ReshapeTo{0, *model::ParseLayout(a30, "1g.6gb,1g.6gb,1g.6gb,1g.6gb")}};
+    if (c.gpu(0).mig) {
+      policy::Candidate cand;
+      cand.score = 1;
+      cand.placement = *policy::FirstFitPlacement(w, 0, c);
+      return cand;
+    }
+    policy::Candidate cand;
+    cand.score = 1;
+    cand.placement = {w.id, 0, {{0, 1000, 6144}}};
+    cand.reshape = policy::ReshapeTo{
+        0, *model::ParseLayout(model::GetGpuModel(c.gpu(0).model), "1g.6gb,1g.6gb,1g.6gb,1g.6gb")};
+    return cand;
   }
 };
 
