@@ -94,4 +94,33 @@ std::optional<Placement> FirstFitPlacement(const Workload& w, NodeIndex n, const
   return pl;
 }
 
+std::optional<Placement> PlacementOnGpu(const Workload& w, NodeIndex n, GpuIndex g,
+                                        const ClusterState& c) {
+  const Gpu& gpu = c.gpu(g);
+  if (gpu.node != n || !w.gpu.sharing()) return std::nullopt;
+  for (int slot = 0; slot < gpu.partition_count; ++slot) {
+    const PartitionIndex p = ClusterState::PartitionOf(g, slot);
+    if (PartitionFits(w, gpu, c.partition(p))) {
+      return Placement{w.id, n, {SliceFor(w, p, c.partition(p))}};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Placement> BestFitPlacement(const Workload& w, NodeIndex n, const ClusterState& c) {
+  if (!w.gpu.sharing() || !w.gpu.mig_profile.empty()) return FirstFitPlacement(w, n, c);
+  PartitionIndex best = -1;
+  int32_t best_free = 0;
+  ForEachFit(w, n, c, [&](PartitionIndex p) {
+    const int32_t free = c.gpu(c.partition(p).gpu).free_milli;
+    if (best < 0 || free < best_free) {
+      best = p;
+      best_free = free;
+    }
+    return true;
+  });
+  if (best < 0) return std::nullopt;
+  return Placement{w.id, n, {SliceFor(w, best, c.partition(best))}};
+}
+
 }  // namespace tessera::policy
