@@ -28,7 +28,7 @@ class Fgd final : public FragmentationPolicy {
   static int ScoreOf(double before, double after);
 
  protected:
-  double Rate(double before, double after, const NodeFree&) const override {
+  double Rate(double before, double after, const NodeFree&, const NodeFree&) const override {
     return ScoreOf(before, after);
   }
 };

@@ -40,6 +40,7 @@ void FragmentationPolicy::Learn(const Workload& w) {
   }
   typical_ = ShapeDistribution::TypicalFromCounts(learned_counts_, 0.95);
   ResetCaches();
+  TypicalChanged();
 }
 
 int FragmentationPolicy::ShapeId(const Workload& w) {
@@ -88,7 +89,8 @@ FragmentationPolicy::Offer FragmentationPolicy::Evaluate(const Workload& w, Node
       NodeFree after = free;
       after.cpu_milli -= w.cpu_milli;
       after.free_milli[i] = std::max(0, after.free_milli[i] - w.gpu.milli);
-      const double score = Rate(before, FragmentMilli(after, typical_), after);
+      const double frag_after = FragmentMilli(after, typical_);
+      const double score = Rate(before, frag_after, free, after);
       if (!offer.ok || score > offer.score) {
         offer.ok = true;
         offer.score = score;
@@ -110,7 +112,7 @@ FragmentationPolicy::Offer FragmentationPolicy::Evaluate(const Workload& w, Node
     }
   }
   offer.ok = true;
-  offer.score = Rate(before, FragmentMilli(after, typical_), after);
+  offer.score = Rate(before, FragmentMilli(after, typical_), free, after);
   return offer;
 }
 

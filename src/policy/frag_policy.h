@@ -32,7 +32,10 @@ class FragmentationPolicy : public Policy {
  protected:
   // The score of a placement that moves the node's fragment from `before` to `after`, leaving
   // `after_free`. Higher is better.
-  virtual double Rate(double before, double after, const NodeFree& after_free) const = 0;
+  virtual double Rate(double before, double after, const NodeFree& before_free,
+                      const NodeFree& after_free) const = 0;
+  // The typical pods were re-derived (online learning); subclasses refresh what they derive.
+  virtual void TypicalChanged() {}
 
  private:
   struct NodeFrag {

@@ -6,6 +6,7 @@
 #include "policy/dot_product.h"
 #include "policy/fgd.h"
 #include "policy/first_fit.h"
+#include "policy/frag_pack.h"
 #include "policy/gpu_clustering.h"
 #include "policy/gpu_packing.h"
 #include "policy/random.h"
@@ -64,6 +65,8 @@ const std::vector<Entry>& Registry() {
        NoOptions<GpuClustering>("gpu-clustering")},
       {{"fgd", "least growth of expected fragmentation (FGD, ATC'23 §4.2)"},
        WithTypicalPods<Fgd>("fgd")},
+      {{"frag-pack", "FGD with its ties broken by a look-ahead over the typical pods (Tessera)"},
+       WithTypicalPods<FragPack>("frag-pack")},
   };
   return entries;
 }

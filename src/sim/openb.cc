@@ -223,7 +223,7 @@ Expected<OpenbRun> RunOpenb(const OpenbInput& input, const std::string& policy_n
   // workload pods before tuning), 95% coverage, CPU-only pods included.
   const policy::ShapeDistribution typical = policy::ShapeDistribution::Typical(input.pods, 0.95);
   nlohmann::json options = nlohmann::json::object();
-  if (policy_name == "fgd" || policy_name.starts_with("frag")) {
+  if (policy_name == "fgd" || policy_name == "frag-pack") {
     options["typical_pods"] = typical.ToJson();
   }
   auto policy = policy::MakePolicy(policy_name, {&rng, nullptr}, options);
