@@ -107,7 +107,7 @@ Expected<std::vector<std::string>> WriteOpenbReport(const std::string& dir,
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Fail("{}: cannot create: {}", dir, ec.message());
-  const std::string base = (std::filesystem::path(dir) / ("openb_" + trace)).string();
+  const std::string base = (std::filesystem::path(dir) / trace).string();
   std::vector<std::string> written;
 
   std::string runs_csv = "policy,seed,arrived_pct,alloc_pct,frag_pct,frag_idle_pct\n";

@@ -13,9 +13,9 @@
 namespace tessera::report {
 
 // Writes into `dir` (created if needed):
-//   openb_<trace>_runs.csv   policy,seed,arrived_pct,alloc_pct,frag_pct,frag_idle_pct
-//   openb_<trace>_mean.csv   policy,arrived_pct,alloc_pct,alloc_std,frag_pct,frag_std,...
-//   openb_<trace>.html       the plot
+//   <trace>_runs.csv   policy,seed,arrived_pct,alloc_pct,frag_pct,frag_idle_pct
+//   <trace>_mean.csv   policy,arrived_pct,alloc_pct,alloc_std,frag_pct,frag_std,...
+//   <trace>.html       the plot
 // Returns the paths written.
 [[nodiscard]] Expected<std::vector<std::string>> WriteOpenbReport(
     const std::string& dir, const std::string& trace, std::span<const sim::OpenbRun> runs);
