@@ -153,7 +153,8 @@ int RunOpenbExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seed
                           {"alloc_at", AtBuckets(s.alloc_pct)},
                           {"frag_at", AtBuckets(s.frag_pct)},
                           {"failed_pods", s.failed_pods},
-                          {"wall_s", s.wall_s}};
+                          {"wall_s", s.wall_s},
+                          {"cpu_s", s.cpu_s}};
       if (s.seeds.size() == 1) {
         j["seed"] = s.seeds[0];
         j["failed_pods"] = static_cast<int64_t>(std::llround(s.failed_pods));

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -244,6 +245,7 @@ Expected<OpenbRun> RunOpenb(const OpenbInput& input, const std::string& policy_n
     if (auto added = cluster.AddNode(*n); !added) return std::unexpected(added.error());
   }
   const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
   // Fragmentation of every node, updated when a placement changes one.
   std::vector<double> node_frag(cluster.node_count());
   double frag_sum = 0;
@@ -275,6 +277,7 @@ Expected<OpenbRun> RunOpenb(const OpenbInput& input, const std::string& policy_n
       },
       sched::TieBreak::kFirst);
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.cpu_s = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   run.failed_pods = result.failed;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (int b = 0; b <= kOpenbMaxPct; ++b) {
@@ -326,6 +329,7 @@ std::vector<OpenbSummary> SummarizeOpenb(std::span<const OpenbRun> runs) {
     for (const OpenbRun* r : mine) {
       s.failed_pods += static_cast<double>(r->failed_pods) / mine.size();
       s.wall_s += r->wall_s / mine.size();
+      s.cpu_s += r->cpu_s / mine.size();
     }
     for (int b = 0; b <= kOpenbMaxPct; ++b) {
       std::vector<double> a, f, fi;

@@ -49,6 +49,7 @@ struct OpenbRun {
   size_t pods = 0;  // arrivals, inflation included
   size_t failed_pods = 0;
   double wall_s = 0;  // the replay alone (policy construction and arrivals excluded)
+  double cpu_s = 0;   // CPU time of the same (on a shared machine wall time is not all ours)
   // Per arrived percent 0..130: mean allocation and fragmentation (% of capacity) and
   // fragmentation as % of idle GPU milli; NaN where no event falls near.
   std::array<double, kOpenbMaxPct + 1> alloc_pct{};
@@ -78,6 +79,7 @@ struct OpenbSummary {
   int total_gpus = 0;
   double failed_pods = 0;
   double wall_s = 0;
+  double cpu_s = 0;
   std::array<double, kOpenbMaxPct + 1> alloc_pct{}, alloc_std{};
   std::array<double, kOpenbMaxPct + 1> frag_pct{}, frag_std{};
   std::array<double, kOpenbMaxPct + 1> frag_idle_pct{};
