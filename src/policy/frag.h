@@ -71,7 +71,9 @@ class ShapeDistribution {
   std::vector<PodShape> shapes_;
 };
 
-// The free resources of one node, the only input of the fragmentation measure.
+// The free resources of one node, the only input of the fragmentation measure. GPUs beyond the
+// 32nd of a node are not seen by the measure (no such node exists in the traces or the catalog's
+// servers; a larger one is judged on its first 32 GPUs).
 inline constexpr int kMaxFragGpus = 32;
 struct NodeFree {
   int64_t cpu_milli = 0;
