@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 namespace tessera::model {
@@ -15,6 +16,9 @@ uint64_t Hash(std::string_view s, uint64_t h = 1469598103934665603ULL) {
 }
 
 int32_t RoundMilli(double x) { return static_cast<int32_t>(std::lround(x)); }
+
+// Process-wide, so that a version never names two different node states (see Node::version).
+std::atomic<uint64_t> g_node_version{0};
 
 }  // namespace
 
@@ -64,6 +68,7 @@ Expected<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
   node.labels = spec.labels;
   nodes_.push_back(std::move(node));
   node_by_name_.emplace(spec.name, n);
+  Touch(n);
   for (size_t i = 0; i < spec.gpus.size(); ++i) {
     const GpuSpec& s = spec.gpus[i];
     Gpu gpu;
@@ -198,6 +203,7 @@ Expected<void> ClusterState::Place(const Workload& w, const Placement& p) {
     RefreshGpu(part.gpu);
   }
   placed_.emplace(w.id, PlacedWorkload{w, p});
+  Touch(p.node);
   return {};
 }
 
@@ -221,6 +227,7 @@ Expected<void> ClusterState::Remove(WorkloadId id) {
     if (--gpu.clients == 0 && gpu.available) ++node.idle_gpus;
     RefreshGpu(part.gpu);
   }
+  Touch(pw.placement.node);
   placed_.erase(it);
   if (placed_.empty()) allocated_gpu_milli_ = 0;  // no drift from floating-point sums
   return {};
@@ -287,6 +294,7 @@ Expected<void> ClusterState::Reshape(GpuIndex g, const std::optional<MigLayout>&
   }
   gpu.mig = std::move(normalized);
   BuildPartitions(g, partition_uuids);
+  Touch(gpu.node);
   return {};
 }
 
@@ -295,9 +303,17 @@ void ClusterState::SetGpuAvailable(GpuIndex g, bool available) {
   if (gpu.available == available) return;
   gpu.available = available;
   if (gpu.idle()) nodes_[gpu.node].idle_gpus += available ? 1 : -1;
+  Touch(gpu.node);
 }
 
-void ClusterState::SetNodeReady(NodeIndex n, bool ready) { nodes_[n].ready = ready; }
+void ClusterState::SetNodeReady(NodeIndex n, bool ready) {
+  nodes_[n].ready = ready;
+  Touch(n);
+}
+
+void ClusterState::Touch(NodeIndex n) {
+  nodes_[n].version = g_node_version.fetch_add(1, std::memory_order_relaxed) + 1;
+}
 
 std::optional<NodeIndex> ClusterState::FindNode(std::string_view name) const {
   auto it = node_by_name_.find(std::string(name));

@@ -99,6 +99,10 @@ struct Node {
   int gpu_count = 0;
   int idle_gpus = 0;  // available GPUs hosting nothing
   bool ready = true;
+  // Changes whenever anything on the node changes (placement, removal, reshape, availability,
+  // readiness). Drawn from one process-wide counter, so (node index, version) names one node
+  // state even across copies of a ClusterState: policies key per-node caches on it.
+  uint64_t version = 0;
   std::map<std::string, std::string> labels;
 
   int64_t free_cpu_milli() const { return cpu_milli - used_cpu_milli; }
@@ -161,6 +165,7 @@ class ClusterState {
  private:
   void BuildPartitions(GpuIndex g, const std::vector<std::string>& uuids);
   void RefreshGpu(GpuIndex g);
+  void Touch(NodeIndex n);
   Expected<void> CheckPlacement(const Workload& w, const Placement& p) const;
 
   std::vector<Node> nodes_;

@@ -8,10 +8,6 @@ std::string_view ToString(WorkloadClass c) {
   return c == WorkloadClass::kOnline ? "online" : "offline";
 }
 
-bool GpuRequest::AllowsModel(GpuModelId m) const {
-  return models.empty() || std::find(models.begin(), models.end(), m) != models.end();
-}
-
 Expected<void> Workload::Validate() const {
   const std::string who = name.empty() ? "workload " + std::to_string(id) : "workload " + name;
   if (gpu.count < 0) return Fail("{}: negative GPU count {}", who, gpu.count);

@@ -3,6 +3,7 @@
 // key, the "user" of the collaborative filter), what it must achieve (SLO), and what it asks
 // for (CPU, memory, GPUs, GPU share, GPU memory, GPU-type constraints). A plain value.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,7 +27,10 @@ struct GpuRequest {
   std::string mig_profile;         // a specific MIG instance ("1g.5gb"); empty = none
 
   bool sharing() const { return count == 1 && milli < 1000; }
-  bool AllowsModel(GpuModelId m) const;
+  // Inline: every fit check of every node asks it.
+  bool AllowsModel(GpuModelId m) const {
+    return models.empty() || std::find(models.begin(), models.end(), m) != models.end();
+  }
 };
 
 struct Workload {

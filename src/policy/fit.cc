@@ -25,8 +25,16 @@ void ForEachFit(const Workload& w, NodeIndex n, const ClusterState& c, Take take
     if (Exclusive(w)) {
       if (gpu.mig || !gpu.idle()) continue;
       const PartitionIndex p = ClusterState::PartitionOf(g, 0);
-      if (c.partition(p).memory_mib < w.gpu.memory_mib) continue;
+      if (w.gpu.memory_mib > 0 && c.partition(p).memory_mib < w.gpu.memory_mib) continue;
       if (!take(p)) return;
+      continue;
+    }
+    if (!gpu.mig && w.gpu.mig_profile.empty()) {
+      // MIG off: the one whole-GPU partition has exactly the GPU's free share and memory (the
+      // indices ClusterState keeps), so the partition itself need not be read.
+      if (w.gpu.milli <= gpu.free_milli && w.gpu.memory_mib <= gpu.free_memory_mib) {
+        if (!take(ClusterState::PartitionOf(g, 0))) return;
+      }
       continue;
     }
     for (int slot = 0; slot < gpu.partition_count; ++slot) {
@@ -70,8 +78,11 @@ Feasibility NodeFits(const Workload& w, NodeIndex n, const ClusterState& c) {
   if (w.gpu.count == 0) return Feasibility::Yes();
   if (node.gpu_count < w.gpu.count) return Feasibility::No("too few GPUs");
   if (Exclusive(w) && node.idle_gpus < w.gpu.count) return Feasibility::No("too few idle GPUs");
-  bool model_ok = false;
-  for (const Gpu& gpu : c.gpus_of(n)) model_ok |= w.gpu.AllowsModel(gpu.model);
+  bool model_ok = w.gpu.models.empty();
+  for (const Gpu& gpu : c.gpus_of(n)) {
+    if (model_ok) break;
+    model_ok = w.gpu.AllowsModel(gpu.model);
+  }
   if (!model_ok) return Feasibility::No("GPU model not allowed");
   int found = 0;
   ForEachFit(w, n, c, [&](PartitionIndex) { return ++found < w.gpu.count; });
@@ -92,6 +103,35 @@ std::optional<Placement> FirstFitPlacement(const Workload& w, NodeIndex n, const
   });
   if (static_cast<int>(pl.slices.size()) < w.gpu.count) return std::nullopt;
   return pl;
+}
+
+std::optional<Placement> PlacementOnGpu(const Workload& w, NodeIndex n, GpuIndex g,
+                                        const ClusterState& c) {
+  const Gpu& gpu = c.gpu(g);
+  if (gpu.node != n || !w.gpu.sharing()) return std::nullopt;
+  for (int slot = 0; slot < gpu.partition_count; ++slot) {
+    const PartitionIndex p = ClusterState::PartitionOf(g, slot);
+    if (PartitionFits(w, gpu, c.partition(p))) {
+      return Placement{w.id, n, {SliceFor(w, p, c.partition(p))}};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Placement> BestFitPlacement(const Workload& w, NodeIndex n, const ClusterState& c) {
+  if (!w.gpu.sharing() || !w.gpu.mig_profile.empty()) return FirstFitPlacement(w, n, c);
+  PartitionIndex best = -1;
+  int32_t best_free = 0;
+  ForEachFit(w, n, c, [&](PartitionIndex p) {
+    const int32_t free = c.gpu(c.partition(p).gpu).free_milli;
+    if (best < 0 || free < best_free) {
+      best = p;
+      best_free = free;
+    }
+    return true;
+  });
+  if (best < 0) return std::nullopt;
+  return Placement{w.id, n, {SliceFor(w, best, c.partition(best))}};
 }
 
 }  // namespace tessera::policy

@@ -33,4 +33,13 @@ Feasibility NodeFits(const Workload& w, NodeIndex n, const ClusterState& c);
 // The first fitting slices on node n (GPUs in index order, partitions in slot order).
 std::optional<Placement> FirstFitPlacement(const Workload& w, NodeIndex n, const ClusterState& c);
 
+// A GPU share on GPU g of node n (its first fitting partition), or nullopt if g cannot take it.
+std::optional<Placement> PlacementOnGpu(const Workload& w, NodeIndex n, GpuIndex g,
+                                        const ClusterState& c);
+
+// Best-fit GPU selection (the reference FGD simulator's default "best" GPU choice): a GPU share
+// goes to the fitting GPU with the least free milli (lowest index on ties); whole, multi-GPU,
+// MIG-profile and CPU-only requests take FirstFitPlacement.
+std::optional<Placement> BestFitPlacement(const Workload& w, NodeIndex n, const ClusterState& c);
+
 }  // namespace tessera::policy

@@ -2,9 +2,16 @@
 
 #include <functional>
 
+#include "policy/best_fit.h"
+#include "policy/dot_product.h"
+#include "policy/fgd.h"
 #include "policy/first_fit.h"
+#include "policy/frag_pack.h"
+#include "policy/gpu_clustering.h"
+#include "policy/gpu_packing.h"
 #include "policy/max.h"
 #include "policy/min.h"
+#include "policy/random.h"
 #include "policy/round_robin.h"
 #include "policy/whole_gpu.h"
 
@@ -27,6 +34,25 @@ Factory NoOptions(const char* name) {
   };
 }
 
+Factory NeedsRng(const char* name) {
+  return [name](const PolicyContext& context,
+                const nlohmann::json& options) -> Expected<std::unique_ptr<Policy>> {
+    if (auto ok = RejectUnknownOptions(name, options, {}); !ok) return std::unexpected(ok.error());
+    if (context.rng == nullptr) return Fail("policy {}: needs a seeded Rng", name);
+    return std::make_unique<RandomFit>(*context.rng);
+  };
+}
+
+template <typename P>
+Factory WithTypicalPods(const char* name) {
+  return [name](const PolicyContext&,
+                const nlohmann::json& options) -> Expected<std::unique_ptr<Policy>> {
+    auto typical = TypicalPodsOption(name, options);
+    if (!typical) return std::unexpected(typical.error());
+    return std::make_unique<P>(std::move(*typical));
+  };
+}
+
 const std::vector<Entry>& Registry() {
   static const std::vector<Entry> entries = {
       {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
@@ -39,6 +65,20 @@ const std::vector<Entry>& Registry() {
        NoOptions<Min>("min")},
       {{"round-robin", "thesis Ch. 9.2.3: smallest chunks in turn, equal 1/n MPS shares"},
        NoOptions<RoundRobin>("round-robin")},
+      {{"random", "uniformly random feasible node and GPU (FGD paper §6.1 Random-fit)"},
+       NeedsRng("random")},
+      {{"best-fit", "least CPU+GPU left after placing (FGD paper §6.1 Best-fit)"},
+       NoOptions<BestFit>("best-fit")},
+      {{"dot-product", "Tetris alignment of free and requested CPU/GPU (FGD paper §6.1)"},
+       NoOptions<DotProduct>("dot-product")},
+      {{"gpu-packing", "shared GPUs, then used nodes, then idle nodes (FGD paper §6.1)"},
+       NoOptions<GpuPacking>("gpu-packing")},
+      {{"gpu-clustering", "nodes holding the same kind of GPU request (FGD paper §6.1)"},
+       NoOptions<GpuClustering>("gpu-clustering")},
+      {{"fgd", "least growth of expected fragmentation (FGD, ATC'23 §4.2)"},
+       WithTypicalPods<Fgd>("fgd")},
+      {{"frag-pack", "FGD with its ties broken by a look-ahead over the typical pods (Tessera)"},
+       WithTypicalPods<FragPack>("frag-pack")},
   };
   return entries;
 }

@@ -33,16 +33,27 @@ Expected<void> Scheduler::Submit(Workload w) {
 std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w, std::string& why) {
   std::optional<policy::Candidate> best;
   int ties = 0;
-  std::map<std::string_view, int> reasons;
+  // Filter reasons are a handful of static strings: a flat list, compared by address first,
+  // keeps the hot loop free of allocations and string comparisons.
+  reasons_.clear();
+  auto count_reason = [this](std::string_view reason) {
+    for (auto& [r, count] : reasons_) {
+      if ((r.data() == reason.data() && r.size() == reason.size()) || r == reason) {
+        ++count;
+        return;
+      }
+    }
+    reasons_.emplace_back(reason, 1);
+  };
   for (model::NodeIndex n = 0; n < cluster_.node_count(); ++n) {
     const policy::Feasibility f = policy_.Filter(w, n, cluster_);
     if (!f.ok()) {
-      ++reasons[f.reason];
+      count_reason(f.reason);
       continue;
     }
     std::optional<policy::Candidate> cand = policy_.Score(w, n, cluster_);
     if (!cand) {
-      ++reasons["no offer from the policy"];
+      count_reason("no offer from the policy");
       continue;
     }
     if (!best || cand->score > best->score) {
@@ -54,8 +65,9 @@ std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w, std::s
     }
   }
   if (!best) {
+    std::sort(reasons_.begin(), reasons_.end());
     why = fmt::format("0/{} nodes are available:", cluster_.node_count());
-    for (const auto& [reason, count] : reasons) why += fmt::format(" {} {},", count, reason);
+    for (const auto& [reason, count] : reasons_) why += fmt::format(" {} {},", count, reason);
     if (why.back() == ',') why.pop_back();
   }
   return best;
@@ -166,9 +178,18 @@ CycleStats Scheduler::RunCycle() {
 }
 
 void Scheduler::ProactiveReshapes(CycleStats& stats) {
-  for (GpuIndex g = 0; g < cluster_.gpu_count(); ++g) {
+  // GPUs never change model: the MIG-capable ones are listed once (again if GPUs are added), so
+  // a cycle on a cluster without them costs nothing here.
+  if (mig_capable_gpus_seen_ != cluster_.gpu_count()) {
+    mig_capable_gpus_.clear();
+    for (GpuIndex g = 0; g < cluster_.gpu_count(); ++g) {
+      if (model::GetGpuModel(cluster_.gpu(g).model).mig_capable()) mig_capable_gpus_.push_back(g);
+    }
+    mig_capable_gpus_seen_ = cluster_.gpu_count();
+  }
+  for (GpuIndex g : mig_capable_gpus_) {
     const model::Gpu& gpu = cluster_.gpu(g);
-    if (!gpu.available || !gpu.idle() || !model::GetGpuModel(gpu.model).mig_capable()) continue;
+    if (!gpu.available || !gpu.idle()) continue;
     std::optional<std::optional<model::MigLayout>> to = policy_.Reshape(g, cluster_);
     if (!to || *to == gpu.mig) continue;
     if (auto ok = cluster_.Reshape(g, *to); !ok) {

@@ -116,6 +116,10 @@ class Scheduler {
   std::unordered_map<WorkloadId, std::string> last_reason_;
   std::map<GpuIndex, std::vector<Parked>> parked_;
   CycleStats totals_;
+  // Scratch and caches of the hot path (SelectNode, ProactiveReshapes).
+  std::vector<std::pair<std::string_view, int>> reasons_;
+  std::vector<GpuIndex> mig_capable_gpus_;
+  int mig_capable_gpus_seen_ = -1;
 };
 
 }  // namespace tessera::sched

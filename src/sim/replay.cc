@@ -11,9 +11,11 @@ double RequestedGpuMilli(const model::Workload& w) {
 
 ReplayResult ReplayArriveOnly(model::ClusterState& cluster, policy::Policy& policy, Rng& rng,
                               std::span<const model::Workload> order,
-                              const std::function<void(const ReplayEvent&)>& on_event) {
+                              const std::function<void(const ReplayEvent&)>& on_event,
+                              sched::TieBreak tie_break) {
   ManualClock clock;
-  sched::Scheduler scheduler(cluster, policy, clock, rng, {}, {.drop_unschedulable = true});
+  sched::Scheduler scheduler(cluster, policy, clock, rng, {},
+                             {.drop_unschedulable = true, .tie_break = tie_break});
   ReplayResult r;
   for (size_t i = 0; i < order.size(); ++i) {
     const model::Workload& w = order[i];

@@ -10,6 +10,7 @@
 #include "base/rng.h"
 #include "model/cluster.h"
 #include "policy/policy.h"
+#include "sched/scheduler.h"
 
 namespace tessera::sim {
 
@@ -34,8 +35,11 @@ struct ReplayResult {
 double RequestedGpuMilli(const model::Workload& w);
 
 // Replays `order` on `cluster` with `policy`; `on_event` (optional) sees every arrival.
+// Ties between nodes go to the lowest index (kFirst) or to a seeded random pick (kRandom, as the
+// FGD paper's simulator, which runs kube-scheduler's selectHost).
 ReplayResult ReplayArriveOnly(model::ClusterState& cluster, policy::Policy& policy, Rng& rng,
                               std::span<const model::Workload> order,
-                              const std::function<void(const ReplayEvent&)>& on_event = {});
+                              const std::function<void(const ReplayEvent&)>& on_event = {},
+                              sched::TieBreak tie_break = sched::TieBreak::kFirst);
 
 }  // namespace tessera::sim

@@ -33,8 +33,8 @@ TEST(CliTest, UsageErrorsExitTwo) {
 TEST(CliTest, SimulateRunsAndFailsCleanlyOnBadInput) {
   EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--json"}), 0);  // thesis
   EXPECT_EQ(
-      RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--nodes", "8", "--json"}), 0);
-  EXPECT_EQ(RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--nodes", "8",
+      RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--cluster-nodes", "8", "--json"}), 0);
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--cluster-nodes", "8",
                      "--policy", "nope"}),
             1);
   EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--policy", "nope"}), 1);

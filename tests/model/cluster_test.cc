@@ -193,3 +193,33 @@ TEST(UuidTest, DeterministicAndWellFormed) {
 
 }  // namespace
 }  // namespace tessera::model
+
+namespace tessera::model {
+namespace {
+
+TEST(NodeVersionTest, ChangesWithEveryChangeAndNeverRepeatsAcrossCopies) {
+  ClusterState c;
+  ASSERT_TRUE(c.AddNode(UniformNode("a", *FindGpuModel("T4"), 2, 8000, 65536)));
+  ASSERT_TRUE(c.AddNode(UniformNode("b", *FindGpuModel("T4"), 2, 8000, 65536)));
+  const uint64_t a0 = c.node(0).version, b0 = c.node(1).version;
+  EXPECT_NE(a0, 0u);
+  EXPECT_NE(a0, b0);
+  Workload w;
+  w.id = 1;
+  w.gpu.count = 1;
+  w.gpu.milli = 500;
+  ASSERT_TRUE(c.Place(w, {1, 0, {{ClusterState::PartitionOf(0, 0), 500, 0}}}));
+  const uint64_t a1 = c.node(0).version;
+  EXPECT_NE(a1, a0);
+  EXPECT_EQ(c.node(1).version, b0);  // untouched node keeps its version
+  ClusterState copy = c;
+  EXPECT_EQ(copy.node(0).version, a1);  // same state, same version
+  ASSERT_TRUE(copy.Remove(1));
+  ASSERT_TRUE(c.Remove(1));
+  EXPECT_NE(copy.node(0).version, c.node(0).version);  // diverged states never share one
+  c.SetNodeReady(1, false);
+  EXPECT_NE(c.node(1).version, b0);
+}
+
+}  // namespace
+}  // namespace tessera::model

@@ -1,0 +1,29 @@
+#pragma once
+// best-fit: the FGD paper's "Best-fit" baseline (ATC'23 §6.1, after Kubernetes' "most
+// allocated"; reference simulator plugin/best_fit_score.go). A node scores
+//   int(100 · (1 − ½·(cpu_free − cpu_req)/128000 − ½·(gpu_free − gpu_req)/8000))
+// — the less CPU and GPU (total milli of the node) left after placing, the better; 128 cores
+// and 8 GPUs are the reference simulator's normalising "max spec". The score is truncated to an
+// integer as the Kubernetes framework does, so near-equal nodes tie (the core breaks ties).
+// A GPU share goes to the fitting GPU with the least free milli. No options.
+
+#include "policy/policy.h"
+
+namespace tessera::policy {
+
+// The simulator's normalising maximum node (MaxSpecCpu, MaxSpecGpu).
+inline constexpr double kMaxSpecCpuMilli = 128000;
+inline constexpr double kMaxSpecGpuMilli = 8000;
+
+// Σ free GPU milli of node n's available GPUs.
+int64_t NodeFreeGpuMilli(const ClusterState& c, NodeIndex n);
+
+class BestFit final : public Policy {
+ public:
+  std::string_view name() const override { return "best-fit"; }
+  std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
+  // The integer score above; exposed for tests.
+  static int ScoreOf(int64_t cpu_free, int64_t gpu_free, int64_t cpu_req, int64_t gpu_req);
+};
+
+}  // namespace tessera::policy

@@ -1,0 +1,113 @@
+// FGD (ATC'23 §4.2) and Tessera's frag-pack, on a cluster small enough to derive every
+// fragment by hand (policy/frag.h): one typical pod, a 500-milli share with 1 core.
+#include "policy/fgd.h"
+
+#include <gtest/gtest.h>
+
+#include "base/rng.h"
+#include "policy/frag_pack.h"
+#include "policy/registry.h"
+
+namespace tessera::policy {
+namespace {
+
+using model::ClusterState;
+using model::FindGpuModel;
+using model::UniformNode;
+
+Workload Pod(model::WorkloadId id, int64_t cpu, int count, int milli) {
+  Workload w;
+  w.id = id;
+  w.cpu_milli = cpu;
+  w.memory_mib = 1024;
+  w.gpu.count = count;
+  w.gpu.milli = count == 0 ? 0 : milli;
+  return w;
+}
+
+ShapeDistribution OneShape() { return ShapeDistribution({PodShape{1000, 1, 500, 0, 1}}); }
+
+class FgdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto t4 = *FindGpuModel("T4");
+    ASSERT_TRUE(c_.AddNode(UniformNode("a", t4, 2, 64000, 262144)));  // GPUs 0, 1
+    ASSERT_TRUE(c_.AddNode(UniformNode("b", t4, 4, 64000, 262144)));  // GPUs 2..5
+    ASSERT_TRUE(
+        c_.Place(Pod(100, 1000, 1, 600), {100, 0, {{ClusterState::PartitionOf(0, 0), 600, 0}}}));
+  }
+  ClusterState c_;
+};
+
+TEST(FgdScoreTest, SigmoidOfTheFragmentDropTruncated) {
+  EXPECT_EQ(Fgd::ScoreOf(500, 500), 50);   // sigmoid(0) = 0.5
+  EXPECT_EQ(Fgd::ScoreOf(1300, 300), 73);  // sigmoid(1) = 0.7311
+  EXPECT_EQ(Fgd::ScoreOf(300, 1300), 26);  // sigmoid(-1) = 0.2689
+  EXPECT_EQ(Fgd::ScoreOf(400, 100), 57);   // sigmoid(0.3) = 0.5744
+}
+
+TEST_F(FgdTest, PicksTheGpuAndNodeThatLowerFragmentationMost) {
+  Fgd fgd(OneShape());
+  // Node 0 has [400, 1000] free: fragment 400 (the 500 share fits on GPU 1 only).
+  //  300 on GPU 0 -> [100, 1000]: fragment 100, drop 300 -> 57;
+  //  300 on GPU 1 -> [400, 700]: fragment 400, drop 0 -> 50. GPU 0 wins.
+  auto a = fgd.Score(Pod(1, 1000, 1, 300), 0, c_);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->score, 57);
+  EXPECT_EQ(a->placement.slices[0].partition, ClusterState::PartitionOf(0, 0));
+  // Node 1 is idle: fragment 0 before and after ([700, 1000, 1000, 1000]) -> 50.
+  EXPECT_EQ(fgd.Score(Pod(1, 1000, 1, 300), 1, c_)->score, 50);
+  // Cached offers follow the node: fill GPU 0 up and node 0 changes its answer.
+  ASSERT_TRUE(
+      c_.Place(Pod(101, 1000, 1, 400), {101, 0, {{ClusterState::PartitionOf(0, 0), 400, 0}}}));
+  // Now [0, 1000]: fragment 0; 300 on GPU 1 -> [0, 700]: still 0 -> 50.
+  auto again = fgd.Score(Pod(2, 1000, 1, 300), 0, c_);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->score, 50);
+  EXPECT_EQ(again->placement.slices[0].partition, ClusterState::PartitionOf(1, 0));
+}
+
+TEST_F(FgdTest, WholeGpuRequestsTakeTheFirstIdleGpus) {
+  Fgd fgd(OneShape());
+  // Node 1 [1000 x 4] -> two whole GPUs taken: [0, 0, 1000, 1000], fragment 0 -> 50.
+  auto c = fgd.Score(Pod(1, 1000, 2, 1000), 1, c_);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->score, 50);
+  EXPECT_EQ(c->placement.slices[0].partition, ClusterState::PartitionOf(2, 0));
+  EXPECT_EQ(c->placement.slices[1].partition, ClusterState::PartitionOf(3, 0));
+  // Node 0 has one idle GPU only.
+  EXPECT_FALSE(fgd.Score(Pod(1, 1000, 2, 1000), 0, c_));
+}
+
+TEST_F(FgdTest, LearnsTypicalPodsOnlineWithoutTheOption) {
+  Rng rng(1);
+  auto p = MakePolicy("fgd", {&rng, nullptr});
+  ASSERT_TRUE(p);
+  auto* fgd = dynamic_cast<Fgd*>(p->get());
+  ASSERT_NE(fgd, nullptr);
+  EXPECT_TRUE(fgd->typical().empty());
+  ASSERT_TRUE(fgd->Score(Pod(1, 1000, 1, 300), 1, c_));
+  ASSERT_EQ(fgd->typical().shapes().size(), 1u);
+  EXPECT_EQ(fgd->typical().shapes()[0].gpu_milli, 300);
+  // Options are validated.
+  EXPECT_FALSE(MakePolicy("fgd", {&rng, nullptr}, {{"typical_pods", "nope"}}));
+  EXPECT_TRUE(MakePolicy("fgd", {&rng, nullptr}, {{"typical_pods", OneShape().ToJson()}}));
+}
+
+TEST_F(FgdTest, FragPackWasteTable) {
+  FragPack p(OneShape());
+  // W(L) = L below 500; W(L) = W(L - 500) from 500 on: W(1000) = W(500) = W(0) = 0,
+  // W(700) = W(200) = 200.
+  EXPECT_DOUBLE_EQ(p.Waste(1000), 0);
+  EXPECT_DOUBLE_EQ(p.Waste(700), 200);
+  EXPECT_DOUBLE_EQ(p.Waste(400), 400);
+  // Node 0, 300 milli on GPU 0: FGD's 57 (the best), then minus 1e-6 * (W(100) - W(400)) =
+  // 57 + 3e-4.
+  auto a = p.Score(Pod(1, 1000, 1, 300), 0, c_);
+  ASSERT_TRUE(a);
+  EXPECT_NEAR(a->score, 57 + 300e-6, 1e-9);
+  EXPECT_EQ(a->placement.slices[0].partition, ClusterState::PartitionOf(0, 0));
+}
+
+}  // namespace
+}  // namespace tessera::policy

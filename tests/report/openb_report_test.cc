@@ -1,0 +1,57 @@
+#include "report/openb_report.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace tessera::report {
+namespace {
+
+sim::OpenbRun MakeRun(const std::string& policy, uint64_t seed, double alloc130) {
+  sim::OpenbRun r;
+  r.policy = policy;
+  r.seed = seed;
+  r.total_gpus = 10;
+  for (int b = 0; b <= sim::kOpenbMaxPct; ++b) {
+    r.alloc_pct[b] = std::min<double>(b, alloc130);
+    r.frag_pct[b] = 1;
+    r.frag_idle_pct[b] = 2;
+  }
+  return r;
+}
+
+TEST(OpenbReportTest, MeansOverSeedsAndWritesCsvAndHtml) {
+  const std::vector<sim::OpenbRun> runs = {MakeRun("fgd", 1, 94), MakeRun("fgd", 2, 96),
+                                           MakeRun("best-fit", 1, 92)};
+  const auto summaries = sim::SummarizeOpenb(runs);
+  ASSERT_EQ(summaries.size(), 2u);
+  EXPECT_DOUBLE_EQ(summaries[0].alloc_pct[130], 95);
+  // Sample standard deviation of 94 and 96: sqrt(2 / 1).
+  EXPECT_DOUBLE_EQ(summaries[0].alloc_std[130], std::sqrt(2.0));
+
+  const std::string svg = OpenbSvg("t", summaries);
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  size_t lines = 0;
+  for (size_t at = svg.find("<polyline"); at != std::string::npos;
+       at = svg.find("<polyline", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 4u);  // two policies x two panels
+
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("openb_report_test_" + std::to_string(::getpid()));
+  auto written = WriteOpenbReport(dir.string(), "t", runs);
+  ASSERT_TRUE(written) << written.error().message;
+  ASSERT_EQ(written->size(), 3u);
+  std::ifstream mean((dir / "t_mean.csv").string());
+  std::string header;
+  std::getline(mean, header);
+  EXPECT_EQ(header.rfind("policy,seeds,arrived_pct,alloc_pct", 0), 0u);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tessera::report

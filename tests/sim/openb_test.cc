@@ -1,0 +1,166 @@
+// The openb-alloc experiment: strict trace loading, the paper's inflation, and the metrics of a
+// replay small enough to follow by hand. The real trace is checked when shared/data is present.
+#include "sim/openb.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/replay.h"
+
+namespace tessera::sim {
+namespace {
+
+class OpenbTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("openb_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::filesystem::path dir_;
+};
+
+constexpr const char* kPodHeader =
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+    "deletion_time,scheduled_time\n";
+
+TEST_F(OpenbTest, MalformedLinesNameFileAndLine) {
+  const std::string bad_number =
+      Write("p1.csv", std::string(kPodHeader) + "a,1000,1024,1,500,,LS,Running,0,1,0\n" +
+                          "b,abc,1024,1,500,,LS,Running,0,1,0\n");
+  auto r = LoadOpenbPods(bad_number);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message.rfind(bad_number + ":3: cpu_milli 'abc'", 0), 0u)
+      << r.error().message;
+
+  const std::string short_line =
+      Write("p2.csv", std::string(kPodHeader) + "a,1000,1024,1,500,,LS,Running,0,1\n");
+  r = LoadOpenbPods(short_line);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find(short_line + ":2: 10 fields, header has 11"), std::string::npos);
+
+  const std::string bad_model =
+      Write("p3.csv", std::string(kPodHeader) + "a,1000,1024,1,500,T4|H9000,LS,Running,0,1,0\n");
+  r = LoadOpenbPods(bad_model);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find(bad_model + ":2: unknown GPU model 'H9000'"), std::string::npos);
+
+  const std::string bad_share =
+      Write("p4.csv", std::string(kPodHeader) + "a,1000,1024,2,500,,LS,Running,0,1,0\n");
+  r = LoadOpenbPods(bad_share);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find(bad_share + ":2:"), std::string::npos);
+
+  const std::string no_column = Write("n1.csv", "sn,cpu_milli,gpu,model\nx,1,1,T4\n");
+  auto n = LoadOpenbNodes(no_column);
+  ASSERT_FALSE(n);
+  EXPECT_NE(n.error().message.find(no_column + ":1: missing column 'memory_mib'"),
+            std::string::npos);
+}
+
+TEST_F(OpenbTest, PodsAreReadAsTheMethodSays) {
+  const std::string path =
+      Write("p.csv", std::string(kPodHeader) + "a,1000,1024,1,1500,,LS,Running,0,1,0\n" +
+                         "b,2000,2048,0,0,,BE,Failed,5,6,5\n" +
+                         "c,3000,4096,1,470,V100M16|V100M32|V100M32,LS,Running,0,1,0\n");
+  auto pods = LoadOpenbPods(path);
+  ASSERT_TRUE(pods) << pods.error().message;
+  ASSERT_EQ(pods->size(), 3u);
+  EXPECT_EQ((*pods)[0].gpu.milli, 1000);  // capped
+  EXPECT_EQ((*pods)[1].gpu.count, 0);     // phase and qos ignored
+  EXPECT_EQ((*pods)[2].gpu.models.size(), 2u);
+  EXPECT_EQ((*pods)[2].id, 3);
+}
+
+model::Workload Gpus(model::WorkloadId id, int count, int milli) {
+  model::Workload w;
+  w.id = id;
+  w.name = "p" + std::to_string(id);
+  w.cpu_milli = 1000;
+  w.gpu.count = count;
+  w.gpu.milli = count == 0 ? 0 : milli;
+  return w;
+}
+
+TEST(OpenbInflationTest, AppendsDrawsUntilTheTargetThenStops) {
+  // 500 + 2000 + 0 = 2500 milli asked; capacity 4000, target 1.3 * 4000 = 5200.
+  const std::vector<model::Workload> pods = {Gpus(1, 1, 500), Gpus(2, 2, 1000), Gpus(3, 0, 0)};
+  Rng rng(42);
+  const std::vector<model::Workload> order = OpenbArrivals(pods, 4000, 1.3, rng);
+  double total = 0;
+  for (const model::Workload& w : order) total += RequestedGpuMilli(w);
+  EXPECT_LE(total, 5200);
+  EXPECT_GT(total, 5200 - 2000);  // stopped at the first draw that overshoots (at most 2000)
+  ASSERT_GE(order.size(), 3u);
+  // The originals come first, shuffled; ids follow the arrival order.
+  std::vector<std::string> first = {order[0].name, order[1].name, order[2].name};
+  std::sort(first.begin(), first.end());
+  EXPECT_EQ(first, (std::vector<std::string>{"p1", "p2", "p3"}));
+  for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i].id, static_cast<int64_t>(i + 1));
+  // Same seed, same list.
+  Rng again(42);
+  EXPECT_EQ(OpenbArrivals(pods, 4000, 1.3, again).size(), order.size());
+}
+
+TEST(OpenbInflationTest, ThinsAListAboveTheTarget) {
+  std::vector<model::Workload> pods;
+  for (int i = 1; i <= 20; ++i) pods.push_back(Gpus(i, 1, 1000));  // 20000 asked
+  Rng rng(1);
+  const std::vector<model::Workload> order = OpenbArrivals(pods, 10000, 1.3, rng);
+  EXPECT_EQ(order.size(), 13u);  // 13000 <= 13000 after removing 7 whole GPUs
+}
+
+TEST(OpenbRunTest, AllocationAndFailuresOfATinyReplay) {
+  // One node with 2 T4 GPUs; three pods asking one whole GPU each: 3000 milli = 150% of 2000,
+  // so inflation 1.5 adds nothing. Whatever the order, the first two fit and the third fails:
+  // events at 50% (alloc 50%) and 100% (alloc 100%); the 150% event is beyond the curve.
+  OpenbInput input;
+  input.nodes = {model::UniformNode("n", *model::FindGpuModel("T4"), 2, 8000, 65536)};
+  input.total_gpus = 2;
+  input.pods = {Gpus(1, 1, 1000), Gpus(2, 1, 1000), Gpus(3, 1, 1000)};
+  input.trace_stem = "tiny";
+  for (const char* policy : {"best-fit", "fgd", "frag-pack", "random"}) {
+    auto run = RunOpenb(input, policy, 7, 1.5);
+    ASSERT_TRUE(run) << run.error().message;
+    EXPECT_EQ(run->pods, 3u);
+    EXPECT_EQ(run->failed_pods, 1u) << policy;
+    EXPECT_DOUBLE_EQ(run->alloc_pct[50], 50) << policy;
+    EXPECT_DOUBLE_EQ(run->alloc_pct[100], 100) << policy;
+    // 49% and 51% have no event but a neighbour: the reference analysis' fallback.
+    EXPECT_DOUBLE_EQ(run->alloc_pct[51], 50);
+    EXPECT_TRUE(std::isnan(run->alloc_pct[75]));
+    // Typical pod: one whole GPU. After the first pod one GPU is used and the other idle: no
+    // partly used GPU, so no fragment.
+    EXPECT_DOUBLE_EQ(run->frag_pct[50], 0);
+  }
+  EXPECT_FALSE(RunOpenb(input, "no-such-policy", 7));
+}
+
+TEST(OpenbRealTraceTest, TheTraceLoadsAsDescribed) {
+  const std::string dir = std::string(TESSERA_SHARED_DIR) + "/data/openb/";
+  if (!std::filesystem::exists(dir + "openb_pod_list_default.csv")) GTEST_SKIP();
+  auto input = LoadOpenb(dir + "openb_pod_list_default.csv", dir + "openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(input) << input.error().message;
+  EXPECT_EQ(input->nodes.size(), 1213u);
+  EXPECT_EQ(input->total_gpus, 6212);
+  EXPECT_EQ(input->pods.size(), 8152u);
+  EXPECT_EQ(input->trace_stem, "openb_pod_list_default");
+  for (const char* t : {"gpushare40", "gpushare80", "gpuspec10", "multigpu20"}) {
+    auto pods = LoadOpenbPods(dir + "openb_pod_list_" + t + ".csv");
+    EXPECT_TRUE(pods) << pods.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::sim
