@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <random>
 #include <set>
 
@@ -35,38 +36,48 @@ store::NodeInventory Agent::InventoryLocked() const {
 }
 
 void Agent::Tick() {
-  std::lock_guard lock(mu_);
-  auto found = backend_.Discover();
-  if (!found) {
-    ++stats_.backend_errors;
-    Note(last_backend_error_, "GPU discovery", found.error().message);
-  } else {
-    Note(last_backend_error_, "GPU discovery", "");
-    std::vector<store::GpuInventory> now = std::move(*found);
-    std::set<std::string> seen;
-    for (const auto& g : now) seen.insert(g.uuid);
-    for (const auto& old : gpus_) {
-      if (!seen.contains(old.uuid)) {
-        store::GpuInventory gone = old;
-        gone.lost = true;
-        now.push_back(std::move(gone));
+  // Store calls may block for the store's retry budget: they run without mu_, so /metrics and
+  // /healthz keep answering during a store outage. Only this thread writes dirty_ and stats_'
+  // store fields.
+  store::NodeInventory to_publish;
+  bool publish = false;
+  {
+    std::lock_guard backend_lock(backend_mu_);
+    auto found = backend_.Discover();
+    std::lock_guard lock(mu_);
+    if (!found) {
+      ++stats_.backend_errors;
+      Note(last_backend_error_, "GPU discovery", found.error().message);
+    } else {
+      Note(last_backend_error_, "GPU discovery", "");
+      std::vector<store::GpuInventory> now = std::move(*found);
+      std::set<std::string> seen;
+      for (const auto& g : now) seen.insert(g.uuid);
+      for (const auto& old : gpus_) {
+        if (!seen.contains(old.uuid)) {
+          store::GpuInventory gone = old;
+          gone.lost = true;
+          now.push_back(std::move(gone));
+        }
+      }
+      if (!discovered_ || now != gpus_) {
+        ++stats_.generation;
+        spdlog::info("agent {}: inventory generation {}: {} GPU(s){}", options_.node,
+                     stats_.generation, now.size(), discovered_ ? " (changed)" : "");
+        gpus_ = std::move(now);
+        dirty_ = true;
+        discovered_ = true;
       }
     }
-    if (!discovered_ || now != gpus_) {
-      ++stats_.generation;
-      spdlog::info("agent {}: inventory generation {}: {} GPU(s){}", options_.node,
-                   stats_.generation, now.size(), discovered_ ? " (changed)" : "");
-      gpus_ = std::move(now);
-      dirty_ = true;
-      discovered_ = true;
-    }
+    if (store_ == nullptr || !discovered_) return;
+    publish = dirty_;
+    if (publish) to_publish = InventoryLocked();
   }
-  if (store_ == nullptr || !discovered_) return;
   std::string store_error;
-  if (dirty_) {
-    if (auto ok = store_->PutInventory(InventoryLocked()); ok) {
-      dirty_ = false;
-      ++stats_.publishes;
+  bool published = false;
+  if (publish) {
+    if (auto ok = store_->PutInventory(to_publish); ok) {
+      published = true;
     } else {
       store_error = ok.error().message;
     }
@@ -76,25 +87,31 @@ void Agent::Tick() {
       store_error = ok.error().message;
     }
   }
+  std::optional<Attribution> pods;
   if (store_error.empty() && clock_.Now() >= next_attribution_) {
     if (auto all = store_->ListPlacements(); all) {
-      Attribution pods;
+      pods.emplace();
       for (const auto& p : *all) {
         if (p.node != options_.node || p.pod.empty()) continue;
-        for (const auto& s : p.slices) pods[s.partition_uuid].push_back({p.pod, p.namespace_});
+        for (const auto& s : p.slices) (*pods)[s.partition_uuid].push_back({p.pod, p.namespace_});
       }
-      pods_ = std::move(pods);
       next_attribution_ = clock_.Now() + options_.attribution_interval_s;
     } else {
       store_error = all.error().message;
     }
   }
+  std::lock_guard lock(mu_);
+  // Publish only clears dirty_ if no newer change arrived meanwhile (same generation).
+  if (published && to_publish.generation == stats_.generation) dirty_ = false;
+  if (published) ++stats_.publishes;
+  if (pods) pods_ = std::move(*pods);
   if (!store_error.empty()) ++stats_.store_errors;
   stats_.published = !dirty_;
   Note(last_store_error_, "store", store_error);
 }
 
 std::string Agent::Metrics() {
+  std::lock_guard backend_lock(backend_mu_);
   std::lock_guard lock(mu_);
   std::string out;
   if (discovered_) {

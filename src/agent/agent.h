@@ -10,7 +10,9 @@
 //  - every attribution interval, reads the placements on this node for per-pod metric labels.
 // Failures (backend, store) never stop it: each distinct failure is logged once, counted in its
 // own metrics, and it keeps serving what it last knew. Metrics() samples the backend now.
-// Thread-safe: Tick (the main loop) and Metrics/Ready (HTTP threads) serialise on one mutex.
+// Thread-safe: Tick (one thread: the main loop) and Metrics/Ready (HTTP threads) may run
+// concurrently; backend calls are serialised, and store calls hold no lock, so an outage that
+// blocks a store call never blocks /metrics.
 // Does not own the backend, the store or the clock.
 
 #include <mutex>
@@ -64,13 +66,14 @@ class Agent {
   const Clock& clock_;
   std::string agent_id_;
 
+  std::mutex backend_mu_;  // taken before mu_
   mutable std::mutex mu_;
   bool discovered_ = false;
   std::vector<store::GpuInventory> gpus_;
   AgentStats stats_;
   bool dirty_ = false;
   Attribution pods_;
-  double next_attribution_ = 0;
+  double next_attribution_ = 0;  // Tick thread only
   std::string last_backend_error_, last_store_error_, last_sample_error_;
 };
 

@@ -111,7 +111,8 @@ FakeGpu ParseGpu(const YAML::Node& g, int index, const std::string& node) {
   const model::GpuModel& m = model::GetGpuModel(*id);
   inv.model = m.name;
   inv.product_name = g["product_name"] ? As<std::string>(g["product_name"], "product_name")
-                                       : "NVIDIA " + model_name;
+                     : model_name.starts_with("NVIDIA ") ? model_name
+                                                         : "NVIDIA " + model_name;
   inv.uuid = g["uuid"] ? As<std::string>(g["uuid"], "uuid")
                        : model::MakeUuid("GPU", node + "/" + std::to_string(index));
   inv.memory_mib = m.memory_mib;

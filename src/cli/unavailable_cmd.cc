@@ -18,9 +18,6 @@ void AddSchedule(CLI::App& app, int* exit_code) {
 void AddExtender(CLI::App& app, int* exit_code) {
   AddUnavailable(app, "extender", "Serve the kube-scheduler extender protocol", exit_code);
 }
-void AddAgent(CLI::App& app, int* exit_code) {
-  AddUnavailable(app, "agent", "Run the GPU node agent (NVML discovery, /metrics)", exit_code);
-}
 void AddSimulate(CLI::App& app, int* exit_code) {
   AddUnavailable(app, "simulate", "Run a simulated experiment", exit_code);
 }

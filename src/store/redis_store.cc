@@ -115,6 +115,10 @@ Expected<std::unique_ptr<RedisStore>> RedisStore::Connect(RedisOptions options) 
   return store;
 }
 
+std::unique_ptr<RedisStore> RedisStore::Create(RedisOptions options) {
+  return std::unique_ptr<RedisStore>(new RedisStore(std::move(options)));
+}
+
 RedisStore::~RedisStore() {
   if (ctx_ != nullptr) redisFree(ctx_);
 }

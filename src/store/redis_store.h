@@ -54,6 +54,8 @@ class RedisStore : public Store {
  public:
   // Connects (within the retry budget) and authenticates; an Error when it cannot.
   [[nodiscard]] static Expected<std::unique_ptr<RedisStore>> Connect(RedisOptions options);
+  // Connects on first use instead: for daemons that must start while Redis is down.
+  static std::unique_ptr<RedisStore> Create(RedisOptions options);
   ~RedisStore() override;
 
   Expected<void> PutInventory(const NodeInventory& inventory) override;
