@@ -2,6 +2,7 @@
 // --fake file), publishes the inventory to the store, and serves /metrics and /healthz until
 // SIGTERM or SIGINT.
 #include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -78,6 +79,8 @@ void PrintInventory(const store::NodeInventory& inv, bool json) {
 }
 
 int RunAgent(const AgentFlags& f) {
+  // Logs go to stderr: stdout carries --once's inventory (and a daemon's stderr is its log).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("tessera-agent"));
   SteadyClock clock;
   const double unix_now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

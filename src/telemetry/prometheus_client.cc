@@ -139,7 +139,7 @@ Expected<std::vector<InstantSample>> PrometheusClient::Query(std::string_view pr
                                                              std::optional<double> at) const {
   std::vector<std::pair<std::string, std::string>> form = {{"query", std::string(promql)}};
   if (at) form.emplace_back("time", fmt::format("{:.3f}", *at));
-  form.emplace_back("timeout", fmt::format("{:.3f}s", options_.timeout_s));
+  form.emplace_back("timeout", fmt::format("{:.3f}", options_.timeout_s));
   auto body = Post("/api/v1/query", form, promql);
   if (!body) return std::unexpected(body.error());
   auto parsed = ParseInstantResponse(*body);
@@ -158,7 +158,7 @@ Expected<std::vector<RangeSeries>> PrometheusClient::QueryRange(std::string_view
                     {"start", fmt::format("{:.3f}", start)},
                     {"end", fmt::format("{:.3f}", end)},
                     {"step", fmt::format("{:.3f}", step_s)},
-                    {"timeout", fmt::format("{:.3f}s", options_.timeout_s)}},
+                    {"timeout", fmt::format("{:.3f}", options_.timeout_s)}},
                    promql);
   if (!body) return std::unexpected(body.error());
   auto parsed = ParseRangeResponse(*body);
