@@ -123,6 +123,16 @@ TEST_F(OwnAgentTest, SigtermStopsTheAgentCleanly) {
        "--listen", "127.0.0.1:0", "--interval", "0.1"},
       log);
   ASSERT_GT(pid, 0);
+  // Whatever fails below, the child does not outlive the test.
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      if (kill(pid, 0) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    }
+  } reaper{pid};
   // Wait until it runs (it logs the port it serves on), then ask it to stop.
   for (int i = 0; i < 300 && Slurp(log).find("serving /metrics") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
