@@ -18,8 +18,5 @@ void AddSchedule(CLI::App& app, int* exit_code) {
 void AddExtender(CLI::App& app, int* exit_code) {
   AddUnavailable(app, "extender", "Serve the kube-scheduler extender protocol", exit_code);
 }
-void AddAgent(CLI::App& app, int* exit_code) {
-  AddUnavailable(app, "agent", "Run the GPU node agent (NVML discovery, /metrics)", exit_code);
-}
 
 }  // namespace tessera::cli

@@ -1,0 +1,166 @@
+#include "agent/agent.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <optional>
+#include <random>
+#include <set>
+
+namespace tessera::agent {
+
+Agent::Agent(AgentOptions options, GpuBackend& backend, store::Store* store, const Clock& clock)
+    : options_(std::move(options)), backend_(backend), store_(store), clock_(clock) {
+  std::random_device rd;
+  agent_id_ = fmt::format("{:08x}{:08x}", rd(), rd());
+}
+
+void Agent::Note(std::string& last, const std::string& source, const std::string& message) {
+  if (message == last) return;
+  if (message.empty()) {
+    spdlog::info("agent {}: {} recovered", options_.node, source);
+  } else {
+    spdlog::error("agent {}: {}: {} (serving what it last knew)", options_.node, source, message);
+  }
+  last = message;
+}
+
+store::NodeInventory Agent::InventoryLocked() const {
+  return store::NodeInventory{.node = options_.node,
+                              .backend = backend_.name(),
+                              .agent_id = agent_id_,
+                              .generation = stats_.generation,
+                              .cpu_milli = options_.cpu_milli,
+                              .memory_mib = options_.memory_mib,
+                              .gpus = gpus_};
+}
+
+void Agent::Tick() {
+  // Store calls may block for the store's retry budget: they run without mu_, so /metrics and
+  // /healthz keep answering during a store outage. Only this thread writes dirty_ and stats_'
+  // store fields.
+  store::NodeInventory to_publish;
+  bool publish = false;
+  {
+    std::lock_guard backend_lock(backend_mu_);
+    auto found = backend_.Discover();
+    std::lock_guard lock(mu_);
+    if (!found) {
+      ++stats_.backend_errors;
+      Note(last_backend_error_, "GPU discovery", found.error().message);
+    } else {
+      Note(last_backend_error_, "GPU discovery", "");
+      std::vector<store::GpuInventory> now = std::move(*found);
+      std::set<std::string> seen;
+      for (const auto& g : now) seen.insert(g.uuid);
+      for (const auto& old : gpus_) {
+        if (!seen.contains(old.uuid)) {
+          store::GpuInventory gone = old;
+          gone.lost = true;
+          now.push_back(std::move(gone));
+        }
+      }
+      if (!discovered_ || now != gpus_) {
+        ++stats_.generation;
+        spdlog::info("agent {}: inventory generation {}: {} GPU(s){}", options_.node,
+                     stats_.generation, now.size(), discovered_ ? " (changed)" : "");
+        gpus_ = std::move(now);
+        dirty_ = true;
+        discovered_ = true;
+      }
+    }
+    if (store_ == nullptr || !discovered_) return;
+    publish = dirty_;
+    if (publish) to_publish = InventoryLocked();
+  }
+  std::string store_error;
+  bool published = false;
+  if (publish) {
+    if (auto ok = store_->PutInventory(to_publish); ok) {
+      published = true;
+    } else {
+      store_error = ok.error().message;
+    }
+  }
+  if (store_error.empty()) {
+    if (auto ok = store_->Heartbeat(options_.node, options_.heartbeat_ttl_s); !ok) {
+      store_error = ok.error().message;
+    }
+  }
+  std::optional<Attribution> pods;
+  if (store_error.empty() && clock_.Now() >= next_attribution_) {
+    if (auto all = store_->ListPlacements(); all) {
+      pods.emplace();
+      for (const auto& p : *all) {
+        if (p.node != options_.node || p.pod.empty()) continue;
+        for (const auto& s : p.slices) (*pods)[s.partition_uuid].push_back({p.pod, p.namespace_});
+      }
+      next_attribution_ = clock_.Now() + options_.attribution_interval_s;
+    } else {
+      store_error = all.error().message;
+    }
+  }
+  std::lock_guard lock(mu_);
+  // Publish only clears dirty_ if no newer change arrived meanwhile (same generation).
+  if (published && to_publish.generation == stats_.generation) dirty_ = false;
+  if (published) ++stats_.publishes;
+  if (pods) pods_ = std::move(*pods);
+  if (!store_error.empty()) ++stats_.store_errors;
+  stats_.published = !dirty_;
+  Note(last_store_error_, "store", store_error);
+}
+
+std::string Agent::Metrics() {
+  std::lock_guard backend_lock(backend_mu_);
+  std::lock_guard lock(mu_);
+  std::string out;
+  if (discovered_) {
+    auto samples = backend_.Sample(gpus_);
+    if (samples) {
+      Note(last_sample_error_, "GPU readings", "");
+      out = RenderDcgmMetrics(options_.node, gpus_, *samples, pods_);
+    } else {
+      ++stats_.backend_errors;
+      Note(last_sample_error_, "GPU readings", samples.error().message);
+    }
+  }
+  int lost = 0;
+  for (const auto& g : gpus_) lost += g.lost ? 1 : 0;
+  out += fmt::format(
+      "# HELP tessera_agent_inventory_generation Inventory generation this agent published.\n"
+      "# TYPE tessera_agent_inventory_generation gauge\n"
+      "tessera_agent_inventory_generation{{Hostname=\"{0}\"}} {1}\n"
+      "# HELP tessera_agent_gpus GPUs known to the agent, by state.\n"
+      "# TYPE tessera_agent_gpus gauge\n"
+      "tessera_agent_gpus{{Hostname=\"{0}\",state=\"ok\"}} {2}\n"
+      "tessera_agent_gpus{{Hostname=\"{0}\",state=\"lost\"}} {3}\n"
+      "# HELP tessera_agent_publishes_total Inventories written to the store.\n"
+      "# TYPE tessera_agent_publishes_total counter\n"
+      "tessera_agent_publishes_total{{Hostname=\"{0}\"}} {4}\n"
+      "# HELP tessera_agent_store_errors_total Store calls that failed.\n"
+      "# TYPE tessera_agent_store_errors_total counter\n"
+      "tessera_agent_store_errors_total{{Hostname=\"{0}\"}} {5}\n"
+      "# HELP tessera_agent_backend_errors_total GPU discovery or readings that failed.\n"
+      "# TYPE tessera_agent_backend_errors_total counter\n"
+      "tessera_agent_backend_errors_total{{Hostname=\"{0}\"}} {6}\n",
+      EscapeLabel(options_.node), stats_.generation, static_cast<int>(gpus_.size()) - lost, lost,
+      stats_.publishes, stats_.store_errors, stats_.backend_errors);
+  return out;
+}
+
+bool Agent::Ready() const {
+  std::lock_guard lock(mu_);
+  return discovered_;
+}
+
+store::NodeInventory Agent::Inventory() const {
+  std::lock_guard lock(mu_);
+  return InventoryLocked();
+}
+
+AgentStats Agent::Stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+}  // namespace tessera::agent

@@ -1,0 +1,80 @@
+#pragma once
+// Agent: the per-node GPU agent (DESIGN §6; thesis Ch. 8.2, "whenever a restart or a crash
+// happens, the exporter immediately pulls the new data and updates Redis"). Each Tick():
+//  - discovers the GPUs through its backend; a GPU that was known and no longer shows up is
+//    kept as lost (until the agent restarts);
+//  - publishes the inventory to the store under the node's name when it changed (first run
+//    of this agent, MIG reshape, GPU lost) or the last publish failed; each publish carries a
+//    new generation, and every agent start a new agent_id;
+//  - renews the node's heartbeat (TTL) so a dead agent's node is noticed (Store::IsAlive);
+//  - every attribution interval, reads the placements on this node for per-pod metric labels.
+// Failures (backend, store) never stop it: each distinct failure is logged once, counted in its
+// own metrics, and it keeps serving what it last knew. Metrics() samples the backend now.
+// Thread-safe: Tick (one thread: the main loop) and Metrics/Ready (HTTP threads) may run
+// concurrently; backend calls are serialised, and store calls hold no lock, so an outage that
+// blocks a store call never blocks /metrics.
+// Does not own the backend, the store or the clock.
+
+#include <mutex>
+#include <string>
+
+#include "agent/gpu_backend.h"
+#include "agent/metrics.h"
+#include "base/clock.h"
+#include "store/store.h"
+
+namespace tessera::agent {
+
+struct AgentOptions {
+  std::string node;  // the store key and the Hostname label
+  double heartbeat_ttl_s = 15;
+  double attribution_interval_s = 5;
+  int64_t cpu_milli = 0;  // the node's, for the inventory
+  int64_t memory_mib = 0;
+};
+
+struct AgentStats {
+  int64_t generation = 0;
+  int64_t publishes = 0;
+  int64_t store_errors = 0;
+  int64_t backend_errors = 0;
+  bool published = false;  // the store holds the current inventory
+};
+
+class Agent {
+ public:
+  // `store` may be null: discover and serve metrics only.
+  Agent(AgentOptions options, GpuBackend& backend, store::Store* store, const Clock& clock);
+
+  void Tick();
+  // The /metrics body: DCGM metrics sampled now, then the agent's own.
+  std::string Metrics();
+  // Discovered at least once (the /healthz answer).
+  bool Ready() const;
+  store::NodeInventory Inventory() const;
+  AgentStats Stats() const;
+  const std::string& agent_id() const { return agent_id_; }
+
+ private:
+  store::NodeInventory InventoryLocked() const;
+  // Logs `message` unless it repeats the last one of this source; "" marks a recovery.
+  void Note(std::string& last, const std::string& source, const std::string& message);
+
+  AgentOptions options_;
+  GpuBackend& backend_;
+  store::Store* store_;
+  const Clock& clock_;
+  std::string agent_id_;
+
+  std::mutex backend_mu_;  // taken before mu_
+  mutable std::mutex mu_;
+  bool discovered_ = false;
+  std::vector<store::GpuInventory> gpus_;
+  AgentStats stats_;
+  bool dirty_ = false;
+  Attribution pods_;
+  double next_attribution_ = 0;  // Tick thread only
+  std::string last_backend_error_, last_store_error_, last_sample_error_;
+};
+
+}  // namespace tessera::agent

@@ -1,0 +1,290 @@
+#include "agent/fake_backend.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "model/cluster.h"
+#include "model/gpu_model.h"
+#include "model/mig.h"
+
+namespace tessera::agent {
+namespace {
+
+// The (t, value) steps of one field: the points that set it.
+std::vector<std::pair<double, double>> Steps(const Script& s,
+                                             std::optional<double> Script::Point::*field) {
+  std::vector<std::pair<double, double>> out;
+  for (const auto& p : s.points) {
+    if (p.*field) out.emplace_back(p.t, *(p.*field));
+  }
+  return out;
+}
+
+// ∫ from steps[0].t to x of the held step function (negative below the first step).
+double HoldIntegral(const std::vector<std::pair<double, double>>& steps, double x) {
+  if (x <= steps[0].first) return (x - steps[0].first) * steps[0].second;
+  double sum = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const double a = steps[i].first;
+    const double b = i + 1 < steps.size() ? steps[i + 1].first : INFINITY;
+    if (x <= a) break;
+    sum += (std::min(x, b) - a) * steps[i].second;
+  }
+  return sum;
+}
+
+// Internal to parsing: thrown with the YAML mark, caught at the edge of ParseFakeNode.
+struct BadFile {
+  int line;  // 0-based, from yaml-cpp
+  std::string what;
+};
+
+YAML::Node Need(const YAML::Node& map, const char* key, const YAML::Node& where) {
+  if (!map[key]) throw BadFile{where.Mark().line, std::string("missing '") + key + "'"};
+  return map[key];
+}
+
+template <typename T>
+T As(const YAML::Node& n, const char* what) {
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    throw BadFile{n.Mark().line, std::string("'") + what + "' has the wrong type"};
+  }
+}
+
+std::optional<double> OptionalNumber(const YAML::Node& point, const char* key) {
+  if (!point[key]) return std::nullopt;
+  return As<double>(point[key], key);
+}
+
+Script ParseScript(const YAML::Node& n) {
+  Script s;
+  if (!n) return s;
+  if (!n.IsMap()) throw BadFile{n.Mark().line, "a script is a map with 'points'"};
+  const std::string repeat = n["repeat"] ? As<std::string>(n["repeat"], "repeat") : "hold";
+  if (repeat != "hold" && repeat != "loop") {
+    throw BadFile{n["repeat"].Mark().line, "repeat must be 'hold' or 'loop'"};
+  }
+  s.loop = repeat == "loop";
+  const YAML::Node points = Need(n, "points", n);
+  if (!points.IsSequence() || points.size() == 0) {
+    throw BadFile{points.Mark().line, "'points' must be a non-empty list"};
+  }
+  for (const auto& p : points) {
+    Script::Point pt;
+    pt.t = As<double>(Need(p, "t", p), "t");
+    pt.util = OptionalNumber(p, "util");
+    pt.fb_used_mib = OptionalNumber(p, "fb_used_mib");
+    pt.power_w = OptionalNumber(p, "power_w");
+    if (pt.util && (*pt.util < 0 || *pt.util > 1)) {
+      throw BadFile{p.Mark().line, "util must lie in 0..1"};
+    }
+    if ((pt.fb_used_mib && *pt.fb_used_mib < 0) || (pt.power_w && *pt.power_w < 0)) {
+      throw BadFile{p.Mark().line, "fb_used_mib and power_w must not be negative"};
+    }
+    if (!s.points.empty() && pt.t <= s.points.back().t) {
+      throw BadFile{p.Mark().line, "point times must increase"};
+    }
+    s.points.push_back(pt);
+  }
+  if (s.loop) {
+    s.period_s = As<double>(Need(n, "period_s", n), "period_s");
+    if (s.period_s <= s.points.back().t - s.points.front().t) {
+      throw BadFile{n["period_s"].Mark().line, "period_s must exceed the span of the points"};
+    }
+  }
+  return s;
+}
+
+FakeGpu ParseGpu(const YAML::Node& g, int index, const std::string& node) {
+  FakeGpu out;
+  store::GpuInventory& inv = out.inventory;
+  inv.index = index;
+  const YAML::Node model_node = Need(g, "model", g);
+  const std::string model_name = As<std::string>(model_node, "model");
+  const auto id = model::FindGpuModel(model_name);
+  if (!id) throw BadFile{model_node.Mark().line, "unknown GPU model '" + model_name + "'"};
+  const model::GpuModel& m = model::GetGpuModel(*id);
+  inv.model = m.name;
+  inv.product_name = g["product_name"] ? As<std::string>(g["product_name"], "product_name")
+                     : model_name.starts_with("NVIDIA ") ? model_name
+                                                         : "NVIDIA " + model_name;
+  inv.uuid = g["uuid"] ? As<std::string>(g["uuid"], "uuid")
+                       : model::MakeUuid("GPU", node + "/" + std::to_string(index));
+  inv.memory_mib = m.memory_mib;
+  inv.lost = g["lost"] ? As<bool>(g["lost"], "lost") : false;
+  out.script = ParseScript(g["script"]);
+  if (!g["mig"]) {
+    inv.partitions = {{inv.uuid, "", -1, 0, inv.memory_mib}};
+    return out;
+  }
+  const std::string text = As<std::string>(g["mig"], "mig");
+  auto layout = model::ParseLayout(m, text);
+  if (!layout) throw BadFile{g["mig"].Mark().line, layout.error().message};
+  model::Normalize(*layout);
+  if (auto ok = model::ValidateLayout(m, *layout); !ok) {
+    throw BadFile{g["mig"].Mark().line, ok.error().message};
+  }
+  inv.mig_enabled = true;
+  const YAML::Node instances = g["instances"];
+  if (instances && (!instances.IsSequence() || instances.size() != layout->instances.size())) {
+    throw BadFile{instances.Mark().line,
+                  "'instances' must list one entry per MIG instance, in start order (" +
+                      std::to_string(layout->instances.size()) + ")"};
+  }
+  for (size_t i = 0; i < layout->instances.size(); ++i) {
+    const model::MigProfile& prof = m.mig_profiles[layout->instances[i].profile];
+    store::PartitionInventory p;
+    p.profile = prof.name;
+    p.start = layout->instances[i].start;
+    p.memory_mib = prof.memory_mib;
+    p.gi_id = static_cast<int>(i) + 1;
+    p.uuid = model::MakeUuid("MIG", inv.uuid + "/" + prof.name + "@" + std::to_string(p.start));
+    Script script;
+    if (instances) {
+      const YAML::Node& e = instances[i];
+      if (e["uuid"]) p.uuid = As<std::string>(e["uuid"], "uuid");
+      if (e["gi_id"]) p.gi_id = As<int>(e["gi_id"], "gi_id");
+      script = ParseScript(e["script"]);
+    }
+    inv.partitions.push_back(std::move(p));
+    out.instances.push_back(std::move(script));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<double> Script::At(double t, std::optional<double> Point::*field) const {
+  const auto steps = Steps(*this, field);
+  if (steps.empty()) return std::nullopt;
+  if (loop) {
+    const double t0 = points.front().t;
+    t = t0 + std::fmod(std::fmod(t - t0, period_s) + period_s, period_s);
+  }
+  double v = steps[0].second;
+  for (const auto& [at, value] : steps) {
+    if (at > t) break;
+    v = value;
+  }
+  return v;
+}
+
+double Script::Integral(double from, double to, std::optional<double> Point::*field) const {
+  const auto steps = Steps(*this, field);
+  if (steps.empty()) return 0;
+  auto antiderivative = [&](double x) {
+    if (!loop) return HoldIntegral(steps, x);
+    const double t0 = points.front().t;
+    const double cycles = std::floor((x - t0) / period_s);
+    const double inside = x - cycles * period_s;
+    return cycles * HoldIntegral(steps, t0 + period_s) + HoldIntegral(steps, inside);
+  };
+  return antiderivative(to) - antiderivative(from);
+}
+
+Expected<FakeNode> ParseFakeNode(const std::string& text, const std::string& file) {
+  try {
+    const YAML::Node root = YAML::Load(text);
+    if (!root.IsMap()) return FailAt(file, 1, "a fake node file is a YAML map");
+    FakeNode node;
+    node.node = As<std::string>(Need(root, "node", root), "node");
+    node.cpu_milli = root["cpu_milli"] ? As<int64_t>(root["cpu_milli"], "cpu_milli") : 0;
+    node.memory_mib = root["memory_mib"] ? As<int64_t>(root["memory_mib"], "memory_mib") : 0;
+    const std::string base =
+        root["time_base"] ? As<std::string>(root["time_base"], "time_base") : "start";
+    if (base != "start" && base != "epoch") {
+      throw BadFile{root["time_base"].Mark().line, "time_base must be 'start' or 'epoch'"};
+    }
+    node.epoch_time = base == "epoch";
+    const YAML::Node gpus = Need(root, "gpus", root);
+    if (!gpus.IsSequence()) throw BadFile{gpus.Mark().line, "'gpus' must be a list"};
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      node.gpus.push_back(ParseGpu(gpus[i], static_cast<int>(i), node.node));
+    }
+    store::NodeInventory check{.node = node.node};
+    for (const auto& g : node.gpus) check.gpus.push_back(g.inventory);
+    if (auto ok = store::Validate(check); !ok) return FailAt(file, 1, ok.error().message);
+    return node;
+  } catch (const BadFile& e) {
+    return FailAt(file, e.line + 1, e.what);
+  } catch (const YAML::Exception& e) {
+    return FailAt(file, e.mark.line + 1, e.msg);
+  }
+}
+
+Expected<std::unique_ptr<FakeBackend>> FakeBackend::Load(std::string path, const Clock& clock,
+                                                         double unix_at_start) {
+  std::unique_ptr<FakeBackend> b(new FakeBackend(std::move(path), clock, unix_at_start));
+  if (auto ok = b->Reload(); !ok) return std::unexpected(ok.error());
+  return b;
+}
+
+Expected<void> FakeBackend::Reload() {
+  std::ifstream in(path_);
+  if (!in) return Fail("{}: cannot read the fake GPU file", path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  if (text == last_text_ && !node_.node.empty()) return {};
+  auto parsed = ParseFakeNode(text, path_);
+  last_text_ = std::move(text);  // a bad version is reported once, not on every round
+  if (!parsed) return std::unexpected(parsed.error());
+  node_ = std::move(*parsed);
+  return {};
+}
+
+double FakeBackend::ScriptTime(double clock_time) const {
+  return (clock_time - t0_) + (node_.epoch_time ? unix_at_start_ : 0);
+}
+
+Expected<std::vector<store::GpuInventory>> FakeBackend::Discover() {
+  if (auto ok = Reload(); !ok) return std::unexpected(ok.error());
+  std::vector<store::GpuInventory> out;
+  for (const auto& g : node_.gpus) out.push_back(g.inventory);
+  return out;
+}
+
+Expected<std::vector<GpuSample>> FakeBackend::Sample(const std::vector<store::GpuInventory>& gpus) {
+  const double now = ScriptTime(clock_.Now());
+  const double start = ScriptTime(t0_);
+  std::vector<GpuSample> out;
+  for (const auto& inv : gpus) {
+    GpuSample s;
+    const FakeGpu* g = nullptr;
+    for (const auto& f : node_.gpus) {
+      if (f.inventory.uuid == inv.uuid && f.inventory.partitions == inv.partitions) g = &f;
+    }
+    if (g == nullptr || inv.lost) {  // no longer described (or lost): nothing to read
+      s.partitions.resize(inv.partitions.size());
+      out.push_back(std::move(s));
+      continue;
+    }
+    using P = Script::Point;
+    s.power_w = g->script.At(now, &P::power_w);
+    if (s.power_w) s.energy_mj = 1000 * g->script.Integral(start, now, &P::power_w);
+    auto partition = [&](const Script& script, int64_t memory_mib) {
+      PartitionSample p;
+      p.activity = script.At(now, &P::util);
+      p.fb_used_mib = script.At(now, &P::fb_used_mib);
+      if (p.fb_used_mib) p.fb_free_mib = static_cast<double>(memory_mib) - *p.fb_used_mib;
+      return p;
+    };
+    if (!inv.mig_enabled) {
+      s.partitions.push_back(partition(g->script, inv.memory_mib));
+      if (s.partitions[0].activity) s.gpu_util_pct = 100 * *s.partitions[0].activity;
+    } else {
+      for (size_t i = 0; i < inv.partitions.size(); ++i) {
+        s.partitions.push_back(partition(g->instances[i], inv.partitions[i].memory_mib));
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace tessera::agent

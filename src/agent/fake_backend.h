@@ -1,0 +1,84 @@
+#pragma once
+// FakeBackend: a GPU node described by a YAML file, for machines without NVIDIA GPUs (this
+// one, CI) — GPUs with their models, MIG layouts and instance uuids, and a scripted time series
+// of utilisation, memory in use and power per GPU or MIG instance, played back on the agent's
+// clock. The format is in docs/runtime.md; tests/agent/fake_node.yaml is an example.
+//
+// The file is re-read when it changes (so a test or an operator can reshape MIG, lose a GPU or
+// change a script while the agent runs). A malformed file is an Error naming the file and line;
+// on a re-read, the backend keeps the last good description and keeps serving it.
+// Not thread-safe (the agent serialises calls). Does not own the clock.
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/gpu_backend.h"
+#include "base/clock.h"
+
+namespace tessera::agent {
+
+// A step function of time: each point holds until the next; after the last point the series
+// holds its last value, or (loop) starts over every period_s seconds.
+struct Script {
+  struct Point {
+    double t = 0;
+    std::optional<double> util;  // 0..1
+    std::optional<double> fb_used_mib;
+    std::optional<double> power_w;
+  };
+  std::vector<Point> points;  // ascending t
+  bool loop = false;
+  double period_s = 0;
+
+  // The value of `field` in force at script time t; nullopt when no point sets it.
+  std::optional<double> At(double t, std::optional<double> Point::*field) const;
+  // ∫ field dt over [from, to] (0 where unset).
+  double Integral(double from, double to, std::optional<double> Point::*field) const;
+};
+
+struct FakeGpu {
+  store::GpuInventory inventory;
+  Script script;                  // whole GPU: everything; MIG GPU: the board's power
+  std::vector<Script> instances;  // parallel to inventory.partitions when MIG is on
+};
+
+struct FakeNode {
+  std::string node;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  bool epoch_time = false;  // time_base: epoch — script time is Unix time, not time since start
+  std::vector<FakeGpu> gpus;
+};
+
+// Parses the YAML text of a fake node; `file` names it in errors ("file:line: what").
+[[nodiscard]] Expected<FakeNode> ParseFakeNode(const std::string& text, const std::string& file);
+
+class FakeBackend final : public GpuBackend {
+ public:
+  // `unix_at_start`: Unix time when the clock read its current value (for time_base: epoch).
+  [[nodiscard]] static Expected<std::unique_ptr<FakeBackend>> Load(std::string path,
+                                                                   const Clock& clock,
+                                                                   double unix_at_start);
+  std::string name() const override { return "fake"; }
+  Expected<std::vector<store::GpuInventory>> Discover() override;
+  Expected<std::vector<GpuSample>> Sample(const std::vector<store::GpuInventory>& gpus) override;
+  const FakeNode& node() const { return node_; }
+
+ private:
+  FakeBackend(std::string path, const Clock& clock, double unix_at_start)
+      : path_(std::move(path)), clock_(clock), t0_(clock.Now()), unix_at_start_(unix_at_start) {}
+  Expected<void> Reload();
+  double ScriptTime(double clock_time) const;
+
+  std::string path_;
+  const Clock& clock_;
+  double t0_;
+  double unix_at_start_;
+  FakeNode node_;
+  std::string last_text_;
+};
+
+}  // namespace tessera::agent

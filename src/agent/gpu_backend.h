@@ -1,0 +1,45 @@
+#pragma once
+// GpuBackend: where the agent learns what GPUs its node has and what they are doing — NVML on
+// a GPU node (nvml_backend.h), a scripted file elsewhere (fake_backend.h). DESIGN §6; thesis
+// Ch. 8.2 (the exporter discovers GPU uuids and metrics on every GPU node).
+//
+// A reading that the device cannot give (NVML_ERROR_NOT_SUPPORTED, a MIG instance's power) is
+// nullopt and its series is left out of /metrics, never reported as zero.
+// Not thread-safe: the agent serialises calls.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "store/records.h"
+
+namespace tessera::agent {
+
+struct PartitionSample {
+  std::optional<double> activity;  // graphics engine active, 0..1 (DCGM_FI_PROF_GR_ENGINE_ACTIVE)
+  std::optional<double> fb_used_mib;
+  std::optional<double> fb_free_mib;
+};
+
+struct GpuSample {
+  std::optional<double> gpu_util_pct;  // DCGM_FI_DEV_GPU_UTIL, 0..100
+  std::optional<double> power_w;
+  std::optional<double> energy_mj;  // since boot (NVML) or since the agent started (fake)
+  // Parallel to GpuInventory::partitions (one entry, the whole GPU, when MIG is off).
+  std::vector<PartitionSample> partitions;
+};
+
+class GpuBackend {
+ public:
+  virtual ~GpuBackend() = default;
+  virtual std::string name() const = 0;  // "nvml" | "fake"
+  // The node's GPUs as they are now. An Error means this round learnt nothing (the caller
+  // keeps what it knew); a single GPU that fails comes back with lost = true.
+  [[nodiscard]] virtual Expected<std::vector<store::GpuInventory>> Discover() = 0;
+  // Readings for `gpus` (as Discover returned them), one GpuSample per GPU.
+  [[nodiscard]] virtual Expected<std::vector<GpuSample>> Sample(
+      const std::vector<store::GpuInventory>& gpus) = 0;
+};
+
+}  // namespace tessera::agent

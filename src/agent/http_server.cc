@@ -1,0 +1,54 @@
+#include "agent/http_server.h"
+
+#include <httplib.h>
+
+#include <charconv>
+#include <chrono>
+
+namespace tessera::agent {
+
+AgentServer::AgentServer(Agent& agent)
+    : agent_(agent), server_(std::make_unique<httplib::Server>()) {
+  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(agent_.Metrics(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server_->Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
+    const bool ready = agent_.Ready();
+    res.status = ready ? 200 : 503;
+    res.set_content(ready ? "ok\n" : "no GPU inventory yet\n", "text/plain");
+  });
+}
+
+AgentServer::~AgentServer() { Stop(); }
+
+Expected<int> AgentServer::Start(const std::string& host, int port) {
+  const int bound =
+      port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
+  if (bound < 0) return Fail("agent: cannot listen on {}:{}", host, port);
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // stop() is a no-op until the accept loop runs.
+  while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return bound;
+}
+
+void AgentServer::Stop() {
+  if (!thread_.joinable()) return;
+  server_->stop();
+  thread_.join();
+}
+
+Expected<std::pair<std::string, int>> ParseListen(std::string_view address) {
+  const auto colon = address.rfind(':');
+  if (colon == std::string_view::npos) return Fail("listen address '{}': want host:port", address);
+  int port = -1;
+  const std::string_view p = address.substr(colon + 1);
+  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+  if (ec != std::errc() || ptr != p.data() + p.size() || port < 0 || port > 65535) {
+    return Fail("listen address '{}': bad port", address);
+  }
+  std::string host(address.substr(0, colon));
+  if (host.empty()) host = "0.0.0.0";
+  return std::make_pair(host, port);
+}
+
+}  // namespace tessera::agent

@@ -1,0 +1,36 @@
+#pragma once
+// AgentServer: the agent's HTTP endpoints — GET /metrics (Prometheus text format 0.0.4) and
+// GET /healthz (200 once the agent has an inventory, else 503). Runs cpp-httplib on its own
+// thread; Stop() (also the destructor) ends it and waits. Does not own the agent.
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "agent/agent.h"
+#include "base/error.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace tessera::agent {
+
+class AgentServer {
+ public:
+  explicit AgentServer(Agent& agent);
+  ~AgentServer();
+  // Binds host:port (port 0: any free port) and serves; returns the bound port.
+  [[nodiscard]] Expected<int> Start(const std::string& host, int port);
+  void Stop();
+
+ private:
+  Agent& agent_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+};
+
+// "host:port" into its parts.
+[[nodiscard]] Expected<std::pair<std::string, int>> ParseListen(std::string_view address);
+
+}  // namespace tessera::agent

@@ -1,0 +1,117 @@
+#include "agent/metrics.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace tessera::agent {
+namespace {
+
+struct Family {
+  const char* name;
+  const char* type;
+  const char* help;
+  std::string body;
+};
+
+enum Metric { kFbUsed, kFbFree, kGrActive, kGpuUtil, kPower, kEnergy, kCount };
+
+std::string LabelText(const std::vector<std::pair<std::string, std::string>>& labels) {
+  std::string out = "{";
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (i > 0) out += ',';
+    out += fmt::format("{}=\"{}\"", labels[i].first, EscapeLabel(labels[i].second));
+  }
+  return out + "}";
+}
+
+void Emit(Family& f, const std::vector<std::pair<std::string, std::string>>& labels,
+          const std::vector<PodRef>& pods, std::optional<double> value) {
+  if (!value) return;  // unknown: no series, never a zero
+  if (pods.empty()) {
+    f.body += fmt::format("{}{} {}\n", f.name, LabelText(labels), *value);
+    return;
+  }
+  for (const PodRef& p : pods) {
+    auto with = labels;
+    with.emplace_back("pod", p.pod);
+    with.emplace_back("namespace", p.ns);
+    f.body += fmt::format("{}{} {}\n", f.name, LabelText(with), *value);
+  }
+}
+
+}  // namespace
+
+std::string EscapeLabel(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string RenderDcgmMetrics(std::string_view hostname,
+                              const std::vector<store::GpuInventory>& gpus,
+                              const std::vector<GpuSample>& samples, const Attribution& pods) {
+  Family f[kCount] = {
+      {"DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", ""},
+      {"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", ""},
+      {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
+       "Ratio of time the graphics engine is active (0..1).", ""},
+      {"DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", ""},
+      {"DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", ""},
+      {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+       "Total energy consumption since boot (in mJ).", ""},
+  };
+  static const std::vector<PodRef> kNoPods;
+  auto pods_of = [&](const std::string& uuid) -> const std::vector<PodRef>& {
+    auto it = pods.find(uuid);
+    return it == pods.end() ? kNoPods : it->second;
+  };
+  for (size_t i = 0; i < gpus.size() && i < samples.size(); ++i) {
+    const store::GpuInventory& g = gpus[i];
+    const GpuSample& s = samples[i];
+    if (g.lost) continue;
+    const std::vector<std::pair<std::string, std::string>> device = {
+        {"gpu", std::to_string(g.index)},
+        {"UUID", g.uuid},
+        {"modelName", g.product_name},
+        {"Hostname", std::string(hostname)}};
+    auto whole = device;
+    if (!g.mig_enabled) whole.emplace_back("partition_uuid", g.uuid);
+    const std::vector<PodRef>& device_pods = g.mig_enabled ? kNoPods : pods_of(g.uuid);
+    Emit(f[kGpuUtil], whole, device_pods, s.gpu_util_pct);
+    Emit(f[kPower], whole, device_pods, s.power_w);
+    Emit(f[kEnergy], whole, device_pods, s.energy_mj);
+    for (size_t k = 0; k < g.partitions.size() && k < s.partitions.size(); ++k) {
+      const store::PartitionInventory& p = g.partitions[k];
+      auto labels = device;
+      if (g.mig_enabled) {
+        labels.emplace_back("GPU_I_PROFILE", p.profile);
+        labels.emplace_back("GPU_I_ID", std::to_string(p.gi_id));
+      }
+      labels.emplace_back("partition_uuid", p.uuid);
+      const std::vector<PodRef>& who = pods_of(p.uuid);
+      Emit(f[kFbUsed], labels, who, s.partitions[k].fb_used_mib);
+      Emit(f[kFbFree], labels, who, s.partitions[k].fb_free_mib);
+      Emit(f[kGrActive], labels, who, s.partitions[k].activity);
+    }
+  }
+  std::string out;
+  for (const Family& fam : f) {
+    if (fam.body.empty()) continue;
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", fam.name, fam.help, fam.name, fam.type);
+    out += fam.body;
+  }
+  return out;
+}
+
+}  // namespace tessera::agent

@@ -1,0 +1,38 @@
+#pragma once
+// The agent's /metrics body: DCGM-named GPU metrics in the Prometheus text exposition format
+// (version 0.0.4), with dcgm-exporter's metric names and labels (thesis Ch. 5.3.1), so
+// dashboards and PromQL written for dcgm-exporter work unchanged:
+//   per partition (a whole GPU, or each MIG instance):
+//     DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_FB_FREE (MiB), DCGM_FI_PROF_GR_ENGINE_ACTIVE (0..1)
+//   per GPU: DCGM_FI_DEV_GPU_UTIL (%), DCGM_FI_DEV_POWER_USAGE (W),
+//            DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ)
+//   labels: gpu, UUID (the GPU's), modelName, Hostname; GPU_I_PROFILE and GPU_I_ID on MIG
+//   instances; Tessera adds partition_uuid (the uuid a container sees) and, where a placement
+//   is known, pod and namespace — one series per pod sharing the partition, as dcgm-exporter
+//   does for shared GPUs (so summing over pods counts a shared partition once per pod).
+// Pure functions; thread-safe.
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/gpu_backend.h"
+
+namespace tessera::agent {
+
+struct PodRef {
+  std::string pod;
+  std::string ns;
+  bool operator==(const PodRef&) const = default;
+};
+using Attribution = std::map<std::string, std::vector<PodRef>>;  // partition uuid → pods
+
+std::string RenderDcgmMetrics(std::string_view hostname,
+                              const std::vector<store::GpuInventory>& gpus,
+                              const std::vector<GpuSample>& samples, const Attribution& pods);
+
+// `value` with \, " and newline escaped, as label values require.
+std::string EscapeLabel(std::string_view value);
+
+}  // namespace tessera::agent

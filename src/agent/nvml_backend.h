@@ -1,0 +1,39 @@
+#pragma once
+// NvmlBackend: the node's real GPUs through NVML, loaded at run time with dlopen of
+// libnvidia-ml.so.1 (the driver installs it), so Tessera builds and runs without CUDA or NVML
+// present; only the functions listed in nvml_backend.cc are resolved. DESIGN §6.
+//
+// Discovery: every device's name, uuid, memory, MIG mode, and for MIG-enabled devices every MIG
+// device's uuid, GPU-instance id, profile (by the instance's NVML profile id, matched against
+// the catalog's gi_profile_id) and placement start. A device that answers
+// NVML_ERROR_GPU_IS_LOST is reported lost. Readings: utilisation (NVML's "utilization.gpu",
+// used as the graphics-engine activity of a whole GPU; per-MIG activity needs DCGM profiling
+// and is left unknown), memory used/free per GPU or MIG device, power, total energy.
+// Not thread-safe (the agent serialises calls). Never changes device state.
+
+#include <memory>
+#include <string>
+
+#include "agent/gpu_backend.h"
+
+namespace tessera::agent {
+
+class NvmlBackend final : public GpuBackend {
+ public:
+  // dlopen + nvmlInit; an Error names the library or the NVML error string.
+  [[nodiscard]] static Expected<std::unique_ptr<NvmlBackend>> Open(
+      const std::string& library = "libnvidia-ml.so.1");
+  ~NvmlBackend() override;  // nvmlShutdown + dlclose
+
+  std::string name() const override { return "nvml"; }
+  Expected<std::vector<store::GpuInventory>> Discover() override;
+  Expected<std::vector<GpuSample>> Sample(const std::vector<store::GpuInventory>& gpus) override;
+
+  struct Api;  // the resolved functions
+
+ private:
+  explicit NvmlBackend(std::unique_ptr<Api> api);
+  std::unique_ptr<Api> api_;
+};
+
+}  // namespace tessera::agent

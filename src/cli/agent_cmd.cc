@@ -1,0 +1,218 @@
+// `tessera agent`: the GPU node agent (DESIGN §6). Discovers the node's GPUs through NVML (or a
+// --fake file), publishes the inventory to the store, and serves /metrics and /healthz until
+// SIGTERM or SIGINT.
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "agent/agent.h"
+#include "agent/fake_backend.h"
+#include "agent/http_server.h"
+#include "agent/nvml_backend.h"
+#include "base/clock.h"
+#include "cli/commands.h"
+#include "store/memory_store.h"
+#include "store/redis_store.h"
+
+namespace tessera::cli {
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+extern "C" void OnSignal(int) { g_stop = 1; }
+
+struct AgentFlags {
+  std::string fake;
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string node;
+  std::string listen = "0.0.0.0:9400";  // dcgm-exporter's port
+  std::string store = "memory";
+  std::string redis = "127.0.0.1:6379";
+  std::string redis_prefix = "tessera:";
+  double interval_s = 1;
+  double heartbeat_ttl_s = 15;
+  bool once = false;
+  bool json = false;
+};
+
+// The node's CPU (milli) and memory (MiB), for the inventory.
+std::pair<int64_t, int64_t> NodeResources() {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int64_t mem_kib = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  while (meminfo >> key) {
+    if (key == "MemTotal:") {
+      meminfo >> mem_kib;
+      break;
+    }
+    meminfo.ignore(256, '\n');
+  }
+  return {int64_t{1000} * std::max(1L, cpus), mem_kib / 1024};
+}
+
+void PrintInventory(const store::NodeInventory& inv, bool json) {
+  if (json) {
+    std::printf("%s\n", nlohmann::json::parse(store::ToJson(inv)).dump(2).c_str());
+    return;
+  }
+  std::printf("node %s (%s backend): %zu GPU(s)\n", inv.node.c_str(), inv.backend.c_str(),
+              inv.gpus.size());
+  for (const auto& g : inv.gpus) {
+    std::printf("  %d  %s  %s [%s]  %lld MiB  MIG %s%s\n", g.index, g.uuid.c_str(),
+                g.product_name.c_str(), g.model.empty() ? "not in catalog" : g.model.c_str(),
+                static_cast<long long>(g.memory_mib), g.mig_enabled ? "on" : "off",
+                g.lost ? "  LOST" : "");
+    if (!g.mig_enabled) continue;
+    for (const auto& p : g.partitions) {
+      std::printf("      %-10s gi %-2d start %d  %lld MiB  %s\n", p.profile.c_str(), p.gi_id,
+                  p.start, static_cast<long long>(p.memory_mib), p.uuid.c_str());
+    }
+  }
+}
+
+int RunAgent(const AgentFlags& f) {
+  // Logs go to stderr: stdout carries --once's inventory (and a daemon's stderr is its log).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("tessera-agent"));
+  SteadyClock clock;
+  const double unix_now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::unique_ptr<agent::GpuBackend> backend;
+  std::string node = f.node;
+  if (!f.fake.empty()) {
+    auto b = agent::FakeBackend::Load(f.fake, clock, unix_now);
+    if (!b) {
+      std::fprintf(stderr, "tessera agent: %s\n", b.error().message.c_str());
+      return 1;
+    }
+    if (node.empty()) node = (*b)->node().node;
+    backend = std::move(*b);
+  } else {
+    auto b = agent::NvmlBackend::Open(f.nvml_library);
+    if (!b) {
+      std::fprintf(stderr, "tessera agent: %s\n", b.error().message.c_str());
+      return 1;
+    }
+    backend = std::move(*b);
+  }
+  if (node.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    node = host;
+  }
+  auto [cpu_milli, memory_mib] = NodeResources();
+  if (!f.fake.empty()) {
+    const auto& fake = static_cast<agent::FakeBackend&>(*backend).node();
+    if (fake.cpu_milli > 0) cpu_milli = fake.cpu_milli;
+    if (fake.memory_mib > 0) memory_mib = fake.memory_mib;
+  }
+
+  std::unique_ptr<store::Store> store;
+  if (f.store == "redis") {
+    auto o = store::ParseRedisAddress(f.redis);
+    if (!o) {
+      std::fprintf(stderr, "tessera agent: %s\n", o.error().message.c_str());
+      return 2;
+    }
+    o->prefix = f.redis_prefix;
+    if (const char* p = std::getenv("TESSERA_REDIS_PASSWORD")) o->password = p;
+    if (const char* u = std::getenv("TESSERA_REDIS_USERNAME")) o->username = u;
+    o->retry_budget_s = std::max(0.5, f.interval_s);  // a Tick must not stall for long
+    store = store::RedisStore::Create(*o);
+  } else {
+    store = std::make_unique<store::MemoryStore>(clock);
+  }
+
+  agent::Agent a({.node = node,
+                  .heartbeat_ttl_s = f.heartbeat_ttl_s,
+                  .cpu_milli = cpu_milli,
+                  .memory_mib = memory_mib},
+                 *backend, store.get(), clock);
+  if (f.once) {
+    a.Tick();
+    if (!a.Ready()) {
+      std::fprintf(stderr, "tessera agent: GPU discovery failed (see the log line above)\n");
+      return 1;
+    }
+    PrintInventory(a.Inventory(), f.json);
+    return a.Stats().published ? 0 : 1;
+  }
+
+  auto listen = agent::ParseListen(f.listen);
+  if (!listen) {
+    std::fprintf(stderr, "tessera agent: %s\n", listen.error().message.c_str());
+    return 2;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+
+  agent::AgentServer server(a);
+  auto port = server.Start(listen->first, listen->second);
+  if (!port) {
+    std::fprintf(stderr, "tessera agent: %s\n", port.error().message.c_str());
+    return 1;
+  }
+  spdlog::info("agent {}: {} backend, store {}, serving /metrics and /healthz on {}:{}", node,
+               backend->name(), f.store == "redis" ? f.redis : "memory", listen->first, *port);
+  while (!g_stop) {
+    a.Tick();
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(f.interval_s);
+    while (!g_stop && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  spdlog::info("agent {}: signal received, shutting down", node);
+  server.Stop();
+  return 0;
+}
+
+}  // namespace
+
+void AddAgent(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<AgentFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "agent", "Run the GPU node agent: NVML discovery, inventory to the store, /metrics");
+  sub->add_option("--fake", flags->fake,
+                  "Fake GPU backend: a YAML file of GPUs, MIG layouts and scripted readings "
+                  "(docs/runtime.md); without it, NVML")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--nvml-library", flags->nvml_library, "NVML library to dlopen")
+      ->capture_default_str();
+  sub->add_option("--node", flags->node,
+                  "Node name (default: the fake file's node, else the host name)")
+      ->envname("NODE_NAME");
+  sub->add_option("--listen", flags->listen, "host:port for /metrics and /healthz")
+      ->capture_default_str();
+  sub->add_option("--store", flags->store, "Where the inventory goes")
+      ->check(CLI::IsMember({"memory", "redis"}))
+      ->capture_default_str();
+  sub->add_option("--redis", flags->redis,
+                  "Redis host:port[/db] (password: $TESSERA_REDIS_PASSWORD, user: "
+                  "$TESSERA_REDIS_USERNAME)")
+      ->capture_default_str();
+  sub->add_option("--redis-prefix", flags->redis_prefix, "Key prefix in Redis")
+      ->capture_default_str();
+  sub->add_option("--interval", flags->interval_s, "Seconds between discovery rounds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--heartbeat-ttl", flags->heartbeat_ttl_s,
+                  "Seconds after which a silent agent's node counts as dead")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_flag("--once", flags->once, "Discover and publish once, print the inventory, and exit");
+  sub->add_flag("--json", flags->json, "With --once: print the inventory as JSON");
+  sub->callback([flags, exit_code] { *exit_code = RunAgent(*flags); });
+}
+
+}  // namespace tessera::cli

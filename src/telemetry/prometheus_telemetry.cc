@@ -1,0 +1,227 @@
+#include "telemetry/prometheus_telemetry.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+
+namespace tessera::telemetry {
+namespace {
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::optional<double> Finite(double v) {
+  if (!std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<PrometheusTelemetry>> PrometheusTelemetry::Create(
+    PrometheusTelemetryOptions options, const Clock& clock) {
+  if (options.staleness_bound_s <= 0 || options.memory_window_s <= 0 ||
+      options.memory_step_s <= 0) {
+    return Fail("prometheus telemetry: staleness bound, memory window and step must be positive");
+  }
+  auto client = PrometheusClient::Create(options.server);
+  if (!client) return std::unexpected(client.error());
+  return std::unique_ptr<PrometheusTelemetry>(
+      new PrometheusTelemetry(std::move(options), std::move(*client), clock));
+}
+
+PrometheusTelemetry::~PrometheusTelemetry() { StopPolling(); }
+
+void PrometheusTelemetry::SetMigInstances(
+    std::map<std::pair<std::string, int>, std::string> instances) {
+  std::lock_guard lock(mu_);
+  mig_ = std::move(instances);
+}
+
+std::string PrometheusTelemetry::Selector(std::string_view metric) const {
+  return options_.selector.empty() ? std::string(metric)
+                                   : fmt::format("{}{{{}}}", metric, options_.selector);
+}
+
+std::string PrometheusTelemetry::KeyOf(const Labels& labels) const {
+  if (auto it = labels.find("partition_uuid"); it != labels.end() && !it->second.empty()) {
+    return it->second;
+  }
+  auto uuid = labels.find("UUID");
+  if (uuid == labels.end() || uuid->second.empty()) return "";
+  if (auto gi = labels.find("GPU_I_ID"); gi != labels.end() && !gi->second.empty()) {
+    int id = -1;
+    try {
+      id = std::stoi(gi->second);
+    } catch (const std::exception&) {
+      return "";
+    }
+    std::lock_guard lock(mu_);
+    auto it = mig_.find({uuid->second, id});
+    return it == mig_.end() ? "" : it->second;
+  }
+  return uuid->second;
+}
+
+Expected<void> PrometheusTelemetry::Refresh() {
+  // Per-pod attribution repeats a partition's series once per pod: collapse them.
+  auto by = [this](std::string_view metric) {
+    return fmt::format("max by (UUID, GPU_I_ID, partition_uuid) ({})", Selector(metric));
+  };
+  auto snap = std::make_shared<Snapshot>();
+  auto fail = [this](const Error& e) -> Expected<void> {
+    std::lock_guard lock(mu_);
+    ++failures_;
+    last_error_ = e.message;
+    return std::unexpected(e);
+  };
+  struct Instant {
+    const char* metric;
+    std::optional<double> Values::*field;
+    double scale;
+  };
+  // GR_ENGINE_ACTIVE is already a 0..1 ratio in DCGM; FB_USED is MiB; POWER_USAGE is W.
+  for (const Instant& q : {Instant{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", &Values::util, 1.0},
+                           Instant{"DCGM_FI_DEV_FB_USED", &Values::memory, 1.0},
+                           Instant{"DCGM_FI_DEV_POWER_USAGE", &Values::power, 1.0}}) {
+    auto r = client_.Query(by(q.metric));
+    if (!r) return fail(r.error());
+    for (const auto& s : *r) {
+      const std::string key = KeyOf(s.labels);
+      if (key.empty()) continue;
+      auto v = Finite(s.sample.value);
+      snap->by_uuid[key].*q.field = v ? std::optional<double>(*v * q.scale) : std::nullopt;
+    }
+  }
+  const double end = UnixNow();
+  auto range = client_.QueryRange(by("DCGM_FI_DEV_FB_USED"), end - options_.memory_window_s, end,
+                                  options_.memory_step_s);
+  if (!range) return fail(range.error());
+  for (auto& s : *range) {
+    const std::string key = KeyOf(s.labels);
+    if (key.empty()) continue;
+    Series& out = snap->by_uuid[key].memory_series;
+    for (const Sample& x : s.samples) {
+      if (std::isfinite(x.value)) out.push_back(x);
+    }
+  }
+  snap->fetched_at = clock_.Now();
+  std::lock_guard lock(mu_);
+  snapshot_ = std::move(snap);
+  ++refreshes_;
+  return {};
+}
+
+void PrometheusTelemetry::StartPolling(double interval_s) {
+  StopPolling();
+  {
+    std::lock_guard lock(poll_mu_);
+    stop_ = false;
+  }
+  poller_ = std::thread([this, interval_s] {
+    std::string last_logged;
+    std::unique_lock lock(poll_mu_);
+    while (!stop_) {
+      lock.unlock();
+      auto ok = Refresh();
+      // One line per distinct failure, and one when it recovers: no log flood while down.
+      if (!ok && ok.error().message != last_logged) {
+        spdlog::warn("telemetry: {} (serving the last values until they are {}s old)",
+                     ok.error().message, options_.staleness_bound_s);
+        last_logged = ok.error().message;
+      } else if (ok && !last_logged.empty()) {
+        spdlog::info("telemetry: prometheus {} reachable again", client_.url());
+        last_logged.clear();
+      }
+      lock.lock();
+      poll_cv_.wait_for(lock, std::chrono::duration<double>(interval_s), [this] { return stop_; });
+    }
+  });
+}
+
+void PrometheusTelemetry::StopPolling() {
+  {
+    std::lock_guard lock(poll_mu_);
+    stop_ = true;
+  }
+  poll_cv_.notify_all();
+  if (poller_.joinable()) poller_.join();
+}
+
+std::shared_ptr<const PrometheusTelemetry::Snapshot> PrometheusTelemetry::Fresh() const {
+  std::shared_ptr<const Snapshot> s;
+  {
+    std::lock_guard lock(mu_);
+    s = snapshot_;
+  }
+  if (!s || clock_.Now() - s->fetched_at > options_.staleness_bound_s) return nullptr;
+  return s;
+}
+
+std::optional<double> PrometheusTelemetry::Utilization(std::string_view uuid) const {
+  auto s = Fresh();
+  if (!s) return std::nullopt;
+  auto it = s->by_uuid.find(uuid);
+  return it == s->by_uuid.end() ? std::nullopt : it->second.util;
+}
+
+std::optional<double> PrometheusTelemetry::MemoryUsedMib(std::string_view uuid) const {
+  auto s = Fresh();
+  if (!s) return std::nullopt;
+  auto it = s->by_uuid.find(uuid);
+  return it == s->by_uuid.end() ? std::nullopt : it->second.memory;
+}
+
+std::optional<double> PrometheusTelemetry::PowerWatts(std::string_view uuid) const {
+  auto s = Fresh();
+  if (!s) return std::nullopt;
+  auto it = s->by_uuid.find(uuid);
+  return it == s->by_uuid.end() ? std::nullopt : it->second.power;
+}
+
+std::optional<Series> PrometheusTelemetry::MemoryUsed(std::string_view uuid,
+                                                      double window_s) const {
+  auto s = Fresh();
+  if (!s) return std::nullopt;
+  auto it = s->by_uuid.find(uuid);
+  if (it == s->by_uuid.end() || it->second.memory_series.empty()) return std::nullopt;
+  return Tail(it->second.memory_series, window_s);
+}
+
+TelemetryHealth PrometheusTelemetry::Health() const {
+  std::lock_guard lock(mu_);
+  TelemetryHealth h;
+  h.refreshes = refreshes_;
+  h.failures = failures_;
+  h.last_error = last_error_;
+  if (snapshot_) {
+    h.age_s = clock_.Now() - snapshot_->fetched_at;
+    h.stale = h.age_s > options_.staleness_bound_s;
+    h.partitions = snapshot_->by_uuid.size();
+  }
+  return h;
+}
+
+std::string PrometheusTelemetry::MetricsText() const {
+  const TelemetryHealth h = Health();
+  return fmt::format(
+      "# HELP tessera_telemetry_refreshes_total Successful telemetry refreshes from Prometheus.\n"
+      "# TYPE tessera_telemetry_refreshes_total counter\n"
+      "tessera_telemetry_refreshes_total {}\n"
+      "# HELP tessera_telemetry_refresh_failures_total Failed telemetry refreshes.\n"
+      "# TYPE tessera_telemetry_refresh_failures_total counter\n"
+      "tessera_telemetry_refresh_failures_total {}\n"
+      "# HELP tessera_telemetry_age_seconds Age of the telemetry the scheduler uses "
+      "(-1: none yet).\n"
+      "# TYPE tessera_telemetry_age_seconds gauge\n"
+      "tessera_telemetry_age_seconds {:.3f}\n"
+      "# HELP tessera_telemetry_stale 1 when the telemetry is older than the staleness bound "
+      "and policies see unknown.\n"
+      "# TYPE tessera_telemetry_stale gauge\n"
+      "tessera_telemetry_stale {}\n",
+      h.refreshes, h.failures, h.age_s, h.stale ? 1 : 0);
+}
+
+}  // namespace tessera::telemetry

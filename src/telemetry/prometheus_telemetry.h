@@ -1,0 +1,106 @@
+#pragma once
+// PrometheusTelemetry: Telemetry read from a Prometheus server that scrapes DCGM-named metrics
+// (dcgm-exporter or the Tessera agent; thesis Ch. 5.3.2: util(p) is the partition's
+// DCGM_FI_PROF_GR_ENGINE_ACTIVE as Prometheus returns it).
+//
+// Lookups never touch the network: they read a snapshot that Refresh() — called by its owner,
+// or every interval by the poller StartPolling() starts — replaces wholesale with the results
+// of four PromQL queries (activity, memory used, power: instant; memory used: range). A failed
+// refresh keeps the last good snapshot: lookups keep answering from it while it is younger than
+// options.staleness_bound_s, and answer "unknown" (nullopt, never zero) after that. Health()
+// and MetricsText() say how old the data is and how often refreshing failed, so a scheduler can
+// export that beside its own metrics.
+//
+// Series are matched to partitions by the `partition_uuid` label (the Tessera agent's), else
+// by (UUID, GPU_I_ID) through SetMigInstances (plain dcgm-exporter), else by UUID (whole GPU).
+// Thread-safe: lookups from any thread while the poller refreshes. Does not own the clock.
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "base/clock.h"
+#include "telemetry/prometheus_client.h"
+#include "telemetry/telemetry.h"
+
+namespace tessera::telemetry {
+
+struct PrometheusTelemetryOptions {
+  PrometheusOptions server;
+  double staleness_bound_s = 30;  // older data is "unknown"
+  double memory_window_s = 300;   // how much memory history a refresh fetches
+  double memory_step_s = 5;       // its resolution
+  std::string selector;           // extra label matchers, e.g. Hostname=~"gpu-.*"
+};
+
+struct TelemetryHealth {
+  int64_t refreshes = 0;  // successful
+  int64_t failures = 0;
+  double age_s = -1;  // since the last successful refresh; -1 before the first
+  bool stale = true;  // no data younger than the staleness bound
+  std::string last_error;
+  size_t partitions = 0;  // in the snapshot
+};
+
+class PrometheusTelemetry final : public Telemetry {
+ public:
+  [[nodiscard]] static Expected<std::unique_ptr<PrometheusTelemetry>> Create(
+      PrometheusTelemetryOptions options, const Clock& clock);
+  ~PrometheusTelemetry() override;  // stops the poller
+
+  // One round of queries; on failure the previous snapshot stays and the Error says why.
+  [[nodiscard]] Expected<void> Refresh();
+  void StartPolling(double interval_s);
+  void StopPolling();
+
+  // (GPU uuid, GPU instance id) → MIG uuid, for exporters that do not label partition_uuid.
+  void SetMigInstances(std::map<std::pair<std::string, int>, std::string> instances);
+
+  std::optional<double> Utilization(std::string_view uuid) const override;
+  std::optional<double> MemoryUsedMib(std::string_view uuid) const override;
+  std::optional<Series> MemoryUsed(std::string_view uuid, double window_s) const override;
+  std::optional<double> PowerWatts(std::string_view uuid) const override;
+
+  TelemetryHealth Health() const;
+  // tessera_telemetry_{refreshes_total,refresh_failures_total,age_seconds,stale} in the
+  // Prometheus text format.
+  std::string MetricsText() const;
+
+ private:
+  struct Values {
+    std::optional<double> util, memory, power;
+    Series memory_series;
+  };
+  struct Snapshot {
+    double fetched_at = 0;  // clock time
+    UuidMap<Values> by_uuid;
+  };
+
+  PrometheusTelemetry(PrometheusTelemetryOptions options, PrometheusClient client,
+                      const Clock& clock)
+      : options_(std::move(options)), client_(std::move(client)), clock_(clock) {}
+  std::shared_ptr<const Snapshot> Fresh() const;  // nullptr when stale or never fetched
+  std::string KeyOf(const Labels& labels) const;  // "" when it names no partition
+  std::string Selector(std::string_view metric) const;
+
+  PrometheusTelemetryOptions options_;
+  PrometheusClient client_;
+  const Clock& clock_;
+
+  mutable std::mutex mu_;  // guards snapshot_, mig_, health fields
+  std::shared_ptr<const Snapshot> snapshot_;
+  std::map<std::pair<std::string, int>, std::string> mig_;
+  int64_t refreshes_ = 0;
+  int64_t failures_ = 0;
+  std::string last_error_;
+
+  std::mutex poll_mu_;
+  std::condition_variable poll_cv_;
+  bool stop_ = false;
+  std::thread poller_;
+};
+
+}  // namespace tessera::telemetry

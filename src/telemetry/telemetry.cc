@@ -1,0 +1,53 @@
+#include "telemetry/telemetry.h"
+
+#include <algorithm>
+
+namespace tessera::telemetry {
+namespace {
+
+template <typename V>
+std::optional<V> Get(const UuidMap<V>& m, std::string_view uuid) {
+  auto it = m.find(uuid);
+  if (it == m.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace
+
+Series Tail(const Series& series, double window_s) {
+  if (series.empty()) return {};
+  const double from = series.back().t - window_s;
+  auto first = std::lower_bound(series.begin(), series.end(), from,
+                                [](const Sample& s, double t) { return s.t < t; });
+  return Series(first, series.end());
+}
+
+void StaticTelemetry::AddMemorySample(std::string_view uuid, double t, double mib) {
+  series_[std::string(uuid)].push_back({t, mib});
+  mem_[std::string(uuid)] = mib;
+}
+
+void StaticTelemetry::Forget(std::string_view uuid) {
+  const std::string key(uuid);
+  util_.erase(key);
+  mem_.erase(key);
+  power_.erase(key);
+  series_.erase(key);
+}
+
+std::optional<double> StaticTelemetry::Utilization(std::string_view uuid) const {
+  return Get(util_, uuid);
+}
+std::optional<double> StaticTelemetry::MemoryUsedMib(std::string_view uuid) const {
+  return Get(mem_, uuid);
+}
+std::optional<double> StaticTelemetry::PowerWatts(std::string_view uuid) const {
+  return Get(power_, uuid);
+}
+std::optional<Series> StaticTelemetry::MemoryUsed(std::string_view uuid, double window_s) const {
+  auto it = series_.find(uuid);
+  if (it == series_.end()) return std::nullopt;
+  return Tail(it->second, window_s);
+}
+
+}  // namespace tessera::telemetry

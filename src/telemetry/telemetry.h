@@ -1,0 +1,76 @@
+#pragma once
+// Telemetry: what policies may know about a partition's live behaviour — its graphics-engine
+// activity (the thesis's util(p), DCGM_FI_PROF_GR_ENGINE_ACTIVE, Ch. 5.3 and 7), its memory
+// in use and the recent memory series the forecasting policies extrapolate, and its power.
+// Partitions are named by uuid: the GPU's "GPU-…" for a whole GPU, the "MIG-…" of an instance.
+//
+// "Unknown" is nullopt, never zero: a partition without fresh data must not look idle.
+// Implementations: StaticTelemetry (set by hand: tests, the simulator's physics) and
+// PrometheusTelemetry (a Prometheus server fed by DCGM or the Tessera agent). Lookups are the
+// hot path — policies call them per partition while scoring thousands of GPUs — so they read
+// memory only, never the network.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace tessera::telemetry {
+
+struct Sample {
+  double t = 0;  // seconds (Unix time for Prometheus data)
+  double value = 0;
+  bool operator==(const Sample&) const = default;
+};
+using Series = std::vector<Sample>;  // ascending t
+
+class Telemetry {
+ public:
+  virtual ~Telemetry() = default;
+  // Fraction of time the graphics engine was active, 0..1.
+  virtual std::optional<double> Utilization(std::string_view uuid) const = 0;
+  // Framebuffer memory in use, MiB (DCGM_FI_DEV_FB_USED).
+  virtual std::optional<double> MemoryUsedMib(std::string_view) const { return std::nullopt; }
+  // The memory-in-use samples of the last `window_s` seconds (those the source holds).
+  virtual std::optional<Series> MemoryUsed(std::string_view, double /*window_s*/) const {
+    return std::nullopt;
+  }
+  // Board power draw, W (DCGM_FI_DEV_POWER_USAGE): a property of the GPU, so a MIG instance has
+  // none of its own (ask for its GPU's uuid).
+  virtual std::optional<double> PowerWatts(std::string_view) const { return std::nullopt; }
+};
+
+// Heterogeneous lookup so the hot path hashes a string_view without building a string.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <typename V>
+using UuidMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+
+// Values set by their owner. Not thread-safe: set between scheduling cycles.
+class StaticTelemetry final : public Telemetry {
+ public:
+  void SetUtilization(std::string_view uuid, double u) { util_[std::string(uuid)] = u; }
+  void SetMemoryUsedMib(std::string_view uuid, double mib) { mem_[std::string(uuid)] = mib; }
+  void SetPowerWatts(std::string_view uuid, double w) { power_[std::string(uuid)] = w; }
+  // Appends to the memory series (t ascending) and sets the current memory in use.
+  void AddMemorySample(std::string_view uuid, double t, double mib);
+  void Forget(std::string_view uuid);
+
+  std::optional<double> Utilization(std::string_view uuid) const override;
+  std::optional<double> MemoryUsedMib(std::string_view uuid) const override;
+  // Relative to the series' newest sample: those with t ≥ newest − window_s.
+  std::optional<Series> MemoryUsed(std::string_view uuid, double window_s) const override;
+  std::optional<double> PowerWatts(std::string_view uuid) const override;
+
+ private:
+  UuidMap<double> util_, mem_, power_;
+  UuidMap<Series> series_;
+};
+
+// The samples of `series` with t ≥ its newest t − window_s.
+Series Tail(const Series& series, double window_s);
+
+}  // namespace tessera::telemetry

@@ -1,0 +1,196 @@
+#include "agent/agent.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/fake_backend.h"
+#include "agent/http_server.h"
+#include "store/memory_store.h"
+
+namespace tessera::agent {
+namespace {
+
+constexpr const char* kNode = R"(node: n1
+gpus:
+  - uuid: GPU-a
+    model: A100-40GB
+    mig: "3g.20gb@0,3g.20gb@4"
+    instances:
+      - {uuid: MIG-a1, gi_id: 1, script: {points: [{t: 0, util: 0.3, fb_used_mib: 100}]}}
+      - {uuid: MIG-a2, gi_id: 2}
+  - uuid: GPU-b
+    model: A30-24GB
+    script: {points: [{t: 0, util: 0.7, fb_used_mib: 200, power_w: 90}]}
+)";
+
+// A store whose calls fail while `down` is set.
+class FlakyStore : public store::MemoryStore {
+ public:
+  using MemoryStore::MemoryStore;
+  bool down = false;
+  Expected<void> PutInventory(const store::NodeInventory& inv) override {
+    if (down) return Fail("redis 127.0.0.1:1/0: connection refused");
+    return MemoryStore::PutInventory(inv);
+  }
+  Expected<void> Heartbeat(std::string_view node, double ttl) override {
+    if (down) return Fail("redis 127.0.0.1:1/0: connection refused");
+    return MemoryStore::Heartbeat(node, ttl);
+  }
+};
+
+class AgentTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = std::filesystem::temp_directory_path() /
+            ("tessera-agent-" + std::to_string(::getpid()) + "-" +
+             testing::UnitTest::GetInstance()->current_test_info()->name() + ".yaml");
+    Write(kNode);
+    auto b = FakeBackend::Load(path_.string(), clock_, 0);
+    ASSERT_TRUE(b) << b.error().message;
+    backend_ = std::move(*b);
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+  void Write(const std::string& text) { std::ofstream(path_) << text; }
+  std::unique_ptr<Agent> Make() {
+    return std::make_unique<Agent>(AgentOptions{.node = "n1", .heartbeat_ttl_s = 10}, *backend_,
+                                   &store_, clock_);
+  }
+  store::NodeInventory Stored() {
+    auto got = store_.GetInventory("n1");
+    EXPECT_TRUE(got && got->has_value());
+    return got && got->has_value() ? **got : store::NodeInventory{};
+  }
+
+  std::filesystem::path path_;
+  ManualClock clock_{0};
+  FlakyStore store_{clock_};
+  std::unique_ptr<FakeBackend> backend_;
+};
+
+TEST_F(AgentTest, PublishesOnceAndRepublishesOnlyOnChange) {
+  auto agent = Make();
+  agent->Tick();
+  EXPECT_EQ(Stored().generation, 1);
+  EXPECT_EQ(Stored().agent_id, agent->agent_id());
+  ASSERT_EQ(Stored().gpus.size(), 2u);
+  EXPECT_EQ(Stored().gpus[0].partitions[1].uuid, "MIG-a2");
+  clock_.Advance(1);
+  agent->Tick();
+  EXPECT_EQ(agent->Stats().publishes, 1);  // nothing changed
+  // MIG reshape: GPU-a becomes one 7g.40gb.
+  std::string reshaped = kNode;
+  reshaped.replace(reshaped.find("    mig"),
+                   reshaped.find("  - uuid: GPU-b") - reshaped.find("    mig"),
+                   "    mig: \"7g.40gb\"\n");
+  Write(reshaped);
+  agent->Tick();
+  EXPECT_EQ(Stored().generation, 2);
+  ASSERT_EQ(Stored().gpus[0].partitions.size(), 1u);
+  EXPECT_EQ(Stored().gpus[0].partitions[0].profile, "7g.40gb");
+  // GPU-b disappears: it is kept, lost, and its partition accepts nothing.
+  Write(reshaped.substr(0, reshaped.find("  - uuid: GPU-b")));
+  agent->Tick();
+  EXPECT_EQ(Stored().generation, 3);
+  ASSERT_EQ(Stored().gpus.size(), 2u);
+  EXPECT_TRUE(Stored().gpus[1].lost);
+  auto u = store_.GetPartition("GPU-b");
+  ASSERT_TRUE(u && u->has_value());
+  EXPECT_FALSE((*u)->present);
+  // A restarted agent publishes again under a new agent id.
+  auto restarted = Make();
+  restarted->Tick();
+  EXPECT_EQ(Stored().agent_id, restarted->agent_id());
+  EXPECT_NE(restarted->agent_id(), agent->agent_id());
+}
+
+TEST_F(AgentTest, HeartbeatLapsesWhenTheAgentStops) {
+  auto agent = Make();
+  agent->Tick();
+  EXPECT_TRUE(*store_.IsAlive("n1"));
+  clock_.Advance(9);
+  agent->Tick();
+  clock_.Advance(9);
+  EXPECT_TRUE(*store_.IsAlive("n1"));  // renewed at 9, expires at 19
+  clock_.Advance(2);
+  EXPECT_FALSE(*store_.IsAlive("n1"));
+}
+
+TEST_F(AgentTest, MalformedFileAndStoreOutageAreSurvived) {
+  auto agent = Make();
+  agent->Tick();
+  Write("node: n1\ngpus: [ {model: ");
+  agent->Tick();
+  agent->Tick();
+  EXPECT_EQ(agent->Stats().backend_errors, 1);  // a broken version counts once
+  EXPECT_EQ(agent->Inventory().generation, 1);
+  EXPECT_NE(agent->Metrics().find("DCGM_FI_PROF_GR_ENGINE_ACTIVE"), std::string::npos);
+  store_.down = true;
+  Write(std::string(kNode) + "  - {uuid: GPU-c, model: T4}\n");
+  agent->Tick();
+  EXPECT_EQ(agent->Inventory().generation, 2);
+  EXPECT_FALSE(agent->Stats().published);
+  EXPECT_EQ(Stored().generation, 1);
+  store_.down = false;
+  agent->Tick();  // the unpublished change goes out once the store is back
+  EXPECT_EQ(Stored().generation, 2);
+  EXPECT_TRUE(agent->Stats().published);
+  EXPECT_EQ(agent->Stats().store_errors, 1);
+}
+
+TEST_F(AgentTest, MetricsCarryThePodsPlacedOnAPartition) {
+  auto agent = Make();
+  agent->Tick();
+  auto put = store_.PutPlacement({.workload = "w1",
+                                  .node = "n1",
+                                  .pod = "resnet-0",
+                                  .namespace_ = "ml",
+                                  .slices = {{"MIG-a1", 500, 1024}}});
+  ASSERT_TRUE(put && put->applied);
+  clock_.Advance(10);  // past the attribution interval
+  agent->Tick();
+  const std::string text = agent->Metrics();
+  EXPECT_NE(text.find(R"(partition_uuid="MIG-a1",pod="resnet-0",namespace="ml"} 0.3)"),
+            std::string::npos)
+      << text;
+  // MIG-a2 has no script: unknown, so no activity series at all.
+  EXPECT_EQ(text.find(R"(GR_ENGINE_ACTIVE{gpu="0",UUID="GPU-a",modelName="NVIDIA A100-40GB",)"
+                      R"(Hostname="n1",GPU_I_PROFILE="3g.20gb",GPU_I_ID="2")"),
+            std::string::npos);
+}
+
+TEST_F(AgentTest, ServesMetricsAndHealthOverHttp) {
+  auto agent = Make();
+  AgentServer server(*agent);
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port) << port.error().message;
+  httplib::Client cli("127.0.0.1", *port);
+  auto before = cli.Get("/healthz");
+  ASSERT_TRUE(before);
+  EXPECT_EQ(before->status, 503);
+  agent->Tick();
+  auto health = cli.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto metrics = cli.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->body.find(R"(DCGM_FI_DEV_POWER_USAGE{gpu="1",UUID="GPU-b")"),
+            std::string::npos);
+  EXPECT_NE(metrics->body.find("tessera_agent_inventory_generation{Hostname=\"n1\"} 1"),
+            std::string::npos);
+  server.Stop();
+  EXPECT_FALSE(cli.Get("/healthz"));
+}
+
+TEST(ParseListenTest, HostAndPort) {
+  EXPECT_EQ(*ParseListen("127.0.0.1:9400"), std::make_pair(std::string("127.0.0.1"), 9400));
+  EXPECT_EQ(*ParseListen(":9400"), std::make_pair(std::string("0.0.0.0"), 9400));
+  EXPECT_FALSE(ParseListen("9400"));
+  EXPECT_FALSE(ParseListen("h:x"));
+}
+
+}  // namespace
+}  // namespace tessera::agent

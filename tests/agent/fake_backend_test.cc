@@ -1,0 +1,151 @@
+#include "agent/fake_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace tessera::agent {
+namespace {
+
+using P = Script::Point;
+
+Script Steps(bool loop, double period) {
+  Script s;
+  s.loop = loop;
+  s.period_s = period;
+  s.points = {{0, 0.2, 1024, 100}, {5, 0.8, std::nullopt, 300}};
+  return s;
+}
+
+TEST(ScriptTest, HoldsEachPointUntilTheNextAndTheLastForever) {
+  const Script s = Steps(false, 0);
+  EXPECT_EQ(s.At(0, &P::util), 0.2);
+  EXPECT_EQ(s.At(4.99, &P::util), 0.2);
+  EXPECT_EQ(s.At(5, &P::util), 0.8);
+  EXPECT_EQ(s.At(1000, &P::util), 0.8);
+  EXPECT_EQ(s.At(1000, &P::fb_used_mib), 1024);  // the second point does not set it
+  EXPECT_EQ(s.At(3, &P::power_w), 100);
+  // ∫ power over [0, 8] = 5 s × 100 W + 3 s × 300 W = 1400 J.
+  EXPECT_DOUBLE_EQ(s.Integral(0, 8, &P::power_w), 1400);
+  EXPECT_DOUBLE_EQ(s.Integral(2, 6, &P::power_w), 3 * 100 + 1 * 300);
+}
+
+TEST(ScriptTest, LoopsEveryPeriod) {
+  const Script s = Steps(true, 10);
+  EXPECT_EQ(s.At(13, &P::util), 0.2);
+  EXPECT_EQ(s.At(17, &P::util), 0.8);
+  EXPECT_EQ(s.At(1700000004.5, &P::util), 0.2);  // Unix time: 4.5 s into a period
+  // One period holds 5 × 100 + 5 × 300 = 2000 J; [0, 27] = 2 periods + 5 × 100 + 2 × 300.
+  EXPECT_DOUBLE_EQ(s.Integral(0, 27, &P::power_w), 2 * 2000 + 500 + 600);
+}
+
+std::string Where(const std::string& text) {
+  auto r = ParseFakeNode(text, "node.yaml");
+  EXPECT_FALSE(r) << text;
+  return r ? "" : r.error().message;
+}
+
+TEST(FakeNodeTest, MalformedFilesNameTheFileAndLine) {
+  EXPECT_EQ(Where("node: n\ngpus:\n  - model: H100-80GB\n  - model: Z9000\n").substr(0, 12),
+            "node.yaml:4:");
+  EXPECT_EQ(Where("node: n\ngpus: [ {model: A30-24GB\n").substr(0, 10), "node.yaml:");
+  EXPECT_NE(Where("node: n\ngpus:\n  - model: A30-24GB\n    mig: \"4g.24gb@0,1g.6gb@0\"\n")
+                .find("node.yaml:4:"),
+            std::string::npos);
+  EXPECT_NE(Where("node: n\ngpus:\n  - model: A30-24GB\n    script:\n      points:\n"
+                  "        - {t: 0, util: 1.5}\n")
+                .find("node.yaml:6: util must lie in 0..1"),
+            std::string::npos);
+  EXPECT_NE(Where("gpus: []\n").find("missing 'node'"), std::string::npos);
+  EXPECT_NE(Where("node: n\ngpus:\n  - model: A30-24GB\n    lost: maybe\n").find("node.yaml:4:"),
+            std::string::npos);
+}
+
+TEST(FakeNodeTest, TheExampleFileDescribesTheDocumentedNode) {
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/tests/agent/fake_node.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto node = ParseFakeNode(ss.str(), "fake_node.yaml");
+  ASSERT_TRUE(node) << node.error().message;
+  EXPECT_EQ(node->node, "fake-node-1");
+  EXPECT_TRUE(node->epoch_time);
+  ASSERT_EQ(node->gpus.size(), 2u);
+  const auto& a100 = node->gpus[0].inventory;
+  EXPECT_EQ(a100.model, "A100-40GB");
+  EXPECT_TRUE(a100.mig_enabled);
+  ASSERT_EQ(a100.partitions.size(), 3u);
+  EXPECT_EQ(a100.partitions[1].profile, "2g.10gb");
+  EXPECT_EQ(a100.partitions[1].memory_mib, 10240);
+  EXPECT_EQ(a100.partitions[1].gi_id, 3);
+  EXPECT_EQ(a100.partitions[2].start, 6);
+  EXPECT_EQ(node->gpus[1].inventory.partitions[0].uuid, "GPU-22222222-2222-4222-8222-222222222222");
+}
+
+class FakeBackendTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = std::filesystem::temp_directory_path() /
+            ("tessera-fake-" + std::to_string(::getpid()) + "-" +
+             testing::UnitTest::GetInstance()->current_test_info()->name() + ".yaml");
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+  void Write(const std::string& text) { std::ofstream(path_) << text; }
+  std::filesystem::path path_;
+  ManualClock clock_{50};
+};
+
+constexpr const char* kOneGpu = R"(node: n1
+gpus:
+  - uuid: GPU-x
+    model: H100-80GB
+    script:
+      points:
+        - {t: 0, util: 0.5, fb_used_mib: 1000, power_w: 200}
+        - {t: 10, util: 0.9, fb_used_mib: 4000, power_w: 400}
+)";
+
+TEST_F(FakeBackendTest, PlaysTheScriptOnTheAgentsClock) {
+  Write(kOneGpu);
+  auto b = FakeBackend::Load(path_.string(), clock_, 0);
+  ASSERT_TRUE(b) << b.error().message;
+  auto gpus = (*b)->Discover();
+  ASSERT_TRUE(gpus);
+  clock_.Advance(12);  // script time 12
+  auto s = (*b)->Sample(*gpus);
+  ASSERT_TRUE(s);
+  const GpuSample& g = (*s)[0];
+  EXPECT_EQ(g.partitions[0].activity, 0.9);
+  EXPECT_EQ(g.gpu_util_pct, 90);
+  EXPECT_EQ(g.partitions[0].fb_used_mib, 4000);
+  EXPECT_EQ(g.partitions[0].fb_free_mib, 81920 - 4000);  // H100-80GB: 81920 MiB
+  EXPECT_EQ(g.power_w, 400);
+  // Energy since start: 10 s × 200 W + 2 s × 400 W = 2800 J = 2,800,000 mJ.
+  EXPECT_DOUBLE_EQ(*g.energy_mj, 2.8e6);
+}
+
+TEST_F(FakeBackendTest, RereadsAChangedFileAndKeepsTheLastGoodOneWhenItIsBroken) {
+  Write(kOneGpu);
+  auto b = FakeBackend::Load(path_.string(), clock_, 0);
+  ASSERT_TRUE(b);
+  Write(std::string(kOneGpu) + "    mig: \"7g.80gb\"\n");
+  auto reshaped = (*b)->Discover();
+  ASSERT_TRUE(reshaped) << reshaped.error().message;
+  EXPECT_TRUE((*reshaped)[0].mig_enabled);
+  Write("node: n1\ngpus: [");
+  auto broken = (*b)->Discover();
+  ASSERT_FALSE(broken);
+  EXPECT_NE(broken.error().message.find(path_.string()), std::string::npos);
+  EXPECT_TRUE((*b)->node().gpus[0].inventory.mig_enabled);  // the last good description
+}
+
+TEST_F(FakeBackendTest, LoadRefusesAMissingOrMalformedFile) {
+  auto missing = FakeBackend::Load("/nonexistent/fake.yaml", clock_, 0);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("/nonexistent/fake.yaml"), std::string::npos);
+  Write("node: [");
+  EXPECT_FALSE(FakeBackend::Load(path_.string(), clock_, 0));
+}
+
+}  // namespace
+}  // namespace tessera::agent

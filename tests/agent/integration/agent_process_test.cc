@@ -1,0 +1,157 @@
+// The `tessera agent` process: the one scripts/test.sh runs (publishing to the harness's Redis,
+// scraped by Prometheus) and ones these tests start themselves (SIGTERM, a malformed file).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "store/redis_store.h"
+
+extern char** environ;
+
+namespace tessera::agent {
+namespace {
+
+const char* Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+TEST(AgentProcessTest, HarnessAgentPublishesItsInventoryAndHeartbeatToRedis) {
+  const char* redis = Env("TESSERA_TEST_REDIS");
+  const char* prefix = Env("TESSERA_TEST_AGENT_PREFIX");
+  if (redis == nullptr || prefix == nullptr) GTEST_SKIP() << "harness not running";
+  auto o = store::ParseRedisAddress(redis);
+  ASSERT_TRUE(o);
+  o->prefix = prefix;
+  auto s = store::RedisStore::Connect(*o);
+  ASSERT_TRUE(s) << s.error().message;
+  auto inv = (*s)->GetInventory("fake-node-1");
+  ASSERT_TRUE(inv) << inv.error().message;
+  ASSERT_TRUE(inv->has_value());
+  const store::NodeInventory& n = **inv;
+  EXPECT_EQ(n.backend, "fake");
+  EXPECT_EQ(n.cpu_milli, 32000);
+  ASSERT_EQ(n.gpus.size(), 2u);
+  EXPECT_EQ(n.gpus[0].partitions[1].uuid, "MIG-bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb");
+  EXPECT_EQ(n.gpus[1].model, "A30-24GB");
+  EXPECT_TRUE(*(*s)->IsAlive("fake-node-1"));
+  // The partitions are ready for placements: 2g.10gb holds 10240 MiB.
+  auto u = (*s)->GetPartition("MIG-bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb");
+  ASSERT_TRUE(u && u->has_value());
+  EXPECT_EQ((*u)->memory_mib, 10240);
+}
+
+// Starts `tessera agent ARGS...` with stderr in `log`; returns its pid.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+int WaitExit(pid_t pid, double timeout_s) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return -1;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class OwnAgentTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    const char* bin = Env("TESSERA_TEST_TESSERA_BIN");
+    if (bin == nullptr) GTEST_SKIP() << "TESSERA_TEST_TESSERA_BIN not set";
+    bin_ = bin;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tessera-agent-proc-" + std::to_string(getpid()) + "-" +
+            testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  std::string bin_;
+  std::filesystem::path dir_;
+};
+
+TEST_F(OwnAgentTest, MalformedFakeFileAtStartupExitsNonZeroNamingFileAndLine) {
+  const std::string file = (dir_ / "bad.yaml").string();
+  std::ofstream(file) << "node: n\ngpus:\n  - model: A30-24GB\n    mig: \"9g.99gb\"\n";
+  const std::string log = (dir_ / "err.log").string();
+  const pid_t pid = Spawn({bin_, "agent", "--fake", file, "--listen", "127.0.0.1:0"}, log);
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(WaitExit(pid, 30), 1);  // an exit, not a crash (abort would be 128)
+  EXPECT_NE(Slurp(log).find(file + ":4:"), std::string::npos) << Slurp(log);
+}
+
+TEST_F(OwnAgentTest, SigtermStopsTheAgentCleanly) {
+  const std::string log = (dir_ / "agent.log").string();
+  const pid_t pid = Spawn(
+      {bin_, "agent", "--fake", std::string(TESSERA_SOURCE_DIR) + "/tests/agent/fake_node.yaml",
+       "--listen", "127.0.0.1:0", "--interval", "0.1"},
+      log);
+  ASSERT_GT(pid, 0);
+  // Whatever fails below, the child does not outlive the test.
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      if (kill(pid, 0) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    }
+  } reaper{pid};
+  // Wait until it runs (it logs the port it serves on), then ask it to stop.
+  for (int i = 0; i < 300 && Slurp(log).find("serving /metrics") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(Slurp(log).find("serving /metrics"), std::string::npos) << Slurp(log);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitExit(pid, 30), 0) << Slurp(log);
+  EXPECT_NE(Slurp(log).find("shutting down"), std::string::npos);
+}
+
+TEST(AgentProcessTest, HarnessAgentServesHealthz) {
+  const char* agent = Env("TESSERA_TEST_AGENT");
+  if (agent == nullptr) GTEST_SKIP() << "harness not running";
+  const std::string a = agent;
+  httplib::Client cli(a.substr(0, a.rfind(':')), std::stoi(a.substr(a.rfind(':') + 1)));
+  auto r = cli.Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+}  // namespace
+}  // namespace tessera::agent

@@ -1,0 +1,107 @@
+#include "agent/nvml_backend.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+namespace tessera::agent {
+namespace {
+
+// Without the driver's library (this machine, CI) opening NVML is a clear Error, not a crash.
+TEST(NvmlBackendTest, MissingLibraryIsAnErrorNamingIt) {
+  auto b = NvmlBackend::Open("libnvidia-ml-not-here.so.1");
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().message.find("libnvidia-ml-not-here.so.1"), std::string::npos)
+      << b.error().message;
+}
+
+// A library that is not NVML at all lacks its symbols.
+TEST(NvmlBackendTest, LibraryWithoutNvmlSymbolsIsRefused) {
+  auto b = NvmlBackend::Open("libm.so.6");
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().message.find("lacks nvmlInit_v2"), std::string::npos) << b.error().message;
+}
+
+}  // namespace
+}  // namespace tessera::agent
+
+namespace tessera::agent {
+namespace {
+
+// The stand-in library (tests/agent/fake_nvml/fake_nvml.cc) describes the expected node.
+class FakeNvmlTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    auto b = NvmlBackend::Open(TESSERA_FAKE_NVML);
+    ASSERT_TRUE(b) << b.error().message;
+    backend_ = std::move(*b);
+    lib_ = dlopen(TESSERA_FAKE_NVML, RTLD_NOW | RTLD_NOLOAD);
+    ASSERT_NE(lib_, nullptr);
+    fail_ = reinterpret_cast<void (*)(int)>(dlsym(lib_, "fake_nvml_fail_count"));
+    ASSERT_NE(fail_, nullptr);
+  }
+  void TearDown() override {
+    if (fail_) fail_(0);
+    if (lib_) dlclose(lib_);
+  }
+  std::unique_ptr<NvmlBackend> backend_;
+  void* lib_ = nullptr;
+  void (*fail_)(int) = nullptr;
+};
+
+TEST_F(FakeNvmlTest, DiscoversModelsMigInstancesAndLostGpus) {
+  auto gpus = backend_->Discover();
+  ASSERT_TRUE(gpus) << gpus.error().message;
+  ASSERT_EQ(gpus->size(), 3u);
+  const store::GpuInventory& a100 = (*gpus)[0];
+  EXPECT_EQ(a100.uuid, "GPU-f0");
+  EXPECT_EQ(a100.model, "A100-40GB");  // from the NVML product name
+  EXPECT_TRUE(a100.mig_enabled);
+  ASSERT_EQ(a100.partitions.size(), 2u);  // slot 1 is empty
+  // Profile 9 = 3g.20gb at slice 4, GI 1; profile 19 = 1g.5gb at slice 0, GI 5 (the catalog's
+  // gi_profile_id); memory is the profile's nominal size, not NVML's usable 19968 MiB.
+  EXPECT_EQ(a100.partitions[0], (store::PartitionInventory{"MIG-f0a", "3g.20gb", 1, 4, 20480}));
+  EXPECT_EQ(a100.partitions[1], (store::PartitionInventory{"MIG-f0b", "1g.5gb", 5, 0, 5120}));
+  const store::GpuInventory& h100 = (*gpus)[1];
+  EXPECT_EQ(h100.model, "H100-80GB");
+  EXPECT_FALSE(h100.mig_enabled);
+  EXPECT_EQ(h100.memory_mib, 81559);
+  ASSERT_EQ(h100.partitions.size(), 1u);
+  EXPECT_EQ(h100.partitions[0].uuid, "GPU-f1");
+  EXPECT_TRUE((*gpus)[2].lost);
+  // What the agent publishes becomes a node the cluster model accepts.
+  store::NodeInventory inv{.node = "gpu-node", .gpus = *gpus};
+  auto spec = store::ToNodeSpec(inv);
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->gpus.size(), 2u);  // the lost GPU is left out
+}
+
+TEST_F(FakeNvmlTest, ReadsUtilisationMemoryPowerAndEnergy) {
+  auto gpus = backend_->Discover();
+  ASSERT_TRUE(gpus);
+  auto s = backend_->Sample(*gpus);
+  ASSERT_TRUE(s) << s.error().message;
+  const GpuSample& h100 = (*s)[1];
+  EXPECT_EQ(h100.gpu_util_pct, 37);
+  EXPECT_EQ(h100.partitions[0].activity, 0.37);
+  EXPECT_EQ(h100.power_w, 250);
+  EXPECT_EQ(h100.energy_mj, 123456789);
+  EXPECT_EQ(h100.partitions[0].fb_used_mib, 2048);
+  EXPECT_EQ(h100.partitions[0].fb_free_mib, 81559 - 2048);
+  const GpuSample& a100 = (*s)[0];
+  EXPECT_EQ(a100.power_w, 180);
+  EXPECT_EQ(a100.gpu_util_pct, std::nullopt);  // not reported for a MIG GPU
+  EXPECT_EQ(a100.partitions[0].fb_used_mib, 1024);
+  EXPECT_EQ(a100.partitions[1].fb_used_mib, 512);
+  EXPECT_EQ(a100.partitions[0].activity, std::nullopt);  // needs DCGM profiling: unknown
+  EXPECT_EQ((*s)[2].power_w, std::nullopt);              // lost
+}
+
+TEST_F(FakeNvmlTest, DriverErrorIsAnErrorWithNvmlsText) {
+  fail_(1);
+  auto gpus = backend_->Discover();
+  ASSERT_FALSE(gpus);
+  EXPECT_NE(gpus.error().message.find("Unknown Error"), std::string::npos) << gpus.error().message;
+}
+
+}  // namespace
+}  // namespace tessera::agent

@@ -1,0 +1,41 @@
+#include "store/records.h"
+
+#include <gtest/gtest.h>
+
+#include "model/cluster.h"
+#include "store/store_fixtures.h"
+
+namespace tessera::store {
+namespace {
+
+TEST(RecordsTest, JsonRoundTripsAndMalformedInputNamesTheSource) {
+  const NodeInventory inv = contract::TwoGpuNode("n1");
+  auto back = InventoryFromJson(ToJson(inv), "k");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, inv);
+  const PlacementRecord p = contract::Place("w", "n1", {{"MIG-n1-0a", 250, 1024}});
+  EXPECT_EQ(*PlacementFromJson(ToJson(p), "k"), p);
+  auto bad = InventoryFromJson(R"({"node": 3})", "tessera:node:x:inventory");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("tessera:node:x:inventory"), std::string::npos);
+}
+
+TEST(RecordsTest, InventoryBecomesANodeSpecTheClusterAccepts) {
+  NodeInventory inv = contract::TwoGpuNode("n1");
+  // Discovery order need not be start order: the spec sorts instances by start.
+  std::swap(inv.gpus[0].partitions[0], inv.gpus[0].partitions[1]);
+  auto spec = ToNodeSpec(inv);
+  ASSERT_TRUE(spec) << spec.error().message;
+  model::ClusterState cluster;
+  ASSERT_TRUE(cluster.AddNode(*spec));
+  auto p = cluster.FindPartition("MIG-n1-0b");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(cluster.partition(*p).memory_mib, 10240);  // 2g.10gb
+  EXPECT_EQ(cluster.partition(*p).start, 4);
+  EXPECT_TRUE(cluster.FindPartition("GPU-n1-1"));
+  inv.gpus[0].partitions[0].profile = "9g.99gb";
+  EXPECT_FALSE(ToNodeSpec(inv));
+}
+
+}  // namespace
+}  // namespace tessera::store

@@ -1,0 +1,132 @@
+#include "telemetry/prometheus_telemetry.h"
+
+#include <gtest/gtest.h>
+
+#include "telemetry/fake_prometheus.h"
+
+namespace tessera::telemetry {
+namespace {
+
+using testing_support::FakePrometheus;
+
+// A whole GPU (labelled by UUID only), a MIG instance labelled by the agent's partition_uuid,
+// and a MIG instance of plain dcgm-exporter (UUID + GPU_I_ID only).
+FakePrometheus::Reply Healthy(const std::string& path, const std::string& query) {
+  auto vector = [](const char* a, const char* b, const char* c) {
+    return FakePrometheus::Reply{
+        200, std::string(R"({"status":"success","data":{"resultType":"vector","result":[)") +
+                 R"({"metric":{"UUID":"GPU-a"},"value":[100,")" + a + R"("]},)" +
+                 R"({"metric":{"UUID":"GPU-b","GPU_I_ID":"1","partition_uuid":"MIG-b1"},)" +
+                 R"("value":[100,")" + b + R"("]},)" +
+                 R"({"metric":{"UUID":"GPU-c","GPU_I_ID":"2"},"value":[100,")" + c + R"("]}]}})"};
+  };
+  if (path == "/api/v1/query_range") {
+    return FakePrometheus::Reply{
+        200, R"({"status":"success","data":{"resultType":"matrix","result":[)"
+             R"({"metric":{"UUID":"GPU-a"},"values":[[90,"1000"],[95,"1500"],[100,"2048"]]}]}})"};
+  }
+  if (query.find("GR_ENGINE_ACTIVE") != std::string::npos) return vector("0.5", "0.25", "0.75");
+  if (query.find("FB_USED") != std::string::npos) return vector("2048", "512", "NaN");
+  return vector("300", "150", "100");  // power
+}
+
+class PrometheusTelemetryTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    prom_.Set(Healthy);
+    PrometheusTelemetryOptions o;
+    o.server = {prom_.url(), 1};
+    o.staleness_bound_s = 30;
+    auto t = PrometheusTelemetry::Create(o, clock_);
+    ASSERT_TRUE(t) << t.error().message;
+    telemetry_ = std::move(*t);
+    telemetry_->SetMigInstances({{{"GPU-c", 2}, "MIG-c2"}});
+  }
+  FakePrometheus prom_;
+  ManualClock clock_{1000};
+  std::unique_ptr<PrometheusTelemetry> telemetry_;
+};
+
+TEST_F(PrometheusTelemetryTest, UnknownBeforeTheFirstRefresh) {
+  EXPECT_EQ(telemetry_->Utilization("GPU-a"), std::nullopt);
+  EXPECT_TRUE(telemetry_->Health().stale);
+  EXPECT_EQ(telemetry_->Health().age_s, -1);
+}
+
+TEST_F(PrometheusTelemetryTest, RefreshMapsSeriesToPartitions) {
+  ASSERT_TRUE(telemetry_->Refresh());
+  EXPECT_EQ(telemetry_->Utilization("GPU-a"), 0.5);
+  EXPECT_EQ(telemetry_->Utilization("MIG-b1"), 0.25);         // by partition_uuid
+  EXPECT_EQ(telemetry_->Utilization("MIG-c2"), 0.75);         // by (UUID, GPU_I_ID)
+  EXPECT_EQ(telemetry_->Utilization("GPU-b"), std::nullopt);  // only its instance has data
+  EXPECT_EQ(telemetry_->MemoryUsedMib("GPU-a"), 2048);
+  EXPECT_EQ(telemetry_->MemoryUsedMib("MIG-c2"), std::nullopt);  // NaN is unknown, not 0
+  EXPECT_EQ(telemetry_->PowerWatts("MIG-b1"), 150);
+  // The last 5 s of the range: samples at t ≥ 100 − 5.
+  EXPECT_EQ(telemetry_->MemoryUsed("GPU-a", 5), (Series{{95, 1500}, {100, 2048}}));
+  EXPECT_EQ(telemetry_->Health().partitions, 3u);
+}
+
+TEST_F(PrometheusTelemetryTest, OutageServesLastValuesWithinTheBoundThenUnknown) {
+  ASSERT_TRUE(telemetry_->Refresh());
+  prom_.Set([](const std::string&, const std::string&) {
+    return FakePrometheus::Reply{
+        503, R"({"status":"error","errorType":"unavailable","error":"TSDB not ready"})"};
+  });
+  clock_.Advance(20);
+  auto r = telemetry_->Refresh();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("TSDB not ready"), std::string::npos) << r.error().message;
+  EXPECT_EQ(telemetry_->Utilization("GPU-a"), 0.5);  // 20 s old ≤ 30 s: last good value
+  TelemetryHealth h = telemetry_->Health();
+  EXPECT_EQ(h.refreshes, 1);
+  EXPECT_EQ(h.failures, 1);
+  EXPECT_DOUBLE_EQ(h.age_s, 20);
+  EXPECT_FALSE(h.stale);
+  clock_.Advance(11);  // 31 s > 30 s
+  EXPECT_EQ(telemetry_->Utilization("GPU-a"), std::nullopt);
+  EXPECT_EQ(telemetry_->MemoryUsed("GPU-a", 60), std::nullopt);
+  EXPECT_TRUE(telemetry_->Health().stale);
+  const std::string text = telemetry_->MetricsText();
+  EXPECT_NE(text.find("tessera_telemetry_stale 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tessera_telemetry_refresh_failures_total 1\n"), std::string::npos);
+  EXPECT_NE(text.find("tessera_telemetry_age_seconds 31.000\n"), std::string::npos);
+  // Recovery brings values back.
+  prom_.Set(Healthy);
+  ASSERT_TRUE(telemetry_->Refresh());
+  EXPECT_EQ(telemetry_->Utilization("GPU-a"), 0.5);
+}
+
+TEST_F(PrometheusTelemetryTest, LookupsNeverQueryTheServer) {
+  ASSERT_TRUE(telemetry_->Refresh());
+  const int after_refresh = prom_.requests();
+  for (int i = 0; i < 1000; ++i) (void)telemetry_->Utilization("GPU-a");
+  EXPECT_EQ(prom_.requests(), after_refresh);
+}
+
+TEST_F(PrometheusTelemetryTest, PollerRefreshesInTheBackground) {
+  telemetry_->StartPolling(0.05);
+  for (int i = 0; i < 200 && telemetry_->Health().refreshes < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  telemetry_->StopPolling();
+  EXPECT_GE(telemetry_->Health().refreshes, 2);
+  EXPECT_EQ(telemetry_->Utilization("GPU-a"), 0.5);
+}
+
+TEST(StaticTelemetryTest, UnknownUnlessSet) {
+  StaticTelemetry t;
+  EXPECT_EQ(t.Utilization("GPU-x"), std::nullopt);
+  t.SetUtilization("GPU-x", 0);
+  EXPECT_EQ(t.Utilization("GPU-x"), 0.0);  // a known zero is not unknown
+  t.AddMemorySample("GPU-x", 0, 100);
+  t.AddMemorySample("GPU-x", 10, 200);
+  t.AddMemorySample("GPU-x", 20, 300);
+  EXPECT_EQ(t.MemoryUsedMib("GPU-x"), 300);
+  EXPECT_EQ(t.MemoryUsed("GPU-x", 10), (Series{{10, 200}, {20, 300}}));
+  t.Forget("GPU-x");
+  EXPECT_EQ(t.Utilization("GPU-x"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace tessera::telemetry
