@@ -27,7 +27,8 @@ struct SimulateFlags {
   std::vector<std::string> policies;  // empty: the experiment's default set
   std::optional<uint64_t> seed;
   std::string seeds;       // "N" = seeds 1..N, or "A-B"; empty: the experiment's default
-  int cluster_nodes = 64;  // packing
+  int cluster_nodes = 64;  // packing, thesis-scale
+  int workloads = 5000;    // thesis-scale: Poisson arrivals per hour, and how many
   std::string apps;        // thesis: application catalogue; empty: the built-in data/apps.yaml
   std::string trace;       // openb-alloc: the pod list CSV
   std::string nodes_path;  // openb-alloc: the node list CSV (default: beside the trace)
@@ -40,10 +41,11 @@ struct SimulateFlags {
 Expected<std::vector<uint64_t>> ParseSeeds(const SimulateFlags& f) {
   if (f.seed) return std::vector<uint64_t>{*f.seed};
   std::vector<uint64_t> out;
-  const std::string text = !f.seeds.empty()                ? f.seeds
-                           : f.experiment == "thesis"      ? "10"
-                           : f.experiment == "openb-alloc" ? "42"
-                                                           : "3";
+  const std::string text = !f.seeds.empty()                 ? f.seeds
+                           : f.experiment == "thesis"       ? "10"
+                           : f.experiment == "thesis-scale" ? "1"
+                           : f.experiment == "openb-alloc"  ? "42"
+                                                            : "3";
   try {
     const size_t dash = text.find('-');
     uint64_t lo = 1, hi = 0;
@@ -108,10 +110,13 @@ int RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& see
   const std::vector<std::string> policies =
       f.policies.empty() ? RegisteredOf({"predictive", "min", "max", "round-robin", "whole-gpu"})
                          : f.policies;
-  const sim::ThesisScenario scenarios[] = {{20, false}, {20, true}, {40, false}, {40, true}};
+  std::vector<sim::ThesisScenario> scenarios = {{20, false}, {20, true}, {40, false}, {40, true}};
+  if (f.experiment == "thesis-scale") {
+    scenarios = {{f.workloads, false, f.cluster_nodes}, {f.workloads, true, f.cluster_nodes}};
+  }
   nlohmann::json results = nlohmann::json::array();
   std::vector<sim::ThesisRun> means;
-  const size_t total = policies.size() * std::size(scenarios) * seeds.size();
+  const size_t total = policies.size() * scenarios.size() * seeds.size();
   size_t done = 0;
   for (const sim::ThesisScenario& sc : scenarios) {
     for (const std::string& name : policies) {
@@ -139,22 +144,29 @@ int RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& see
   Progress("", true);
   if (f.json) {
     const nlohmann::json out = {
-        {"experiment", "thesis"}, {"seeds", seeds.size()}, {"results", results}};
+        {"experiment", f.experiment}, {"seeds", seeds.size()}, {"results", results}};
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf(
-      "experiment thesis (seed 000, Ch. 9): V100 node + A30 node + CPU node, pods in batches "
-      "of 8 over ~15 min; means over %zu seeds\n\n",
-      seeds.size());
-  std::printf("%s\n", fmt::format("{:<12} {:<17} {:>7} {:>5} {:>5} {:>11} {:>9} {:>9} {:>6} "
+  if (f.experiment == "thesis-scale") {
+    std::printf(
+        "experiment thesis-scale: %d nodes x 8 GPUs (A30, A100, H100, V100), %d workloads "
+        "arriving Poisson at %d/hour; means over %zu seeds\n\n",
+        f.cluster_nodes, f.workloads, f.workloads, seeds.size());
+  } else {
+    std::printf(
+        "experiment thesis (seed 000, Ch. 9): V100 node + A30 node + CPU node, pods in "
+        "batches of 8 over ~15 min; means over %zu seeds\n\n",
+        seeds.size());
+  }
+  std::printf("%s\n", fmt::format("{:<12} {:<26} {:>7} {:>5} {:>5} {:>11} {:>9} {:>9} {:>6} "
                                   "{:>7} {:>9}",
                                   "policy", "scenario", "attain%", "viol", "fail", "|q-slo|/slo",
                                   "makespan", "pending", "util%", "power W", "energy kJ")
                           .c_str());
   for (const sim::ThesisRun& m : means) {
     std::printf("%s\n",
-                fmt::format("{:<12} {:<17} {:>7.1f} {:>5.1f} {:>5.1f} {:>11.3f} {:>8.0f}s "
+                fmt::format("{:<12} {:<26} {:>7.1f} {:>5.1f} {:>5.1f} {:>11.3f} {:>8.0f}s "
                             "{:>8.1f}s {:>6.1f} {:>7.1f} {:>9.1f}",
                             m.policy, m.scenario.name(), 100 * m.slo_attainment, m.slo_violations,
                             m.failures, m.qps_slo_abs_diff_mean, m.makespan_s, m.pending_s_mean,
@@ -305,7 +317,7 @@ void AddSimulate(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "simulate", "Run a simulated experiment on the scheduler core and compare policies");
   sub->add_option("--experiment", flags->experiment, "Experiment preset")
-      ->check(CLI::IsMember({"thesis", "packing", "openb-alloc"}))
+      ->check(CLI::IsMember({"thesis", "thesis-scale", "packing", "openb-alloc"}))
       ->capture_default_str();
   sub->add_option("--policy", flags->policies, "Policies to compare (default: all registered)")
       ->delimiter(',');
@@ -314,7 +326,12 @@ void AddSimulate(CLI::App& app, int* exit_code) {
                   "Seeds: N (1..N) or A-B (default: thesis 10, packing 3, openb-alloc 42)");
   sub->add_option("--apps", flags->apps,
                   "Application catalogue (thesis; default: built-in data/apps.yaml)");
-  sub->add_option("--cluster-nodes", flags->cluster_nodes, "Cluster size in nodes (packing)")
+  sub->add_option("--workloads", flags->workloads,
+                  "Workloads, arriving Poisson at this many per hour (thesis-scale)")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  sub->add_option("--cluster-nodes", flags->cluster_nodes,
+                  "Cluster size in nodes of 8 GPUs (packing, thesis-scale)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   sub->add_option("--trace", flags->trace, "Pod list CSV (openb-alloc)");
@@ -334,7 +351,7 @@ void AddSimulate(CLI::App& app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    if (flags->experiment == "thesis") {
+    if (flags->experiment == "thesis" || flags->experiment == "thesis-scale") {
       *exit_code = RunThesisExperiment(*flags, *seeds);
     } else if (flags->experiment == "openb-alloc") {
       *exit_code = RunOpenbExperiment(*flags, *seeds);

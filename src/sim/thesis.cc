@@ -20,7 +20,20 @@ constexpr const char* kEngines[] = {"onnx/resnet50", "onnx/mobilenet", "onnx/ssd
 }  // namespace
 
 std::string ThesisScenario::name() const {
-  return fmt::format("pods={},slo={}", pods, high_slo ? "high" : "low");
+  std::string n = fmt::format("pods={},slo={}", pods, high_slo ? "high" : "low");
+  if (nodes > 0) n += fmt::format(",nodes={}", nodes);
+  return n;
+}
+
+model::ClusterState ThesisScaleCluster(int nodes) {
+  const char* models[] = {"A30-24GB", "A100-40GB", "H100-80GB", "V100-32GB"};
+  model::ClusterState c;
+  for (int n = 0; n < nodes; ++n) {
+    auto ok = c.AddNode(model::UniformNode(
+        fmt::format("node-{}", n), *model::FindGpuModel(models[n % 4]), 8, 128000, 1024 * 1024));
+    TESSERA_CHECK(ok.has_value());
+  }
+  return c;
 }
 
 model::ClusterState ThesisCluster() {
@@ -44,6 +57,7 @@ std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& s, uint64_t s
   const int quarter = *a30m.FindProfile("1g.6gb");
   const int whole_a30 = *a30m.FindProfile("4g.24gb");
   const int batches = (s.pods + kBatch - 1) / kBatch;
+  double clock = 0;
   std::vector<model::Workload> out;
   for (int i = 0; i < s.pods; ++i) {
     const AppSpec* app = physics.catalog().Find(kEngines[rng.Below(std::size(kEngines))]);
@@ -64,7 +78,12 @@ std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& s, uint64_t s
     w.cpu_milli = 1000;
     w.memory_mib = 4096;
     w.gpu.count = 1;  // nvidia.com/gpu: 1; the policy decides the slice
-    w.arrival_s = (i / kBatch) * (kDurationS / batches) + rng.Uniform(0, kJitterS);
+    if (s.nodes > 0) {
+      clock += rng.Exponential(s.pods / 3600.0);  // Poisson: `pods` per hour
+      w.arrival_s = clock;
+    } else {
+      w.arrival_s = (i / kBatch) * (kDurationS / batches) + rng.Uniform(0, kJitterS);
+    }
     out.push_back(std::move(w));
   }
   return out;
@@ -80,8 +99,8 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
   Rng rng(seed);
   auto policy = policy::MakePolicy(policy_name, {&rng, nullptr});
   if (!policy) return std::unexpected(policy.error());
-  model::ClusterState cluster = ThesisCluster();
-  Engine engine(cluster, **policy, physics, rng, {.horizon_s = 6 * 3600});
+  model::ClusterState cluster = s.nodes > 0 ? ThesisScaleCluster(s.nodes) : ThesisCluster();
+  Engine engine(cluster, **policy, physics, rng, {.horizon_s = 48 * 3600});
   for (model::Workload& w : ThesisWorkloads(s, seed, physics)) {
     if (auto ok = engine.Add(std::move(w)); !ok) return std::unexpected(ok.error());
   }

@@ -25,7 +25,11 @@ namespace tessera::sim {
 struct ThesisScenario {
   int pods = 20;
   bool high_slo = false;
-  std::string name() const;  // "pods=20,slo=low"
+  // 0: the thesis's own cluster and batched arrivals. > 0 (`thesis-scale`): that many nodes of
+  // 8 GPUs (A30, A100-40GB, H100-80GB, V100-32GB in turn, MIG off) and Poisson arrivals at
+  // `pods` per hour. SLO_4 and SLO_1 keep the thesis's definition (V100 and A30).
+  int nodes = 0;
+  std::string name() const;  // "pods=20,slo=low", "pods=5000,slo=low,nodes=64"
 };
 
 struct ThesisRun {
@@ -51,6 +55,8 @@ struct ThesisRun {
 // MIG off so device-plugin baselines can use it whole; policies reshape it while idle), cpu
 // (no GPU).
 model::ClusterState ThesisCluster();
+// thesis-scale's cluster: `nodes` × 8 GPUs, models in turn.
+model::ClusterState ThesisScaleCluster(int nodes);
 
 // The pods of one scenario and seed, SLOs from `physics`' noise-free isolated rates.
 std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& scenario, uint64_t seed,

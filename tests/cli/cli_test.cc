@@ -32,12 +32,16 @@ TEST(CliTest, UsageErrorsExitTwo) {
 
 TEST(CliTest, SimulateRunsAndFailsCleanlyOnBadInput) {
   EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--json"}), 0);  // thesis
-  EXPECT_EQ(
-      RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--cluster-nodes", "8", "--json"}), 0);
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--cluster-nodes", "8",
+                     "--json"}),
+            0);
   EXPECT_EQ(RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--cluster-nodes", "8",
                      "--policy", "nope"}),
             1);
   EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--policy", "nope"}), 1);
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "thesis-scale", "--workloads", "40",
+                     "--cluster-nodes", "2", "--policy", "min,max", "--json"}),
+            0);
   EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--apps", "/nonexistent/apps.yaml"}), 1);
 }
 
