@@ -1,0 +1,1 @@
+#include "predict/matrix.h"

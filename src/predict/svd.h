@@ -1,0 +1,53 @@
+#pragma once
+// SvdCompleter: the thesis's collaborative filter (seed 000 Ch. 7.2 and 7.5): a low-rank SVD of
+// the mean-filled matrix gives each item (column) a latent feature vector; a missing cell (u, i)
+// is predicted from row u's known cells weighted by item similarity
+//     s(i, j) = 1 / (1 + ||f_i - f_j||)   (euclidean distance of latent features, Ch. 7.5).
+//
+// Tessera's choices where the thesis is silent (docs/prediction.md):
+//   - Normalisation: the caller passes log-throughput; inside, the bias model mu + b_u + b_i
+//     (baseline.h) is removed first, so the filter works on residuals where "mean fill" = 0.
+//     The similarity-weighted average of raw throughputs would predict a 7g instance as fast as
+//     the 1g one the row was measured on; of residuals it carries "this app runs x% above the
+//     average app" from similar items.
+//   - The mean-filled residual matrix is refined by a few hard-impute rounds (rank-k SVD,
+//     missing cells replaced by the reconstruction) so that the latent features are not
+//     dominated by the zeros of the fill; the rank-k reconstruction is kept as part of the
+//     prediction and the similarity-weighted term corrects it from the row's own known cells:
+//       x̂_ui = mu + b_u + b_i + L_ui + sum_j s(i,j) (r_uj - L_uj) / sum_j s(i,j).
+//   - Rank rule: the smallest k whose singular values hold `energy` (90%) of the mean-filled
+//     residual's squared Frobenius norm, capped at `max_rank` and at half the smaller dimension.
+// Small matrices use Eigen's BDCSVD; large ones a randomised range finder (Halko et al.) with
+// Eigen's QR and JacobiSVD on the small projected matrix.
+
+#include "predict/completer.h"
+
+namespace tessera::predict {
+
+struct SvdOptions {
+  double energy = 0.9;
+  int max_rank = 10;
+  int rounds = 10;          // hard-impute rounds
+  double tolerance = 1e-4;  // stop when the relative change of the fill is below this
+  bool similarity_correction = true;
+};
+
+// Truncated SVD of a dense matrix: a = u * diag(s) * v^T with k columns (k <= min(m, n)).
+struct TruncatedSvd {
+  Eigen::MatrixXd u;
+  Eigen::VectorXd s;
+  Eigen::MatrixXd v;
+};
+TruncatedSvd ComputeTruncatedSvd(const Eigen::MatrixXd& a, int k);
+
+class SvdCompleter final : public Completer {
+ public:
+  explicit SvdCompleter(SvdOptions options = {}) : options_(options) {}
+  std::string_view name() const override { return "svd"; }
+  Expected<Eigen::MatrixXd> Complete(const Eigen::MatrixXd& observed) const override;
+
+ private:
+  SvdOptions options_;
+};
+
+}  // namespace tessera::predict
