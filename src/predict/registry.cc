@@ -7,7 +7,9 @@
 #include <utility>
 
 #include "predict/baseline.h"
+#include "predict/hybrid.h"
 #include "predict/imputer.h"
+#include "predict/neighbours.h"
 #include "predict/svd.h"
 
 namespace tessera::predict {
@@ -19,6 +21,8 @@ const std::vector<std::pair<std::string, Factory>>& Registry() {
   static const std::vector<std::pair<std::string, Factory>> registry = {
       {"svd", [] { return std::make_unique<SvdCompleter>(); }},
       {"imputer", [] { return std::make_unique<ImputerCompleter>(); }},
+      {"hybrid", [] { return std::make_unique<HybridCompleter>(); }},
+      {"knn", [] { return std::make_unique<NeighboursCompleter>(); }},
       {"baseline", [] { return std::make_unique<BaselineCompleter>(); }},
   };
   return registry;

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/rng.h"
 #include "predict/baseline.h"
+#include "predict/matrix.h"
 
 namespace tessera::predict {
 namespace {
@@ -13,7 +15,7 @@ constexpr Eigen::Index kExactSvdLimit = 64;
 constexpr int kOversample = 8;
 constexpr int kPowerIterations = 2;
 
-int ChooseRank(const Eigen::VectorXd& singular_values, double total_energy, double energy,
+int EnergyRank(const Eigen::VectorXd& singular_values, double total_energy, double energy,
                int cap) {
   if (total_energy <= 0) return 1;
   double acc = 0;
@@ -66,9 +68,74 @@ TruncatedSvd ComputeTruncatedSvd(const Eigen::MatrixXd& a, int k) {
   return out;
 }
 
+int SvdCompleter::RankCap(const Eigen::MatrixXd& observed) const {
+  const int half = static_cast<int>(std::min(observed.rows(), observed.cols()) / 2);
+  return std::max(1, std::min(options_.max_rank, half));
+}
+
+int SvdCompleter::ChooseRank(const Eigen::MatrixXd& observed) const {
+  if (options_.rank > 0) return options_.rank;
+  const int cap = RankCap(observed);
+  if (cap == 1) return 1;
+  if (observed.size() > options_.validation_cells) {
+    const Eigen::MatrixXd mask = KnownMask(observed);
+    const Biases biases = FitBiases(observed);
+    Eigen::MatrixXd residual = Eigen::MatrixXd::Zero(observed.rows(), observed.cols());
+    for (Eigen::Index c = 0; c < observed.cols(); ++c) {
+      for (Eigen::Index r = 0; r < observed.rows(); ++r) {
+        if (mask(r, c) > 0) residual(r, c) = observed(r, c) - biases.At(r, c);
+      }
+    }
+    const TruncatedSvd svd = ComputeTruncatedSvd(residual, cap + 1);
+    return EnergyRank(svd.s, residual.squaredNorm(), options_.energy, cap);
+  }
+  // Internal validation on observed cells only.
+  std::vector<std::pair<Eigen::Index, Eigen::Index>> known;
+  std::vector<int> kept(static_cast<size_t>(observed.rows()), 0);
+  for (Eigen::Index c = 0; c < observed.cols(); ++c) {
+    for (Eigen::Index r = 0; r < observed.rows(); ++r) {
+      if (IsKnown(observed(r, c))) {
+        known.emplace_back(r, c);
+        ++kept[static_cast<size_t>(r)];
+      }
+    }
+  }
+  Rng rng(options_.seed);
+  rng.Shuffle(known);
+  const size_t target = static_cast<size_t>(std::llround(options_.validation * known.size()));
+  Eigen::MatrixXd train = observed;
+  std::vector<std::pair<Eigen::Index, Eigen::Index>> held;
+  for (const auto& [r, c] : known) {
+    if (held.size() == target) break;
+    if (kept[static_cast<size_t>(r)] <= 1) continue;
+    --kept[static_cast<size_t>(r)];
+    train(r, c) = kMissing;
+    held.emplace_back(r, c);
+  }
+  if (held.empty()) return 1;
+  int best = 1;
+  double best_error = INFINITY;
+  for (int k = 1; k <= cap; ++k) {
+    const Eigen::MatrixXd completed = CompleteWithRank(train, k);
+    double error = 0;
+    for (const auto& [r, c] : held) error += std::abs(completed(r, c) - observed(r, c));
+    if (error < best_error) {
+      best_error = error;
+      best = k;
+    }
+  }
+  return best;
+}
+
 Expected<Eigen::MatrixXd> SvdCompleter::Complete(const Eigen::MatrixXd& observed) const {
+  if (!observed.unaryExpr([](double v) { return IsKnown(v); }).any()) {
+    return Fail("svd: the matrix has no observed cell");
+  }
+  return CompleteWithRank(observed, ChooseRank(observed));
+}
+
+Eigen::MatrixXd SvdCompleter::CompleteWithRank(const Eigen::MatrixXd& observed, int k) const {
   const Eigen::MatrixXd mask = KnownMask(observed);
-  if (mask.sum() == 0) return Fail("svd: the matrix has no observed cell");
   const Eigen::Index m = observed.rows(), n = observed.cols();
   const Biases biases = FitBiases(observed);
   Eigen::MatrixXd base(m, n);
@@ -77,19 +144,13 @@ Expected<Eigen::MatrixXd> SvdCompleter::Complete(const Eigen::MatrixXd& observed
   }
   // Mean-filled residuals: observed - bias model, 0 (the fitted mean) where missing.
   Eigen::MatrixXd known_residual = (mask.array() > 0).select(observed - base, 0.0);
-  if (std::min(m, n) < 2) {
-    return Eigen::MatrixXd((mask.array() > 0).select(observed, base));
-  }
-
-  const int cap = std::max(1, std::min(options_.max_rank, static_cast<int>(std::min(m, n) / 2)));
-  const TruncatedSvd first = ComputeTruncatedSvd(known_residual, cap + 1);
-  const int k = ChooseRank(first.s, known_residual.squaredNorm(), options_.energy, cap);
+  if (std::min(m, n) < 2) return (mask.array() > 0).select(observed, base);
 
   // Hard-impute: refit the rank-k approximation with the missing cells set to its own values.
   Eigen::MatrixXd filled = known_residual;
   TruncatedSvd svd;
   Eigen::MatrixXd low_rank;
-  for (int round = 0; round < options_.rounds; ++round) {
+  for (int round = 0; round < std::max(1, options_.rounds); ++round) {
     svd = ComputeTruncatedSvd(filled, k);
     low_rank = svd.u * svd.s.asDiagonal() * svd.v.transpose();
     Eigen::MatrixXd next = (mask.array() > 0).select(known_residual, low_rank);
@@ -112,7 +173,7 @@ Expected<Eigen::MatrixXd> SvdCompleter::Complete(const Eigen::MatrixXd& observed
     const Eigen::MatrixXd weight = mask * sim;
     predicted.array() += (weight.array() > 0).select(numerator.array() / weight.array(), 0.0);
   }
-  return Eigen::MatrixXd((mask.array() > 0).select(observed, predicted));
+  return (mask.array() > 0).select(observed, predicted);
 }
 
 }  // namespace tessera::predict
