@@ -1,5 +1,7 @@
 #include "predict/baseline.h"
 
+#include <algorithm>
+
 namespace tessera::predict {
 
 Eigen::MatrixXd KnownMask(const Eigen::MatrixXd& observed) {
@@ -36,6 +38,7 @@ Biases FitBiases(const Eigen::MatrixXd& observed, double lambda, int rounds) {
         n_col(c) += 1;
       }
     }
+    const Eigen::VectorXd old_col = b.col, old_row = b.row;
     b.col = acc_col.array() / (n_col.array() + lambda);
     acc_row.setZero();
     n_row.setZero();
@@ -48,6 +51,9 @@ Biases FitBiases(const Eigen::MatrixXd& observed, double lambda, int rounds) {
       }
     }
     b.row = acc_row.array() / (n_row.array() + lambda);
+    const double moved =
+        std::max((b.col - old_col).cwiseAbs().maxCoeff(), (b.row - old_row).cwiseAbs().maxCoeff());
+    if (moved < 1e-10) break;
   }
   return b;
 }

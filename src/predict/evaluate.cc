@@ -14,12 +14,10 @@ struct Cell {
 };
 
 struct Errors {
-  std::vector<double> ape;  // fraction
-  double sq_log = 0;
-  void Add(double truth, double predicted) {
-    ape.push_back(std::abs(predicted - truth) / truth);
-    const double d = std::log(predicted) - std::log(truth);
-    sq_log += d * d;
+  std::vector<double> truth, predicted;
+  void Add(double t, double p) {
+    truth.push_back(t);
+    predicted.push_back(p);
   }
 };
 
@@ -37,6 +35,28 @@ Expected<void> Score(const Completer& method, const Eigen::MatrixXd& log_values,
 }
 
 }  // namespace
+
+ErrorSummary SummariseErrors(const std::vector<double>& truth,
+                             const std::vector<double>& predicted) {
+  TESSERA_CHECK(truth.size() == predicted.size());
+  ErrorSummary s;
+  s.n = static_cast<int>(truth.size());
+  if (s.n == 0) return s;
+  std::vector<double> ape(truth.size());
+  double sum = 0, sq_log = 0;
+  for (size_t i = 0; i < truth.size(); ++i) {
+    ape[i] = std::abs(predicted[i] - truth[i]) / truth[i];
+    sum += ape[i];
+    const double d = std::log(predicted[i]) - std::log(truth[i]);
+    sq_log += d * d;
+  }
+  std::sort(ape.begin(), ape.end());
+  const size_t mid = ape.size() / 2;
+  s.mape = 100.0 * sum / s.n;
+  s.median_ape = 100.0 * (ape.size() % 2 ? ape[mid] : 0.5 * (ape[mid - 1] + ape[mid]));
+  s.rmse_log = std::sqrt(sq_log / s.n);
+  return s;
+}
 
 Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& options) {
   Expected<std::unique_ptr<Completer>> method = MakeCompleter(options.method);
@@ -96,22 +116,12 @@ Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& op
       }
     }
   }
-  if (errors.ape.empty())
-    return Fail("no cell could be hidden under protocol {}", options.protocol);
-
-  EvalResult result{options.method, options.protocol,
-                    options.protocol == "random" ? options.missing : 0.0,
-                    static_cast<int>(errors.ape.size())};
-  const double n = static_cast<double>(errors.ape.size());
-  double sum = 0;
-  for (const double a : errors.ape) sum += a;
-  result.mape = 100.0 * sum / n;
-  std::vector<double> sorted = errors.ape;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t mid = sorted.size() / 2;
-  result.median_ape =
-      100.0 * (sorted.size() % 2 ? sorted[mid] : 0.5 * (sorted[mid - 1] + sorted[mid]));
-  result.rmse_log = std::sqrt(errors.sq_log / n);
+  const ErrorSummary summary = SummariseErrors(errors.truth, errors.predicted);
+  if (summary.n == 0) return Fail("no cell could be hidden under protocol {}", options.protocol);
+  EvalResult result{
+      options.method,  options.protocol, options.protocol == "random" ? options.missing : 0.0,
+      summary.n,       summary.mape,     summary.median_ape,
+      summary.rmse_log};
   return result;
 }
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "predict/matrix.h"
@@ -34,6 +35,14 @@ struct EvalResult {
   int n = 0;
   double mape = 0, median_ape = 0, rmse_log = 0;  // percent, percent, log units
 };
+
+// The metrics over pairs of positive (truth, prediction); n = 0 when empty.
+struct ErrorSummary {
+  int n = 0;
+  double mape = 0, median_ape = 0, rmse_log = 0;
+};
+ErrorSummary SummariseErrors(const std::vector<double>& truth,
+                             const std::vector<double>& predicted);
 
 // Values must be positive (throughputs). Fails on a bad option or an empty matrix.
 [[nodiscard]] Expected<EvalResult> Evaluate(const ProfileMatrix& matrix,
