@@ -1,5 +1,6 @@
 #include "predict/evaluate.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,9 +34,9 @@ ProfileMatrix Multiplicative(int apps, int configs, uint64_t seed) {
   for (double& x : b) x = rng.Uniform(0, 2);
   for (int u = 0; u < apps; ++u) {
     const double a = rng.Uniform(2, 8);
-    const int r = m.AddRow("app" + std::to_string(u));
+    const int r = m.AddRow(fmt::format("app{}", u));
     for (int c = 0; c < configs; ++c)
-      m.Observe(r, m.AddCol("cfg" + std::to_string(c)), std::exp(a + b[c]));
+      m.Observe(r, m.AddCol(fmt::format("cfg{}", c)), std::exp(a + b[c]));
   }
   return m;
 }

@@ -39,8 +39,8 @@ TEST(SparseMatrixTest, KeysAreStableIndicesAndGrowingKeepsCells) {
   m.Observe(0, 0, 1.5);
   // Interleave new rows and columns past the initial column capacity.
   for (int i = 0; i < 20; ++i) {
-    const int c = m.AddCol("c" + std::to_string(i));
-    const int r = m.AddRow("r" + std::to_string(i));
+    const int c = m.AddCol(fmt::format("c{}", i));
+    const int r = m.AddRow(fmt::format("r{}", i));
     m.Observe(r, c, i);
   }
   EXPECT_EQ(m.AddRow("a"), 0);

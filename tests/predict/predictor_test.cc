@@ -1,5 +1,6 @@
 #include "predict/predictor.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -121,7 +122,7 @@ TEST(PredictorTest, InterferenceIsCompletedPerKind) {
     for (int j = 0; j < 2; ++j) {
       if (i == 2 && j == 1) continue;
       ASSERT_TRUE(
-          im.Observe("mps", "v" + std::to_string(i + 1), "a" + std::to_string(j + 1), s[i] * q[j])
+          im.Observe("mps", fmt::format("v{}", i + 1), fmt::format("a{}", j + 1), s[i] * q[j])
               .has_value());
     }
   }
