@@ -21,7 +21,7 @@ struct Biases {
 // `lambda` shrinks a bias estimated from few cells towards 0 (a row's bias is
 // sum(x - mu - b_i) / (lambda + n_u)). It is kept tiny: a new application's one measured cell
 // must set its level (cold start), not be pulled towards the mean application. At most `rounds`
-// alternations, fewer once no bias moves by more than 1e-10. Needs at least one observed cell.
+// alternations, fewer once no bias moves by more than 1e-9. Needs at least one observed cell.
 Biases FitBiases(const Eigen::MatrixXd& observed, double lambda = 1e-3, int rounds = 100);
 
 class BaselineCompleter final : public Completer {

@@ -11,8 +11,11 @@
 // Methods are immutable after construction; Complete is const and safe to call concurrently.
 
 #include <Eigen/Dense>
+#include <cstdint>
 #include <memory>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 
@@ -31,5 +34,14 @@ class Completer {
 inline bool IsKnown(double v) { return !std::isnan(v); }
 // 1 where observed, 0 where missing.
 Eigen::MatrixXd KnownMask(const Eigen::MatrixXd& observed);
+
+// Internal validation split (rank and trust-radius choices): a seeded `fraction` of the observed
+// cells moved out of `train`, never a row's last one. Only observed cells take part, so a
+// method tuning itself on it never sees the cells its caller hid.
+struct HoldOut {
+  Eigen::MatrixXd train;
+  std::vector<std::pair<Eigen::Index, Eigen::Index>> held;  // (row, column)
+};
+HoldOut SplitObserved(const Eigen::MatrixXd& observed, double fraction, uint64_t seed);
 
 }  // namespace tessera::predict

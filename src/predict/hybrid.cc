@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "base/rng.h"
 #include "predict/imputer.h"
 #include "predict/matrix.h"
 #include "predict/neighbours.h"
@@ -19,28 +18,9 @@ Eigen::MatrixXd Blend(const Eigen::MatrixXd& regression, const Eigen::MatrixXd& 
 
 Expected<double> HybridCompleter::ChooseDelta(const Eigen::MatrixXd& observed) const {
   TESSERA_CHECK(!options_.deltas.empty());
-  std::vector<std::pair<Eigen::Index, Eigen::Index>> known;
-  std::vector<int> kept(static_cast<size_t>(observed.rows()), 0);
-  for (Eigen::Index c = 0; c < observed.cols(); ++c) {
-    for (Eigen::Index r = 0; r < observed.rows(); ++r) {
-      if (IsKnown(observed(r, c))) {
-        known.emplace_back(r, c);
-        ++kept[static_cast<size_t>(r)];
-      }
-    }
-  }
-  Rng rng(options_.seed);
-  rng.Shuffle(known);
-  const size_t target = static_cast<size_t>(std::llround(options_.validation * known.size()));
-  Eigen::MatrixXd train = observed;
-  std::vector<std::pair<Eigen::Index, Eigen::Index>> held;
-  for (const auto& [r, c] : known) {
-    if (held.size() == target) break;
-    if (kept[static_cast<size_t>(r)] <= 1) continue;  // every row keeps one cell
-    --kept[static_cast<size_t>(r)];
-    train(r, c) = kMissing;
-    held.emplace_back(r, c);
-  }
+  const HoldOut split = SplitObserved(observed, options_.validation, options_.seed);
+  const Eigen::MatrixXd& train = split.train;
+  const auto& held = split.held;
   if (held.empty()) return options_.deltas.front();
   Expected<Eigen::MatrixXd> regression = ImputerCompleter().Complete(train);
   if (!regression) return std::unexpected(regression.error());

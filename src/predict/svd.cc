@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
-#include "base/rng.h"
 #include "predict/baseline.h"
 #include "predict/matrix.h"
 
@@ -13,6 +13,7 @@ namespace {
 // Below this smaller dimension a full BDCSVD is cheap and exact.
 constexpr Eigen::Index kExactSvdLimit = 64;
 constexpr int kOversample = 8;
+constexpr int kWarmOversample = 2;  // the warm start already spans the top subspace
 constexpr int kPowerIterations = 2;
 
 int EnergyRank(const Eigen::VectorXd& singular_values, double total_energy, double energy,
@@ -28,7 +29,7 @@ int EnergyRank(const Eigen::VectorXd& singular_values, double total_energy, doub
 
 }  // namespace
 
-TruncatedSvd ComputeTruncatedSvd(const Eigen::MatrixXd& a, int k) {
+TruncatedSvd ComputeTruncatedSvd(const Eigen::MatrixXd& a, int k, const Eigen::MatrixXd* start) {
   const Eigen::Index small = std::min(a.rows(), a.cols());
   k = static_cast<int>(std::clamp<Eigen::Index>(k, 1, small));
   TruncatedSvd out;
@@ -41,10 +42,13 @@ TruncatedSvd ComputeTruncatedSvd(const Eigen::MatrixXd& a, int k) {
   }
   // Randomised range finder with a fixed-seed Gaussian-free test matrix: a deterministic
   // pseudo-random sign pattern keeps completions reproducible without threading an Rng here.
-  const Eigen::Index l = k + kOversample;
+  // A warm start (the previous round's right singular vectors) replaces the power iterations.
+  const bool warm = start != nullptr && start->rows() == a.cols() && start->cols() >= k;
+  const Eigen::Index l = k + (warm ? kWarmOversample : kOversample);
   Eigen::MatrixXd omega(a.cols(), l);
   uint64_t state = 0x9E3779B97F4A7C15ULL;
-  for (Eigen::Index j = 0; j < l; ++j) {
+  if (warm) omega.leftCols(k) = start->leftCols(k);
+  for (Eigen::Index j = warm ? k : 0; j < l; ++j) {
     for (Eigen::Index i = 0; i < a.cols(); ++i) {
       state ^= state << 13;
       state ^= state >> 7;
@@ -54,7 +58,7 @@ TruncatedSvd ComputeTruncatedSvd(const Eigen::MatrixXd& a, int k) {
   }
   Eigen::MatrixXd q = Eigen::HouseholderQR<Eigen::MatrixXd>(a * omega).householderQ() *
                       Eigen::MatrixXd::Identity(a.rows(), l);
-  for (int it = 0; it < kPowerIterations; ++it) {
+  for (int it = 0; it < (warm ? 0 : kPowerIterations); ++it) {
     Eigen::MatrixXd z = Eigen::HouseholderQR<Eigen::MatrixXd>(a.transpose() * q).householderQ() *
                         Eigen::MatrixXd::Identity(a.cols(), l);
     q = Eigen::HouseholderQR<Eigen::MatrixXd>(a * z).householderQ() *
@@ -73,52 +77,44 @@ int SvdCompleter::RankCap(const Eigen::MatrixXd& observed) const {
   return std::max(1, std::min(options_.max_rank, half));
 }
 
+SvdCompleter::Prepared SvdCompleter::Prepare(const Eigen::MatrixXd& observed) const {
+  Prepared p;
+  p.mask = KnownMask(observed);
+  const Biases biases = FitBiases(observed);
+  p.base.resize(observed.rows(), observed.cols());
+  for (Eigen::Index c = 0; c < observed.cols(); ++c) {
+    for (Eigen::Index r = 0; r < observed.rows(); ++r) p.base(r, c) = biases.At(r, c);
+  }
+  // Mean-filled residuals: observed - bias model, 0 (the fitted mean) where missing.
+  p.residual = (p.mask.array() > 0).select(observed - p.base, 0.0);
+  return p;
+}
+
 int SvdCompleter::ChooseRank(const Eigen::MatrixXd& observed) const {
+  return ChooseRank(observed, Prepare(observed), nullptr);
+}
+
+int SvdCompleter::ChooseRank(const Eigen::MatrixXd& observed, const Prepared& prepared,
+                             TruncatedSvd* first) const {
   if (options_.rank > 0) return options_.rank;
   const int cap = RankCap(observed);
   if (cap == 1) return 1;
   if (observed.size() > options_.validation_cells) {
-    const Eigen::MatrixXd mask = KnownMask(observed);
-    const Biases biases = FitBiases(observed);
-    Eigen::MatrixXd residual = Eigen::MatrixXd::Zero(observed.rows(), observed.cols());
-    for (Eigen::Index c = 0; c < observed.cols(); ++c) {
-      for (Eigen::Index r = 0; r < observed.rows(); ++r) {
-        if (mask(r, c) > 0) residual(r, c) = observed(r, c) - biases.At(r, c);
-      }
-    }
-    const TruncatedSvd svd = ComputeTruncatedSvd(residual, cap + 1);
-    return EnergyRank(svd.s, residual.squaredNorm(), options_.energy, cap);
+    TruncatedSvd svd = ComputeTruncatedSvd(prepared.residual, cap + 1);
+    const int k = EnergyRank(svd.s, prepared.residual.squaredNorm(), options_.energy, cap);
+    if (first != nullptr) *first = std::move(svd);
+    return k;
   }
   // Internal validation on observed cells only.
-  std::vector<std::pair<Eigen::Index, Eigen::Index>> known;
-  std::vector<int> kept(static_cast<size_t>(observed.rows()), 0);
-  for (Eigen::Index c = 0; c < observed.cols(); ++c) {
-    for (Eigen::Index r = 0; r < observed.rows(); ++r) {
-      if (IsKnown(observed(r, c))) {
-        known.emplace_back(r, c);
-        ++kept[static_cast<size_t>(r)];
-      }
-    }
-  }
-  Rng rng(options_.seed);
-  rng.Shuffle(known);
-  const size_t target = static_cast<size_t>(std::llround(options_.validation * known.size()));
-  Eigen::MatrixXd train = observed;
-  std::vector<std::pair<Eigen::Index, Eigen::Index>> held;
-  for (const auto& [r, c] : known) {
-    if (held.size() == target) break;
-    if (kept[static_cast<size_t>(r)] <= 1) continue;
-    --kept[static_cast<size_t>(r)];
-    train(r, c) = kMissing;
-    held.emplace_back(r, c);
-  }
-  if (held.empty()) return 1;
+  const HoldOut split = SplitObserved(observed, options_.validation, options_.seed);
+  if (split.held.empty()) return 1;
+  const Prepared train = Prepare(split.train);
   int best = 1;
   double best_error = INFINITY;
   for (int k = 1; k <= cap; ++k) {
-    const Eigen::MatrixXd completed = CompleteWithRank(train, k);
+    const Eigen::MatrixXd completed = CompleteWithRank(split.train, train, k, nullptr);
     double error = 0;
-    for (const auto& [r, c] : held) error += std::abs(completed(r, c) - observed(r, c));
+    for (const auto& [r, c] : split.held) error += std::abs(completed(r, c) - observed(r, c));
     if (error < best_error) {
       best_error = error;
       best = k;
@@ -131,19 +127,20 @@ Expected<Eigen::MatrixXd> SvdCompleter::Complete(const Eigen::MatrixXd& observed
   if (!observed.unaryExpr([](double v) { return IsKnown(v); }).any()) {
     return Fail("svd: the matrix has no observed cell");
   }
-  return CompleteWithRank(observed, ChooseRank(observed));
+  const Prepared prepared = Prepare(observed);
+  TruncatedSvd first;
+  const int k = ChooseRank(observed, prepared, &first);
+  // The energy rule's SVD (k + 1 vectors) seeds the first hard-impute round.
+  return CompleteWithRank(observed, prepared, k, first.v.size() > 0 ? &first.v : nullptr);
 }
 
-Eigen::MatrixXd SvdCompleter::CompleteWithRank(const Eigen::MatrixXd& observed, int k) const {
-  const Eigen::MatrixXd mask = KnownMask(observed);
+Eigen::MatrixXd SvdCompleter::CompleteWithRank(const Eigen::MatrixXd& observed,
+                                               const Prepared& prepared, int k,
+                                               const Eigen::MatrixXd* start) const {
+  const Eigen::MatrixXd& mask = prepared.mask;
+  const Eigen::MatrixXd& base = prepared.base;
+  const Eigen::MatrixXd& known_residual = prepared.residual;
   const Eigen::Index m = observed.rows(), n = observed.cols();
-  const Biases biases = FitBiases(observed);
-  Eigen::MatrixXd base(m, n);
-  for (Eigen::Index c = 0; c < n; ++c) {
-    for (Eigen::Index r = 0; r < m; ++r) base(r, c) = biases.At(r, c);
-  }
-  // Mean-filled residuals: observed - bias model, 0 (the fitted mean) where missing.
-  Eigen::MatrixXd known_residual = (mask.array() > 0).select(observed - base, 0.0);
   if (std::min(m, n) < 2) return (mask.array() > 0).select(observed, base);
 
   // Hard-impute: refit the rank-k approximation with the missing cells set to its own values.
@@ -151,7 +148,7 @@ Eigen::MatrixXd SvdCompleter::CompleteWithRank(const Eigen::MatrixXd& observed, 
   TruncatedSvd svd;
   Eigen::MatrixXd low_rank;
   for (int round = 0; round < std::max(1, options_.rounds); ++round) {
-    svd = ComputeTruncatedSvd(filled, k);
+    svd = ComputeTruncatedSvd(filled, k, round == 0 ? start : &svd.v);
     low_rank = svd.u * svd.s.asDiagonal() * svd.v.transpose();
     Eigen::MatrixXd next = (mask.array() > 0).select(known_residual, low_rank);
     const double change = (next - filled).norm() / std::max(filled.norm(), 1e-12);
@@ -161,17 +158,40 @@ Eigen::MatrixXd SvdCompleter::CompleteWithRank(const Eigen::MatrixXd& observed, 
 
   Eigen::MatrixXd predicted = base + low_rank;
   if (options_.similarity_correction) {
-    // Item similarity in latent space (Ch. 7.5), items = columns.
+    // Item similarity in latent space (Ch. 7.5), items = columns: s(i, j) = 1 / (1 + |f_i - f_j|).
     const Eigen::MatrixXd features = svd.v * svd.s.asDiagonal();  // n x k
     const Eigen::VectorXd sq = features.rowwise().squaredNorm();
-    Eigen::MatrixXd dist2 = (sq.replicate(1, n) + sq.transpose().replicate(n, 1)) -
-                            2.0 * features * features.transpose();
-    const Eigen::MatrixXd sim =
-        dist2.unaryExpr([](double d) { return 1.0 / (1.0 + std::sqrt(std::max(d, 0.0))); });
+    const Eigen::MatrixXd gram = features * features.transpose();
     const Eigen::MatrixXd error = (mask.array() > 0).select(known_residual - low_rank, 0.0);
-    const Eigen::MatrixXd numerator = error * sim;  // m x n: sum_j e_uj s(j, i)
-    const Eigen::MatrixXd weight = mask * sim;
-    predicted.array() += (weight.array() > 0).select(numerator.array() / weight.array(), 0.0);
+    const int neighbours = static_cast<int>(std::min<Eigen::Index>(options_.neighbours, n - 1));
+    std::vector<std::pair<double, Eigen::Index>> candidates(static_cast<size_t>(n));
+    std::vector<Eigen::Index> nbr(static_cast<size_t>(neighbours));
+    std::vector<double> sim(static_cast<size_t>(neighbours));
+    Eigen::VectorXd num(m), den(m);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      // The item's most similar other items (all of them when n - 1 <= neighbours).
+      for (Eigen::Index j = 0; j < n; ++j) {
+        const double d2 = std::max(sq(i) + sq(j) - 2.0 * gram(i, j), 0.0);
+        candidates[static_cast<size_t>(j)] = {j == i ? -1.0 : 1.0 / (1.0 + std::sqrt(d2)), j};
+      }
+      std::partial_sort(candidates.begin(), candidates.begin() + neighbours, candidates.end(),
+                        [](const auto& a, const auto& b) {
+                          return a.first > b.first || (a.first == b.first && a.second < b.second);
+                        });
+      for (int t = 0; t < neighbours; ++t) {
+        sim[static_cast<size_t>(t)] = candidates[static_cast<size_t>(t)].first;
+        nbr[static_cast<size_t>(t)] = candidates[static_cast<size_t>(t)].second;
+      }
+      // Column operations (contiguous) over all rows at once; observed rows are discarded below.
+      num.setZero();
+      den.setZero();
+      for (int t = 0; t < neighbours; ++t) {
+        const Eigen::Index j = nbr[static_cast<size_t>(t)];
+        num += sim[static_cast<size_t>(t)] * error.col(j);
+        den += sim[static_cast<size_t>(t)] * mask.col(j);
+      }
+      predicted.col(i).array() += (den.array() > 0).select(num.array() / den.array(), 0.0);
+    }
   }
   return (mask.array() > 0).select(observed, predicted);
 }

@@ -36,9 +36,10 @@ struct SvdOptions {
   long validation_cells = 100'000;
   double validation = 0.2;
   uint64_t seed = 20240601;
-  int rounds = 30;          // hard-impute rounds
+  int rounds = 20;          // hard-impute rounds
   double tolerance = 1e-5;  // stop when the relative change of the fill is below this
   bool similarity_correction = true;
+  int neighbours = 20;  // similar items summed over (all of them when there are fewer)
 };
 
 // Truncated SVD of a dense matrix: a = u * diag(s) * v^T with k columns (k <= min(m, n)).
@@ -47,7 +48,10 @@ struct TruncatedSvd {
   Eigen::VectorXd s;
   Eigen::MatrixXd v;
 };
-TruncatedSvd ComputeTruncatedSvd(const Eigen::MatrixXd& a, int k);
+// `start` (n x >= k), when given, seeds the randomised range finder instead of power iterations
+// (hard-impute passes the previous round's v).
+TruncatedSvd ComputeTruncatedSvd(const Eigen::MatrixXd& a, int k,
+                                 const Eigen::MatrixXd* start = nullptr);
 
 class SvdCompleter final : public Completer {
  public:
@@ -58,7 +62,15 @@ class SvdCompleter final : public Completer {
   int ChooseRank(const Eigen::MatrixXd& observed) const;
 
  private:
-  Eigen::MatrixXd CompleteWithRank(const Eigen::MatrixXd& observed, int rank) const;
+  struct Prepared {
+    Eigen::MatrixXd mask, base, residual;  // base = bias model; residual = 0 where missing
+  };
+  Prepared Prepare(const Eigen::MatrixXd& observed) const;
+  // `first`, when the energy rule ran, receives its SVD (a warm start for hard-impute).
+  int ChooseRank(const Eigen::MatrixXd& observed, const Prepared& prepared,
+                 TruncatedSvd* first) const;
+  Eigen::MatrixXd CompleteWithRank(const Eigen::MatrixXd& observed, const Prepared& prepared,
+                                   int rank, const Eigen::MatrixXd* start) const;
   int RankCap(const Eigen::MatrixXd& observed) const;
 
   SvdOptions options_;
