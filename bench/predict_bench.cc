@@ -16,6 +16,14 @@
 namespace tessera::predict {
 namespace {
 
+// The documented size is 1000 x 500; unoptimised (sanitizer) builds only smoke-run the code, on a
+// matrix small enough to finish in seconds.
+#ifdef NDEBUG
+constexpr int kRows = 1000, kCols = 500;
+#else
+constexpr int kRows = 200, kCols = 100;
+#endif
+
 Eigen::MatrixXd SyntheticLogProfile(int m, int n, double missing, uint64_t seed) {
   Rng rng(seed);
   constexpr int kRank = 5;
@@ -56,16 +64,16 @@ void BM_Complete(benchmark::State& state, const std::string& method) {
   state.SetLabel(fmt::format("{} {}x{} 70% missing", method, state.range(0), state.range(1)));
 }
 BENCHMARK_CAPTURE(BM_Complete, svd, std::string("svd"))
-    ->Args({1000, 500})
+    ->Args({kRows, kCols})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Complete, baseline, std::string("baseline"))
-    ->Args({1000, 500})
+    ->Args({kRows, kCols})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Complete, imputer, std::string("imputer"))
-    ->Args({1000, 500})
+    ->Args({kRows, kCols})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Complete, knn, std::string("knn"))
-    ->Args({1000, 500})
+    ->Args({kRows, kCols})
     ->Unit(benchmark::kMillisecond);
 
 // The hot path: a policy holding integer handles reads one cached cell.
@@ -73,11 +81,11 @@ void BM_CachedLookup(benchmark::State& state) {
   PredictorOptions options;
   options.method = "baseline";  // the lookup cost does not depend on the method; setup is fast
   Expected<Predictor> p =
-      Predictor::Create(ToProfile(SyntheticLogProfile(1000, 500, 0.7, 7)), {}, options);
+      Predictor::Create(ToProfile(SyntheticLogProfile(kRows, kCols, 0.7, 7)), {}, options);
   Rng rng(1);
   std::vector<std::pair<AppId, ConfigId>> queries(4096);
   for (auto& q : queries) {
-    q = {static_cast<AppId>(rng.Below(1000)), static_cast<ConfigId>(rng.Below(500))};
+    q = {static_cast<AppId>(rng.Below(kRows)), static_cast<ConfigId>(rng.Below(kCols))};
   }
   size_t i = 0;
   for (auto _ : state) {
@@ -92,11 +100,12 @@ void BM_LookupByKey(benchmark::State& state) {
   PredictorOptions options;
   options.method = "baseline";
   Expected<Predictor> p =
-      Predictor::Create(ToProfile(SyntheticLogProfile(1000, 500, 0.7, 7)), {}, options);
+      Predictor::Create(ToProfile(SyntheticLogProfile(kRows, kCols, 0.7, 7)), {}, options);
   Rng rng(1);
   std::vector<std::pair<std::string, std::string>> queries(1024);
   for (auto& q : queries) {
-    q = {fmt::format("app{}/bs1", rng.Below(1000)), fmt::format("gpu/cfg{}/100", rng.Below(500))};
+    q = {fmt::format("app{}/bs1", rng.Below(kRows)),
+         fmt::format("gpu/cfg{}/100", rng.Below(kCols))};
   }
   size_t i = 0;
   for (auto _ : state) {
