@@ -78,6 +78,8 @@ struct BadCsvCase {
   std::string why;
 };
 
+void PrintTo(const BadCsvCase& c, std::ostream* os) { *os << c.name; }
+
 class BadProfileCsvTest : public testing::TestWithParam<BadCsvCase> {};
 
 TEST_P(BadProfileCsvTest, OneErrorNamingFileAndLineAndNoMatrix) {
