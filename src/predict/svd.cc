@@ -145,15 +145,25 @@ Eigen::MatrixXd SvdCompleter::CompleteWithRank(const Eigen::MatrixXd& observed,
 
   // Hard-impute: refit the rank-k approximation with the missing cells set to its own values.
   Eigen::MatrixXd filled = known_residual;
+  Eigen::MatrixXd low_rank(m, n);
   TruncatedSvd svd;
-  Eigen::MatrixXd low_rank;
+  const double* known = mask.data();
   for (int round = 0; round < std::max(1, options_.rounds); ++round) {
     svd = ComputeTruncatedSvd(filled, k, round == 0 ? start : &svd.v);
-    low_rank = svd.u * svd.s.asDiagonal() * svd.v.transpose();
-    Eigen::MatrixXd next = (mask.array() > 0).select(known_residual, low_rank);
-    const double change = (next - filled).norm() / std::max(filled.norm(), 1e-12);
-    filled = std::move(next);
-    if (change < options_.tolerance) break;
+    low_rank.noalias() = (svd.u * svd.s.asDiagonal()) * svd.v.transpose();
+    // One pass, in place: missing cells take the reconstruction; observed cells never change.
+    double change = 0, norm = 0;
+    double* f = filled.data();
+    const double* l = low_rank.data();
+    for (Eigen::Index i = 0; i < filled.size(); ++i) {
+      if (known[i] == 0) {
+        const double d = l[i] - f[i];
+        change += d * d;
+        f[i] = l[i];
+      }
+      norm += f[i] * f[i];
+    }
+    if (std::sqrt(change) < options_.tolerance * std::max(std::sqrt(norm), 1e-12)) break;
   }
 
   Eigen::MatrixXd predicted = base + low_rank;
