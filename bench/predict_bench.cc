@@ -72,6 +72,9 @@ BENCHMARK_CAPTURE(BM_Complete, baseline, std::string("baseline"))
 BENCHMARK_CAPTURE(BM_Complete, imputer, std::string("imputer"))
     ->Args({kRows, kCols})
     ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Complete, hybrid, std::string("hybrid"))
+    ->Args({kRows, kCols})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Complete, knn, std::string("knn"))
     ->Args({kRows, kCols})
     ->Unit(benchmark::kMillisecond);
