@@ -42,7 +42,17 @@ Expected<void> Predictor::Refit() {
 Expected<void> Predictor::RefitProfile() {
   stride_ = profile_.cols();
   isolated_.assign(static_cast<size_t>(profile_.rows()) * static_cast<size_t>(stride_), kMissing);
+  supported_.assign(isolated_.size(), 0);
   if (profile_.ObservedCount() == 0) return {};
+  // (app, c) is supported when some application was measured on c and on a configuration the
+  // app was measured on: (mask * overlap)(a, c) > 0 with overlap = mask^T mask.
+  const Eigen::MatrixXd mask = KnownMask(profile_.ToDense());
+  const Eigen::MatrixXd reach = mask * (mask.transpose() * mask);
+  for (int r = 0; r < profile_.rows(); ++r) {
+    for (int c = 0; c < stride_; ++c) {
+      supported_[static_cast<size_t>(r) * stride_ + c] = reach(r, c) > 0 ? 1 : 0;
+    }
+  }
   Eigen::MatrixXd log_values = profile_.ToDense().array().log();
   Expected<Eigen::MatrixXd> completed = profile_method_->Complete(log_values);
   if (!completed) return std::unexpected(completed.error());
@@ -69,15 +79,20 @@ void Predictor::ResizeCache() {
       isolated_.size() == static_cast<size_t>(profile_.rows()) * stride_) {
     return;
   }
-  std::vector<double> cache(static_cast<size_t>(profile_.rows()) * profile_.cols(), kMissing);
+  const size_t size = static_cast<size_t>(profile_.rows()) * profile_.cols();
+  std::vector<double> cache(size, kMissing);
+  std::vector<unsigned char> supported(size, 0);
   const int old_rows = stride_ == 0 ? 0 : static_cast<int>(isolated_.size()) / stride_;
   for (int r = 0; r < old_rows; ++r) {
     for (int c = 0; c < stride_; ++c) {
-      cache[static_cast<size_t>(r) * profile_.cols() + c] =
-          isolated_[static_cast<size_t>(r) * stride_ + c];
+      const size_t from = static_cast<size_t>(r) * stride_ + c;
+      const size_t to = static_cast<size_t>(r) * profile_.cols() + c;
+      cache[to] = isolated_[from];
+      supported[to] = supported_[from];
     }
   }
   isolated_ = std::move(cache);
+  supported_ = std::move(supported);
   stride_ = profile_.cols();
 }
 
@@ -96,6 +111,7 @@ Expected<void> Predictor::Observe(const std::string& app, const std::string& con
   profile_.Observe(r, c, qps);
   ResizeCache();
   isolated_[static_cast<size_t>(r) * stride_ + c] = profile_.Mean(r, c);
+  supported_[static_cast<size_t>(r) * stride_ + c] = 1;
   return AfterObservation();
 }
 

@@ -60,6 +60,14 @@ class Predictor {
                      static_cast<size_t>(config)];
   }
   bool IsObserved(AppId app, ConfigId config) const { return profile_.Has(app, config); }
+  // False when no application was measured both on `config` and on one of `app`'s measured
+  // configurations: the value is then only the bias model's extrapolation (in MIGProfiler, any
+  // A100-40GB application on an A100-80GB profile). Policies should not trust such a cell.
+  // Refreshed with the completion (false for rows/columns added since the last refit).
+  bool Supported(AppId app, ConfigId config) const {
+    return supported_[static_cast<size_t>(app) * static_cast<size_t>(stride_) +
+                      static_cast<size_t>(config)] != 0;
+  }
 
   std::optional<double> Isolated(const std::string& app, const std::string& config) const;
   // Fraction in [0, 1] of the victim's QPS lost next to the aggressor on a partition of `kind`.
@@ -91,7 +99,8 @@ class Predictor {
   std::unique_ptr<Completer> profile_method_, interference_method_;
   ProfileMatrix profile_;
   InterferenceMatrices interference_;
-  std::vector<double> isolated_;  // rows × stride_, row-major
+  std::vector<double> isolated_;          // rows × stride_, row-major
+  std::vector<unsigned char> supported_;  // same layout
   int stride_ = 0;
   std::map<std::string, Eigen::MatrixXd> interference_completed_;
   int pending_ = 0;  // observations since the last refit

@@ -68,6 +68,24 @@ TEST(PredictorTest, EveryMethodGivesANewApplicationAFullRow) {
   }
 }
 
+TEST(PredictorTest, SupportMarksCellsNoMeasurementConnects) {
+  // Two GPUs that share no application: a/b on the 40 GB profiles, x on the 80 GB ones.
+  ProfileMatrix m = Doubling();
+  const int x = m.AddRow("x/bs1");
+  m.Observe(x, m.AddCol("A100-80GB/1g.10gb/100"), 20);
+  m.Observe(x, m.AddCol("A100-80GB/7g.80gb/100"), 90);
+  Expected<Predictor> p = Predictor::Create(std::move(m));
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  const ConfigId big80 = *p->FindConfig("A100-80GB/7g.80gb/100");
+  EXPECT_TRUE(p->Supported(*p->FindApp("a/bs1"), *p->FindConfig(kLarge)));  // observed
+  EXPECT_FALSE(p->Supported(*p->FindApp("a/bs1"), big80));                  // other GPU
+  EXPECT_TRUE(p->Isolated("a/bs1", "A100-80GB/7g.80gb/100").has_value());   // still a value
+  // A new app measured on one 40 GB profile is supported on the other 40 GB ones only.
+  ASSERT_TRUE(p->Observe("c/bs8", kSmall, 300).has_value());
+  EXPECT_TRUE(p->Supported(*p->FindApp("c/bs8"), *p->FindConfig(kLarge)));
+  EXPECT_FALSE(p->Supported(*p->FindApp("c/bs8"), big80));
+}
+
 TEST(PredictorTest, RefitEveryBatchesRecompletion) {
   PredictorOptions options;
   options.method = "baseline";
