@@ -14,14 +14,17 @@
 //     missing cells replaced by the reconstruction) so that the latent features are not
 //     dominated by the zeros of the fill; the rank-k reconstruction is kept as part of the
 //     prediction and the similarity-weighted term corrects it from the row's own known cells:
-//       x̂_ui = mu + b_u + b_i + L_ui + sum_j s(i,j) (r_uj - L_uj) / sum_j s(i,j).
+//       x̂_ui = mu + b_u + b_i + L_ui + sum_j s(i,j) (r_uj - L_uj) / sum_j s(i,j),
+//     j over row u's known cells among the `neighbours` (20) items most similar to i (all of
+//     them on the 8-column MIGProfiler matrix; it keeps 500 columns cheap).
 //   - Rank rule (k <= min(max_rank, min(m, n) / 2)): on matrices of at most `validation_cells`
 //     cells, internal validation: a seeded 20% of the observed cells is hidden (every row keeps
 //     one), and the k in 1..cap with the least mean absolute error on them wins. Larger matrices
 //     take the smallest k whose singular values hold `energy` (90%) of the mean-filled
 //     residual's squared Frobenius norm (validation would cost cap extra completions).
 // Small matrices use Eigen's BDCSVD; large ones a randomised range finder (Halko et al.) with
-// Eigen's QR and JacobiSVD on the small projected matrix.
+// Eigen's QR and JacobiSVD on the small projected matrix, each hard-impute round warm-started
+// from the previous round's right singular vectors.
 
 #include <cstdint>
 
