@@ -4,10 +4,6 @@
 
 namespace tessera::cli {
 
-void AddPredict(CLI::App& app, int* exit_code) {
-  AddUnavailable(app, "predict", "Evaluate and run the throughput/interference predictor",
-                 exit_code);
-}
 void AddExplain(CLI::App& app, int* exit_code) {
   AddUnavailable(app, "explain", "Print the score breakdown of one scheduling decision", exit_code);
 }

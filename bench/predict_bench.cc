@@ -1,0 +1,142 @@
+// Prediction costs (docs/prediction.md): completing a large profile matrix, the cached lookup a
+// policy makes per (application, configuration) it scores, and one online observation on a
+// matrix the size of the MIGProfiler data. Synthetic data from a seeded Rng: log-throughput
+// = application level + configuration level + a rank-5 interaction + noise.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/rng.h"
+#include "predict/predictor.h"
+#include "predict/registry.h"
+
+namespace tessera::predict {
+namespace {
+
+// The documented size is 1000 x 500; unoptimised (sanitizer) builds only smoke-run the code, on a
+// matrix small enough to finish in seconds.
+#ifdef NDEBUG
+constexpr int kRows = 1000, kCols = 500;
+#else
+constexpr int kRows = 200, kCols = 100;
+#endif
+
+Eigen::MatrixXd SyntheticLogProfile(int m, int n, double missing, uint64_t seed) {
+  Rng rng(seed);
+  constexpr int kRank = 5;
+  Eigen::MatrixXd u(m, kRank), v(n, kRank);
+  for (Eigen::Index i = 0; i < u.size(); ++i) u.data()[i] = rng.Normal(0, 0.3);
+  for (Eigen::Index i = 0; i < v.size(); ++i) v.data()[i] = rng.Normal(0, 0.3);
+  Eigen::MatrixXd x = u * v.transpose();
+  for (int i = 0; i < m; ++i) x.row(i).array() += rng.Uniform(1, 9);
+  for (int j = 0; j < n; ++j) x.col(j).array() += rng.Uniform(0, 2);
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    x.data()[i] = rng.Uniform() < missing ? kMissing : x.data()[i] + rng.Normal(0, 0.02);
+  }
+  return x;
+}
+
+ProfileMatrix ToProfile(const Eigen::MatrixXd& log_values) {
+  ProfileMatrix p;
+  for (Eigen::Index j = 0; j < log_values.cols(); ++j) p.AddCol(fmt::format("gpu/cfg{}/100", j));
+  for (Eigen::Index i = 0; i < log_values.rows(); ++i) {
+    const int r = p.AddRow(fmt::format("app{}/bs1", i));
+    for (Eigen::Index j = 0; j < log_values.cols(); ++j) {
+      if (!std::isnan(log_values(i, j)))
+        p.Observe(r, static_cast<int>(j), std::exp(log_values(i, j)));
+    }
+  }
+  return p;
+}
+
+// Completion of a 1000 x 500 matrix with 70% of the cells missing.
+void BM_Complete(benchmark::State& state, const std::string& method) {
+  const Eigen::MatrixXd x = SyntheticLogProfile(static_cast<int>(state.range(0)),
+                                                static_cast<int>(state.range(1)), 0.7, 42);
+  std::unique_ptr<Completer> completer = std::move(*MakeCompleter(method));
+  for (auto _ : state) {
+    Expected<Eigen::MatrixXd> out = completer->Complete(x);
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetLabel(fmt::format("{} {}x{} 70% missing", method, state.range(0), state.range(1)));
+}
+BENCHMARK_CAPTURE(BM_Complete, svd, std::string("svd"))
+    ->Args({kRows, kCols})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Complete, baseline, std::string("baseline"))
+    ->Args({kRows, kCols})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Complete, imputer, std::string("imputer"))
+    ->Args({kRows, kCols})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Complete, hybrid, std::string("hybrid"))
+    ->Args({kRows, kCols})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Complete, knn, std::string("knn"))
+    ->Args({kRows, kCols})
+    ->Unit(benchmark::kMillisecond);
+
+// The hot path: a policy holding integer handles reads one cached cell.
+void BM_CachedLookup(benchmark::State& state) {
+  PredictorOptions options;
+  options.method = "baseline";  // the lookup cost does not depend on the method; setup is fast
+  Expected<Predictor> p =
+      Predictor::Create(ToProfile(SyntheticLogProfile(kRows, kCols, 0.7, 7)), {}, options);
+  Rng rng(1);
+  std::vector<std::pair<AppId, ConfigId>> queries(4096);
+  for (auto& q : queries) {
+    q = {static_cast<AppId>(rng.Below(kRows)), static_cast<ConfigId>(rng.Below(kCols))};
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    const auto [a, c] = queries[i++ & 4095];
+    benchmark::DoNotOptimize(p->IsolatedAt(a, c));
+  }
+}
+BENCHMARK(BM_CachedLookup);
+
+// The same lookup by string keys (two hash lookups).
+void BM_LookupByKey(benchmark::State& state) {
+  PredictorOptions options;
+  options.method = "baseline";
+  Expected<Predictor> p =
+      Predictor::Create(ToProfile(SyntheticLogProfile(kRows, kCols, 0.7, 7)), {}, options);
+  Rng rng(1);
+  std::vector<std::pair<std::string, std::string>> queries(1024);
+  for (auto& q : queries) {
+    q = {fmt::format("app{}/bs1", rng.Below(kRows)),
+         fmt::format("gpu/cfg{}/100", rng.Below(kCols))};
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    const auto& [a, c] = queries[i++ & 1023];
+    benchmark::DoNotOptimize(p->Isolated(a, c));
+  }
+}
+BENCHMARK(BM_LookupByKey);
+
+// One live measurement folded in with a full re-completion (refit_every = 1), on a matrix the
+// size of the MIGProfiler data (74 applications x 8 configurations, half observed).
+void BM_ObserveAndRefit(benchmark::State& state, const std::string& method) {
+  PredictorOptions options;
+  options.method = method;
+  Expected<Predictor> p =
+      Predictor::Create(ToProfile(SyntheticLogProfile(74, 8, 0.5, 3)), {}, options);
+  Rng rng(2);
+  for (auto _ : state) {
+    Expected<void> ok =
+        p->Observe(fmt::format("app{}/bs1", rng.Below(74)),
+                   fmt::format("gpu/cfg{}/100", rng.Below(8)), std::exp(rng.Uniform(1, 9)));
+    benchmark::DoNotOptimize(ok);
+  }
+}
+BENCHMARK_CAPTURE(BM_ObserveAndRefit, hybrid, std::string("hybrid"))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ObserveAndRefit, svd, std::string("svd"))->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace tessera::predict
+
+BENCHMARK_MAIN();

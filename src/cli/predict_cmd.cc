@@ -1,0 +1,144 @@
+// `tessera predict`: evaluate the completion methods on real measurements, or write a completed
+// profile matrix (docs/prediction.md).
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/commands.h"
+#include "predict/evaluate.h"
+#include "predict/matrix.h"
+#include "predict/migprofiler.h"
+#include "predict/registry.h"
+
+namespace tessera::cli {
+namespace {
+
+struct PredictArgs {
+  std::string data;
+  std::string method = "svd";
+  std::string protocol = "random";
+  double missing = 0.5;
+  int keep = 2;
+  uint64_t seed = 1;
+  bool json = false;
+  std::string out;
+};
+
+// --data is either a MIGProfiler directory or a profile-matrix CSV (row,column,value,...).
+Expected<predict::ProfileMatrix> LoadData(const std::string& path) {
+  if (path.ends_with(".csv")) return predict::ProfileMatrix::LoadCsv(path);
+  return predict::LoadMigProfiler(path);
+}
+
+int RunEvaluate(const PredictArgs& args) {
+  Expected<predict::ProfileMatrix> matrix = LoadData(args.data);
+  if (!matrix) {
+    std::fprintf(stderr, "tessera predict evaluate: %s\n", matrix.error().message.c_str());
+    return 1;
+  }
+  const predict::EvalOptions options{args.method, args.protocol, args.missing, args.keep,
+                                     args.seed};
+  Expected<predict::EvalResult> result = predict::Evaluate(*matrix, options);
+  if (!result) {
+    std::fprintf(stderr, "tessera predict evaluate: %s\n", result.error().message.c_str());
+    return 1;
+  }
+  if (args.json) {
+    nlohmann::json j = {{"method", result->method},     {"protocol", result->protocol},
+                        {"missing", result->missing},   {"n", result->n},
+                        {"mape", result->mape},         {"median_ape", result->median_ape},
+                        {"rmse_log", result->rmse_log}, {"seed", args.seed}};
+    if (result->protocol == "leave-one-row-out") j["keep"] = args.keep;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("method %s, protocol %s", result->method.c_str(), result->protocol.c_str());
+    if (result->protocol == "random")
+      std::printf(", missing %.2f", result->missing);
+    else
+      std::printf(", keep %d", args.keep);
+    std::printf(", seed %llu\n  n %d  MAPE %.2f%%  median APE %.2f%%  RMSE(log) %.4f\n",
+                static_cast<unsigned long long>(args.seed), result->n, result->mape,
+                result->median_ape, result->rmse_log);
+  }
+  return 0;
+}
+
+int RunComplete(const PredictArgs& args) {
+  Expected<predict::ProfileMatrix> matrix = LoadData(args.data);
+  if (!matrix) {
+    std::fprintf(stderr, "tessera predict complete: %s\n", matrix.error().message.c_str());
+    return 1;
+  }
+  Expected<std::unique_ptr<predict::Completer>> method = predict::MakeCompleter(args.method);
+  if (!method) {
+    std::fprintf(stderr, "tessera predict complete: %s\n", method.error().message.c_str());
+    return 2;
+  }
+  Eigen::MatrixXd values = matrix->ToDense();
+  for (Eigen::Index c = 0; c < values.cols(); ++c) {
+    for (Eigen::Index r = 0; r < values.rows(); ++r) {
+      const double v = values(r, c);
+      if (std::isnan(v)) continue;
+      if (!(v > 0)) {
+        std::fprintf(stderr, "tessera predict complete: cell (%s, %s) = %g is not positive\n",
+                     matrix->row_keys()[r].c_str(), matrix->col_keys()[c].c_str(), v);
+        return 1;
+      }
+      values(r, c) = std::log(v);
+    }
+  }
+  Expected<Eigen::MatrixXd> completed = (*method)->Complete(values);
+  if (!completed) {
+    std::fprintf(stderr, "tessera predict complete: %s\n", completed.error().message.c_str());
+    return 1;
+  }
+  const Eigen::MatrixXd qps = completed->array().exp();
+  if (Expected<void> ok =
+          predict::SaveDenseCsv(args.out, matrix->row_keys(), matrix->col_keys(), qps);
+      !ok) {
+    std::fprintf(stderr, "tessera predict complete: %s\n", ok.error().message.c_str());
+    return 1;
+  }
+  std::printf("wrote %s: %d applications x %d configurations (%d observed, %s)\n", args.out.c_str(),
+              matrix->rows(), matrix->cols(), matrix->ObservedCount(), args.method.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void AddPredict(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<PredictArgs>();
+  CLI::App* predict =
+      app.add_subcommand("predict", "Evaluate and run the throughput/interference predictor");
+  predict->require_subcommand(1);
+
+  CLI::App* evaluate = predict->add_subcommand(
+      "evaluate", "Hide known cells of a profile matrix, predict them, report the error");
+  evaluate->add_option("--data", args->data, "MIGProfiler directory or profile-matrix CSV")
+      ->required();
+  evaluate->add_option("--method", args->method, "Completion method")
+      ->check(CLI::IsMember(predict::CompleterNames()));
+  evaluate->add_option("--protocol", args->protocol, "random | leave-one-row-out")
+      ->check(CLI::IsMember({"random", "leave-one-row-out"}));
+  evaluate->add_option("--missing", args->missing, "Fraction of known cells to hide (random)")
+      ->check(CLI::Range(0.0, 1.0));
+  evaluate->add_option("--keep", args->keep, "Known cells kept per row (leave-one-row-out)")
+      ->check(CLI::PositiveNumber);
+  evaluate->add_option("--seed", args->seed, "Seed of the random hiding");
+  evaluate->add_flag("--json", args->json, "Print one JSON object");
+  evaluate->callback([args, exit_code] { *exit_code = RunEvaluate(*args); });
+
+  CLI::App* complete =
+      predict->add_subcommand("complete", "Write the completed profile matrix as a wide CSV");
+  complete->add_option("--data", args->data, "MIGProfiler directory or profile-matrix CSV")
+      ->required();
+  complete->add_option("--method", args->method, "Completion method")
+      ->check(CLI::IsMember(predict::CompleterNames()));
+  complete->add_option("--out", args->out, "Output CSV (app, one column per configuration)")
+      ->required();
+  complete->callback([args, exit_code] { *exit_code = RunComplete(*args); });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,151 @@
+#include "predict/predictor.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "predict/registry.h"
+
+namespace tessera::predict {
+
+Expected<Predictor> Predictor::Create(ProfileMatrix profile, InterferenceMatrices interference,
+                                      PredictorOptions options) {
+  if (options.refit_every < 1) return Fail("refit_every must be at least 1");
+  Predictor p;
+  Expected<std::unique_ptr<Completer>> profile_method = MakeCompleter(options.method);
+  if (!profile_method) return std::unexpected(profile_method.error());
+  Expected<std::unique_ptr<Completer>> interference_method =
+      MakeCompleter(options.interference_method);
+  if (!interference_method) return std::unexpected(interference_method.error());
+  for (int r = 0; r < profile.rows(); ++r) {
+    for (int c = 0; c < profile.cols(); ++c) {
+      if (profile.Has(r, c) && !(profile.Mean(r, c) > 0)) {
+        return Fail("profile cell ({}, {}) = {} is not a positive throughput",
+                    profile.row_keys()[r], profile.col_keys()[c], profile.Mean(r, c));
+      }
+    }
+  }
+  p.options_ = std::move(options);
+  p.profile_method_ = std::move(*profile_method);
+  p.interference_method_ = std::move(*interference_method);
+  p.profile_ = std::move(profile);
+  p.interference_ = std::move(interference);
+  if (Expected<void> ok = p.Refit(); !ok) return std::unexpected(ok.error());
+  return p;
+}
+
+Expected<void> Predictor::Refit() {
+  pending_ = 0;
+  if (Expected<void> ok = RefitProfile(); !ok) return ok;
+  return RefitInterference();
+}
+
+Expected<void> Predictor::RefitProfile() {
+  stride_ = profile_.cols();
+  isolated_.assign(static_cast<size_t>(profile_.rows()) * static_cast<size_t>(stride_), kMissing);
+  supported_.assign(isolated_.size(), 0);
+  if (profile_.ObservedCount() == 0) return {};
+  // (app, c) is supported when some application was measured on c and on a configuration the
+  // app was measured on: (mask * overlap)(a, c) > 0 with overlap = mask^T mask.
+  const Eigen::MatrixXd mask = KnownMask(profile_.ToDense());
+  const Eigen::MatrixXd reach = mask * (mask.transpose() * mask);
+  for (int r = 0; r < profile_.rows(); ++r) {
+    for (int c = 0; c < stride_; ++c) {
+      supported_[static_cast<size_t>(r) * stride_ + c] = reach(r, c) > 0 ? 1 : 0;
+    }
+  }
+  Eigen::MatrixXd log_values = profile_.ToDense().array().log();
+  Expected<Eigen::MatrixXd> completed = profile_method_->Complete(log_values);
+  if (!completed) return std::unexpected(completed.error());
+  for (int r = 0; r < profile_.rows(); ++r) {
+    for (int c = 0; c < stride_; ++c) {
+      isolated_[static_cast<size_t>(r) * stride_ + c] = std::exp((*completed)(r, c));
+    }
+  }
+  return {};
+}
+
+Expected<void> Predictor::RefitInterference() {
+  interference_completed_.clear();
+  for (const auto& [kind, m] : interference_.by_kind()) {
+    Expected<Eigen::MatrixXd> completed = interference_method_->Complete(m.ToDense());
+    if (!completed) return std::unexpected(completed.error());
+    interference_completed_.emplace(kind, completed->cwiseMax(0.0).cwiseMin(1.0));
+  }
+  return {};
+}
+
+void Predictor::ResizeCache() {
+  if (profile_.cols() == stride_ &&
+      isolated_.size() == static_cast<size_t>(profile_.rows()) * stride_) {
+    return;
+  }
+  const size_t size = static_cast<size_t>(profile_.rows()) * profile_.cols();
+  std::vector<double> cache(size, kMissing);
+  std::vector<unsigned char> supported(size, 0);
+  const int old_rows = stride_ == 0 ? 0 : static_cast<int>(isolated_.size()) / stride_;
+  for (int r = 0; r < old_rows; ++r) {
+    for (int c = 0; c < stride_; ++c) {
+      const size_t from = static_cast<size_t>(r) * stride_ + c;
+      const size_t to = static_cast<size_t>(r) * profile_.cols() + c;
+      cache[to] = isolated_[from];
+      supported[to] = supported_[from];
+    }
+  }
+  isolated_ = std::move(cache);
+  supported_ = std::move(supported);
+  stride_ = profile_.cols();
+}
+
+Expected<void> Predictor::AfterObservation() {
+  if (++pending_ >= options_.refit_every) return Refit();
+  return {};
+}
+
+Expected<void> Predictor::Observe(const std::string& app, const std::string& config, double qps) {
+  if (app.empty() || config.empty())
+    return Fail("observation needs an application and a configuration");
+  if (!(qps > 0) || !std::isfinite(qps)) {
+    return Fail("observation of {} on {}: throughput {} is not positive", app, config, qps);
+  }
+  const int r = profile_.AddRow(app), c = profile_.AddCol(config);
+  profile_.Observe(r, c, qps);
+  ResizeCache();
+  isolated_[static_cast<size_t>(r) * stride_ + c] = profile_.Mean(r, c);
+  supported_[static_cast<size_t>(r) * stride_ + c] = 1;
+  return AfterObservation();
+}
+
+Expected<void> Predictor::ObserveInterference(const std::string& kind, const std::string& victim,
+                                              const std::string& aggressor, double lost_fraction) {
+  if (Expected<void> ok = interference_.Observe(kind, victim, aggressor, lost_fraction); !ok) {
+    return ok;
+  }
+  return AfterObservation();
+}
+
+std::optional<double> Predictor::Isolated(const std::string& app, const std::string& config) const {
+  const std::optional<AppId> r = FindApp(app);
+  const std::optional<ConfigId> c = FindConfig(config);
+  if (!r || !c) return std::nullopt;
+  const double v = IsolatedAt(*r, *c);
+  if (std::isnan(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<double> Predictor::Interference(const std::string& victim,
+                                              const std::string& aggressor,
+                                              const std::string& kind) const {
+  const SparseMatrix* m = interference_.Find(kind);
+  if (m == nullptr) return std::nullopt;
+  const std::optional<int> r = m->FindRow(victim);
+  const std::optional<int> c = m->FindCol(aggressor);
+  if (!r || !c) return std::nullopt;
+  if (m->Has(*r, *c)) return m->Mean(*r, *c);
+  const auto it = interference_completed_.find(kind);
+  if (it == interference_completed_.end() || *r >= it->second.rows() || *c >= it->second.cols()) {
+    return std::nullopt;  // added since the last refit
+  }
+  return it->second(*r, *c);
+}
+
+}  // namespace tessera::predict

@@ -1,0 +1,109 @@
+#pragma once
+// Predictor: what the policies ask (DESIGN §4, seed 000 Ch. 8.3): the isolated throughput of an
+// application on a configuration it may never have run on, and the fraction of its QPS a
+// neighbour takes away. It owns the profile matrix and the interference matrices, keeps every
+// cell of both completed in a cache, and folds live measurements back in (Observe).
+//
+// Lookups by integer handle (AppId/ConfigId from FindApp/FindConfig) are one array read; the
+// string forms add a hash lookup. Completion happens in Create, in Refit, and after every
+// `refit_every`-th observation; between refits an observed cell reads its own mean and a brand
+// new application or configuration reads nothing (nullopt / NaN) until the next refit. With the
+// default refit_every = 1 a new application with one or two measured configurations has a full
+// predicted row as soon as Observe returns (Paragon-style cold start).
+//
+// Profiles are completed in log space (throughput spans four orders of magnitude); interference
+// fractions in linear space, clamped to [0, 1].
+//
+// Not thread-safe: Observe/Refit must not run concurrently with anything else; concurrent const
+// lookups are fine.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "predict/completer.h"
+#include "predict/interference.h"
+#include "predict/matrix.h"
+
+namespace tessera::predict {
+
+struct PredictorOptions {
+  std::string method = "hybrid";            // profile completion (registry.h)
+  std::string interference_method = "svd";  // interference completion
+  int refit_every = 1;                      // observations between re-completions (>= 1)
+};
+
+using AppId = int;
+using ConfigId = int;
+
+class Predictor {
+ public:
+  // Completes `profile` (values must be positive) and `interference` once.
+  [[nodiscard]] static Expected<Predictor> Create(ProfileMatrix profile,
+                                                  InterferenceMatrices interference = {},
+                                                  PredictorOptions options = {});
+
+  std::optional<AppId> FindApp(const std::string& app) const { return profile_.FindRow(app); }
+  std::optional<ConfigId> FindConfig(const std::string& config) const {
+    return profile_.FindCol(config);
+  }
+  int num_apps() const { return profile_.rows(); }
+  int num_configs() const { return profile_.cols(); }
+
+  // Hot path: predicted (or observed) isolated QPS; NaN only for a row/column added since the
+  // last refit. Handles must come from FindApp/FindConfig.
+  double IsolatedAt(AppId app, ConfigId config) const {
+    return isolated_[static_cast<size_t>(app) * static_cast<size_t>(stride_) +
+                     static_cast<size_t>(config)];
+  }
+  bool IsObserved(AppId app, ConfigId config) const { return profile_.Has(app, config); }
+  // False when no application was measured both on `config` and on one of `app`'s measured
+  // configurations: the value is then only the bias model's extrapolation (in MIGProfiler, any
+  // A100-40GB application on an A100-80GB profile). Policies should not trust such a cell.
+  // Refreshed with the completion (false for rows/columns added since the last refit).
+  bool Supported(AppId app, ConfigId config) const {
+    return supported_[static_cast<size_t>(app) * static_cast<size_t>(stride_) +
+                      static_cast<size_t>(config)] != 0;
+  }
+
+  std::optional<double> Isolated(const std::string& app, const std::string& config) const;
+  // Fraction in [0, 1] of the victim's QPS lost next to the aggressor on a partition of `kind`.
+  std::optional<double> Interference(const std::string& victim, const std::string& aggressor,
+                                     const std::string& kind) const;
+
+  // Folds a measurement in (qps > 0); new keys become new rows/columns.
+  [[nodiscard]] Expected<void> Observe(const std::string& app, const std::string& config,
+                                       double qps);
+  [[nodiscard]] Expected<void> ObserveInterference(const std::string& kind,
+                                                   const std::string& victim,
+                                                   const std::string& aggressor,
+                                                   double lost_fraction);
+  // Re-completes every matrix now.
+  [[nodiscard]] Expected<void> Refit();
+
+  const ProfileMatrix& profile() const { return profile_; }
+  const InterferenceMatrices& interference() const { return interference_; }
+  const PredictorOptions& options() const { return options_; }
+
+ private:
+  Predictor() = default;
+  [[nodiscard]] Expected<void> RefitProfile();
+  [[nodiscard]] Expected<void> RefitInterference();
+  [[nodiscard]] Expected<void> AfterObservation();
+  void ResizeCache();
+
+  PredictorOptions options_;
+  std::unique_ptr<Completer> profile_method_, interference_method_;
+  ProfileMatrix profile_;
+  InterferenceMatrices interference_;
+  std::vector<double> isolated_;          // rows × stride_, row-major
+  std::vector<unsigned char> supported_;  // same layout
+  int stride_ = 0;
+  std::map<std::string, Eigen::MatrixXd> interference_completed_;
+  int pending_ = 0;  // observations since the last refit
+};
+
+}  // namespace tessera::predict

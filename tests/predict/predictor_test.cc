@@ -1,0 +1,167 @@
+#include "predict/predictor.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace tessera::predict {
+namespace {
+
+const std::string kSmall = "A100-40GB/1g.5gb/100";
+const std::string kMedium = "A100-40GB/3g.20gb/100";
+const std::string kLarge = "A100-40GB/7g.40gb/100";
+
+// Two applications whose throughput doubles from each configuration to the next: in log space
+// x = a_u + b_c exactly, b = (0, ln 2, ln 4).
+ProfileMatrix Doubling() {
+  ProfileMatrix m;
+  const double a[] = {100, 50};
+  const std::string apps[] = {"a/bs1", "b/bs1"};
+  const std::string configs[] = {kSmall, kMedium, kLarge};
+  for (int u = 0; u < 2; ++u) {
+    for (int c = 0; c < 3; ++c) m.Observe(m.AddRow(apps[u]), m.AddCol(configs[c]), a[u] * (1 << c));
+  }
+  return m;
+}
+
+TEST(PredictorTest, ObservedCellsReadBackAndHandlesMatchStrings) {
+  Expected<Predictor> p = Predictor::Create(Doubling());
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  EXPECT_EQ(p->num_apps(), 2);
+  EXPECT_EQ(p->num_configs(), 3);
+  const AppId b = *p->FindApp("b/bs1");
+  const ConfigId large = *p->FindConfig(kLarge);
+  EXPECT_TRUE(p->IsObserved(b, large));
+  EXPECT_NEAR(p->IsolatedAt(b, large), 200.0, 1e-9);
+  EXPECT_NEAR(*p->Isolated("b/bs1", kLarge), 200.0, 1e-9);
+  EXPECT_FALSE(p->Isolated("unknown", kLarge).has_value());
+  EXPECT_FALSE(p->Isolated("b/bs1", "H100-80GB/whole/100").has_value());
+}
+
+TEST(PredictorTest, ColdStartFromOneObservationFillsTheRow) {
+  // Bias model on the doubling matrix: a new app seen at 300 QPS on the small configuration is
+  // predicted at 300 * 2 = 600 and 300 * 4 = 1200 (up to the bias model's slight shrinkage).
+  PredictorOptions options;
+  options.method = "baseline";
+  Expected<Predictor> p = Predictor::Create(Doubling(), {}, options);
+  ASSERT_TRUE(p.has_value());
+  ASSERT_TRUE(p->Observe("c/bs8", kSmall, 300).has_value());
+  ASSERT_TRUE(p->FindApp("c/bs8").has_value());
+  EXPECT_NEAR(*p->Isolated("c/bs8", kSmall), 300.0, 1e-9);
+  EXPECT_NEAR(*p->Isolated("c/bs8", kMedium), 600.0, 0.03 * 600);
+  EXPECT_NEAR(*p->Isolated("c/bs8", kLarge), 1200.0, 0.03 * 1200);
+}
+
+TEST(PredictorTest, EveryMethodGivesANewApplicationAFullRow) {
+  for (const std::string method : {"svd", "imputer", "knn", "hybrid", "baseline"}) {
+    PredictorOptions options;
+    options.method = method;
+    Expected<Predictor> p = Predictor::Create(Doubling(), {}, options);
+    ASSERT_TRUE(p.has_value()) << method;
+    ASSERT_TRUE(p->Observe("c/bs8", kSmall, 300).has_value());
+    ASSERT_TRUE(p->Observe("c/bs8", kMedium, 600).has_value());
+    const std::optional<double> large = p->Isolated("c/bs8", kLarge);
+    ASSERT_TRUE(large.has_value()) << method;
+    // Both neighbours double from medium to large, so every method should land near 1200.
+    EXPECT_NEAR(*large, 1200.0, 0.1 * 1200) << method;
+  }
+}
+
+TEST(PredictorTest, SupportMarksCellsNoMeasurementConnects) {
+  // Two GPUs that share no application: a/b on the 40 GB profiles, x on the 80 GB ones.
+  ProfileMatrix m = Doubling();
+  const int x = m.AddRow("x/bs1");
+  m.Observe(x, m.AddCol("A100-80GB/1g.10gb/100"), 20);
+  m.Observe(x, m.AddCol("A100-80GB/7g.80gb/100"), 90);
+  Expected<Predictor> p = Predictor::Create(std::move(m));
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  const ConfigId big80 = *p->FindConfig("A100-80GB/7g.80gb/100");
+  EXPECT_TRUE(p->Supported(*p->FindApp("a/bs1"), *p->FindConfig(kLarge)));  // observed
+  EXPECT_FALSE(p->Supported(*p->FindApp("a/bs1"), big80));                  // other GPU
+  EXPECT_TRUE(p->Isolated("a/bs1", "A100-80GB/7g.80gb/100").has_value());   // still a value
+  // A new app measured on one 40 GB profile is supported on the other 40 GB ones only.
+  ASSERT_TRUE(p->Observe("c/bs8", kSmall, 300).has_value());
+  EXPECT_TRUE(p->Supported(*p->FindApp("c/bs8"), *p->FindConfig(kLarge)));
+  EXPECT_FALSE(p->Supported(*p->FindApp("c/bs8"), big80));
+}
+
+TEST(PredictorTest, RefitEveryBatchesRecompletion) {
+  PredictorOptions options;
+  options.method = "baseline";
+  options.refit_every = 3;
+  Expected<Predictor> p = Predictor::Create(Doubling(), {}, options);
+  ASSERT_TRUE(p.has_value());
+  ASSERT_TRUE(p->Observe("c/bs8", kSmall, 300).has_value());
+  // Not refitted yet: the observation itself reads back, the rest of the new row does not.
+  EXPECT_NEAR(*p->Isolated("c/bs8", kSmall), 300.0, 1e-9);
+  EXPECT_FALSE(p->Isolated("c/bs8", kLarge).has_value());
+  EXPECT_TRUE(std::isnan(p->IsolatedAt(*p->FindApp("c/bs8"), *p->FindConfig(kLarge))));
+  ASSERT_TRUE(p->Observe("a/bs1", kSmall, 100).has_value());
+  ASSERT_TRUE(p->Observe("b/bs1", kSmall, 50).has_value());  // third: refit
+  EXPECT_TRUE(p->Isolated("c/bs8", kLarge).has_value());
+  // Refit by hand also works.
+  ASSERT_TRUE(p->Observe("d/bs1", "A100-40GB/2g.10gb/100", 70).has_value());
+  ASSERT_TRUE(p->Refit().has_value());
+  EXPECT_TRUE(p->Isolated("d/bs1", kLarge).has_value());
+  EXPECT_TRUE(p->Isolated("a/bs1", "A100-40GB/2g.10gb/100").has_value());
+}
+
+TEST(PredictorTest, RejectsBadInput) {
+  EXPECT_FALSE(Predictor::Create(Doubling(), {}, PredictorOptions{"magic"}).has_value());
+  PredictorOptions zero;
+  zero.refit_every = 0;
+  EXPECT_FALSE(Predictor::Create(Doubling(), {}, zero).has_value());
+  ProfileMatrix negative = Doubling();
+  negative.Set(0, 0, -1.0);
+  EXPECT_FALSE(Predictor::Create(negative).has_value());
+  Expected<Predictor> p = Predictor::Create(Doubling());
+  ASSERT_TRUE(p.has_value());
+  EXPECT_FALSE(p->Observe("a/bs1", kSmall, 0.0).has_value());
+  EXPECT_FALSE(p->Observe("a/bs1", kSmall, NAN).has_value());
+  EXPECT_FALSE(p->Observe("", kSmall, 10).has_value());
+  EXPECT_FALSE(p->ObserveInterference("mps", "a", "b", -0.1).has_value());
+}
+
+TEST(PredictorTest, EmptyPredictorLearnsOnline) {
+  Expected<Predictor> p = Predictor::Create(ProfileMatrix{});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_FALSE(p->Isolated("a", kSmall).has_value());
+  ASSERT_TRUE(p->Observe("a", kSmall, 10).has_value());
+  EXPECT_NEAR(*p->Isolated("a", kSmall), 10.0, 1e-9);
+}
+
+TEST(PredictorTest, InterferenceIsCompletedPerKind) {
+  // Rank-one losses: victim sensitivity (0.2, 0.4, 0.6) times aggressor pressure (0.5, 1.0).
+  // The unobserved pair (v3, a2) should be 0.6 * 1.0 = 0.6 on "mps"; "mig" is a separate matrix.
+  InterferenceMatrices im;
+  const double s[] = {0.2, 0.4, 0.6}, q[] = {0.5, 1.0};
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      if (i == 2 && j == 1) continue;
+      ASSERT_TRUE(
+          im.Observe("mps", fmt::format("v{}", i + 1), fmt::format("a{}", j + 1), s[i] * q[j])
+              .has_value());
+    }
+  }
+  ASSERT_TRUE(im.Observe("mig", "v1", "a1", 0.0).has_value());
+  PredictorOptions options;
+  options.interference_method = "baseline";
+  Expected<Predictor> p = Predictor::Create(Doubling(), std::move(im), options);
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  EXPECT_NEAR(*p->Interference("v1", "a2", "mps"), 0.2, 1e-12);  // observed
+  // The additive bias model gives 0.3 + (0.6 - 0.3)... worked: a2 - a1 differs by 0.1, 0.2 on
+  // rows 1, 2 (mean 0.15), so v3 a2 ≈ 0.3 + 0.15 = 0.45; any CF method lands in [0.3, 0.6].
+  const double predicted = *p->Interference("v3", "a2", "mps");
+  EXPECT_GE(predicted, 0.3 - 0.02);
+  EXPECT_LE(predicted, 0.6 + 0.02);
+  EXPECT_NEAR(*p->Interference("v1", "a1", "mig"), 0.0, 1e-12);
+  EXPECT_FALSE(p->Interference("v1", "a1", "timeslice").has_value());
+  EXPECT_FALSE(p->Interference("v9", "a1", "mps").has_value());
+  // Online: a new observation is visible at once and predictions stay fractions.
+  ASSERT_TRUE(p->ObserveInterference("mps", "v3", "a2", 0.58).has_value());
+  EXPECT_NEAR(*p->Interference("v3", "a2", "mps"), 0.58, 1e-12);
+}
+
+}  // namespace
+}  // namespace tessera::predict
