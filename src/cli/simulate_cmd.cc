@@ -2,6 +2,7 @@
 // table (or one JSON object with --json). Experiments live in src/sim/.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "policy/registry.h"
 #include "report/openb_report.h"
 #include "sim/apps.h"
+#include "sim/calibrate.h"
 #include "sim/embedded_apps.h"
 #include "sim/openb.h"
 #include "sim/packing.h"
@@ -30,6 +32,7 @@ struct SimulateFlags {
   int cluster_nodes = 64;  // packing, thesis-scale
   int workloads = 5000;    // thesis-scale: Poisson arrivals per hour, and how many
   std::string apps;        // thesis: application catalogue; empty: the built-in data/apps.yaml
+  std::string data;        // calibrate: the MIGProfiler directory
   std::string trace;       // openb-alloc: the pod list CSV
   std::string nodes_path;  // openb-alloc: the node list CSV (default: beside the trace)
   double inflation = 1.3;  // openb-alloc
@@ -99,10 +102,60 @@ nlohmann::json ThesisJson(const sim::ThesisRun& m) {
           {"energy_j", m.energy_j}};
 }
 
+Expected<sim::AppCatalog> CatalogOf(const SimulateFlags& f) {
+  return f.apps.empty()
+             ? sim::ParseAppCatalog(std::string(sim::EmbeddedAppsYaml()), "data/apps.yaml")
+             : sim::LoadAppCatalog(f.apps);
+}
+
+// Fits the MIGProfiler applications, reports how well a roofline alone matches them, and
+// writes the catalogue (the current one with those applications replaced or added) to --out.
+int RunCalibration(const SimulateFlags& f) {
+  Expected<sim::AppCatalog> catalog = CatalogOf(f);
+  if (!catalog) {
+    std::fprintf(stderr, "tessera simulate: %s\n", catalog.error().message.c_str());
+    return 1;
+  }
+  if (f.data.empty()) {
+    std::fprintf(stderr, "tessera simulate: --experiment calibrate needs --data DIR\n");
+    return 2;
+  }
+  auto report = sim::CalibrateMigProfiler(f.data, catalog->reference_gpu);
+  if (!report) {
+    std::fprintf(stderr, "tessera simulate: %s\n", report.error().message.c_str());
+    return 1;
+  }
+  std::vector<double> errors;
+  for (const auto& [app, e] : report->roofline_error) errors.push_back(e);
+  std::sort(errors.begin(), errors.end());
+  const auto over = std::count_if(errors.begin(), errors.end(), [](double e) { return e > 0.05; });
+  std::printf("calibrated %zu applications from %d measurements (%s)\n", errors.size(),
+              report->measurements, f.data.c_str());
+  std::printf(
+      "roofline alone, max relative error per application: median %.1f%%, worst %.1f%%, "
+      "%ld of %zu above 5%% (the measured points themselves override it)\n",
+      100 * errors[errors.size() / 2], 100 * errors.back(), static_cast<long>(over), errors.size());
+  for (sim::AppSpec& app : report->catalog.apps) {
+    auto it = std::find_if(catalog->apps.begin(), catalog->apps.end(),
+                           [&](const sim::AppSpec& a) { return a.key == app.key; });
+    if (it != catalog->apps.end()) {
+      *it = std::move(app);
+    } else {
+      catalog->apps.push_back(std::move(app));
+    }
+  }
+  if (!f.out.empty()) {
+    if (auto ok = sim::SaveAppCatalog(*catalog, f.out); !ok) {
+      std::fprintf(stderr, "tessera simulate: %s\n", ok.error().message.c_str());
+      return 1;
+    }
+    std::printf("wrote %zu applications to %s\n", catalog->apps.size(), f.out.c_str());
+  }
+  return 0;
+}
+
 int RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
-  Expected<sim::AppCatalog> catalog =
-      f.apps.empty() ? sim::ParseAppCatalog(std::string(sim::EmbeddedAppsYaml()), "data/apps.yaml")
-                     : sim::LoadAppCatalog(f.apps);
+  Expected<sim::AppCatalog> catalog = CatalogOf(f);
   if (!catalog) {
     std::fprintf(stderr, "tessera simulate: %s\n", catalog.error().message.c_str());
     return 1;
@@ -317,7 +370,7 @@ void AddSimulate(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "simulate", "Run a simulated experiment on the scheduler core and compare policies");
   sub->add_option("--experiment", flags->experiment, "Experiment preset")
-      ->check(CLI::IsMember({"thesis", "thesis-scale", "packing", "openb-alloc"}))
+      ->check(CLI::IsMember({"thesis", "thesis-scale", "packing", "openb-alloc", "calibrate"}))
       ->capture_default_str();
   sub->add_option("--policy", flags->policies, "Policies to compare (default: all registered)")
       ->delimiter(',');
@@ -334,6 +387,7 @@ void AddSimulate(CLI::App& app, int* exit_code) {
                   "Cluster size in nodes of 8 GPUs (packing, thesis-scale)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
+  sub->add_option("--data", flags->data, "MIGProfiler directory (calibrate)");
   sub->add_option("--trace", flags->trace, "Pod list CSV (openb-alloc)");
   sub->add_option("--nodes", flags->nodes_path,
                   "Node list CSV (openb-alloc; default: openb_node_list_gpu_node.csv beside "
@@ -342,7 +396,9 @@ void AddSimulate(CLI::App& app, int* exit_code) {
                   "Arrived GPU load to inflate the pods to, x capacity (openb-alloc)")
       ->check(CLI::Range(0.01, 10.0))
       ->capture_default_str();
-  sub->add_option("--out", flags->out, "Directory for curves (CSV) and the plot (HTML/SVG)");
+  sub->add_option("--out", flags->out,
+                  "openb-alloc: directory for curves (CSV) and the plot (HTML/SVG); "
+                  "calibrate: the catalogue file to write");
   sub->add_flag("--json", flags->json, "Print one JSON object instead of a table");
   sub->callback([flags, exit_code] {
     auto seeds = ParseSeeds(*flags);
@@ -351,7 +407,9 @@ void AddSimulate(CLI::App& app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    if (flags->experiment == "thesis" || flags->experiment == "thesis-scale") {
+    if (flags->experiment == "calibrate") {
+      *exit_code = RunCalibration(*flags);
+    } else if (flags->experiment == "thesis" || flags->experiment == "thesis-scale") {
       *exit_code = RunThesisExperiment(*flags, *seeds);
     } else if (flags->experiment == "openb-alloc") {
       *exit_code = RunOpenbExperiment(*flags, *seeds);

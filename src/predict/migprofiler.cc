@@ -79,6 +79,7 @@ struct Run {
   std::string app, config;
   double throughput;
   long long start;
+  double fb_used_mib;  // 0 when the table has no fb_used_mean
 };
 
 Expected<void> ReadTable(const Source& source, std::vector<Run>* runs) {
@@ -87,7 +88,7 @@ Expected<void> ReadTable(const Source& source, std::vector<Run>* runs) {
   const int model = table->Column("model_name"), batch = table->Column("batch_size"),
             seq = table->Column("seq_length"), tput = table->Column("throughput"),
             start = table->Column("start_timestamp"), mem = table->Column("instance_memory"),
-            profile = table->Column("mig_profile");
+            profile = table->Column("mig_profile"), fb = table->Column("fb_used_mean");
   if (model < 0 || batch < 0 || tput < 0 || start < 0 || (mem < 0 && profile < 0)) {
     return FailAt(source.path, 1,
                   "header lacks model_name, batch_size, throughput, start_timestamp and "
@@ -130,14 +131,22 @@ Expected<void> ReadTable(const Source& source, std::vector<Run>* runs) {
     if (*qps <= 0) return FailAt(source.path, row.line, "throughput must be positive");
     Expected<long long> t0 = ParseInt(*table, row, start);
     if (!t0) return std::unexpected(t0.error());
-    runs->push_back({std::move(app), fmt::format("{}/{}/100", source.gpu, instance), *qps, *t0});
+    double fb_used = 0;
+    if (fb >= 0) {
+      Expected<double> v = ParseDouble(*table, row, fb);
+      if (!v) return std::unexpected(v.error());
+      fb_used = *v;
+    }
+    runs->push_back(
+        {std::move(app), fmt::format("{}/{}/100", source.gpu, instance), *qps, *t0, fb_used});
   }
   return {};
 }
 
 }  // namespace
 
-Expected<ProfileMatrix> LoadMigProfiler(const std::string& dir, MigProfilerStats* stats) {
+Expected<ProfileMatrix> LoadMigProfiler(const std::string& dir, MigProfilerStats* stats,
+                                        std::map<std::string, double>* min_memory_mib) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Fail("{}: not a directory", dir);
   const std::vector<Source> sources = FindSources(dir);
@@ -160,6 +169,10 @@ Expected<ProfileMatrix> LoadMigProfiler(const std::string& dir, MigProfilerStats
       continue;
     }
     matrix.Observe(matrix.AddRow(run.app), matrix.AddCol(run.config), run.throughput);
+    if (min_memory_mib != nullptr && run.fb_used_mib > 0) {
+      auto [it, fresh] = min_memory_mib->emplace(run.app, run.fb_used_mib);
+      if (!fresh) it->second = std::min(it->second, run.fb_used_mib);
+    }
   }
   if (stats != nullptr) *stats = s;
   return matrix;

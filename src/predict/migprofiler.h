@@ -21,6 +21,7 @@
 //
 // All or nothing: the first malformed row yields one Error "file:line: why" and no matrix.
 
+#include <map>
 #include <string>
 
 #include "base/error.h"
@@ -34,7 +35,10 @@ struct MigProfilerStats {
   int duplicate_runs = 0;  // rows skipped as a run already counted
 };
 
-[[nodiscard]] Expected<ProfileMatrix> LoadMigProfiler(const std::string& dir,
-                                                      MigProfilerStats* stats = nullptr);
+// `min_memory_mib`, when given, receives per application the smallest `fb_used_mean` (MiB) among
+// its runs: it demonstrably ran in that much (frameworks take more on bigger instances).
+[[nodiscard]] Expected<ProfileMatrix> LoadMigProfiler(
+    const std::string& dir, MigProfilerStats* stats = nullptr,
+    std::map<std::string, double>* min_memory_mib = nullptr);
 
 }  // namespace tessera::predict

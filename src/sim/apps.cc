@@ -115,6 +115,7 @@ Expected<AppCatalog> LoadAppCatalog(const std::string& path) {
 
 Expected<void> SaveAppCatalog(const AppCatalog& catalog, const std::string& path) {
   YAML::Emitter out;
+  out.SetDoublePrecision(8);
   out << YAML::BeginMap << YAML::Key << "reference_gpu" << YAML::Value << catalog.reference_gpu;
   out << YAML::Key << "apps" << YAML::Value << YAML::BeginSeq;
   for (const AppSpec& a : catalog.apps) {
@@ -138,7 +139,11 @@ Expected<void> SaveAppCatalog(const AppCatalog& catalog, const std::string& path
   out << YAML::EndSeq << YAML::EndMap;
   std::ofstream f(path);
   if (!f) return Fail("{}: cannot write", path);
-  f << "# Tessera simulator application catalogue: see docs/simulator.md.\n" << out.c_str() << "\n";
+  f << "# Tessera simulator application catalogue (docs/simulator.md). The MIGProfiler entries "
+       "are\n"
+       "# generated: tessera simulate --experiment calibrate --data ../shared/data/migprofiler \\\n"
+       "#   --apps data/apps.yaml --out data/apps.yaml\n"
+    << out.c_str() << "\n";
   if (!f) return Fail("{}: write failed", path);
   return {};
 }
