@@ -16,12 +16,19 @@ int BestFit::ScoreOf(int64_t cpu_free, int64_t gpu_free, int64_t cpu_req, int64_
   return static_cast<int>((1.0 - left) * 100);
 }
 
-std::optional<Candidate> BestFit::Score(const Workload& w, NodeIndex node, const ClusterState& c) {
+std::optional<Candidate> ResourceScoredOffer(const Workload& w, NodeIndex node,
+                                             const ClusterState& c, ResourceScore score_of) {
   std::optional<Placement> p = BestFitPlacement(w, node, c);
   if (!p) return std::nullopt;
-  const int score = ScoreOf(c.node(node).free_cpu_milli(), NodeFreeGpuMilli(c, node), w.cpu_milli,
-                            static_cast<int64_t>(w.gpu.count) * w.gpu.milli);
-  return Candidate{static_cast<double>(score), std::move(*p), std::nullopt};
+  Candidate cand;
+  cand.score = score_of(c.node(node).free_cpu_milli(), NodeFreeGpuMilli(c, node), w.cpu_milli,
+                        static_cast<int64_t>(w.gpu.count) * w.gpu.milli);
+  cand.placement = std::move(*p);
+  return cand;
+}
+
+std::optional<Candidate> BestFit::Score(const Workload& w, NodeIndex node, const ClusterState& c) {
+  return ResourceScoredOffer(w, node, c, &ScoreOf);
 }
 
 }  // namespace tessera::policy

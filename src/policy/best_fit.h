@@ -18,6 +18,12 @@ inline constexpr double kMaxSpecGpuMilli = 8000;
 // Σ free GPU milli of node n's available GPUs.
 int64_t NodeFreeGpuMilli(const ClusterState& c, NodeIndex n);
 
+// The offer of a policy that scores a node by its free CPU and GPU against the request, with a
+// GPU share on the fitting GPU with the least free milli (best-fit, dot-product).
+using ResourceScore = int (*)(int64_t cpu_free, int64_t gpu_free, int64_t cpu_req, int64_t gpu_req);
+std::optional<Candidate> ResourceScoredOffer(const Workload& w, NodeIndex node,
+                                             const ClusterState& c, ResourceScore score_of);
+
 class BestFit final : public Policy {
  public:
   std::string_view name() const override { return "best-fit"; }

@@ -13,11 +13,7 @@ int DotProduct::ScoreOf(int64_t cpu_free, int64_t gpu_free, int64_t cpu_req, int
 
 std::optional<Candidate> DotProduct::Score(const Workload& w, NodeIndex node,
                                            const ClusterState& c) {
-  std::optional<Placement> p = BestFitPlacement(w, node, c);
-  if (!p) return std::nullopt;
-  const int score = ScoreOf(c.node(node).free_cpu_milli(), NodeFreeGpuMilli(c, node), w.cpu_milli,
-                            static_cast<int64_t>(w.gpu.count) * w.gpu.milli);
-  return Candidate{static_cast<double>(score), std::move(*p), std::nullopt};
+  return ResourceScoredOffer(w, node, c, &ScoreOf);
 }
 
 }  // namespace tessera::policy
