@@ -24,7 +24,7 @@ Workload Share(model::WorkloadId id, int milli = 300) {
   return w;
 }
 
-class BaselinesTest : public ::testing::Test {
+class ThesisBaselinesTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(c_.AddNode(
@@ -48,7 +48,7 @@ class BaselinesTest : public ::testing::Test {
   size_t pending_ = 0;
 };
 
-TEST_F(BaselinesTest, MinCutsMigSmallestAndSharesOtherGpusInQuarters) {
+TEST_F(ThesisBaselinesTest, MinCutsMigSmallestAndSharesOtherGpusInQuarters) {
   Min min;
   // V100: four 25% slots with 8 GiB each. A30: idle, so the first workload that reaches it
   // reshapes it to 4 x 1g.6gb (no reshape hook: at once) and the next three take the rest.
@@ -68,7 +68,7 @@ TEST_F(BaselinesTest, MinCutsMigSmallestAndSharesOtherGpusInQuarters) {
       7u);
 }
 
-TEST_F(BaselinesTest, MaxGivesWholeGpusAndTurnsMigOff) {
+TEST_F(ThesisBaselinesTest, MaxGivesWholeGpusAndTurnsMigOff) {
   Max max;
   // V100 whole to workload 1; the A30 is idle but cut: offered with a reshape to MIG off.
   EXPECT_EQ(RunOnce(max, 3), 2);
@@ -81,7 +81,7 @@ TEST_F(BaselinesTest, MaxGivesWholeGpusAndTurnsMigOff) {
   EXPECT_TRUE(c_.CheckInvariants());
 }
 
-TEST_F(BaselinesTest, WholeGpuNeverReshapesAndIgnoresTheShare) {
+TEST_F(ThesisBaselinesTest, WholeGpuNeverReshapesAndIgnoresTheShare) {
   WholeGpu whole;
   // Only the V100 is a whole GPU; the cut A30 is never touched.
   EXPECT_EQ(RunOnce(whole, 2), 1);
@@ -90,7 +90,7 @@ TEST_F(BaselinesTest, WholeGpuNeverReshapesAndIgnoresTheShare) {
   EXPECT_EQ(c_.gpu(1).partition_count, 2);
 }
 
-TEST_F(BaselinesTest, RoundRobinTakesChunksInTurnAndSharesThemEqually) {
+TEST_F(ThesisBaselinesTest, RoundRobinTakesChunksInTurnAndSharesThemEqually) {
   RoundRobin rr;
   // Chunks: the V100 whole (1) and the A30's four smallest instances (4) = a ring of 5.
   // w1 -> V100; w2 -> A30 chunk 0 (the idle A30 is cut to 4 x 1g.6gb first); w3..w5 -> A30
@@ -114,7 +114,7 @@ TEST_F(BaselinesTest, RoundRobinTakesChunksInTurnAndSharesThemEqually) {
   EXPECT_TRUE(c_.CheckInvariants());
 }
 
-TEST(BaselinesRegistryTest, EveryBaselineIsRegistered) {
+TEST(ThesisBaselinesRegistryTest, EveryBaselineIsRegistered) {
   Rng rng(1);
   for (const char* name : {"first-fit", "whole-gpu", "min", "max", "round-robin"}) {
     auto p = MakePolicy(name, {&rng, nullptr});
