@@ -83,13 +83,23 @@ TEST_F(PrometheusIntegrationTest, SeriesCarryTheScriptedValuesAndDcgmLabels) {
                              kMigC + "\"}");
   ASSERT_TRUE(none);
   EXPECT_TRUE(none->empty());
-  // Energy grows at the scripted 120 W = 120,000 mJ/s.
-  auto rate = client_->Query(std::string("rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{UUID=\"") +
-                             kA30 + "\"}[5s])");
-  ASSERT_TRUE(rate);
-  if (!rate->empty()) {
-    EXPECT_NEAR((*rate)[0].sample.value, 120000, 2000);
+  // Energy grows at the scripted 120 W = 120,000 mJ/s. While the series is younger than the
+  // 5 s window, rate() stops its extrapolation where the counter would go below zero yet still
+  // divides by the whole window, so it reads low: wait (at most 15 s) until the series spans
+  // the window, then the rate must be the script's.
+  const std::string rate_query =
+      std::string("rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{UUID=\"") + kA30 + "\"}[5s])";
+  double energy_rate = -1;
+  for (int i = 0; i < 30; ++i) {
+    auto rate = client_->Query(rate_query);
+    ASSERT_TRUE(rate) << rate.error().message;
+    if (!rate->empty()) {
+      energy_rate = (*rate)[0].sample.value;
+      if (std::abs(energy_rate - 120000) <= 2000) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
+  EXPECT_NEAR(energy_rate, 120000, 2000);
   // A malformed query comes back as Prometheus's own error.
   auto bad = client_->Query("sum(");
   ASSERT_FALSE(bad);
