@@ -97,6 +97,18 @@ Expected<std::vector<model::GpuModelId>> ParseModels(const CsvFile& f, int line_
 // Round half to even, as Python's round(x, 0) in the reference analysis.
 int Bucket(double pct) { return static_cast<int>(std::nearbyint(pct)); }
 
+// Line i of the file split into cells; an Error naming file and line if the count of cells is
+// not the header's.
+Expected<std::vector<std::string_view>> RowCells(const CsvFile& csv, const std::string& path,
+                                                 size_t i) {
+  std::vector<std::string_view> cells = SplitCsv(csv.lines[i]);
+  if (cells.size() != csv.columns.size()) {
+    return FailAt(path, static_cast<int>(i) + 1,
+                  fmt::format("{} fields, header has {}", cells.size(), csv.columns.size()));
+  }
+  return cells;
+}
+
 }  // namespace
 
 Expected<std::vector<model::NodeSpec>> LoadOpenbNodes(const std::string& path) {
@@ -107,11 +119,9 @@ Expected<std::vector<model::NodeSpec>> LoadOpenbNodes(const std::string& path) {
   for (size_t i = 1; i < csv->lines.size(); ++i) {
     const int line_no = static_cast<int>(i) + 1;
     if (csv->lines[i].empty()) continue;
-    const std::vector<std::string_view> cells = SplitCsv(csv->lines[i]);
-    if (cells.size() != csv->columns.size()) {
-      return FailAt(path, line_no,
-                    fmt::format("{} fields, header has {}", cells.size(), csv->columns.size()));
-    }
+    auto row = RowCells(*csv, path, i);
+    if (!row) return std::unexpected(row.error());
+    const std::vector<std::string_view>& cells = *row;
     auto cpu = Field<int64_t>(*csv, line_no, cells, "cpu_milli");
     if (!cpu) return std::unexpected(cpu.error());
     auto mem = Field<int64_t>(*csv, line_no, cells, "memory_mib");
@@ -142,11 +152,9 @@ Expected<std::vector<model::Workload>> LoadOpenbPods(const std::string& path) {
   for (size_t i = 1; i < csv->lines.size(); ++i) {
     const int line_no = static_cast<int>(i) + 1;
     if (csv->lines[i].empty()) continue;
-    const std::vector<std::string_view> cells = SplitCsv(csv->lines[i]);
-    if (cells.size() != csv->columns.size()) {
-      return FailAt(path, line_no,
-                    fmt::format("{} fields, header has {}", cells.size(), csv->columns.size()));
-    }
+    auto row = RowCells(*csv, path, i);
+    if (!row) return std::unexpected(row.error());
+    const std::vector<std::string_view>& cells = *row;
     model::Workload w;
     w.id = static_cast<model::WorkloadId>(pods.size() + 1);
     w.name = std::string(cells[Column(*csv, "name")]);
