@@ -11,6 +11,7 @@
 #include "policy/gpu_packing.h"
 #include "policy/max.h"
 #include "policy/min.h"
+#include "policy/predictive.h"
 #include "policy/random.h"
 #include "policy/round_robin.h"
 #include "policy/whole_gpu.h"
@@ -43,6 +44,39 @@ Factory NeedsRng(const char* name) {
   };
 }
 
+Factory MakePredictive() {
+  return [](const PolicyContext& context,
+            const nlohmann::json& options) -> Expected<std::unique_ptr<Policy>> {
+    if (auto ok = RejectUnknownOptions("predictive", options,
+                                       {"mps_percents", "reshape", "interference_kind"});
+        !ok) {
+      return std::unexpected(ok.error());
+    }
+    if (context.predictor == nullptr) {
+      return Fail("policy predictive: needs a predictor (a profile matrix to predict from)");
+    }
+    PredictiveOptions o;
+    try {
+      if (options.contains("mps_percents")) {
+        o.mps_percents = options.at("mps_percents").get<std::vector<int>>();
+      }
+      if (options.contains("reshape")) o.reshape = options.at("reshape").get<bool>();
+      if (options.contains("interference_kind")) {
+        o.interference_kind = options.at("interference_kind").get<std::string>();
+      }
+    } catch (const nlohmann::json::exception& e) {
+      return Fail("policy predictive: bad option: {}", e.what());
+    }
+    if (o.mps_percents.empty()) return Fail("policy predictive: mps_percents is empty");
+    for (int pct : o.mps_percents) {
+      if (pct < 1 || pct > 100) {
+        return Fail("policy predictive: MPS percentage {} is outside 1..100", pct);
+      }
+    }
+    return std::make_unique<Predictive>(*context.predictor, context.telemetry, std::move(o));
+  };
+}
+
 template <typename P>
 Factory WithTypicalPods(const char* name) {
   return [name](const PolicyContext&,
@@ -55,6 +89,9 @@ Factory WithTypicalPods(const char* name) {
 
 const std::vector<Entry>& Registry() {
   static const std::vector<Entry> entries = {
+      {{"predictive",
+        "thesis Ch. 8.3: predicted QPS vs SLO score, MPS limits, idle-GPU MIG reshape"},
+       MakePredictive()},
       {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
        NoOptions<FirstFit>("first-fit")},
       {{"whole-gpu", "Kubernetes default + NVIDIA device plugin: whole GPUs, first fit"},

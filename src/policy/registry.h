@@ -3,9 +3,9 @@
 // policy is registered (kube-scheduler plugins/registry.go): adding a policy is one new file
 // pair, one line there, and its test.
 //
-// Factories receive the shared context (seeded RNG, clock; predictor and telemetry as their
-// modules land) and the policy's options as JSON, which each factory validates into its own
-// typed options struct — an unknown key or a bad value is an Error naming the policy.
+// Factories receive the shared context (seeded RNG, clock, predictor, telemetry) and the policy's
+// options as JSON, which each factory validates into its own typed options struct — an unknown key
+// or a bad value is an Error naming the policy.
 
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,12 +17,16 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "policy/policy.h"
+#include "predict/predictor.h"
+#include "telemetry/telemetry.h"
 
 namespace tessera::policy {
 
 struct PolicyContext {
   Rng* rng = nullptr;  // seeded by the driver; never null when a policy draws
   const Clock* clock = nullptr;
+  const predict::Predictor* predictor = nullptr;    // needed by `predictive`
+  const telemetry::Telemetry* telemetry = nullptr;  // optional: util(p) of the live partitions
 };
 
 struct PolicyInfo {

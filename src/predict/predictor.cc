@@ -35,6 +35,7 @@ Expected<Predictor> Predictor::Create(ProfileMatrix profile, InterferenceMatrice
 
 Expected<void> Predictor::Refit() {
   pending_ = 0;
+  ++generation_;
   if (Expected<void> ok = RefitProfile(); !ok) return ok;
   return RefitInterference();
 }
@@ -71,7 +72,51 @@ Expected<void> Predictor::RefitInterference() {
     if (!completed) return std::unexpected(completed.error());
     interference_completed_.emplace(kind, completed->cwiseMax(0.0).cwiseMin(1.0));
   }
+  RebuildKindCaches();
   return {};
+}
+
+void Predictor::RebuildKindCaches() {
+  kinds_.clear();
+  const int apps = profile_.rows();
+  for (const auto& [kind, m] : interference_.by_kind()) {
+    KindCache k{kind, apps, std::vector<double>(static_cast<size_t>(apps) * apps, kMissing), 0};
+    // Profile row -> interference row/column (-1: the application is not in this kind).
+    std::vector<int> as_row(apps, -1), as_col(apps, -1);
+    for (int a = 0; a < apps; ++a) {
+      as_row[a] = m.FindRow(profile_.row_keys()[a]).value_or(-1);
+      as_col[a] = m.FindCol(profile_.row_keys()[a]).value_or(-1);
+    }
+    const Eigen::MatrixXd& completed = interference_completed_.at(kind);
+    for (int v = 0; v < apps; ++v) {
+      if (as_row[v] < 0) continue;
+      for (int a = 0; a < apps; ++a) {
+        if (as_col[a] < 0) continue;
+        k.lost[static_cast<size_t>(v) * apps + a] = m.Has(as_row[v], as_col[a])
+                                                        ? m.Mean(as_row[v], as_col[a])
+                                                        : completed(as_row[v], as_col[a]);
+      }
+    }
+    double sum = 0;
+    int n = 0;
+    for (int r = 0; r < m.rows(); ++r) {
+      for (int c = 0; c < m.cols(); ++c) {
+        if (m.Has(r, c)) {
+          sum += m.Mean(r, c);
+          ++n;
+        }
+      }
+    }
+    k.mean = n > 0 ? sum / n : 0;
+    kinds_.push_back(std::move(k));
+  }
+}
+
+std::optional<int> Predictor::FindKind(const std::string& kind) const {
+  for (size_t i = 0; i < kinds_.size(); ++i) {
+    if (kinds_[i].name == kind) return static_cast<int>(i);
+  }
+  return std::nullopt;
 }
 
 void Predictor::ResizeCache() {
@@ -97,6 +142,7 @@ void Predictor::ResizeCache() {
 }
 
 Expected<void> Predictor::AfterObservation() {
+  ++generation_;
   if (++pending_ >= options_.refit_every) return Refit();
   return {};
 }
@@ -111,6 +157,7 @@ Expected<void> Predictor::Observe(const std::string& app, const std::string& con
   profile_.Observe(r, c, qps);
   ResizeCache();
   isolated_[static_cast<size_t>(r) * stride_ + c] = profile_.Mean(r, c);
+  ++generation_;
   supported_[static_cast<size_t>(r) * stride_ + c] = 1;
   return AfterObservation();
 }

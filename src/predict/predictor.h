@@ -17,6 +17,7 @@
 // Not thread-safe: Observe/Refit must not run concurrently with anything else; concurrent const
 // lookups are fine.
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -69,6 +70,20 @@ class Predictor {
                       static_cast<size_t>(config)] != 0;
   }
 
+  // Interference by handle, for the scoring hot path: a partition kind from FindKind, victim
+  // and aggressor from FindApp (profile rows). Fraction in [0, 1] (observed mean, else the
+  // completion), or NaN when the kind has no row or column for either application, or the
+  // application was added since the last refit. One array read.
+  std::optional<int> FindKind(const std::string& kind) const;
+  double InterferenceAt(int kind, AppId victim, AppId aggressor) const {
+    const KindCache& k = kinds_[static_cast<size_t>(kind)];
+    if (victim >= k.apps || aggressor >= k.apps) return kMissing;
+    return k.lost[static_cast<size_t>(victim) * static_cast<size_t>(k.apps) +
+                  static_cast<size_t>(aggressor)];
+  }
+  // Mean of the kind's observed fractions (0 when none): the prior for an unknown pair.
+  double InterferenceMean(int kind) const { return kinds_[static_cast<size_t>(kind)].mean; }
+
   std::optional<double> Isolated(const std::string& app, const std::string& config) const;
   // Fraction in [0, 1] of the victim's QPS lost next to the aggressor on a partition of `kind`.
   std::optional<double> Interference(const std::string& victim, const std::string& aggressor,
@@ -83,6 +98,10 @@ class Predictor {
                                                    double lost_fraction);
   // Re-completes every matrix now.
   [[nodiscard]] Expected<void> Refit();
+
+  // Changes whenever any prediction may have changed (every Observe and Refit): callers that
+  // cache predictions compare it.
+  uint64_t generation() const { return generation_; }
 
   const ProfileMatrix& profile() const { return profile_; }
   const InterferenceMatrices& interference() const { return interference_; }
@@ -103,7 +122,18 @@ class Predictor {
   std::vector<unsigned char> supported_;  // same layout
   int stride_ = 0;
   std::map<std::string, Eigen::MatrixXd> interference_completed_;
+  // Per kind, the interference of every profile row on every other (victim-major), rebuilt
+  // with each refit.
+  struct KindCache {
+    std::string name;
+    int apps = 0;
+    std::vector<double> lost;
+    double mean = 0;
+  };
+  std::vector<KindCache> kinds_;
+  void RebuildKindCaches();
   int pending_ = 0;  // observations since the last refit
+  uint64_t generation_ = 0;
 };
 
 }  // namespace tessera::predict

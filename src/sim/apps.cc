@@ -39,10 +39,6 @@ const AppSpec* AppCatalog::Find(const std::string& key) const {
   return nullptr;
 }
 
-std::string ConfigKey(const std::string& gpu_model, const std::string& profile, int mps_percent) {
-  return fmt::format("{}/{}/{}", gpu_model, profile, mps_percent);
-}
-
 Expected<AppCatalog> ParseAppCatalog(const std::string& text, const std::string& file) {
   YAML::Node root;
   try {

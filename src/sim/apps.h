@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "predict/config_key.h"
 
 namespace tessera::sim {
 
@@ -51,7 +52,7 @@ struct AppCatalog {
                                                    const std::string& name_for_errors);
 [[nodiscard]] Expected<void> SaveAppCatalog(const AppCatalog& catalog, const std::string& path);
 
-// "A100-40GB/1g.5gb/100", "V100-32GB/whole/25".
-std::string ConfigKey(const std::string& gpu_model, const std::string& profile, int mps_percent);
+// Measured points are keyed like the profile matrix's columns (predict/config_key.h).
+using predict::ConfigKey;
 
 }  // namespace tessera::sim

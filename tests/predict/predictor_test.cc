@@ -163,5 +163,30 @@ TEST(PredictorTest, InterferenceIsCompletedPerKind) {
   EXPECT_NEAR(*p->Interference("v3", "a2", "mps"), 0.58, 1e-12);
 }
 
+TEST(PredictorTest, InterferenceByHandleMatchesTheStringPath) {
+  // Profile rows a/bs1, b/bs1; "mps" observes a<-b = 0.3 and b<-a = 0.1 (and nothing on the
+  // diagonal). By handle: the observed means; an application with no interference row reads
+  // NaN; the kind's prior is the mean of what was observed, (0.3 + 0.1) / 2 = 0.2.
+  InterferenceMatrices im;
+  ASSERT_TRUE(im.Observe("mps", "a/bs1", "b/bs1", 0.3).has_value());
+  ASSERT_TRUE(im.Observe("mps", "b/bs1", "a/bs1", 0.1).has_value());
+  PredictorOptions options;
+  options.interference_method = "baseline";
+  Expected<Predictor> p = Predictor::Create(Doubling(), std::move(im), options);
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  const int mps = *p->FindKind("mps");
+  EXPECT_FALSE(p->FindKind("mig").has_value());
+  const AppId a = *p->FindApp("a/bs1"), b = *p->FindApp("b/bs1");
+  EXPECT_NEAR(p->InterferenceAt(mps, a, b), 0.3, 1e-12);
+  EXPECT_NEAR(p->InterferenceAt(mps, b, a), 0.1, 1e-12);
+  EXPECT_NEAR(p->InterferenceAt(mps, a, b), *p->Interference("a/bs1", "b/bs1", "mps"), 1e-12);
+  EXPECT_NEAR(p->InterferenceMean(mps), 0.2, 1e-12);
+  // A brand-new application (added by an observation, after its refit) has no interference row.
+  ASSERT_TRUE(p->Observe("c/bs1", kSmall, 10).has_value());
+  const AppId c = *p->FindApp("c/bs1");
+  EXPECT_TRUE(std::isnan(p->InterferenceAt(mps, c, a)));
+  EXPECT_TRUE(std::isnan(p->InterferenceAt(mps, a, c)));
+}
+
 }  // namespace
 }  // namespace tessera::predict

@@ -1,0 +1,505 @@
+#include "policy/predictive.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/mig.h"
+#include "policy/fit.h"
+#include "predict/config_key.h"
+
+namespace tessera::policy {
+
+using predict::AppId;
+using predict::ConfigId;
+
+double Err(double slo, double expected) { return std::abs(slo - expected) / slo; }
+double Score1(double err) { return 1.0 / (1.0 + (err + 1.0) * (err + 1.0)); }
+double Score2(double err) { return 1.0 / (1.0 + err); }
+
+namespace {
+
+// Running form of ScoreSet, so the hot path adds members without building vectors.
+struct SetSum {
+  double sum1 = 0, sum2 = 0;
+  int neg = 0, pos = 0;
+  void Add(double slo, double expected) {
+    const double err = Err(slo, expected);
+    if (expected < slo) {
+      sum1 += Score1(err);
+      ++neg;
+    } else {
+      sum2 += Score2(err);
+      ++pos;
+    }
+  }
+  SetScore Finish(double util) const {
+    SetScore s{0, 0, neg, pos};
+    const int n = neg + pos;
+    if (n == 0) return s;
+    s.k = static_cast<double>(neg) / n;
+    double inner = 0;
+    if (neg > 0) inner += s.k * sum1 / neg;
+    if (pos > 0) inner += (1 - s.k) * sum2 / pos;
+    s.score = 100.0 * (1.0 - util) * inner;
+    return s;
+  }
+};
+
+// Can `part` give a new client `percent` % of its threads and the same share of its memory,
+// and is that share at least `need_mib`?
+bool ShareFits(const model::Partition& part, int percent, int64_t need_mib) {
+  const int64_t memory = part.memory_mib * percent / 100;
+  return percent * 10 <= part.free_milli() && memory <= part.free_memory_mib() &&
+         need_mib <= memory;
+}
+
+}  // namespace
+
+SetScore ScoreSet(const std::vector<MemberScore>& members, double util) {
+  SetSum sum;
+  for (const MemberScore& m : members) sum.Add(m.slo, m.expected);
+  return sum.Finish(util);
+}
+
+struct Predictive::Impl {
+  const predict::Predictor& predictor;
+  const telemetry::Telemetry* telemetry;
+  PredictiveOptions options;
+  std::optional<int> kind;
+
+  // A workload already on a partition, as far as the score needs it (x-independent parts).
+  struct Member {
+    WorkloadId id;
+    AppId app;         // -1: the predictor does not know its application
+    double slo;        // 0: it has none, so it is not scored (only an aggressor)
+    double isolated;   // NaN: no prediction for its configuration
+    double lost_base;  // Σ f(y, z) over the other workloads already there
+  };
+  struct PartitionCache {
+    uint64_t node_version = 0;
+    uint64_t generation = 0;
+    bool valid = false;
+    std::vector<Member> members;
+  };
+  std::vector<PartitionCache> partitions;
+
+  // (model, profile + 1, MPS %) -> ConfigId, -1 absent, -2 not looked up yet.
+  static constexpr int kProfiles = 16, kPercents = 101;
+  std::vector<int> config_ids;
+  int configs_seen = -1;
+
+  // The last workload's application handle (handles never change once assigned).
+  std::string x_app_key;
+  AppId x_app = -1;
+
+  Impl(const predict::Predictor& p, const telemetry::Telemetry* t, PredictiveOptions o)
+      : predictor(p),
+        telemetry(t),
+        options(std::move(o)),
+        kind(p.FindKind(options.interference_kind)) {
+    std::sort(options.mps_percents.begin(), options.mps_percents.end(), std::greater<>());
+  }
+
+  ConfigId Config(model::GpuModelId gpu_model, int profile, int percent) {
+    if (configs_seen != predictor.num_configs()) {
+      config_ids.assign(model::AllGpuModels().size() * kProfiles * kPercents, -2);
+      configs_seen = predictor.num_configs();
+    }
+    if (profile + 1 >= kProfiles || percent < 0 || percent >= kPercents) return -1;
+    int& id = config_ids[(static_cast<size_t>(gpu_model) * kProfiles + (profile + 1)) * kPercents +
+                         percent];
+    if (id == -2) {
+      const model::GpuModel& m = model::GetGpuModel(gpu_model);
+      const std::string_view prof =
+          profile < 0 ? predict::kWholeGpu : std::string_view(m.mig_profiles[profile].name);
+      id = predictor.FindConfig(predict::ConfigKey(m.name, prof, percent)).value_or(-1);
+    }
+    return id;
+  }
+
+  double Isolated(AppId app, model::GpuModelId gpu_model, int profile, int percent) {
+    if (app < 0) return predict::kMissing;
+    const ConfigId c = Config(gpu_model, profile, percent);
+    return c < 0 ? predict::kMissing : predictor.IsolatedAt(app, c);
+  }
+
+  // f(victim, aggressor): the predictor's, else the kind's mean (0 without interference data).
+  double Lost(AppId victim, AppId aggressor) const {
+    if (!kind) return 0;
+    if (victim >= 0 && aggressor >= 0) {
+      const double f = predictor.InterferenceAt(*kind, victim, aggressor);
+      if (!std::isnan(f)) return f;
+    }
+    return predictor.InterferenceMean(*kind);
+  }
+
+  AppId AppOf(const std::string& app) {
+    if (app.empty()) return -1;
+    if (x_app >= 0 && app == x_app_key) return x_app;
+    const std::optional<AppId> id = predictor.FindApp(app);
+    if (!id) return -1;
+    x_app_key = app;
+    x_app = *id;
+    return x_app;
+  }
+
+  bool Predictable(const Workload& w) {
+    return w.gpu.count == 1 && w.gpu.mig_profile.empty() && w.slo_qps > 0 && AppOf(w.app) >= 0;
+  }
+
+  const std::vector<Member>& Members(model::PartitionIndex p, const ClusterState& c) {
+    if (partitions.size() < static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions) {
+      partitions.resize(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions);
+    }
+    const model::Partition& part = c.partition(p);
+    const model::Gpu& gpu = c.gpu(part.gpu);
+    PartitionCache& cache = partitions[p];
+    const uint64_t version = c.node(gpu.node).version;
+    if (cache.valid && cache.node_version == version &&
+        cache.generation == predictor.generation()) {
+      return cache.members;
+    }
+    cache.members.clear();
+    for (const model::Client& client : part.clients) {
+      const model::PlacedWorkload* pw = c.Find(client.workload);
+      TESSERA_CHECK(pw != nullptr);
+      Member m{client.workload, -1, pw->workload.slo_qps, predict::kMissing, 0};
+      if (!pw->workload.app.empty()) m.app = predictor.FindApp(pw->workload.app).value_or(-1);
+      m.isolated = Isolated(m.app, gpu.model, part.profile, client.milli / 10);
+      cache.members.push_back(m);
+    }
+    for (Member& y : cache.members) {
+      for (const Member& z : cache.members) {
+        if (&y != &z) y.lost_base += Lost(y.app, z.app);
+      }
+    }
+    cache.node_version = version;
+    cache.generation = predictor.generation();
+    cache.valid = true;
+    return cache.members;
+  }
+
+  double Util(const model::Partition& part) const {
+    if (telemetry) {
+      if (std::optional<double> u = telemetry->Utilization(part.uuid)) {
+        return std::clamp(*u, 0.0, 1.0);
+      }
+    }
+    return part.empty() ? 0.0 : part.used_milli / 1000.0;
+  }
+
+  // The best MPS share for x on an existing partition: its score, share and memory; or nullopt
+  // when no share fits. `explain` (may be null) receives every option weighed.
+  struct Best {
+    double score = -1;
+    int percent = 0;
+    int64_t memory_mib = 0;
+  };
+  std::optional<Best> ScorePartition(const Workload& x, NodeIndex node, model::PartitionIndex p,
+                                     const ClusterState& c, std::vector<PartitionOption>* explain) {
+    const model::Partition& part = c.partition(p);
+    const model::Gpu& gpu = c.gpu(part.gpu);
+    const AppId xa = AppOf(x.app);
+    const std::vector<Member>& members = Members(p, c);
+    // Everything but x's own isolated rate is the same for every share x could get.
+    SetSum others;
+    double x_lost = 0;
+    for (const Member& y : members) {
+      x_lost += Lost(xa, y.app);
+      if (y.slo > 0 && !std::isnan(y.isolated)) {
+        others.Add(y.slo, std::max(0.0, y.isolated * (1 - y.lost_base - Lost(y.app, xa))));
+      }
+    }
+    const double util = Util(part);
+    std::optional<Best> best;
+    for (int pct : options.mps_percents) {
+      if (!ShareFits(part, pct, x.gpu.memory_mib)) continue;
+      const int32_t milli = pct * 10;
+      const int64_t memory = part.memory_mib * pct / 100;
+      const double iso = Isolated(xa, gpu.model, part.profile, pct);
+      if (std::isnan(iso)) continue;
+      SetSum sum = others;
+      const double expected = std::max(0.0, iso * (1 - x_lost));
+      sum.Add(x.slo_qps, expected);
+      const SetScore s = sum.Finish(util);
+      if (!best || s.score > best->score) best = Best{s.score, pct, memory};
+      if (explain) {
+        PartitionOption o;
+        o.node = node;
+        o.gpu = part.gpu;
+        o.partition = part.uuid;
+        o.mps_percent = pct;
+        o.util = util;
+        o.set = s;
+        o.members.push_back(Breakdown(x.id, x.app, x.slo_qps, iso, x_lost));
+        for (const Member& y : members) {
+          const model::PlacedWorkload* pw = c.Find(y.id);
+          o.members.push_back(
+              Breakdown(y.id, pw->workload.app, y.slo, y.isolated, y.lost_base + Lost(y.app, xa)));
+        }
+        o.placement = {x.id, node, {{p, milli, memory}}};
+        explain->push_back(std::move(o));
+      }
+    }
+    return best;
+  }
+
+  static MemberScore Breakdown(WorkloadId id, const std::string& app, double slo, double iso,
+                               double lost) {
+    MemberScore m;
+    m.workload = id;
+    m.app = app;
+    m.slo = slo;
+    m.isolated = iso;
+    m.interference = lost;
+    m.expected = std::isnan(iso) ? iso : std::max(0.0, iso * (1 - lost));
+    if (slo > 0 && !std::isnan(iso)) {
+      m.err = Err(slo, m.expected);
+      m.score1 = Score1(m.err);
+      m.score2 = Score2(m.err);
+      m.negative = m.expected < slo;
+    }
+    return m;
+  }
+
+  // x alone on an instance of `profile` (-1: MIG off) of an empty GPU of `gpu_model`.
+  struct Alone {
+    double score = -1;
+    int profile = -1;
+    int percent = 100;
+  };
+  Alone BestAlone(const Workload& x, model::GpuModelId gpu_model, int profile) {
+    const AppId xa = AppOf(x.app);
+    const model::GpuModel& m = model::GetGpuModel(gpu_model);
+    const int64_t partition_memory =
+        profile < 0 ? m.memory_mib : m.mig_profiles[profile].memory_mib;
+    Alone best;
+    for (int pct : options.mps_percents) {
+      if (x.gpu.memory_mib > partition_memory * pct / 100) continue;
+      const double iso = Isolated(xa, gpu_model, profile, pct);
+      if (std::isnan(iso)) continue;
+      SetSum sum;
+      sum.Add(x.slo_qps, iso);
+      const double s = sum.Finish(0).score;
+      if (s > best.score) best = {s, profile, pct};
+    }
+    return best;
+  }
+
+  // For each MIG-capable model: the profiles some valid layout uses, and for each the layout
+  // with the most instances that contains it (and that instance's slot).
+  struct LayoutChoice {
+    MigLayout layout;
+    int slot = 0;
+  };
+  static const std::vector<std::vector<std::optional<LayoutChoice>>>& Layouts() {
+    static const auto table = [] {
+      std::vector<std::vector<std::optional<LayoutChoice>>> t;
+      for (const model::GpuModel& m : model::AllGpuModels()) {
+        std::vector<std::optional<LayoutChoice>> per(m.mig_profiles.size());
+        for (const MigLayout& l : model::ValidLayouts(m)) {
+          for (size_t slot = 0; slot < l.instances.size(); ++slot) {
+            std::optional<LayoutChoice>& choice = per[l.instances[slot].profile];
+            if (!choice || l.instances.size() > choice->layout.instances.size()) {
+              choice = LayoutChoice{l, static_cast<int>(slot)};
+            }
+          }
+        }
+        t.push_back(std::move(per));
+      }
+      return t;
+    }();
+    return table;
+  }
+
+  // The node's best offer (and, for Explain, every option).
+  std::optional<Candidate> Offer(const Workload& x, NodeIndex node, const ClusterState& c,
+                                 std::vector<PartitionOption>* explain) {
+    const model::Node& n = c.node(node);
+    std::optional<Candidate> best;
+    auto consider = [&](Candidate cand) {
+      if (!best || cand.score > best->score) best = std::move(cand);
+    };
+    for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
+      const model::Gpu& gpu = c.gpu(g);
+      if (!gpu.available || !x.gpu.AllowsModel(gpu.model)) continue;
+      double current_best = -1;
+      for (int slot = 0; slot < gpu.partition_count; ++slot) {
+        const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
+        if (std::optional<Best> b = ScorePartition(x, node, p, c, explain)) {
+          current_best = std::max(current_best, b->score);
+          consider({b->score, {x.id, node, {{p, b->percent * 10, b->memory_mib}}}, {}, {}});
+        }
+      }
+      const model::GpuModel& m = model::GetGpuModel(gpu.model);
+      if (!options.reshape || !m.mig_capable() || !gpu.idle()) continue;
+      // Reshaping an empty GPU: the layout whose best partition beats what the GPU has now.
+      Alone alone;
+      if (gpu.mig) alone = BestAlone(x, gpu.model, -1);
+      const auto& choices = Layouts()[gpu.model];
+      for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
+        if (!choices[prof]) continue;
+        const Alone a = BestAlone(x, gpu.model, prof);
+        if (a.score > alone.score) alone = a;
+      }
+      if (alone.score < 0 || alone.score <= current_best) continue;
+      Candidate cand;
+      cand.score = alone.score;
+      int64_t memory = 0;
+      if (alone.profile < 0) {
+        cand.reshape = ReshapeTo{g, std::nullopt};
+        memory = m.memory_mib * alone.percent / 100;
+        cand.placement = {
+            x.id, node, {{ClusterState::PartitionOf(g, 0), alone.percent * 10, memory}}};
+      } else {
+        const LayoutChoice& lc = *choices[alone.profile];
+        cand.reshape = ReshapeTo{g, lc.layout};
+        memory = m.mig_profiles[alone.profile].memory_mib * alone.percent / 100;
+        cand.placement = {
+            x.id, node, {{ClusterState::PartitionOf(g, lc.slot), alone.percent * 10, memory}}};
+      }
+      if (explain) {
+        PartitionOption o;
+        o.node = node;
+        o.gpu = g;
+        o.partition = fmt::format("{} (reshape {})",
+                                  alone.profile < 0 ? std::string(predict::kWholeGpu)
+                                                    : m.mig_profiles[alone.profile].name,
+                                  alone.profile < 0
+                                      ? std::string("MIG off")
+                                      : model::LayoutToString(m, choices[alone.profile]->layout));
+        o.mps_percent = alone.percent;
+        o.members.push_back(
+            Breakdown(x.id, x.app, x.slo_qps,
+                      Isolated(AppOf(x.app), gpu.model, alone.profile, alone.percent), 0));
+        o.set = ScoreSet(o.members, 0);
+        o.reshape = cand.reshape;
+        o.placement = cand.placement;
+        explain->push_back(std::move(o));
+      }
+      consider(std::move(cand));
+    }
+    return best;
+  }
+
+  // Outside the model: first fit, scored by how idle the chosen partitions are.
+  std::optional<Candidate> Fallback(const Workload& w, NodeIndex node, const ClusterState& c) {
+    if (!NodeFits(w, node, c).ok()) return std::nullopt;
+    std::optional<Placement> p = FirstFitPlacement(w, node, c);
+    if (!p) return std::nullopt;
+    double util = 0;
+    for (const model::Slice& s : p->slices) util += Util(c.partition(s.partition));
+    if (!p->slices.empty()) util /= static_cast<double>(p->slices.size());
+    return Candidate{100.0 * (1.0 - util), std::move(*p), {}, {}};
+  }
+};
+
+Predictive::Predictive(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
+                       PredictiveOptions options)
+    : impl_(std::make_unique<Impl>(predictor, telemetry, std::move(options))) {}
+
+Predictive::~Predictive() = default;
+
+Feasibility Predictive::Filter(const Workload& w, NodeIndex node, const ClusterState& c) const {
+  const model::Node& n = c.node(node);
+  if (!n.ready) return Feasibility::No("node not ready");
+  if (w.cpu_milli > n.free_cpu_milli()) return Feasibility::No("not enough CPU");
+  if (w.memory_mib > n.free_memory_mib()) return Feasibility::No("not enough memory");
+  if (!impl_->Predictable(w)) return NodeFits(w, node, c);
+  bool any_gpu = false;
+  for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
+    const model::Gpu& gpu = c.gpu(g);
+    if (!gpu.available || !w.gpu.AllowsModel(gpu.model)) continue;
+    any_gpu = true;
+    if (impl_->options.reshape && gpu.idle() && model::GetGpuModel(gpu.model).mig_capable()) {
+      return Feasibility::Yes();
+    }
+    for (int slot = 0; slot < gpu.partition_count; ++slot) {
+      const model::Partition& part = c.partition(ClusterState::PartitionOf(g, slot));
+      for (int pct : impl_->options.mps_percents) {
+        if (ShareFits(part, pct, w.gpu.memory_mib)) return Feasibility::Yes();
+      }
+    }
+  }
+  return Feasibility::No(any_gpu ? "no partition has a free MPS share with enough GPU memory"
+                                 : "no available GPU of an allowed model");
+}
+
+std::optional<Candidate> Predictive::Score(const Workload& w, NodeIndex node,
+                                           const ClusterState& c) {
+  if (!impl_->Predictable(w)) return impl_->Fallback(w, node, c);
+  return impl_->Offer(w, node, c, nullptr);
+}
+
+std::vector<PartitionOption> Predictive::Options(const Workload& w, NodeIndex node,
+                                                 const ClusterState& c) {
+  std::vector<PartitionOption> out;
+  if (impl_->Predictable(w)) impl_->Offer(w, node, c, &out);
+  std::stable_sort(out.begin(), out.end(), [](const PartitionOption& a, const PartitionOption& b) {
+    return a.set.score > b.set.score;
+  });
+  return out;
+}
+
+std::string Predictive::Explain(const Workload& w, const ClusterState& c) {
+  if (!impl_->Predictable(w)) {
+    std::string why = w.gpu.count != 1             ? "it asks for more than one GPU"
+                      : !w.gpu.mig_profile.empty() ? "it asks for a named MIG profile"
+                      : w.slo_qps <= 0             ? "it has no SLO"
+                                                   : "the predictor does not know its application";
+    return fmt::format("predictive: workload {} ({}) is placed first-fit because {}\n", w.id,
+                       w.name, why) +
+           Policy::Explain(w, c);
+  }
+  std::vector<PartitionOption> all;
+  std::vector<std::string> filtered;
+  for (NodeIndex n = 0; n < c.node_count(); ++n) {
+    const Feasibility f = Filter(w, n, c);
+    if (!f.ok()) {
+      filtered.push_back(fmt::format("  {}: {}", c.node(n).name, f.reason));
+      continue;
+    }
+    std::vector<PartitionOption> opts = Options(w, n, c);
+    all.insert(all.end(), std::make_move_iterator(opts.begin()),
+               std::make_move_iterator(opts.end()));
+  }
+  std::stable_sort(all.begin(), all.end(), [](const PartitionOption& a, const PartitionOption& b) {
+    return a.set.score > b.set.score;
+  });
+  std::string out = fmt::format(
+      "predictive: workload {} ({}), app {}, SLO {:.2f} QPS, GPU memory {} MiB\n"
+      "{} candidate partition options, best first (x = the workload being placed):\n",
+      w.id, w.name, w.app, w.slo_qps, w.gpu.memory_mib, all.size());
+  for (const PartitionOption& o : all) {
+    out += fmt::format(
+        "\n  score {:6.2f}  node {}  gpu {}  partition {}  MPS {}%  util {:.2f}  "
+        "k {:.2f} ({} neg, {} pos)\n",
+        o.set.score, c.node(o.node).name, c.gpu(o.gpu).index, o.partition, o.mps_percent, o.util,
+        o.set.k, o.set.negative, o.set.positive);
+    out +=
+        fmt::format("    {:<3} {:<28} {:>9} {:>9} {:>8} {:>9} {:>7} {:>7} {:>7}\n", "", "workload",
+                    "SLO", "isolated", "interf", "expected", "err", "score1", "score2");
+    for (size_t i = 0; i < o.members.size(); ++i) {
+      const MemberScore& m = o.members[i];
+      if (std::isnan(m.isolated) || m.slo <= 0) {
+        out += fmt::format("    {:<3} {:<28} (no prediction: counts only as an aggressor)\n",
+                           i == 0 ? "x" : "", fmt::format("{} {}", m.workload, m.app));
+        continue;
+      }
+      out += fmt::format("    {:<3} {:<28} {:9.2f} {:9.2f} {:8.3f} {:9.2f} {:7.3f} {:>7} {:>7}\n",
+                         i == 0 ? "x" : "", fmt::format("{} {}", m.workload, m.app), m.slo,
+                         m.isolated, m.interference, m.expected, m.err,
+                         m.negative ? fmt::format("{:.3f}", m.score1) : "-",
+                         m.negative ? "-" : fmt::format("{:.3f}", m.score2));
+    }
+  }
+  if (!filtered.empty()) {
+    out += "\nfiltered nodes:\n";
+    for (const std::string& f : filtered) out += f + "\n";
+  }
+  return out;
+}
+
+}  // namespace tessera::policy
