@@ -82,6 +82,10 @@ struct Predictive::Impl {
     uint64_t generation = 0;
     bool valid = false;
     std::vector<Member> members;
+    // util(p) as read under telemetry version `util_version` (valid while both hold).
+    std::optional<uint64_t> util_version;
+    uint64_t util_node_version = 0;
+    double util = 0;
   };
   std::vector<PartitionCache> partitions;
 
@@ -89,6 +93,9 @@ struct Predictive::Impl {
   static constexpr int kProfiles = 16, kPercents = 101;
   std::vector<int> config_ids;
   int configs_seen = -1;
+
+  // The telemetry's version, read once per node scored (Offer).
+  std::optional<uint64_t> util_version;
 
   // The last workload's application handle (handles never change once assigned).
   std::string x_app_key;
@@ -181,6 +188,21 @@ struct Predictive::Impl {
     return cache.members;
   }
 
+  // util(p), cached per partition while neither the telemetry snapshot nor the node changed.
+  double CachedUtil(model::PartitionIndex p, const ClusterState& c) {
+    const model::Partition& part = c.partition(p);
+    const std::optional<uint64_t>& version = util_version;
+    if (!telemetry || !version) return Util(part);
+    PartitionCache& cache = partitions[p];  // sized by Members()
+    const uint64_t node_version = c.node(c.gpu(part.gpu).node).version;
+    if (cache.util_version != version || cache.util_node_version != node_version) {
+      cache.util = Util(part);
+      cache.util_version = version;
+      cache.util_node_version = node_version;
+    }
+    return cache.util;
+  }
+
   double Util(const model::Partition& part) const {
     if (telemetry) {
       if (std::optional<double> u = telemetry->Utilization(part.uuid)) {
@@ -212,7 +234,7 @@ struct Predictive::Impl {
         others.Add(y.slo, std::max(0.0, y.isolated * (1 - y.lost_base - Lost(y.app, xa))));
       }
     }
-    const double util = Util(part);
+    const double util = CachedUtil(p, c);
     std::optional<Best> best;
     for (int pct : options.mps_percents) {
       if (!ShareFits(part, pct, x.gpu.memory_mib)) continue;
@@ -314,14 +336,19 @@ struct Predictive::Impl {
     return table;
   }
 
-  // The node's best offer (and, for Explain, every option).
+  // The node's best offer (and, for Explain, every option). The hot loop keeps the best as
+  // plain numbers and builds one Candidate at the end.
   std::optional<Candidate> Offer(const Workload& x, NodeIndex node, const ClusterState& c,
                                  std::vector<PartitionOption>* explain) {
     const model::Node& n = c.node(node);
-    std::optional<Candidate> best;
-    auto consider = [&](Candidate cand) {
-      if (!best || cand.score > best->score) best = std::move(cand);
-    };
+    util_version = telemetry ? telemetry->Version() : std::nullopt;
+    struct Pick {
+      double score = -1;
+      model::PartitionIndex partition = 0;
+      int percent = 0;
+      int64_t memory_mib = 0;
+      std::optional<ReshapeTo> reshape;
+    } best;
     for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
       const model::Gpu& gpu = c.gpu(g);
       if (!gpu.available || !x.gpu.AllowsModel(gpu.model)) continue;
@@ -330,7 +357,7 @@ struct Predictive::Impl {
         const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
         if (std::optional<Best> b = ScorePartition(x, node, p, c, explain)) {
           current_best = std::max(current_best, b->score);
-          consider({b->score, {x.id, node, {{p, b->percent * 10, b->memory_mib}}}, {}, {}});
+          if (b->score > best.score) best = {b->score, p, b->percent, b->memory_mib, std::nullopt};
         }
       }
       const model::GpuModel& m = model::GetGpuModel(gpu.model);
@@ -345,26 +372,24 @@ struct Predictive::Impl {
         if (a.score > alone.score) alone = a;
       }
       if (alone.score < 0 || alone.score <= current_best) continue;
-      Candidate cand;
-      cand.score = alone.score;
-      int64_t memory = 0;
+      Pick pick;
+      pick.score = alone.score;
+      pick.percent = alone.percent;
       if (alone.profile < 0) {
-        cand.reshape = ReshapeTo{g, std::nullopt};
-        memory = m.memory_mib * alone.percent / 100;
-        cand.placement = {
-            x.id, node, {{ClusterState::PartitionOf(g, 0), alone.percent * 10, memory}}};
+        pick.reshape = ReshapeTo{g, std::nullopt};
+        pick.partition = ClusterState::PartitionOf(g, 0);
+        pick.memory_mib = m.memory_mib * alone.percent / 100;
       } else {
         const LayoutChoice& lc = *choices[alone.profile];
-        cand.reshape = ReshapeTo{g, lc.layout};
-        memory = m.mig_profiles[alone.profile].memory_mib * alone.percent / 100;
-        cand.placement = {
-            x.id, node, {{ClusterState::PartitionOf(g, lc.slot), alone.percent * 10, memory}}};
+        pick.reshape = ReshapeTo{g, lc.layout};
+        pick.partition = ClusterState::PartitionOf(g, lc.slot);
+        pick.memory_mib = m.mig_profiles[alone.profile].memory_mib * alone.percent / 100;
       }
       if (explain) {
         PartitionOption o;
         o.node = node;
         o.gpu = g;
-        o.partition = fmt::format("{} (reshape {})",
+        o.partition = fmt::format("{} (reshape: {})",
                                   alone.profile < 0 ? std::string(predict::kWholeGpu)
                                                     : m.mig_profiles[alone.profile].name,
                                   alone.profile < 0
@@ -375,13 +400,17 @@ struct Predictive::Impl {
             Breakdown(x.id, x.app, x.slo_qps,
                       Isolated(AppOf(x.app), gpu.model, alone.profile, alone.percent), 0));
         o.set = ScoreSet(o.members, 0);
-        o.reshape = cand.reshape;
-        o.placement = cand.placement;
+        o.reshape = pick.reshape;
+        o.placement = {x.id, node, {{pick.partition, pick.percent * 10, pick.memory_mib}}};
         explain->push_back(std::move(o));
       }
-      consider(std::move(cand));
+      if (pick.score > best.score) best = std::move(pick);
     }
-    return best;
+    if (best.score < 0) return std::nullopt;
+    return Candidate{best.score,
+                     {x.id, node, {{best.partition, best.percent * 10, best.memory_mib}}},
+                     std::move(best.reshape),
+                     {}};
   }
 
   // Outside the model: first fit, scored by how idle the chosen partitions are.

@@ -109,6 +109,7 @@ Expected<void> PrometheusTelemetry::Refresh() {
   }
   snap->fetched_at = clock_.Now();
   std::lock_guard lock(mu_);
+  snap->sequence = snapshot_ ? snapshot_->sequence + 1 : 1;
   snapshot_ = std::move(snap);
   ++refreshes_;
   return {};
@@ -158,6 +159,12 @@ std::shared_ptr<const PrometheusTelemetry::Snapshot> PrometheusTelemetry::Fresh(
   }
   if (!s || clock_.Now() - s->fetched_at > options_.staleness_bound_s) return nullptr;
   return s;
+}
+
+std::optional<uint64_t> PrometheusTelemetry::Version() const {
+  auto s = Fresh();
+  if (!s) return std::nullopt;
+  return s->sequence;
 }
 
 std::optional<double> PrometheusTelemetry::Utilization(std::string_view uuid) const {

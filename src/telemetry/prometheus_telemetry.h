@@ -63,6 +63,8 @@ class PrometheusTelemetry final : public Telemetry {
   std::optional<double> MemoryUsedMib(std::string_view uuid) const override;
   std::optional<Series> MemoryUsed(std::string_view uuid, double window_s) const override;
   std::optional<double> PowerWatts(std::string_view uuid) const override;
+  // The snapshot's sequence number while it is fresh; nullopt once stale or before the first.
+  std::optional<uint64_t> Version() const override;
 
   TelemetryHealth Health() const;
   // tessera_telemetry_{refreshes_total,refresh_failures_total,age_seconds,stale} in the
@@ -75,6 +77,7 @@ class PrometheusTelemetry final : public Telemetry {
     Series memory_series;
   };
   struct Snapshot {
+    uint64_t sequence = 0;  // 1, 2, ... in the order snapshots were taken
     double fetched_at = 0;  // clock time
     UuidMap<Values> by_uuid;
   };

@@ -25,6 +25,7 @@ Series Tail(const Series& series, double window_s) {
 void StaticTelemetry::AddMemorySample(std::string_view uuid, double t, double mib) {
   series_[std::string(uuid)].push_back({t, mib});
   mem_[std::string(uuid)] = mib;
+  ++version_;
 }
 
 void StaticTelemetry::Forget(std::string_view uuid) {
@@ -33,6 +34,7 @@ void StaticTelemetry::Forget(std::string_view uuid) {
   mem_.erase(key);
   power_.erase(key);
   series_.erase(key);
+  ++version_;
 }
 
 std::optional<double> StaticTelemetry::Utilization(std::string_view uuid) const {

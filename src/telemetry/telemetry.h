@@ -10,6 +10,7 @@
 // hot path — policies call them per partition while scoring thousands of GPUs — so they read
 // memory only, never the network.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,6 +40,10 @@ class Telemetry {
   // Board power draw, W (DCGM_FI_DEV_POWER_USAGE): a property of the GPU, so a MIG instance has
   // none of its own (ask for its GPU's uuid).
   virtual std::optional<double> PowerWatts(std::string_view) const { return std::nullopt; }
+  // Names the data lookups answer from now: while it stays the same value, every lookup returns
+  // what it returned before, so a caller may cache per uuid (the policies' hot path does).
+  // nullopt: no such promise (the default; also while the data is stale).
+  virtual std::optional<uint64_t> Version() const { return std::nullopt; }
 };
 
 // Heterogeneous lookup so the hot path hashes a string_view without building a string.
@@ -52,9 +57,18 @@ using UuidMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 // Values set by their owner. Not thread-safe: set between scheduling cycles.
 class StaticTelemetry final : public Telemetry {
  public:
-  void SetUtilization(std::string_view uuid, double u) { util_[std::string(uuid)] = u; }
-  void SetMemoryUsedMib(std::string_view uuid, double mib) { mem_[std::string(uuid)] = mib; }
-  void SetPowerWatts(std::string_view uuid, double w) { power_[std::string(uuid)] = w; }
+  void SetUtilization(std::string_view uuid, double u) {
+    util_[std::string(uuid)] = u;
+    ++version_;
+  }
+  void SetMemoryUsedMib(std::string_view uuid, double mib) {
+    mem_[std::string(uuid)] = mib;
+    ++version_;
+  }
+  void SetPowerWatts(std::string_view uuid, double w) {
+    power_[std::string(uuid)] = w;
+    ++version_;
+  }
   // Appends to the memory series (t ascending) and sets the current memory in use.
   void AddMemorySample(std::string_view uuid, double t, double mib);
   void Forget(std::string_view uuid);
@@ -64,8 +78,10 @@ class StaticTelemetry final : public Telemetry {
   // Relative to the series' newest sample: those with t ≥ newest − window_s.
   std::optional<Series> MemoryUsed(std::string_view uuid, double window_s) const override;
   std::optional<double> PowerWatts(std::string_view uuid) const override;
+  std::optional<uint64_t> Version() const override { return version_; }
 
  private:
+  uint64_t version_ = 0;  // bumped by every change
   UuidMap<double> util_, mem_, power_;
   UuidMap<Series> series_;
 };
