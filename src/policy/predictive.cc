@@ -152,6 +152,9 @@ struct Predictive::Impl {
     return x_app;
   }
 
+  // The throughput the score aims at: the SLO, raised by the headroom option.
+  double Target(double slo) const { return slo * (1 + options.slo_headroom); }
+
   bool Predictable(const Workload& w) {
     return w.gpu.count == 1 && w.gpu.mig_profile.empty() && w.slo_qps > 0 && AppOf(w.app) >= 0;
   }
@@ -172,7 +175,7 @@ struct Predictive::Impl {
     for (const model::Client& client : part.clients) {
       const model::PlacedWorkload* pw = c.Find(client.workload);
       TESSERA_CHECK(pw != nullptr);
-      Member m{client.workload, -1, pw->workload.slo_qps, predict::kMissing, 0};
+      Member m{client.workload, -1, Target(pw->workload.slo_qps), predict::kMissing, 0};
       if (!pw->workload.app.empty()) m.app = predictor.FindApp(pw->workload.app).value_or(-1);
       m.isolated = Isolated(m.app, gpu.model, part.profile, client.milli / 10);
       cache.members.push_back(m);
@@ -244,7 +247,7 @@ struct Predictive::Impl {
       if (std::isnan(iso)) continue;
       SetSum sum = others;
       const double expected = std::max(0.0, iso * (1 - x_lost));
-      sum.Add(x.slo_qps, expected);
+      sum.Add(Target(x.slo_qps), expected);
       const SetScore s = sum.Finish(util);
       if (!best || s.score > best->score) best = Best{s.score, pct, memory};
       if (explain) {
@@ -255,7 +258,7 @@ struct Predictive::Impl {
         o.mps_percent = pct;
         o.util = util;
         o.set = s;
-        o.members.push_back(Breakdown(x.id, x.app, x.slo_qps, iso, x_lost));
+        o.members.push_back(Breakdown(x.id, x.app, Target(x.slo_qps), iso, x_lost));
         for (const Member& y : members) {
           const model::PlacedWorkload* pw = c.Find(y.id);
           o.members.push_back(
@@ -303,7 +306,7 @@ struct Predictive::Impl {
       const double iso = Isolated(xa, gpu_model, profile, pct);
       if (std::isnan(iso)) continue;
       SetSum sum;
-      sum.Add(x.slo_qps, iso);
+      sum.Add(Target(x.slo_qps), iso);
       const double s = sum.Finish(0).score;
       if (s > best.score) best = {s, profile, pct};
     }
@@ -397,7 +400,7 @@ struct Predictive::Impl {
                                       : model::LayoutToString(m, choices[alone.profile]->layout));
         o.mps_percent = alone.percent;
         o.members.push_back(
-            Breakdown(x.id, x.app, x.slo_qps,
+            Breakdown(x.id, x.app, Target(x.slo_qps),
                       Isolated(AppOf(x.app), gpu.model, alone.profile, alone.percent), 0));
         o.set = ScoreSet(o.members, 0);
         o.reshape = pick.reshape;

@@ -55,6 +55,9 @@ struct PredictiveOptions {
   std::vector<int> mps_percents = {100, 50, 25};
   bool reshape = true;
   std::string interference_kind = "mps";
+  // Not in the thesis (0 = to the letter): score against SLO × (1 + headroom), so that a
+  // prediction a few percent optimistic still lands above the SLO. See docs/policies.md.
+  double slo_headroom = 0;
 };
 
 // One member y of X as the score sees it (Explain prints these).

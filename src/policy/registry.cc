@@ -47,8 +47,9 @@ Factory NeedsRng(const char* name) {
 Factory MakePredictive() {
   return [](const PolicyContext& context,
             const nlohmann::json& options) -> Expected<std::unique_ptr<Policy>> {
-    if (auto ok = RejectUnknownOptions("predictive", options,
-                                       {"mps_percents", "reshape", "interference_kind"});
+    if (auto ok =
+            RejectUnknownOptions("predictive", options,
+                                 {"mps_percents", "reshape", "interference_kind", "slo_headroom"});
         !ok) {
       return std::unexpected(ok.error());
     }
@@ -61,11 +62,17 @@ Factory MakePredictive() {
         o.mps_percents = options.at("mps_percents").get<std::vector<int>>();
       }
       if (options.contains("reshape")) o.reshape = options.at("reshape").get<bool>();
+      if (options.contains("slo_headroom")) {
+        o.slo_headroom = options.at("slo_headroom").get<double>();
+      }
       if (options.contains("interference_kind")) {
         o.interference_kind = options.at("interference_kind").get<std::string>();
       }
     } catch (const nlohmann::json::exception& e) {
       return Fail("policy predictive: bad option: {}", e.what());
+    }
+    if (!(o.slo_headroom >= 0 && o.slo_headroom <= 1)) {
+      return Fail("policy predictive: slo_headroom {} is outside 0..1", o.slo_headroom);
     }
     if (o.mps_percents.empty()) return Fail("policy predictive: mps_percents is empty");
     for (int pct : o.mps_percents) {
@@ -90,7 +97,7 @@ Factory WithTypicalPods(const char* name) {
 const std::vector<Entry>& Registry() {
   static const std::vector<Entry> entries = {
       {{"predictive",
-        "thesis Ch. 8.3: predicted QPS vs SLO score, MPS limits, idle-GPU MIG reshape"},
+        "thesis Ch. 8.3: predicted QPS vs SLO score, MPS limits, idle-GPU MIG reshape", true},
        MakePredictive()},
       {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
        NoOptions<FirstFit>("first-fit")},
@@ -130,6 +137,26 @@ Expected<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const Policy
   std::string known;
   for (const Entry& e : Registry()) known += (known.empty() ? "" : ", ") + e.info.name;
   return Fail("unknown policy '{}' (known: {})", name, known);
+}
+
+Expected<PolicySpec> ParsePolicySpec(std::string_view text) {
+  const size_t brace = text.find('{');
+  PolicySpec spec{std::string(text.substr(0, brace)), nlohmann::json()};
+  if (spec.name.empty()) return Fail("policy '{}': no name", text);
+  if (brace != std::string_view::npos) {
+    spec.options = nlohmann::json::parse(text.substr(brace), nullptr, /*allow_exceptions=*/false);
+    if (spec.options.is_discarded() || !spec.options.is_object()) {
+      return Fail("policy '{}': the options after the name must be one JSON object", text);
+    }
+  }
+  return spec;
+}
+
+std::optional<PolicyInfo> FindPolicy(std::string_view name) {
+  for (const Entry& e : Registry()) {
+    if (e.info.name == name) return e.info;
+  }
+  return std::nullopt;
 }
 
 std::vector<PolicyInfo> Policies() {

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,8 +32,19 @@ struct PolicyContext {
 
 struct PolicyInfo {
   std::string name;
-  std::string summary;  // one line, with the seed section it follows
+  std::string summary;           // one line, with the seed section it follows
+  bool needs_predictor = false;  // MakePolicy fails without PolicyContext::predictor
 };
+// A policy with its options as one string, for command lines: "predictive" or
+// 'predictive{"slo_headroom": 0.1}' (the name, then a JSON object).
+struct PolicySpec {
+  std::string name;
+  nlohmann::json options;
+};
+[[nodiscard]] Expected<PolicySpec> ParsePolicySpec(std::string_view text);
+
+// The entry for `name`, or nullopt.
+std::optional<PolicyInfo> FindPolicy(std::string_view name);
 
 [[nodiscard]] Expected<std::unique_ptr<Policy>> MakePolicy(std::string_view name,
                                                            const PolicyContext& context,

@@ -169,8 +169,10 @@ void Engine::Settle() {
           if (it != running_.end()) busy += it->second.busy;
         }
         util += part.compute_share * std::min(1.0, busy);
+        if (options_.telemetry) options_.telemetry->SetUtilization(part.uuid, std::min(1.0, busy));
       }
       SetGpuUtil(g, util);
+      if (options_.telemetry) options_.telemetry->SetUtilization(cluster_.gpu(g).uuid, util);
     }
     for (const auto& [id, why] : failures) Finish(id, true, why);
   }

@@ -21,6 +21,7 @@
 #include "policy/policy.h"
 #include "sched/scheduler.h"
 #include "sim/ground_truth.h"
+#include "telemetry/telemetry.h"
 
 namespace tessera::sim {
 
@@ -28,6 +29,10 @@ struct EngineOptions {
   double cycle_interval_s = 1.0;  // a cycle also runs right after every arrival and completion
   double reshape_s = 5.0;         // MIG reconfiguration time (thesis Ch. 8.3)
   double horizon_s = 1e9;         // stop here even if work remains (counted as unfinished)
+  // When set, the engine publishes what a DCGM exporter would: each partition's graphics-engine
+  // activity (its clients' busy fractions, capped at 1) and each GPU's, by uuid, whenever they
+  // change — the util(p) telemetry-driven policies read.
+  telemetry::StaticTelemetry* telemetry = nullptr;
 };
 
 // One workload's life, for reports.

@@ -63,6 +63,10 @@ double Physics::NoiseFactor(model::WorkloadId id) const {
 }
 
 RunRate Physics::Rate(const model::PlacedWorkload& pw, const model::ClusterState& c) {
+  return RateIn(pw, c);
+}
+
+RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterState& c) const {
   const model::Workload& w = pw.workload;
   const AppSpec* app = catalog_.Find(w.app);
   if (!app) return {0, 0, true, "unknown application '" + w.app + "'"};

@@ -66,6 +66,7 @@ class Physics final : public GroundTruth {
   };
   Isolated IsolatedRate(const AppSpec& app, model::GpuModelId gpu, int profile,
                         int32_t milli) const;
+  RunRate RateIn(const model::PlacedWorkload& pw, const model::ClusterState& cluster) const;
   double NoiseFactor(model::WorkloadId id) const;
 
   AppCatalog catalog_;

@@ -134,6 +134,20 @@ TEST_F(PredictiveTest, AloneOnAnIdlePartitionPicksTheShareClosestAboveTheSlo) {
   EXPECT_NEAR(policy_.Score(App(1, "a", 18), 0, c_)->score, 36.0, 1e-9);
 }
 
+TEST_F(PredictiveTest, HeadroomScoresAgainstARaisedTarget) {
+  // Option slo_headroom 0.25 (not in the thesis): x = a, SLO 18 is scored against 22.5.
+  //   25%: 20 < 22.5, err 0.1111, score1 = 1/(1 + 1.1111²) = 0.447514 → 44.75
+  //   50%: 30, err 0.3333, score2 0.75 → 75   ← now the 50% share wins
+  //  100%: 40, err 0.7778, score2 0.5625 → 56.25
+  ASSERT_TRUE(c_.AddNode(model::UniformNode("n", V100(), 1, 64000, 1 << 20)));
+  Util(ClusterState::PartitionOf(0, 0), 0);
+  Predictive headroom(predictor_, &telemetry_, {.slo_headroom = 0.25});
+  const std::optional<Candidate> cand = headroom.Score(App(1, "a", 18), 0, c_);
+  ASSERT_TRUE(cand);
+  EXPECT_NEAR(cand->score, 75.0, 1e-9);
+  EXPECT_EQ(cand->placement.slices[0].milli, 500);
+}
+
 TEST_F(PredictiveTest, EveryMemberOfXCountsPositiveNegativeAndMixed) {
   ASSERT_TRUE(c_.AddNode(model::UniformNode("n", V100(), 1, 64000, 1 << 20)));
   const PartitionIndex p = ClusterState::PartitionOf(0, 0);
@@ -308,6 +322,16 @@ TEST(PredictiveRegistryTest, NeedsAPredictorAndValidatesOptions) {
   EXPECT_FALSE(MakePolicy("predictive", ctx, {{"mps_percents", {0}}}).has_value());
   EXPECT_FALSE(MakePolicy("predictive", ctx, {{"mps_percents", "all"}}).has_value());
   EXPECT_FALSE(MakePolicy("predictive", ctx, {{"bogus", 1}}).has_value());
+  EXPECT_FALSE(MakePolicy("predictive", ctx, {{"slo_headroom", -0.1}}).has_value());
+  // The command-line form: a name, then its options as one JSON object.
+  Expected<PolicySpec> spec = ParsePolicySpec(R"(predictive{"slo_headroom": 0.1})");
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_EQ(spec->name, "predictive");
+  EXPECT_DOUBLE_EQ(spec->options.at("slo_headroom").get<double>(), 0.1);
+  EXPECT_TRUE(MakePolicy(spec->name, ctx, spec->options).has_value());
+  EXPECT_FALSE(ParsePolicySpec("predictive{oops").has_value());
+  EXPECT_FALSE(ParsePolicySpec("{}").has_value());
+  EXPECT_EQ(ParsePolicySpec("min")->name, "min");
 }
 
 }  // namespace

@@ -1,0 +1,132 @@
+#include "sim/profiler.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "base/rng.h"
+#include "predict/config_key.h"
+
+namespace tessera::sim {
+namespace {
+
+struct Config {
+  model::GpuModelId model;
+  int profile;  // -1: whole GPU
+  int percent;
+  std::string key;
+};
+
+// Every (model, whole or plain MIG profile, MPS %) configuration of `models`, in order.
+std::vector<Config> Enumerate(const std::vector<model::GpuModelId>& models,
+                              const std::vector<int>& percents) {
+  std::vector<Config> out;
+  for (model::GpuModelId id : models) {
+    const model::GpuModel& m = model::GetGpuModel(id);
+    for (int profile = -1; profile < static_cast<int>(m.mig_profiles.size()); ++profile) {
+      if (profile >= 0 && m.mig_profiles[profile].media_extensions) continue;
+      const std::string_view part =
+          profile < 0 ? predict::kWholeGpu : std::string_view(m.mig_profiles[profile].name);
+      for (int pct : percents)
+        out.push_back({id, profile, pct, predict::ConfigKey(m.name, part, pct)});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Profiler::Profiler(const Physics& physics, ProfilerOptions options)
+    : physics_(physics), options_(std::move(options)) {}
+
+std::vector<std::string> Profiler::Configs(const std::vector<model::GpuModelId>& models) const {
+  std::vector<std::string> out;
+  for (Config& c : Enumerate(models, options_.mps_percents)) out.push_back(std::move(c.key));
+  return out;
+}
+
+Expected<ProfileSamples> Profiler::Sample(const std::vector<std::string>& gpu_models,
+                                          uint64_t seed) const {
+  std::vector<model::GpuModelId> ids;
+  for (const std::string& name : gpu_models) {
+    const std::optional<model::GpuModelId> id = model::FindGpuModel(name);
+    if (!id) return Fail("profiler: unknown GPU model '{}'", name);
+    if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
+  }
+  const std::vector<Config> configs = Enumerate(ids, options_.mps_percents);
+  if (configs.empty()) return Fail("profiler: no GPU models to profile");
+  for (const std::string& app : options_.new_apps) {
+    if (!physics_.catalog().Find(app))
+      return Fail("profiler: new app '{}' is not in the catalogue", app);
+  }
+  const std::optional<model::GpuModelId> pair_gpu = model::FindGpuModel(options_.interference_gpu);
+  if (!pair_gpu) return Fail("profiler: unknown interference GPU '{}'", options_.interference_gpu);
+
+  Rng rng(seed);
+  const double sd = options_.noise_sd;
+  auto noisy = [&](double v) { return v * (1 + std::clamp(rng.Normal(0, sd), -3 * sd, 3 * sd)); };
+  ProfileSamples out;
+  for (const Config& c : configs) out.profile_.AddCol(c.key);
+  for (const AppSpec& app : physics_.catalog().apps) {
+    const int row = out.profile_.AddRow(app.key);
+    const bool is_new = std::find(options_.new_apps.begin(), options_.new_apps.end(), app.key) !=
+                        options_.new_apps.end();
+    std::vector<size_t> chosen;
+    if (is_new) {
+      const size_t want = 1 + rng.Below(2);
+      while (chosen.size() < std::min(want, configs.size())) {
+        const size_t k = rng.Below(configs.size());
+        if (std::find(chosen.begin(), chosen.end(), k) == chosen.end()) chosen.push_back(k);
+      }
+    } else {
+      for (size_t k = 0; k < configs.size(); ++k) {
+        if (rng.Uniform(0, 1) < options_.density) chosen.push_back(k);
+      }
+      if (chosen.empty()) chosen.push_back(rng.Below(configs.size()));
+    }
+    for (size_t k : chosen) {
+      const Config& c = configs[k];
+      const double qps = physics_.IsolatedRate(app, c.model, c.profile, c.percent * 10).qps;
+      out.profile_.Observe(row, *out.profile_.FindCol(c.key), noisy(qps));
+    }
+  }
+
+  // Pairs at 50 % MPS each on one whole GPU: the victim alone, then beside the aggressor.
+  model::ClusterState bench;
+  if (auto ok = bench.AddNode(model::UniformNode("profiler", *pair_gpu, 1, 1 << 20, 1 << 30));
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  const model::PartitionIndex part = model::ClusterState::PartitionOf(0, 0);
+  const int64_t half = bench.partition(part).memory_mib / 2;
+  auto place = [&](model::WorkloadId id, const std::string& app) {
+    model::Workload w;
+    w.id = id;
+    w.app = app;
+    w.gpu.count = 1;
+    return bench.Place(w, {id, 0, {{part, 500, half}}});
+  };
+  const auto& apps = physics_.catalog().apps;
+  for (const AppSpec& victim : apps) {
+    for (const AppSpec& aggressor : apps) {
+      if (rng.Uniform(0, 1) >= options_.pair_share) continue;
+      if (!place(1, victim.key))
+        return Fail("profiler: cannot place {} on the bench GPU", victim.key);
+      const RunRate alone = physics_.RateIn(*bench.Find(1), bench);
+      RunRate shared{};
+      if (place(2, aggressor.key)) {
+        shared = physics_.RateIn(*bench.Find(1), bench);
+        (void)bench.Remove(2);
+      }
+      (void)bench.Remove(1);
+      if (alone.fails || shared.fails || alone.qps <= 0 || shared.qps <= 0) continue;
+      const double lost = std::clamp(1 - noisy(shared.qps) / noisy(alone.qps), 0.0, 1.0);
+      if (auto ok = out.interference_.Observe("mps", victim.key, aggressor.key, lost); !ok) {
+        return std::unexpected(ok.error());
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera::sim
