@@ -130,7 +130,8 @@ std::string BarSvg(const std::string& title, const std::string& y_label,
                    const std::function<double(const sim::ThesisRun&)>& value, int decimals) {
   double hi = 0;
   for (const Series& s : series) hi = std::max(hi, value(s.mean));
-  const std::vector<double> y_ticks = NiceTicks(0, hi > 0 ? hi : 1, 5);
+  // Headroom above the tallest bar for its value label.
+  const std::vector<double> y_ticks = NiceTicks(0, hi > 0 ? 1.08 * hi : 1, 5);
   PlotFrame f{.x_min = 0,
               .x_max = static_cast<double>(std::max<size_t>(1, series.size())),
               .y_min = 0,
@@ -253,7 +254,7 @@ std::string ThesisHtml(const std::string& experiment, std::span<const sim::Thesi
       "td:nth-child(-n+2),th:nth-child(-n+2){{text-align:left}} "
       ".sw{{display:inline-block;width:10px;height:10px;margin-right:5px}}</style>\n"
       "</head><body>\n<h1>tessera simulate --experiment {0}</h1>\n"
-      "<p>{1} policies × {2} scenarios × up to {3} seeds. Metrics are means over seeds; a "
+      "<p>{1} policies × {2} scenarios × {3} seed(s). Metrics are means over seeds; a "
       "failed pod or one that never ran counts as an SLO violation at (achieved − SLO) / SLO = "
       "−1. Per-workload rows are in <code>workloads.csv</code>, the numbers in "
       "<code>report.json</code>.</p>\n",
