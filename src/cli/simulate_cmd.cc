@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "policy/registry.h"
 #include "report/openb_report.h"
+#include "report/thesis_report.h"
 #include "sim/apps.h"
 #include "sim/calibrate.h"
 #include "sim/embedded_apps.h"
@@ -36,7 +37,7 @@ struct SimulateFlags {
   std::string trace;       // openb-alloc: the pod list CSV
   std::string nodes_path;  // openb-alloc: the node list CSV (default: beside the trace)
   double inflation = 1.3;  // openb-alloc
-  std::string out;         // openb-alloc: directory for curves and the plot
+  std::string out;         // thesis, openb-alloc: report directory; calibrate: catalogue file
   bool json = false;
 };
 
@@ -84,22 +85,6 @@ std::vector<std::string> RegisteredOf(const std::vector<std::string>& wanted) {
     std::fprintf(stderr, "tessera simulate: policy %s is not in this build; skipped\n", m.c_str());
   }
   return out;
-}
-
-nlohmann::json ThesisJson(const sim::ThesisRun& m) {
-  return {{"policy", m.policy},
-          {"scenario", m.scenario.name()},
-          {"pods", m.pods},
-          {"slo_attainment", m.slo_attainment},
-          {"slo_violations", m.slo_violations},
-          {"failures", m.failures},
-          {"qps_slo_abs_diff_mean", m.qps_slo_abs_diff_mean},
-          {"makespan_s", m.makespan_s},
-          {"pending_s_mean", m.pending_s_mean},
-          {"execution_s_mean", m.execution_s_mean},
-          {"gpu_util_mean", m.gpu_util_mean},
-          {"power_w_mean", m.power_w_mean},
-          {"energy_j", m.energy_j}};
 }
 
 Expected<sim::AppCatalog> CatalogOf(const SimulateFlags& f) {
@@ -167,14 +152,10 @@ int RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& see
   if (f.experiment == "thesis-scale") {
     scenarios = {{f.workloads, false, f.cluster_nodes}, {f.workloads, true, f.cluster_nodes}};
   }
-  nlohmann::json results = nlohmann::json::array();
-  std::vector<sim::ThesisRun> means;
+  std::vector<sim::ThesisRun> runs;
   const size_t total = policies.size() * scenarios.size() * seeds.size();
-  size_t done = 0;
   for (const sim::ThesisScenario& sc : scenarios) {
     for (const std::string& name : policies) {
-      std::vector<sim::ThesisRun> runs;
-      nlohmann::json per_seed = nlohmann::json::array();
       for (uint64_t seed : seeds) {
         auto run = sim::RunThesis(name, sc, seed, *catalog);
         if (!run) {
@@ -182,25 +163,27 @@ int RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& see
           std::fprintf(stderr, "tessera simulate: %s\n", run.error().message.c_str());
           return 1;
         }
-        nlohmann::json one = ThesisJson(*run);
-        one["seed"] = seed;
-        per_seed.push_back(std::move(one));
         runs.push_back(std::move(*run));
-        Progress(fmt::format("thesis: {}/{} runs ({} {})", ++done, total, name, sc.name()), false);
+        Progress(fmt::format("{}: {}/{} runs ({} {})", f.experiment, runs.size(), total, name,
+                             sc.name()),
+                 false);
       }
-      means.push_back(sim::MeanOf(runs));
-      nlohmann::json mean = ThesisJson(means.back());
-      mean["per_seed"] = std::move(per_seed);
-      results.push_back(std::move(mean));
     }
   }
   Progress("", true);
+  if (!f.out.empty()) {
+    auto written = report::WriteThesisReport(f.out, f.experiment, seeds.size(), runs);
+    if (!written) {
+      std::fprintf(stderr, "tessera simulate: %s\n", written.error().message.c_str());
+      return 1;
+    }
+    for (const std::string& path : *written) std::fprintf(stderr, "wrote %s\n", path.c_str());
+  }
   if (f.json) {
-    const nlohmann::json out = {
-        {"experiment", f.experiment}, {"seeds", seeds.size()}, {"results", results}};
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", report::ThesisJson(f.experiment, seeds.size(), runs).dump(2).c_str());
     return 0;
   }
+  const std::vector<sim::ThesisRun> means = report::ThesisMeans(runs);
   if (f.experiment == "thesis-scale") {
     std::printf(
         "experiment thesis-scale: %d nodes x 8 GPUs (A30, A100, H100, V100), %d workloads "
@@ -397,7 +380,8 @@ void AddSimulate(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0.01, 10.0))
       ->capture_default_str();
   sub->add_option("--out", flags->out,
-                  "openb-alloc: directory for curves (CSV) and the plot (HTML/SVG); "
+                  "thesis, thesis-scale: directory for report.json, workloads.csv and "
+                  "report.html; openb-alloc: directory for curves (CSV) and the plot (HTML/SVG); "
                   "calibrate: the catalogue file to write");
   sub->add_flag("--json", flags->json, "Print one JSON object instead of a table");
   sub->callback([flags, exit_code] {

@@ -3,41 +3,10 @@
 #include <fmt/core.h>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
+
+#include "report/html.h"
 
 namespace tessera::report {
-namespace {
-
-constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-
-std::string Num(double x) { return std::isnan(x) ? "" : fmt::format("{:.4f}", x); }
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
-}
-
-Expected<void> WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) return Fail("{}: cannot write", path);
-  out << text;
-  if (!out) return Fail("{}: write failed", path);
-  return {};
-}
-
-}  // namespace
 
 std::string OpenbSvg(const std::string& trace, std::span<const sim::OpenbSummary> summaries) {
   // Two panels: allocation (y 0..100%) and fragmentation (% of capacity, y 0..max), x 0..130%.
@@ -83,7 +52,7 @@ std::string OpenbSvg(const std::string& trace, std::span<const sim::OpenbSummary
         left + pw / 2, y0 + h - 5);
     for (size_t i = 0; i < summaries.size(); ++i) {
       const sim::OpenbSummary& s = summaries[i];
-      const char* color = kColors[i % std::size(kColors)];
+      const char* color = SeriesColor(i);
       std::string points;
       for (int pct = 0; pct <= sim::kOpenbMaxPct; ++pct) {
         const double v = panel == 0 ? s.alloc_pct[pct] : s.frag_pct[pct];
@@ -104,12 +73,6 @@ std::string OpenbSvg(const std::string& trace, std::span<const sim::OpenbSummary
 Expected<std::vector<std::string>> WriteOpenbReport(const std::string& dir,
                                                     const std::string& trace,
                                                     std::span<const sim::OpenbRun> runs) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Fail("{}: cannot create: {}", dir, ec.message());
-  const std::string base = (std::filesystem::path(dir) / trace).string();
-  std::vector<std::string> written;
-
   std::string runs_csv = "policy,seed,arrived_pct,alloc_pct,frag_pct,frag_idle_pct\n";
   for (const sim::OpenbRun& r : runs) {
     for (int b = 0; b <= sim::kOpenbMaxPct; ++b) {
@@ -117,8 +80,6 @@ Expected<std::vector<std::string>> WriteOpenbReport(const std::string& dir,
                               Num(r.frag_pct[b]), Num(r.frag_idle_pct[b]));
     }
   }
-  if (auto ok = WriteFile(base + "_runs.csv", runs_csv); !ok) return std::unexpected(ok.error());
-  written.push_back(base + "_runs.csv");
 
   const std::vector<sim::OpenbSummary> summaries = sim::SummarizeOpenb(runs);
   std::string mean_csv =
@@ -130,8 +91,6 @@ Expected<std::vector<std::string>> WriteOpenbReport(const std::string& dir,
                               Num(s.frag_std[b]), Num(s.frag_idle_pct[b]));
     }
   }
-  if (auto ok = WriteFile(base + "_mean.csv", mean_csv); !ok) return std::unexpected(ok.error());
-  written.push_back(base + "_mean.csv");
 
   std::string html = fmt::format(
       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>openb-alloc {}</title>"
@@ -151,9 +110,9 @@ Expected<std::vector<std::string>> WriteOpenbReport(const std::string& dir,
     html += fmt::format("<td>{:.1f}</td></tr>\n", s.failed_pods);
   }
   html += "</table>\n</body></html>\n";
-  if (auto ok = WriteFile(base + ".html", html); !ok) return std::unexpected(ok.error());
-  written.push_back(base + ".html");
-  return written;
+  return WriteFiles(
+      dir,
+      {{trace + "_runs.csv", runs_csv}, {trace + "_mean.csv", mean_csv}, {trace + ".html", html}});
 }
 
 }  // namespace tessera::report

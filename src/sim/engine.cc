@@ -81,7 +81,15 @@ void Engine::Bind(const model::Workload& w, const model::Placement& p) {
   const double now = clock_.Now();
   o.start_s = now;
   o.node = p.node;
-  if (!p.slices.empty()) o.partition = cluster_.partition(p.slices[0].partition).uuid;
+  if (!p.slices.empty()) {
+    const model::Partition& part = cluster_.partition(p.slices[0].partition);
+    o.partition = part.uuid;
+    o.profile =
+        part.whole()
+            ? "whole"
+            : model::GetGpuModel(cluster_.gpu(part.gpu).model).mig_profiles[part.profile].name;
+    o.milli = p.slices[0].milli;
+  }
   Running r;
   r.index = index_of_.at(w.id);
   r.remaining = static_cast<double>(w.queries);

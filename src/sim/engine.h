@@ -44,6 +44,8 @@ struct WorkloadOutcome {
   std::string failure;
   model::NodeIndex node = -1;
   std::string partition;  // uuid of its first slice
+  std::string profile;    // that partition's MIG profile ("1g.6gb"), or "whole"
+  int32_t milli = 0;      // its share of that partition (MPS active threads x 10; 1000 = all)
   double queries_done = 0;
   // Mean QPS over its execution: queries / (end - start); 0 if it never ran.
   double achieved_qps() const;

@@ -147,6 +147,21 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
     const double rel = (achieved - o.workload.slo_qps) / o.workload.slo_qps;
     if (!ran || achieved < o.workload.slo_qps) ++run.slo_violations;
     run.relative_qps_diff.push_back(ran ? rel : -1);
+    run.workloads.push_back(
+        {.id = o.workload.id,
+         .app = o.workload.app,
+         .slo_qps = o.workload.slo_qps,
+         .achieved_qps = achieved,
+         .failed = o.failed,
+         .failure = o.failure,
+         .arrival_s = o.workload.arrival_s,
+         .start_s = o.start_s,
+         .end_s = o.end_s,
+         .pending_s = o.start_s ? o.pending_s() : r.end_s - o.workload.arrival_s,
+         .node = o.start_s ? cluster.node(o.node).name : "",
+         .partition = o.partition,
+         .profile = o.profile,
+         .mps_milli = o.milli});
     diff_sum += std::abs(ran ? rel : -1);
     pending_sum += o.start_s ? o.pending_s() : r.end_s - o.workload.arrival_s;
     if (ran) {

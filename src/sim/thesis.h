@@ -13,6 +13,7 @@
 // mean power and energy.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,25 @@ struct ThesisScenario {
   std::string name() const;  // "pods=20,slo=low", "pods=5000,slo=low,nodes=64"
 };
 
+// One pod's life in one run, for the per-workload report (report/thesis_report.h).
+struct ThesisWorkloadRecord {
+  model::WorkloadId id = 0;
+  std::string app;
+  double slo_qps = 0;
+  double achieved_qps = 0;  // 0 for a failure or a pod that never ran, as the metrics count it
+  bool failed = false;
+  std::string failure;  // why, when failed
+  double arrival_s = 0;
+  std::optional<double> start_s;  // bound
+  std::optional<double> end_s;    // finished or failed
+  double pending_s = 0;           // start − arrival; run end − arrival if it never started
+  std::string node;               // empty if never bound
+  std::string partition;          // uuid of its first slice; empty on the CPU node
+  std::string profile;            // "whole" or the MIG profile; empty on the CPU node
+  int32_t mps_milli = 0;          // share of that partition (1000 = all of it)
+  double relative_diff() const { return (achieved_qps - slo_qps) / slo_qps; }
+};
+
 struct ThesisRun {
   std::string policy;
   ThesisScenario scenario;
@@ -49,6 +69,8 @@ struct ThesisRun {
   double energy_j = 0;
   // Per workload: (achieved − SLO) / SLO; −1 for a failure or a pod that never ran.
   std::vector<double> relative_qps_diff;
+  // Per workload, in submission order (empty in MeanOf's result).
+  std::vector<ThesisWorkloadRecord> workloads;
 };
 
 // The cluster of Ch. 9: v100 (1 × V100-32GB), a30 (1 × A30-24GB, MIG-capable, starting with

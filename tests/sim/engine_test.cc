@@ -58,6 +58,9 @@ TEST_F(EngineTest, RatesMoveWhenCoLocationChanges) {
   EXPECT_DOUBLE_EQ(*r.workloads[1].start_s, 5);
   EXPECT_DOUBLE_EQ(*r.workloads[1].end_s, 11);
   EXPECT_NEAR(r.workloads[0].achieved_qps(), 100.0 / 13, 1e-9);
+  // Both share the T4 whole, each with half its threads.
+  EXPECT_EQ(r.workloads[1].profile, "whole");
+  EXPECT_EQ(r.workloads[1].milli, 500);
   EXPECT_NEAR(r.workloads[1].achieved_qps(), 5, 1e-9);
   EXPECT_DOUBLE_EQ(r.end_s, 13);
   // Utilisation 0.5 on [0,5), 1.0 on [5,11), 0.5 on [11,13): (2.5 + 6 + 1) / 13.
@@ -131,6 +134,8 @@ TEST(EngineReshapeTest, AReshapeDelaysTheStartByItsDuration) {
   // Arrives at 2, reshape 2..7, then 100 queries at 10/s: ends at 17.
   EXPECT_DOUBLE_EQ(*r.workloads[0].start_s, 7);
   EXPECT_DOUBLE_EQ(*r.workloads[0].end_s, 17);
+  EXPECT_EQ(r.workloads[0].profile, "1g.6gb");
+  EXPECT_EQ(r.workloads[0].partition.rfind("MIG-", 0), 0u);
   EXPECT_EQ(r.scheduler.reshapes, 1);
   EXPECT_EQ(c.gpu(0).partition_count, 4);
 }

@@ -56,6 +56,17 @@ TEST(ThesisTest, RunsAreDeterministicAndAccountForEveryPod) {
     EXPECT_EQ(a->relative_qps_diff.size(), 40u);
     EXPECT_EQ(a->energy_j, b->energy_j) << policy;
     EXPECT_EQ(a->relative_qps_diff, b->relative_qps_diff) << policy;
+    // One record per pod, in id order, agreeing with the per-pod differences.
+    ASSERT_EQ(a->workloads.size(), 40u);
+    for (size_t i = 0; i < a->workloads.size(); ++i) {
+      const ThesisWorkloadRecord& w = a->workloads[i];
+      EXPECT_EQ(w.id, static_cast<model::WorkloadId>(i + 1));
+      EXPECT_DOUBLE_EQ(w.relative_diff(), a->relative_qps_diff[i]);
+      if (w.start_s) {
+        EXPECT_TRUE(w.node == "v100" || w.node == "a30" || w.node == "cpu") << w.node;
+        EXPECT_DOUBLE_EQ(w.pending_s, *w.start_s - w.arrival_s);
+      }
+    }
     EXPECT_GT(a->makespan_s, 900);  // the last batch arrives at 720 s and runs for minutes
     EXPECT_GE(a->slo_attainment, 0);
     EXPECT_LE(a->slo_attainment, 1);

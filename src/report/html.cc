@@ -1,0 +1,185 @@
+#include "report/html.h"
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace tessera::report {
+namespace {
+
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+std::string Fixed(double v, int decimals) {
+  if (std::abs(v) < 1e-12) v = 0;  // no "-0.0"
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+}  // namespace
+
+std::string Escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string CsvField(std::string_view s) {
+  if (s.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string Num(double x) { return std::isnan(x) ? "" : fmt::format("{:.4f}", x); }
+
+const char* SeriesColor(size_t i) { return kColors[i % std::size(kColors)]; }
+
+const char* SeriesDash(size_t i) {
+  constexpr const char* kDashes[] = {"", "8 4", "3 3", "12 4 3 4"};
+  return kDashes[i % std::size(kDashes)];
+}
+
+std::vector<double> NiceTicks(double lo, double hi, int target) {
+  if (!(hi > lo)) hi = lo + 1;
+  const double raw = (hi - lo) / std::max(1, target);
+  const double mag = std::pow(10, std::floor(std::log10(raw)));
+  double step = 10 * mag;
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (m * mag >= raw * (1 - 1e-9)) {
+      step = m * mag;
+      break;
+    }
+  }
+  std::vector<double> ticks;
+  const long first = std::lround(std::floor(lo / step + 1e-9));
+  const long last = std::lround(std::ceil(hi / step - 1e-9));
+  for (long k = first; k <= last; ++k) ticks.push_back(k * step);
+  return ticks;
+}
+
+double PlotFrame::X(double x) const { return left + width * (x - x_min) / (x_max - x_min); }
+double PlotFrame::Y(double y) const { return top + height * (1 - (y - y_min) / (y_max - y_min)); }
+
+std::string SvgOpen(int width, int height, std::string_view title) {
+  return fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "viewBox=\"0 0 {} {}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<text x=\"10\" y=\"18\" font-weight=\"bold\" font-size=\"14\">{}</text>\n",
+      width, height, width, height, Escape(title));
+}
+
+std::string SvgAxes(const PlotFrame& f, const std::vector<double>& x_ticks,
+                    const std::vector<double>& y_ticks, std::string_view x_label,
+                    std::string_view y_label, int x_decimals, int y_decimals) {
+  std::string svg;
+  for (double v : y_ticks) {
+    const double y = f.Y(v);
+    svg += fmt::format(
+        "<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#e4e4e4\"/>"
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
+        f.left, f.left + f.width, y, y, f.left - 6, y + 4, Fixed(v, y_decimals));
+  }
+  for (double v : x_ticks) {
+    const double x = f.X(v);
+    svg += fmt::format(
+        "<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#e4e4e4\"/>"
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
+        x, x, f.top, f.top + f.height, x, f.top + f.height + 16, Fixed(v, x_decimals));
+  }
+  svg += fmt::format(
+      "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" "
+      "stroke=\"#888\"/>\n",
+      f.left, f.top, f.width, f.height);
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
+                     f.left + f.width / 2, f.top + f.height + 36, Escape(x_label));
+  const double yl = f.left - 46, ym = f.top + f.height / 2;
+  svg += fmt::format(
+      "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
+      "transform=\"rotate(-90 {:.1f} {:.1f})\">{}</text>\n",
+      yl, ym, yl, ym, Escape(y_label));
+  return svg;
+}
+
+std::string SvgLegend(double x, double y, const std::vector<LegendEntry>& entries) {
+  std::string svg;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const double yi = y + 18 * static_cast<double>(i);
+    svg += fmt::format(
+        "<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
+        "stroke-width=\"3\" stroke-dasharray=\"{}\"/><text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+        x, x + 24, yi, yi, Escape(entries[i].color), Escape(entries[i].dash), x + 30, yi + 4,
+        Escape(entries[i].name));
+  }
+  return svg;
+}
+
+Expected<std::vector<std::string>> WriteFiles(
+    const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Fail("{}: cannot create the report directory: {}", dir, ec.message());
+  if (!fs::is_directory(dir, ec)) return Fail("{}: not a directory", dir);
+  std::vector<std::string> paths, temps;
+  for (const auto& [name, text] : files) {
+    paths.push_back((fs::path(dir) / name).string());
+    const fs::file_status st = fs::symlink_status(paths.back(), ec);
+    if (fs::exists(st) && !fs::is_regular_file(st)) {
+      return Fail("{}: exists and is not a regular file; nothing written", paths.back());
+    }
+  }
+  auto discard = [&] {
+    for (const std::string& t : temps) fs::remove(t, ec);
+  };
+  for (size_t i = 0; i < files.size(); ++i) {
+    temps.push_back(fmt::format("{}.tmp-{}", paths[i], ::getpid()));
+    std::ofstream out(temps.back(), std::ios::binary | std::ios::trunc);
+    if (out) out << files[i].second;
+    if (out) out.close();
+    if (!out) {
+      const int err = errno;
+      discard();
+      return Fail("{}: cannot write: {}; nothing written", paths[i], std::strerror(err));
+    }
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    fs::rename(temps[i], paths[i], ec);
+    if (ec) {
+      discard();
+      return Fail("{}: cannot rename into place: {}", paths[i], ec.message());
+    }
+  }
+  return paths;
+}
+
+}  // namespace tessera::report

@@ -1,0 +1,294 @@
+#include "report/thesis_report.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "report/html.h"
+
+namespace tessera::report {
+namespace {
+
+// The runs of one (scenario, policy).
+struct Group {
+  std::string scenario;
+  std::string policy;
+  std::vector<sim::ThesisRun> runs;
+};
+
+std::vector<Group> GroupRuns(std::span<const sim::ThesisRun> runs) {
+  std::vector<Group> groups;
+  for (const sim::ThesisRun& r : runs) {
+    const std::string scenario = r.scenario.name();
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+      return g.scenario == scenario && g.policy == r.policy;
+    });
+    if (it == groups.end()) {
+      groups.push_back({scenario, r.policy, {}});
+      it = groups.end() - 1;
+    }
+    it->runs.push_back(r);
+  }
+  return groups;
+}
+
+// Distinct values in order of first appearance.
+std::vector<std::string> Distinct(const std::vector<Group>& groups, std::string Group::*field) {
+  std::vector<std::string> out;
+  for (const Group& g : groups) {
+    if (std::find(out.begin(), out.end(), g.*field) == out.end()) out.push_back(g.*field);
+  }
+  return out;
+}
+
+nlohmann::json RunJson(const sim::ThesisRun& m) {
+  return {{"policy", m.policy},
+          {"scenario", m.scenario.name()},
+          {"pods", m.pods},
+          {"slo_attainment", m.slo_attainment},
+          {"slo_violations", m.slo_violations},
+          {"failures", m.failures},
+          {"qps_slo_abs_diff_mean", m.qps_slo_abs_diff_mean},
+          {"makespan_s", m.makespan_s},
+          {"pending_s_mean", m.pending_s_mean},
+          {"execution_s_mean", m.execution_s_mean},
+          {"gpu_util_mean", m.gpu_util_mean},
+          {"power_w_mean", m.power_w_mean},
+          {"energy_j", m.energy_j}};
+}
+
+std::string Opt(const std::optional<double>& v) { return v ? Num(*v) : ""; }
+
+// Per policy of one scenario: its name, colour and data.
+struct Series {
+  std::string policy;
+  std::string color;
+  std::string dash;  // so that policies whose curves coincide stay visible
+  const Group* group;
+  sim::ThesisRun mean;
+};
+
+std::string CdfSvg(const std::string& scenario, const std::vector<Series>& series) {
+  std::vector<std::vector<CdfPoint>> cdfs;
+  double lo = -1, hi = 0.5;
+  for (const Series& s : series) {
+    std::vector<double> sample;
+    for (const sim::ThesisRun& r : s.group->runs) {
+      for (const sim::ThesisWorkloadRecord& w : r.workloads) sample.push_back(w.relative_diff());
+    }
+    cdfs.push_back(Cdf(std::move(sample)));
+    if (!cdfs.back().empty()) {
+      lo = std::min(lo, cdfs.back().front().x);
+      hi = std::max(hi, cdfs.back().back().x);
+    }
+  }
+  const std::vector<double> x_ticks = NiceTicks(lo, hi, 8);
+  const std::vector<double> y_ticks = NiceTicks(0, 1, 5);
+  PlotFrame f{.x_min = x_ticks.front(),
+              .x_max = x_ticks.back(),
+              .y_min = 0,
+              .y_max = 1,
+              .left = 64,
+              .top = 34,
+              .width = 330,
+              .height = 230};
+  const double step = x_ticks.size() > 1 ? x_ticks[1] - x_ticks[0] : 1;
+  std::string svg = SvgOpen(540, 320, "CDF of (achieved − SLO) / SLO — " + scenario);
+  svg += SvgAxes(f, x_ticks, y_ticks, "(achieved QPS − SLO) / SLO", "fraction of pods",
+                 step < 0.1 ? 2
+                 : step < 1 ? 1
+                            : 0,
+                 1);
+  svg += fmt::format(
+      "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" stroke=\"#000\" "
+      "stroke-dasharray=\"4 3\"/>\n",
+      f.X(0), f.top, f.top + f.height);
+  std::vector<LegendEntry> legend;
+  for (size_t i = 0; i < series.size(); ++i) {
+    legend.push_back({series[i].policy, series[i].color, series[i].dash});
+    if (cdfs[i].empty()) continue;
+    // A step function: flat until each value, then up to its fraction.
+    std::string points = fmt::format("{:.1f},{:.1f} ", f.X(f.x_min), f.Y(0));
+    double y = 0;
+    for (const CdfPoint& p : cdfs[i]) {
+      points += fmt::format("{:.1f},{:.1f} {:.1f},{:.1f} ", f.X(p.x), f.Y(y), f.X(p.x), f.Y(p.y));
+      y = p.y;
+    }
+    points += fmt::format("{:.1f},{:.1f}", f.X(f.x_max), f.Y(y));
+    svg += fmt::format(
+        "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"{}\" "
+        "points=\"{}\"/>\n",
+        Escape(series[i].color), Escape(series[i].dash), points);
+  }
+  svg += SvgLegend(f.left + f.width + 20, f.top + 10, legend);
+  return svg + "</svg>\n";
+}
+
+std::string BarSvg(const std::string& title, const std::string& y_label,
+                   const std::vector<Series>& series,
+                   const std::function<double(const sim::ThesisRun&)>& value, int decimals) {
+  double hi = 0;
+  for (const Series& s : series) hi = std::max(hi, value(s.mean));
+  // Headroom above the tallest bar for its value label.
+  const std::vector<double> y_ticks = NiceTicks(0, hi > 0 ? 1.08 * hi : 1, 5);
+  PlotFrame f{.x_min = 0,
+              .x_max = static_cast<double>(std::max<size_t>(1, series.size())),
+              .y_min = 0,
+              .y_max = y_ticks.back(),
+              .left = 64,
+              .top = 34,
+              .width = 145,
+              .height = 200};
+  const double tick_step = y_ticks.size() > 1 ? y_ticks[1] - y_ticks[0] : 1;
+  std::string svg = SvgOpen(225, 320, title);
+  svg += SvgAxes(f, {}, y_ticks, "", y_label, 0, tick_step < 1 ? (tick_step < 0.1 ? 2 : 1) : 0);
+  const double slot = f.width / f.x_max, bar = slot * 0.7;
+  for (size_t i = 0; i < series.size(); ++i) {
+    const double v = value(series[i].mean);
+    const double x = f.left + slot * static_cast<double>(i) + (slot - bar) / 2;
+    svg += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\">"
+        "<title>{}: {:.{}f}</title></rect>\n",
+        x, f.Y(v), bar, f.Y(0) - f.Y(v), Escape(series[i].color), Escape(series[i].policy), v,
+        decimals);
+    svg += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"10\">{:.{}f}</text>\n",
+        x + bar / 2, f.Y(v) - 3, v, decimals);
+    const double lx = x + bar / 2, ly = f.top + f.height + 12;
+    svg += fmt::format(
+        "<text x=\"{0:.1f}\" y=\"{1:.1f}\" text-anchor=\"end\" "
+        "transform=\"rotate(-40 {0:.1f} {1:.1f})\">{2}</text>\n",
+        lx, ly, Escape(series[i].policy));
+  }
+  return svg + "</svg>\n";
+}
+
+std::string Table(const std::vector<Group>& groups, const std::vector<std::string>& policies) {
+  std::string html =
+      "<table>\n<tr><th>policy</th><th>scenario</th><th>pods</th><th>SLO attainment %</th>"
+      "<th>SLO violations</th><th>failures</th><th>mean |q − SLO| / SLO</th><th>makespan s</th>"
+      "<th>pending s</th><th>execution s</th><th>GPU util %</th><th>power W</th>"
+      "<th>energy kJ</th></tr>\n";
+  for (const Group& g : groups) {
+    const sim::ThesisRun m = sim::MeanOf(g.runs);
+    const size_t color = std::find(policies.begin(), policies.end(), g.policy) - policies.begin();
+    html += fmt::format(
+        "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td>"
+        "<td>{}</td><td>{:.1f}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.3f}</td><td>{:.0f}</td>"
+        "<td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td></tr>\n",
+        SeriesColor(color), Escape(g.policy), Escape(g.scenario), m.pods, 100 * m.slo_attainment,
+        m.slo_violations, m.failures, m.qps_slo_abs_diff_mean, m.makespan_s, m.pending_s_mean,
+        m.execution_s_mean, 100 * m.gpu_util_mean, m.power_w_mean, m.energy_j / 1000);
+  }
+  return html + "</table>\n";
+}
+
+}  // namespace
+
+std::vector<sim::ThesisRun> ThesisMeans(std::span<const sim::ThesisRun> runs) {
+  std::vector<sim::ThesisRun> means;
+  for (const Group& g : GroupRuns(runs)) means.push_back(sim::MeanOf(g.runs));
+  return means;
+}
+
+nlohmann::json ThesisJson(const std::string& experiment, size_t seeds,
+                          std::span<const sim::ThesisRun> runs) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const Group& g : GroupRuns(runs)) {
+    nlohmann::json mean = RunJson(sim::MeanOf(g.runs));
+    nlohmann::json per_seed = nlohmann::json::array();
+    for (const sim::ThesisRun& r : g.runs) {
+      nlohmann::json one = RunJson(r);
+      one["seed"] = r.seed;
+      per_seed.push_back(std::move(one));
+    }
+    mean["per_seed"] = std::move(per_seed);
+    results.push_back(std::move(mean));
+  }
+  return {{"experiment", experiment}, {"seeds", seeds}, {"results", std::move(results)}};
+}
+
+std::string ThesisWorkloadsCsv(std::span<const sim::ThesisRun> runs) {
+  std::string csv = std::string(kThesisCsvHeader) + "\n";
+  for (const sim::ThesisRun& r : runs) {
+    const std::string prefix =
+        fmt::format("{},{},{}", CsvField(r.policy), CsvField(r.scenario.name()), r.seed);
+    for (const sim::ThesisWorkloadRecord& w : r.workloads) {
+      csv +=
+          fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", prefix, w.id,
+                      CsvField(w.app), Num(w.slo_qps), Num(w.achieved_qps), Num(w.relative_diff()),
+                      w.failed ? 1 : 0, CsvField(w.failure), Num(w.arrival_s), Opt(w.start_s),
+                      Opt(w.end_s), Num(w.pending_s), CsvField(w.node), CsvField(w.partition),
+                      CsvField(w.profile), w.partition.empty() ? "" : std::to_string(w.mps_milli));
+    }
+  }
+  return csv;
+}
+
+std::vector<CdfPoint> Cdf(std::vector<double> sample) {
+  std::sort(sample.begin(), sample.end());
+  std::vector<CdfPoint> out;
+  const double n = static_cast<double>(sample.size());
+  for (size_t i = 0; i < sample.size(); ++i) {
+    if (i + 1 < sample.size() && sample[i + 1] == sample[i]) continue;  // last of equal values
+    out.push_back({sample[i], static_cast<double>(i + 1) / n});
+  }
+  return out;
+}
+
+std::string ThesisHtml(const std::string& experiment, std::span<const sim::ThesisRun> runs) {
+  const std::vector<Group> groups = GroupRuns(runs);
+  const std::vector<std::string> policies = Distinct(groups, &Group::policy);
+  const std::vector<std::string> scenarios = Distinct(groups, &Group::scenario);
+  size_t seeds = 0;
+  for (const Group& g : groups) seeds = std::max(seeds, g.runs.size());
+
+  std::string html = fmt::format(
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tessera {0}</title>\n"
+      "<style>body{{font-family:sans-serif;margin:12px;color:#222}} "
+      "h1{{font-size:20px}} h2{{font-size:16px;margin:18px 0 4px}} "
+      ".row{{display:flex;flex-wrap:wrap;gap:4px}} "
+      "table{{border-collapse:collapse;font-size:12px}} "
+      "td,th{{border:1px solid #bbb;padding:2px 6px;text-align:right}} "
+      "td:nth-child(-n+2),th:nth-child(-n+2){{text-align:left}} "
+      ".sw{{display:inline-block;width:10px;height:10px;margin-right:5px}}</style>\n"
+      "</head><body>\n<h1>tessera simulate --experiment {0}</h1>\n"
+      "<p>{1} policies × {2} scenarios × {3} seed(s). Metrics are means over seeds; a "
+      "failed pod or one that never ran counts as an SLO violation at (achieved − SLO) / SLO = "
+      "−1. Per-workload rows are in <code>workloads.csv</code>, the numbers in "
+      "<code>report.json</code>.</p>\n",
+      Escape(experiment), policies.size(), scenarios.size(), seeds);
+  html += Table(groups, policies);
+  for (const std::string& scenario : scenarios) {
+    std::vector<Series> series;
+    for (const Group& g : groups) {
+      if (g.scenario != scenario) continue;
+      const size_t color = std::find(policies.begin(), policies.end(), g.policy) - policies.begin();
+      series.push_back({g.policy, SeriesColor(color), SeriesDash(color), &g, sim::MeanOf(g.runs)});
+    }
+    html += fmt::format("<h2>{}</h2>\n<div class=\"row\">\n", Escape(scenario));
+    html += CdfSvg(scenario, series);
+    html += BarSvg(
+        "SLO violations", "pods per run", series,
+        [](const sim::ThesisRun& m) { return m.slo_violations; }, 1);
+    html += BarSvg(
+        "GPU utilisation", "mean GPU util %", series,
+        [](const sim::ThesisRun& m) { return 100 * m.gpu_util_mean; }, 1);
+    html += BarSvg(
+        "Energy", "energy per run kJ", series,
+        [](const sim::ThesisRun& m) { return m.energy_j / 1000; }, 0);
+    html += "</div>\n";
+  }
+  return html + "</body></html>\n";
+}
+
+Expected<std::vector<std::string>> WriteThesisReport(const std::string& dir,
+                                                     const std::string& experiment, size_t seeds,
+                                                     std::span<const sim::ThesisRun> runs) {
+  return WriteFiles(dir, {{"report.json", ThesisJson(experiment, seeds, runs).dump(2) + "\n"},
+                          {"workloads.csv", ThesisWorkloadsCsv(runs)},
+                          {"report.html", ThesisHtml(experiment, runs)}});
+}
+
+}  // namespace tessera::report

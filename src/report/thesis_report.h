@@ -1,0 +1,52 @@
+#pragma once
+// Files of the `thesis` and `thesis-scale` experiments (DESIGN §1 report::), from the runs of
+// every policy × scenario × seed:
+//   report.json    the object `tessera simulate --json` prints (ThesisJson)
+//   workloads.csv  one row per workload per run (ThesisWorkloadsCsv)
+//   report.html    self-contained page: per scenario the CDF of (achieved − SLO) / SLO per
+//                  policy (thesis Fig. 9.5/9.6), bars of SLO violations, GPU utilisation and
+//                  energy per policy, and the comparison table. Inline SVG, no scripts.
+// Runs are grouped by (scenario, policy) in the order they first appear; a policy keeps one
+// colour on every plot.
+
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "sim/thesis.h"
+
+namespace tessera::report {
+
+// The mean over seeds of each (scenario, policy), in order of first appearance.
+std::vector<sim::ThesisRun> ThesisMeans(std::span<const sim::ThesisRun> runs);
+
+// {"experiment", "seeds", "results": [mean of each (scenario, policy) with "per_seed": [...]]}.
+nlohmann::json ThesisJson(const std::string& experiment, size_t seeds,
+                          std::span<const sim::ThesisRun> runs);
+
+// Header: kThesisCsvHeader; one row per ThesisWorkloadRecord of every run.
+inline constexpr const char* kThesisCsvHeader =
+    "policy,scenario,seed,workload,app,slo_qps,achieved_qps,relative_diff,failed,failure,"
+    "arrival_s,start_s,end_s,pending_s,node,partition,profile,mps_milli";
+std::string ThesisWorkloadsCsv(std::span<const sim::ThesisRun> runs);
+
+// The empirical CDF of a sample: one point per distinct value x, y = fraction of the sample
+// ≤ x, in increasing x. Empty for an empty sample.
+struct CdfPoint {
+  double x = 0;
+  double y = 0;
+};
+std::vector<CdfPoint> Cdf(std::vector<double> sample);
+
+// The page alone (for tests): 4 <svg> per scenario.
+std::string ThesisHtml(const std::string& experiment, std::span<const sim::ThesisRun> runs);
+
+// Writes report.json, workloads.csv and report.html into `dir` (created if needed), all or
+// nothing. Returns the paths written.
+[[nodiscard]] Expected<std::vector<std::string>> WriteThesisReport(
+    const std::string& dir, const std::string& experiment, size_t seeds,
+    std::span<const sim::ThesisRun> runs);
+
+}  // namespace tessera::report

@@ -1,0 +1,209 @@
+#include "report/thesis_report.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace tessera::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+sim::ThesisWorkloadRecord Record(model::WorkloadId id, double slo, double achieved) {
+  sim::ThesisWorkloadRecord w;
+  w.id = id;
+  w.app = "onnx/resnet50";
+  w.slo_qps = slo;
+  w.achieved_qps = achieved;
+  w.arrival_s = 10 * static_cast<double>(id);
+  w.start_s = w.arrival_s + 2;
+  w.end_s = w.arrival_s + 62;
+  w.pending_s = 2;
+  w.node = "v100";
+  w.partition = "GPU-0";
+  w.profile = "whole";
+  w.mps_milli = 250;
+  return w;
+}
+
+sim::ThesisRun MakeRun(const std::string& policy, uint64_t seed, double violations, double energy_j,
+                       std::vector<sim::ThesisWorkloadRecord> workloads) {
+  sim::ThesisRun r;
+  r.policy = policy;
+  r.scenario = {20, false};
+  r.seed = seed;
+  r.pods = static_cast<int>(workloads.size());
+  r.slo_violations = violations;
+  r.energy_j = energy_j;
+  r.gpu_util_mean = 0.5;
+  r.workloads = std::move(workloads);
+  return r;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(ThesisReportTest, CdfStepsAtEachDistinctValue) {
+  const std::vector<CdfPoint> cdf = Cdf({0.25, -0.5, 0.25, 0});
+  ASSERT_EQ(cdf.size(), 3u);
+  EXPECT_DOUBLE_EQ(cdf[0].x, -0.5);
+  EXPECT_DOUBLE_EQ(cdf[0].y, 0.25);
+  EXPECT_DOUBLE_EQ(cdf[1].x, 0);
+  EXPECT_DOUBLE_EQ(cdf[1].y, 0.5);
+  EXPECT_DOUBLE_EQ(cdf[2].x, 0.25);
+  EXPECT_DOUBLE_EQ(cdf[2].y, 1.0);
+  EXPECT_TRUE(Cdf({}).empty());
+}
+
+TEST(ThesisReportTest, CsvHasOneRowPerWorkloadWithItsValues) {
+  sim::ThesisWorkloadRecord failed = Record(2, 20, 0);
+  failed.failed = true;
+  failed.failure = "out of memory, pinned 0=2048M";
+  failed.end_s = failed.start_s;
+  failed.profile = "1g.6gb";
+  failed.partition = "MIG-a30-0";
+  const std::vector<sim::ThesisRun> runs = {
+      MakeRun("min", 1, 1, 1000, {Record(1, 20, 25), failed}),
+      MakeRun("max", 3, 0, 2000, {Record(1, 20, 15)}),
+  };
+  const std::vector<std::string> lines = Lines(ThesisWorkloadsCsv(runs));
+  ASSERT_EQ(lines.size(), 4u);  // header + 3 workloads
+  EXPECT_EQ(lines[0],
+            "policy,scenario,seed,workload,app,slo_qps,achieved_qps,relative_diff,failed,failure,"
+            "arrival_s,start_s,end_s,pending_s,node,partition,profile,mps_milli");
+  // (25 − 20) / 20 = 0.25; the scenario name holds commas, so it is quoted.
+  EXPECT_EQ(lines[1],
+            "min,\"pods=20,slo=low\",1,1,onnx/resnet50,20.0000,25.0000,0.2500,0,,10.0000,"
+            "12.0000,72.0000,2.0000,v100,GPU-0,whole,250");
+  EXPECT_EQ(lines[2],
+            "min,\"pods=20,slo=low\",1,2,onnx/resnet50,20.0000,0.0000,-1.0000,1,"
+            "\"out of memory, pinned 0=2048M\",20.0000,22.0000,22.0000,2.0000,v100,MIG-a30-0,"
+            "1g.6gb,250");
+  // (15 − 20) / 20 = −0.25.
+  EXPECT_EQ(lines[3],
+            "max,\"pods=20,slo=low\",3,1,onnx/resnet50,20.0000,15.0000,-0.2500,0,,10.0000,"
+            "12.0000,72.0000,2.0000,v100,GPU-0,whole,250");
+}
+
+TEST(ThesisReportTest, CsvLeavesUnknownCellsEmptyForAPodThatNeverRan) {
+  sim::ThesisWorkloadRecord w;
+  w.id = 7;
+  w.app = "tf/mobilenet";
+  w.slo_qps = 10;
+  w.arrival_s = 5;
+  w.pending_s = 95;
+  const std::vector<sim::ThesisRun> runs = {MakeRun("min", 1, 1, 0, {w})};
+  const std::vector<std::string> lines = Lines(ThesisWorkloadsCsv(runs));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1],
+            "min,\"pods=20,slo=low\",1,7,tf/mobilenet,10.0000,0.0000,-1.0000,0,,5.0000,,,95.0000,"
+            ",,,");
+}
+
+TEST(ThesisReportTest, HtmlHasFourPlotsPerScenarioNoScriptsAndEscapedNames) {
+  std::vector<sim::ThesisRun> runs = {
+      MakeRun("<b>evil&co</b>", 1, 1, 1000, {Record(1, 20, 25)}),
+      MakeRun("min", 1, 0, 2000, {Record(1, 20, 15)}),
+  };
+  sim::ThesisRun high = MakeRun("min", 1, 0, 1500, {Record(1, 20, 20)});
+  high.scenario.high_slo = true;
+  runs.push_back(high);
+  const std::string html = ThesisHtml("thesis", runs);
+  // Two scenarios × (CDF + violations + utilisation + energy).
+  EXPECT_EQ(Count(html, "<svg"), 8u);
+  EXPECT_EQ(Count(html, "</svg>"), 8u);
+  EXPECT_EQ(Count(html, "<script"), 0u);
+  EXPECT_EQ(Count(html, "http://"), Count(html, "xmlns=\"http://www.w3.org/2000/svg\""));
+  EXPECT_EQ(html.find("<b>evil"), std::string::npos);
+  EXPECT_NE(html.find("&lt;b&gt;evil&amp;co&lt;/b&gt;"), std::string::npos);
+  // One CDF line per policy of each scenario: 2 + 1.
+  EXPECT_EQ(Count(html, "<polyline"), 3u);
+}
+
+TEST(ThesisReportTest, JsonGroupsSeedsUnderTheirMean) {
+  const std::vector<sim::ThesisRun> runs = {
+      MakeRun("min", 1, 1, 1000, {Record(1, 20, 25)}),
+      MakeRun("min", 2, 3, 3000, {Record(1, 20, 25)}),
+      MakeRun("max", 1, 0, 500, {Record(1, 20, 25)}),
+  };
+  const nlohmann::json j = ThesisJson("thesis", 2, runs);
+  EXPECT_EQ(j["experiment"], "thesis");
+  EXPECT_EQ(j["seeds"], 2);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["policy"], "min");
+  EXPECT_EQ(j["results"][0]["scenario"], "pods=20,slo=low");
+  EXPECT_DOUBLE_EQ(j["results"][0]["slo_violations"].get<double>(), 2);  // (1 + 3) / 2
+  EXPECT_DOUBLE_EQ(j["results"][0]["energy_j"].get<double>(), 2000);     // (1000 + 3000) / 2
+  ASSERT_EQ(j["results"][0]["per_seed"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["per_seed"][1]["seed"], 2);
+  EXPECT_EQ(j["results"][1]["policy"], "max");
+}
+
+class ThesisReportFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("thesis_report_test_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  fs::path root_;
+  const std::vector<sim::ThesisRun> runs_ = {MakeRun("min", 1, 1, 1000, {Record(1, 20, 25)})};
+};
+
+TEST_F(ThesisReportFilesTest, WritesTheThreeFiles) {
+  const fs::path dir = root_ / "out" / "nested";
+  auto written = WriteThesisReport(dir.string(), "thesis", 1, runs_);
+  ASSERT_TRUE(written) << written.error().message;
+  EXPECT_EQ(*written, (std::vector<std::string>{(dir / "report.json").string(),
+                                                (dir / "workloads.csv").string(),
+                                                (dir / "report.html").string()}));
+  std::ifstream json(dir / "report.json");
+  EXPECT_EQ(nlohmann::json::parse(json), ThesisJson("thesis", 1, runs_));
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(dir)) entries += e.is_regular_file();
+  EXPECT_EQ(entries, 3u);  // no temporary files left
+}
+
+TEST_F(ThesisReportFilesTest, AnUncreatableDirectoryIsOneErrorNamingIt) {
+  // A path under a regular file cannot be created, even by root.
+  std::ofstream(root_ / "plain-file") << "x";
+  const fs::path dir = root_ / "plain-file" / "report";
+  auto written = WriteThesisReport(dir.string(), "thesis", 1, runs_);
+  ASSERT_FALSE(written);
+  EXPECT_NE(written.error().message.find(dir.string()), std::string::npos)
+      << written.error().message;
+}
+
+TEST_F(ThesisReportFilesTest, ATargetThatCannotBeReplacedWritesNothing) {
+  const fs::path dir = root_ / "out";
+  fs::create_directories(dir / "workloads.csv");  // a directory where a file must go
+  auto written = WriteThesisReport(dir.string(), "thesis", 1, runs_);
+  ASSERT_FALSE(written);
+  EXPECT_NE(written.error().message.find((dir / "workloads.csv").string()), std::string::npos)
+      << written.error().message;
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    ++entries;
+    EXPECT_EQ(e.path().filename(), "workloads.csv");
+  }
+  EXPECT_EQ(entries, 1u);  // neither report.json nor report.html nor a temporary file
+}
+
+}  // namespace
+}  // namespace tessera::report
