@@ -87,6 +87,16 @@ std::vector<std::string> RegisteredOf(const std::vector<std::string>& wanted) {
   return out;
 }
 
+// The packing experiments' default set: every registered policy that needs no predictor
+// (their pods name no application, so there is nothing to predict from).
+std::vector<std::string> PackingPolicies() {
+  std::vector<std::string> out;
+  for (const policy::PolicyInfo& p : policy::Policies()) {
+    if (!p.needs_predictor) out.push_back(p.name);
+  }
+  return out;
+}
+
 Expected<sim::AppCatalog> CatalogOf(const SimulateFlags& f) {
   return f.apps.empty()
              ? sim::ParseAppCatalog(std::string(sim::EmbeddedAppsYaml()), "data/apps.yaml")
@@ -213,10 +223,7 @@ int RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& see
 }
 
 int RunPackingExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
-  std::vector<std::string> policies = f.policies;
-  if (policies.empty()) {
-    for (const policy::PolicyInfo& p : policy::Policies()) policies.push_back(p.name);
-  }
+  const std::vector<std::string> policies = f.policies.empty() ? PackingPolicies() : f.policies;
   auto rows = sim::RunPacking(policies, seeds, f.cluster_nodes);
   if (!rows) {
     std::fprintf(stderr, "tessera simulate: %s\n", rows.error().message.c_str());
@@ -278,10 +285,7 @@ int RunOpenbExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seed
     std::fprintf(stderr, "tessera simulate: %s\n", input.error().message.c_str());
     return 1;
   }
-  std::vector<std::string> policies = f.policies;
-  if (policies.empty()) {
-    for (const policy::PolicyInfo& p : policy::Policies()) policies.push_back(p.name);
-  }
+  const std::vector<std::string> policies = f.policies.empty() ? PackingPolicies() : f.policies;
   std::vector<sim::OpenbRun> runs;
   for (const std::string& name : policies) {
     for (uint64_t seed : seeds) {

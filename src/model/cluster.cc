@@ -313,6 +313,7 @@ void ClusterState::SetNodeReady(NodeIndex n, bool ready) {
 
 void ClusterState::Touch(NodeIndex n) {
   nodes_[n].version = g_node_version.fetch_add(1, std::memory_order_relaxed) + 1;
+  version_ = nodes_[n].version;
 }
 
 std::optional<NodeIndex> ClusterState::FindNode(std::string_view name) const {

@@ -154,6 +154,9 @@ class ClusterState {
   const PlacedWorkload* Find(WorkloadId id) const;
   const std::unordered_map<WorkloadId, PlacedWorkload>& placed() const { return placed_; }
   size_t placed_count() const { return placed_.size(); }
+  // Changes whenever anything in the cluster changes (the newest node version): equal values
+  // mean the same state, so a caller may keep what it concluded from it.
+  uint64_t version() const { return version_; }
   // The container environment of a placement (uuids, MPS limits).
   Environment EnvironmentOf(const Placement& placement) const;
 
@@ -174,6 +177,7 @@ class ClusterState {
   std::unordered_map<WorkloadId, PlacedWorkload> placed_;
   std::unordered_map<std::string, NodeIndex> node_by_name_;
   double allocated_gpu_milli_ = 0;
+  uint64_t version_ = 0;
 };
 
 // A node of `gpus` identical GPUs, each cut into `mig` when given.

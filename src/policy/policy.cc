@@ -9,9 +9,13 @@
 namespace tessera::policy {
 
 void Policy::Order(std::vector<const Workload*>& pending) const {
-  std::stable_sort(pending.begin(), pending.end(), [](const Workload* a, const Workload* b) {
+  // Only called for CustomOrder() policies that keep FIFO as a base; already sorted is common.
+  auto fifo = [](const Workload* a, const Workload* b) {
     return a->arrival_s != b->arrival_s ? a->arrival_s < b->arrival_s : a->id < b->id;
-  });
+  };
+  if (!std::is_sorted(pending.begin(), pending.end(), fifo)) {
+    std::stable_sort(pending.begin(), pending.end(), fifo);
+  }
 }
 
 Feasibility Policy::Filter(const Workload& w, NodeIndex node, const ClusterState& c) const {

@@ -61,10 +61,19 @@ class Policy {
   virtual ~Policy() = default;
   virtual std::string_view name() const = 0;
 
-  // Queue order for this cycle. Default: FIFO by arrival time, then id.
+  // Queue order. By default FIFO by arrival time, then id, which the core keeps incrementally
+  // (cheap with a long queue). A policy that orders otherwise returns true from CustomOrder
+  // and sorts `pending` in Order, called at the start of every cycle.
+  virtual bool CustomOrder() const { return false; }
   virtual void Order(std::vector<const Workload*>& pending) const;
 
   // Default: the node is ready, has the CPU and memory, and some GPU that could host it.
+  //
+  // Contract the core relies on: whether Filter passes and Score makes an offer may depend on
+  // the cluster state and on the workload's request only — its application key, whether it
+  // has an SLO, and its CPU, memory and GPU request (sched::RequestShape) — not on its
+  // identity, SLO value or telemetry (scores may use anything). So when a request shape finds
+  // no node, the core does not retry identical shapes until the cluster changes.
   virtual Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const;
 
   // The best this node can offer, or nullopt if it cannot take the workload after all.

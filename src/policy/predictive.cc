@@ -225,6 +225,11 @@ struct Predictive::Impl {
   std::optional<Best> ScorePartition(const Workload& x, NodeIndex node, model::PartitionIndex p,
                                      const ClusterState& c, std::vector<PartitionOption>* explain) {
     const model::Partition& part = c.partition(p);
+    // Most partitions of a busy cluster have no room: say so before any prediction is read.
+    if (std::none_of(options.mps_percents.begin(), options.mps_percents.end(),
+                     [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); })) {
+      return std::nullopt;
+    }
     const model::Gpu& gpu = c.gpu(part.gpu);
     const AppId xa = AppOf(x.app);
     const std::vector<Member>& members = Members(p, c);

@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <unordered_set>
 
 namespace tessera::sched {
 
@@ -16,18 +15,51 @@ Scheduler::Scheduler(ClusterState& cluster, policy::Policy& policy, const Clock&
       hooks_(std::move(hooks)),
       options_(options) {}
 
+std::string RequestShape(const Workload& w) {
+  std::string shape =
+      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|", w.app, w.slo_qps > 0, w.cpu_milli, w.memory_mib,
+                  w.gpu.count, w.gpu.milli, w.gpu.memory_mib, w.gpu.mig_profile);
+  for (model::GpuModelId m : w.gpu.models) shape += fmt::format("{},", m);
+  return shape;
+}
+
 Expected<void> Scheduler::Submit(Workload w) {
   if (auto ok = w.Validate(); !ok) return ok;
-  const bool queued = std::any_of(pending_.begin(), pending_.end(),
-                                  [&](const Workload& p) { return p.id == w.id; });
-  bool parked = false;
-  for (const auto& [gpu, list] : parked_) {
-    for (const Parked& p : list) parked |= p.workload.id == w.id;
+  if (queued_.contains(w.id) || parked_ids_.contains(w.id) || cluster_.Find(w.id)) {
+    return Fail("workload {} is already known", w.id);
   }
-  if (queued || parked || cluster_.Find(w.id)) return Fail("workload {} is already known", w.id);
   if (w.arrival_s == 0) w.arrival_s = clock_.Now();
-  pending_.push_back(std::move(w));
+  Enqueue(std::move(w));
   return {};
+}
+
+void Scheduler::Enqueue(Workload w) {
+  // FIFO by (arrival, id): arrivals come nearly in order, so the place is found from the back.
+  auto later = [&w](const Queued& q) {
+    return q.workload.arrival_s != w.arrival_s ? q.workload.arrival_s > w.arrival_s
+                                               : q.workload.id > w.id;
+  };
+  auto it = pending_.end();
+  while (it != pending_.begin() && later(*std::prev(it))) --it;
+  std::string shape = RequestShape(w);
+  ++shapes_[shape];
+  const WorkloadId id = w.id;
+  queued_[id] = pending_.insert(it, Queued{std::move(w), std::move(shape)});
+  ++arrivals_;
+}
+
+void Scheduler::Dequeue(Queue::iterator it) {
+  auto s = shapes_.find(it->shape);
+  if (--s->second == 0) shapes_.erase(s);
+  queued_.erase(it->workload.id);
+  pending_.erase(it);
+}
+
+std::vector<const Workload*> Scheduler::pending() const {
+  std::vector<const Workload*> out;
+  out.reserve(pending_.size());
+  for (const Queued& q : pending_) out.push_back(&q.workload);
+  return out;
 }
 
 std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w, std::string& why) {
@@ -125,6 +157,7 @@ bool Scheduler::Commit(const Workload& w, policy::Candidate cand, CycleStats& st
   if (!hooks_.reshape) return ReserveAndBind(w, cand.placement, stats, cand.resizes);
   cluster_.SetGpuAvailable(g, false);
   parked_[g].push_back({w, std::move(cand.placement)});
+  parked_ids_.insert(w.id);
   ++stats.parked;
   hooks_.reshape(g, cand.reshape->layout);
   return true;
@@ -132,49 +165,87 @@ bool Scheduler::Commit(const Workload& w, policy::Candidate cand, CycleStats& st
 
 CycleStats Scheduler::RunCycle() {
   CycleStats stats;
-  std::vector<const Workload*> order;
-  order.reserve(pending_.size());
-  for (const Workload& w : pending_) order.push_back(&w);
-  policy_.Order(order);
+  const bool fruitless_again =
+      fruitless_ && *fruitless_ == std::make_pair(cluster_.version(), arrivals_);
+  fruitless_.reset();
+  if (!pending_.empty() && !fruitless_again && PlacePending(stats)) {
+    fruitless_ = std::make_pair(cluster_.version(), arrivals_);
+  }
+  if (fruitless_again) fruitless_ = std::make_pair(cluster_.version(), arrivals_);
+  ProactiveReshapes(stats);
+  Evictions(stats);
+  if (stats.reshapes > 0 || stats.evicted > 0) fruitless_.reset();
+  Accumulate(stats);
+  return stats;
+}
 
-  std::unordered_set<WorkloadId> done;
-  if (std::optional<std::vector<policy::Candidate>> batch = policy_.PlaceBatch(order, cluster_)) {
+bool Scheduler::PlacePending(CycleStats& stats) {
+  // The cycle's order: the queue itself, or the policy's.
+  std::vector<Queue::iterator> order;
+  if (policy_.CustomOrder()) {
+    std::vector<const Workload*> ptrs = pending();
+    policy_.Order(ptrs);
+    for (const Workload* w : ptrs) order.push_back(queued_.at(w->id));
+  }
+
+  if (std::optional<std::vector<policy::Candidate>> batch =
+          policy_.PlaceBatch(pending(), cluster_)) {
     for (policy::Candidate& cand : *batch) {
-      auto it = std::find_if(order.begin(), order.end(),
-                             [&](const Workload* w) { return w->id == cand.placement.workload; });
-      if (it == order.end() || done.contains((*it)->id)) {
+      auto it = queued_.find(cand.placement.workload);
+      if (it == queued_.end()) {
         ++stats.policy_errors;
         continue;
       }
       ++stats.attempted;
-      if (Commit(**it, std::move(cand), stats)) done.insert((*it)->id);
+      const Queue::iterator q = it->second;
+      if (Commit(q->workload, std::move(cand), stats)) Dequeue(q);
     }
-  } else {
-    for (const Workload* w : order) {
-      if (options_.max_binds_per_cycle > 0 && stats.bound >= options_.max_binds_per_cycle) break;
-      ++stats.attempted;
-      std::string why;
-      std::optional<policy::Candidate> best = SelectNode(*w, why);
-      if (!best) {
-        ++stats.unschedulable;
-        last_reason_[w->id] = why;
-        if (options_.drop_unschedulable) {
-          ++stats.dropped;
-          done.insert(w->id);
-        }
-        if (hooks_.unschedulable) hooks_.unschedulable(*w, why, options_.drop_unschedulable);
-        continue;
+    return false;
+  }
+
+  // Shapes that found no node this cycle, with the reason, until a reshape or resize.
+  std::unordered_map<std::string, std::string> failed;
+  const bool drop = options_.drop_unschedulable;
+  const size_t n = order.empty() ? pending_.size() : order.size();
+  Queue::iterator next = pending_.begin();
+  for (size_t i = 0; i < n; ++i) {
+    const Queue::iterator q = order.empty() ? next++ : order[i];
+    if (options_.max_binds_per_cycle > 0 && stats.bound >= options_.max_binds_per_cycle) break;
+    // Every shape still queued has failed: nothing further can be placed this cycle.
+    if (!drop && !failed.empty() && failed.size() == shapes_.size()) break;
+    const Workload& w = q->workload;
+    const auto known = failed.find(q->shape);
+    if (known != failed.end() && !drop) continue;
+    ++stats.attempted;
+    std::string why;
+    std::optional<policy::Candidate> best;
+    if (known != failed.end()) {
+      why = known->second;
+    } else {
+      best = SelectNode(w, why);
+    }
+    if (!best) {
+      ++stats.unschedulable;
+      last_reason_[w.id] = why;
+      if (known == failed.end()) failed.emplace(q->shape, why);
+      if (hooks_.unschedulable) hooks_.unschedulable(w, why, drop);
+      if (drop) {
+        ++stats.dropped;
+        Dequeue(q);
       }
-      if (Commit(*w, std::move(*best), stats)) done.insert(w->id);
+      continue;
     }
+    const bool changes_cluster_shape = best->reshape.has_value() || !best->resizes.empty();
+    if (Commit(w, std::move(*best), stats)) Dequeue(q);
+    if (changes_cluster_shape) failed.clear();
   }
-  if (!done.empty()) {
-    std::erase_if(pending_, [&](const Workload& w) { return done.contains(w.id); });
+  // Fruitless when every shape still queued found no node in the state the cycle ends in
+  // (binds after a failure only took resources away).
+  if (drop || pending_.empty()) return false;
+  for (const auto& [shape, count] : shapes_) {
+    if (!failed.contains(shape)) return false;
   }
-  ProactiveReshapes(stats);
-  Evictions(stats);
-  Accumulate(stats);
-  return stats;
+  return true;
 }
 
 void Scheduler::ProactiveReshapes(CycleStats& stats) {
@@ -228,7 +299,8 @@ CycleStats Scheduler::ReshapeDone(GpuIndex gpu) {
   parked_.erase(it);
   for (Parked& p : list) {
     ++stats.attempted;
-    if (!ReserveAndBind(p.workload, p.placement, stats)) pending_.push_back(std::move(p.workload));
+    parked_ids_.erase(p.workload.id);
+    if (!ReserveAndBind(p.workload, p.placement, stats)) Enqueue(std::move(p.workload));
   }
   Accumulate(stats);
   return stats;
@@ -241,7 +313,10 @@ Expected<void> Scheduler::Finish(WorkloadId id) {
 
 bool Scheduler::Cancel(WorkloadId id) {
   last_reason_.erase(id);
-  return std::erase_if(pending_, [id](const Workload& w) { return w.id == id; }) > 0;
+  auto it = queued_.find(id);
+  if (it == queued_.end()) return false;
+  Dequeue(it->second);
+  return true;
 }
 
 std::string Scheduler::LastReason(WorkloadId id) const {

@@ -13,13 +13,24 @@
 // unavailable and parks the workload until ReshapeDone(gpu) (the thesis: ~5 s, nothing else
 // lands meanwhile). Unschedulable workloads stay queued, or are dropped when the driver asks
 // (the FGD replay: a pod that does not fit fails for good).
+//
+// Long queues stay cheap (a saturated cluster may hold tens of thousands of pending
+// workloads): the FIFO queue is kept in order as workloads arrive; within a cycle, once a
+// request shape (RequestShape) finds no node, identical shapes behind it are not tried again
+// until a reshape or resize changes the cluster, and the cycle ends as soon as every shape in
+// the queue has failed; a cycle with neither a cluster change nor a new arrival since the last
+// fruitless one places nothing without scanning. Workloads skipped this way keep their last
+// reason (Policy::Filter's contract makes this exact).
 // Not thread-safe: one driver thread calls it.
 
 #include <functional>
+#include <list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
@@ -49,6 +60,11 @@ struct Hooks {
 };
 
 enum class TieBreak { kFirst, kRandom };
+
+// What decides whether any node can take a workload (Policy::Filter's contract): application,
+// whether it has an SLO, CPU, memory and the GPU request. Equal shapes are interchangeable for
+// feasibility.
+std::string RequestShape(const Workload& w);
 
 struct SchedulerOptions {
   bool drop_unschedulable = false;  // fail a workload that fits nowhere instead of requeueing
@@ -85,7 +101,8 @@ class Scheduler {
   CycleStats ReshapeDone(GpuIndex gpu);
 
   size_t pending_count() const { return pending_.size(); }
-  const std::vector<Workload>& pending() const { return pending_; }
+  // The queue in FIFO order (a copy of pointers; valid until the next call that changes it).
+  std::vector<const Workload*> pending() const;
   // Why the workload was unschedulable in its last attempt ("" if never).
   std::string LastReason(WorkloadId id) const;
   const CycleStats& totals() const { return totals_; }
@@ -100,6 +117,8 @@ class Scheduler {
   std::optional<policy::Candidate> SelectNode(const Workload& w, std::string& why);
   // Reserve + bind (or park behind a reshape). True if the workload left the queue.
   bool Commit(const Workload& w, policy::Candidate cand, CycleStats& stats);
+  // Places what it can; true when everything left is known not to fit the cluster as it is.
+  bool PlacePending(CycleStats& stats);
   bool ReserveAndBind(const Workload& w, const model::Placement& p, CycleStats& stats,
                       const std::vector<policy::ResizeTo>& resizes = {});
   void ProactiveReshapes(CycleStats& stats);
@@ -112,7 +131,21 @@ class Scheduler {
   Rng& rng_;
   Hooks hooks_;
   SchedulerOptions options_;
-  std::vector<Workload> pending_;
+  struct Queued {
+    Workload workload;
+    std::string shape;  // RequestShape(workload)
+  };
+  using Queue = std::list<Queued>;
+  void Enqueue(Workload w);
+  void Dequeue(Queue::iterator it);
+
+  Queue pending_;  // FIFO by (arrival, id)
+  std::unordered_map<WorkloadId, Queue::iterator> queued_;
+  std::unordered_set<WorkloadId> parked_ids_;
+  std::unordered_map<std::string, int> shapes_;  // request shape -> pending workloads
+  uint64_t arrivals_ = 0;                        // Enqueue calls, ever
+  // (cluster version, arrivals) after the last cycle that placed nothing, if it was the last.
+  std::optional<std::pair<uint64_t, uint64_t>> fruitless_;
   std::unordered_map<WorkloadId, std::string> last_reason_;
   std::map<GpuIndex, std::vector<Parked>> parked_;
   CycleStats totals_;

@@ -39,6 +39,7 @@ Engine::Engine(model::ClusterState& cluster, policy::Policy& policy, GroundTruth
                        .evict = [this](const model::Workload& w) { Finish(w.id, true, "evicted"); },
                        .unschedulable = {}}) {
   gpu_util_.assign(cluster_.gpu_count(), 0);
+  partition_util_.assign(static_cast<size_t>(cluster_.gpu_count()) * model::kMaxPartitions, 0);
   for (model::GpuIndex g = 0; g < cluster_.gpu_count(); ++g) {
     total_power_ += truth_.GpuPower(g, 0, cluster_);
   }
@@ -170,19 +171,31 @@ void Engine::Settle() {
     // busy fractions, weighted by its share of the GPU.
     for (model::GpuIndex g : gpus) {
       double util = 0;
-      for (const model::Partition& part : cluster_.partitions_of(g)) {
+      for (int slot = 0; slot < cluster_.gpu(g).partition_count; ++slot) {
+        const model::PartitionIndex p = model::ClusterState::PartitionOf(g, slot);
+        const model::Partition& part = cluster_.partition(p);
         double busy = 0;
         for (const model::Client& c : part.clients) {
           auto it = running_.find(c.workload);
           if (it != running_.end()) busy += it->second.busy;
         }
         util += part.compute_share * std::min(1.0, busy);
-        if (options_.telemetry) options_.telemetry->SetUtilization(part.uuid, std::min(1.0, busy));
+        partition_util_[p] = std::min(1.0, busy);
       }
       SetGpuUtil(g, util);
-      if (options_.telemetry) options_.telemetry->SetUtilization(cluster_.gpu(g).uuid, util);
     }
     for (const auto& [id, why] : failures) Finish(id, true, why);
+  }
+}
+
+void Engine::PublishTelemetry() {
+  for (model::GpuIndex g = 0; g < cluster_.gpu_count(); ++g) {
+    const model::Gpu& gpu = cluster_.gpu(g);
+    for (int slot = 0; slot < gpu.partition_count; ++slot) {
+      const model::PartitionIndex p = model::ClusterState::PartitionOf(g, slot);
+      options_.telemetry->SetUtilization(cluster_.partition(p).uuid, partition_util_[p]);
+    }
+    options_.telemetry->SetUtilization(gpu.uuid, gpu_util_[g]);  // the whole GPU's partition
   }
 }
 
@@ -196,6 +209,7 @@ bool Engine::Done() const { return settled_ == outcomes_.size(); }
 
 EngineResult Engine::Run() {
   double first_arrival = -1;
+  if (options_.telemetry) Push(0, Kind::kTelemetry, 0);
   while (!events_.empty() && !Done()) {
     const Event e = events_.top();
     if (e.t > options_.horizon_s) break;
@@ -225,6 +239,10 @@ EngineResult Engine::Run() {
         RequestCycle();
         break;
       }
+      case Kind::kTelemetry:
+        PublishTelemetry();
+        Push(e.t + options_.telemetry_interval_s, Kind::kTelemetry, 0);
+        break;
       case Kind::kCycle:
         cycle_pending_ = false;
         scheduler_.RunCycle();

@@ -4,7 +4,8 @@
 // GroundTruth gives them, moves completion times whenever a GPU's co-location changes, finishes
 // MIG reshapes after `reshape_s`, and integrates GPU utilisation, power and energy.
 //
-// Events at equal times run in a fixed order (completions, reshapes, arrivals, cycle), and
+// Events at equal times run in a fixed order (completions, reshapes, arrivals, telemetry
+// samples, cycle), and
 // ties by sequence number, so a run is a pure function of its inputs and seeds.
 // Single-threaded. The engine owns nothing it is given: cluster, policy and truth outlive it.
 
@@ -29,10 +30,12 @@ struct EngineOptions {
   double cycle_interval_s = 1.0;  // a cycle also runs right after every arrival and completion
   double reshape_s = 5.0;         // MIG reconfiguration time (thesis Ch. 8.3)
   double horizon_s = 1e9;         // stop here even if work remains (counted as unfinished)
-  // When set, the engine publishes what a DCGM exporter would: each partition's graphics-engine
-  // activity (its clients' busy fractions, capped at 1) and each GPU's, by uuid, whenever they
-  // change — the util(p) telemetry-driven policies read.
+  // When set, the engine publishes what a DCGM exporter scraped by Prometheus would: every
+  // `telemetry_interval_s` a sample of each partition's graphics-engine activity (its clients'
+  // busy fractions, capped at 1) and each GPU's, by uuid — the util(p) that telemetry-driven
+  // policies read, as stale between samples as a real scrape.
   telemetry::StaticTelemetry* telemetry = nullptr;
+  double telemetry_interval_s = 1.0;
 };
 
 // One workload's life, for reports.
@@ -74,7 +77,7 @@ class Engine {
   EngineResult Run();
 
  private:
-  enum class Kind { kCompletion = 0, kReshapeDone = 1, kArrival = 2, kCycle = 3 };
+  enum class Kind { kCompletion = 0, kReshapeDone = 1, kArrival = 2, kTelemetry = 3, kCycle = 4 };
   struct Event {
     double t;
     Kind kind;
@@ -101,6 +104,7 @@ class Engine {
   void Settle();
   void SetGpuUtil(model::GpuIndex g, double util);
   void RequestCycle();
+  void PublishTelemetry();
   std::vector<model::GpuIndex> GpusOf(const model::Placement& p) const;
   bool Done() const;
 
@@ -119,8 +123,9 @@ class Engine {
   std::vector<model::GpuIndex> rerate_;        // GPUs whose co-location changed
   std::vector<model::WorkloadId> rerate_ids_;  // GPU-less workloads just started
   std::vector<double> gpu_util_;
-  double total_util_ = 0;   // Σ gpu_util_
-  double total_power_ = 0;  // Σ power at gpu_util_
+  std::vector<double> partition_util_;  // by PartitionIndex
+  double total_util_ = 0;               // Σ gpu_util_
+  double total_power_ = 0;              // Σ power at gpu_util_
   double end_s_ = 0;
   // Integrals.
   double last_t_ = 0;

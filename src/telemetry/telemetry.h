@@ -58,6 +58,8 @@ using UuidMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 class StaticTelemetry final : public Telemetry {
  public:
   void SetUtilization(std::string_view uuid, double u) {
+    auto it = util_.find(uuid);
+    if (it != util_.end() && it->second == u) return;  // unchanged: the version holds
     util_[std::string(uuid)] = u;
     ++version_;
   }

@@ -259,5 +259,72 @@ TEST_F(SchedulerTest, SubmitRefusesDuplicatesAndInvalidRequests) {
   EXPECT_EQ(s.pending_count(), 0u);
 }
 
+// First fit that counts how often the core asks it to filter a node.
+class CountingFirstFit : public policy::Policy {
+ public:
+  std::string_view name() const override { return "counting-first-fit"; }
+  policy::Feasibility Filter(const Workload& w, model::NodeIndex n,
+                             const ClusterState& c) const override {
+    ++filters;
+    return inner_.Filter(w, n, c);
+  }
+  std::optional<Candidate> Score(const Workload& w, model::NodeIndex n,
+                                 const ClusterState& c) override {
+    return inner_.Score(w, n, c);
+  }
+  mutable int filters = 0;
+
+ private:
+  policy::FirstFit inner_;
+};
+
+TEST_F(SchedulerTest, LongQueuesAreNotRescannedWhenNothingCanChange) {
+  CountingFirstFit ff;
+  Scheduler s(c_, ff, clock_, rng_, hooks_);
+  // Two whole GPUs, ten whole-GPU requests of one shape: the first two bind; the third finds
+  // no node (2 filter calls); the other seven have the same shape and are not tried.
+  for (int i = 1; i <= 10; ++i) ASSERT_TRUE(s.Submit(Share(i, 1000, i)));
+  CycleStats st = s.RunCycle();
+  EXPECT_EQ(st.bound, 2);
+  EXPECT_EQ(st.attempted, 3);
+  EXPECT_EQ(st.unschedulable, 1);
+  EXPECT_EQ(ff.filters, 2 + 2 + 2);  // w1 and w2 see both nodes, w3 fails on both
+  EXPECT_NE(s.LastReason(3), "");
+  EXPECT_EQ(s.LastReason(4), "");  // skipped: never tried, so no reason yet
+  // Nothing changed: the next cycle does not scan at all.
+  ff.filters = 0;
+  st = s.RunCycle();
+  EXPECT_EQ(st.attempted, 0);
+  EXPECT_EQ(ff.filters, 0);
+  // A different shape arrives: it is tried (and fails), the old shape is tried once more.
+  ASSERT_TRUE(s.Submit(Share(11, 300, 11)));
+  st = s.RunCycle();
+  EXPECT_EQ(st.attempted, 2);
+  EXPECT_EQ(st.unschedulable, 2);
+  // A GPU frees up: the head of the queue binds, in FIFO order.
+  ASSERT_TRUE(s.Finish(1));
+  st = s.RunCycle();
+  EXPECT_EQ(st.bound, 1);
+  EXPECT_EQ(bound_.back().first, 3);
+  EXPECT_EQ(s.pending_count(), 8u);
+}
+
+TEST_F(SchedulerTest, DroppingStillFailsEveryIdenticalShapeWithItsReason) {
+  CountingFirstFit ff;
+  std::vector<WorkloadId> dropped;
+  hooks_.unschedulable = [&](const Workload& w, const std::string&, bool d) {
+    if (d) dropped.push_back(w.id);
+  };
+  Scheduler s(c_, ff, clock_, rng_, hooks_, {.drop_unschedulable = true});
+  for (int i = 1; i <= 5; ++i) ASSERT_TRUE(s.Submit(Share(i, 1000, i)));
+  const CycleStats st = s.RunCycle();
+  EXPECT_EQ(st.bound, 2);
+  EXPECT_EQ(st.dropped, 3);
+  EXPECT_EQ(dropped, (std::vector<WorkloadId>{3, 4, 5}));
+  EXPECT_EQ(s.LastReason(5), s.LastReason(3));
+  EXPECT_EQ(ff.filters, 2 + 2 + 2);  // 4 and 5 reuse 3's verdict
+  EXPECT_EQ(s.pending_count(), 0u);
+}
+
 }  // namespace
 }  // namespace tessera::sched
