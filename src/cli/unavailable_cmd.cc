@@ -4,9 +4,6 @@
 
 namespace tessera::cli {
 
-void AddExplain(CLI::App& app, int* exit_code) {
-  AddUnavailable(app, "explain", "Print the score breakdown of one scheduling decision", exit_code);
-}
 void AddSchedule(CLI::App& app, int* exit_code) {
   AddUnavailable(app, "schedule", "Run as a Kubernetes scheduler for schedulerName: tessera",
                  exit_code);

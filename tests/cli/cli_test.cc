@@ -47,5 +47,26 @@ TEST(CliTest, SimulateRunsAndFailsCleanlyOnBadInput) {
 
 TEST(CliTest, VersionPrints) { EXPECT_EQ(RunArgs({"version"}), 0); }
 
+TEST(CliTest, ExplainPrintsTheBreakdownOfTheBuiltInScenario) {
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"explain"}), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  // Every partition option of the two GPU nodes, the V100's with its two running pods, and the
+  // CPU node filtered with its reason.
+  EXPECT_NE(out.find("candidate partition options, best first"), std::string::npos) << out;
+  EXPECT_NE(out.find("node v100"), std::string::npos) << out;
+  EXPECT_NE(out.find("node a30"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 tf/mobilenet"), std::string::npos) << out;
+  EXPECT_NE(out.find("cpu: no available GPU"), std::string::npos) << out;
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"explain", "--policy", "min"}), 0);  // any policy explains itself
+  EXPECT_NE(testing::internal::GetCapturedStdout().find("policy min"), std::string::npos);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"explain", "--app", "no/such-app"}), 1);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("unknown application 'no/such-app'"),
+            std::string::npos);
+  EXPECT_EQ(RunArgs({"explain", "--policy", "predictive{oops"}), 1);
+}
+
 }  // namespace
 }  // namespace tessera::cli
