@@ -1,0 +1,118 @@
+// The Profiler: what the predictor gets of the simulator's truth, and only that.
+#include "sim/profiler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <type_traits>
+
+#include "predict/config_key.h"
+#include "sim/embedded_apps.h"
+
+namespace tessera::sim {
+namespace {
+
+// Only a Profiler can make samples: nothing else can hand the predictor a matrix and call it
+// profiling.
+static_assert(!std::is_default_constructible_v<ProfileSamples>);
+
+AppCatalog Shipped() {
+  auto c = ParseAppCatalog(std::string(EmbeddedAppsYaml()), "data/apps.yaml");
+  EXPECT_TRUE(c) << c.error().message;
+  return *c;
+}
+
+TEST(ProfilerTest, ConfigurationsAreEveryPlainProfileAtEveryMpsShare) {
+  const Physics physics(Shipped(), 1);
+  const Profiler profiler(physics);
+  // V100: whole × 3 shares. A30: whole, 1g.6gb, 2g.12gb, 4g.24gb (+me profiles skipped) × 3.
+  const auto configs =
+      profiler.Configs({*model::FindGpuModel("V100-32GB"), *model::FindGpuModel("A30-24GB")});
+  ASSERT_EQ(configs.size(), 15u);
+  EXPECT_EQ(configs[0], "V100-32GB/whole/100");
+  EXPECT_EQ(configs[2], "V100-32GB/whole/25");
+  EXPECT_EQ(configs[3], "A30-24GB/whole/100");
+  EXPECT_EQ(configs[6], "A30-24GB/1g.6gb/100");
+  EXPECT_EQ(configs.back(), "A30-24GB/4g.24gb/25");
+}
+
+TEST(ProfilerTest, SamplesAreSparseNoisyAndTrueOnAverage) {
+  const AppCatalog catalog = Shipped();
+  const Physics physics(catalog, 1, {.noise_sd = 0});
+  ProfilerOptions options;
+  options.new_apps = {"tf/resnet50"};
+  const Profiler profiler(physics, options);
+  Expected<ProfileSamples> s = profiler.Sample({"V100-32GB", "A30-24GB"}, 7);
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  const predict::ProfileMatrix& m = s->profile();
+  ASSERT_EQ(m.rows(), static_cast<int>(catalog.apps.size()));
+  ASSERT_EQ(m.cols(), 15);
+  // Known applications: about 40 % of 79 × 15 cells (binomial sd ≈ 17 cells around 474).
+  int known = 0, known_cells = 0;
+  double rel_err_sum = 0;
+  int rel_n = 0;
+  for (int r = 0; r < m.rows(); ++r) {
+    int row = 0;
+    for (int c = 0; c < m.cols(); ++c) {
+      if (!m.Has(r, c)) continue;
+      ++row;
+      // Every value is the physics' rate × (1 ± ≤ 6 %): noise 2 %, clamped at 3 sd.
+      const AppSpec* app = catalog.Find(m.row_keys()[r]);
+      const std::string& key = m.col_keys()[c];
+      const std::string gpu = key.substr(0, key.find('/'));
+      const std::string profile = key.substr(gpu.size() + 1, key.rfind('/') - gpu.size() - 1);
+      const int pct = std::stoi(key.substr(key.rfind('/') + 1));
+      const model::GpuModelId id = *model::FindGpuModel(gpu);
+      const int prof = profile == "whole" ? -1 : *model::GetGpuModel(id).FindProfile(profile);
+      const double truth = physics.IsolatedQps(*app, id, prof, pct * 10);
+      const double rel = m.Mean(r, c) / truth - 1;
+      EXPECT_LE(std::abs(rel), 0.06 + 1e-12) << m.row_keys()[r] << " " << key;
+      rel_err_sum += rel;
+      ++rel_n;
+    }
+    if (m.row_keys()[r] == "tf/resnet50") {
+      EXPECT_GE(row, 1);
+      EXPECT_LE(row, 2);  // a new application: one or two measurements
+    } else {
+      EXPECT_GE(row, 1);
+      ++known;
+      known_cells += row;
+    }
+  }
+  const double density = static_cast<double>(known_cells) / (known * 15);
+  EXPECT_NEAR(density, 0.40, 0.05);
+  EXPECT_NEAR(rel_err_sum / rel_n, 0.0, 0.005);  // unbiased noise
+  // Interference: ~30 % of 80 × 80 ordered pairs, fractions in [0, 1].
+  const predict::SparseMatrix* mps = s->interference().Find("mps");
+  ASSERT_NE(mps, nullptr);
+  int pairs = 0;
+  for (int r = 0; r < mps->rows(); ++r) {
+    for (int c = 0; c < mps->cols(); ++c) {
+      if (!mps->Has(r, c)) continue;
+      ++pairs;
+      EXPECT_GE(mps->Mean(r, c), 0.0);
+      EXPECT_LE(mps->Mean(r, c), 1.0);
+    }
+  }
+  EXPECT_NEAR(pairs / 6400.0, 0.30, 0.03);
+  // Same seed, same samples; another seed, other samples.
+  Expected<ProfileSamples> again = profiler.Sample({"V100-32GB", "A30-24GB"}, 7);
+  Expected<ProfileSamples> other = profiler.Sample({"V100-32GB", "A30-24GB"}, 8);
+  EXPECT_EQ(again->profile().ObservedCount(), m.ObservedCount());
+  EXPECT_NE(other->profile().ObservedCount(), m.ObservedCount());
+}
+
+TEST(ProfilerTest, RefusesWhatItCannotProfile) {
+  const Physics physics(Shipped(), 1);
+  EXPECT_FALSE(Profiler(physics).Sample({"Z80"}, 1).has_value());
+  EXPECT_FALSE(Profiler(physics).Sample({}, 1).has_value());
+  ProfilerOptions options;
+  options.new_apps = {"not/in-catalogue"};
+  EXPECT_FALSE(Profiler(physics, options).Sample({"V100-32GB"}, 1).has_value());
+  options = {};
+  options.interference_gpu = "Z80";
+  EXPECT_FALSE(Profiler(physics, options).Sample({"V100-32GB"}, 1).has_value());
+}
+
+}  // namespace
+}  // namespace tessera::sim
