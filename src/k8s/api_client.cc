@@ -164,10 +164,11 @@ Expected<std::unique_ptr<httplib::ClientImpl>> ApiClient::Connect(double read_ti
 std::unique_ptr<httplib::ClientImpl> ApiClient::Acquire(Error& error) {
   {
     std::lock_guard lock(mu_);
-    if (!idle_.empty()) {
-      auto c = std::move(idle_.back());
+    const double now = NowS();
+    while (!idle_.empty()) {
+      auto [c, since] = std::move(idle_.back());
       idle_.pop_back();
-      return c;
+      if (now - since <= options_.max_idle_s) return std::move(c);
     }
   }
   auto c = Connect(options_.timeout_s);
@@ -180,7 +181,7 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::Acquire(Error& error) {
 
 void ApiClient::Release(std::unique_ptr<httplib::ClientImpl> client) {
   std::lock_guard lock(mu_);
-  if (idle_.size() < options_.max_idle_connections) idle_.push_back(std::move(client));
+  if (idle_.size() < options_.max_idle_connections) idle_.emplace_back(std::move(client), NowS());
 }
 
 std::string ApiClient::Token() {

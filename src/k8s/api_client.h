@@ -38,6 +38,7 @@ struct ApiClientOptions {
   double connect_timeout_s = 5;  // also for streams
   std::string user_agent = "tessera";
   size_t max_idle_connections = 8;
+  double max_idle_s = 2;  // a pooled connection idle longer is not reused
 };
 
 inline constexpr std::string_view kMergePatch = "application/merge-patch+json";
@@ -88,7 +89,9 @@ class ApiClient {
   ApiClientOptions options_;
   Target target_;
   std::mutex mu_;
-  std::vector<std::unique_ptr<httplib::ClientImpl>> idle_;
+  // Idle keep-alive connections and when they went idle: one idle longer than a server's
+  // keep-alive timeout is closed at its end and would stall the next request on it.
+  std::vector<std::pair<std::unique_ptr<httplib::ClientImpl>, double>> idle_;
   std::map<httplib::ClientImpl*, const void*> streams_;
   std::set<const void*> cancelled_;  // owners; nullptr = everyone
   std::string token_;

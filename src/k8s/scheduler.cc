@@ -120,6 +120,7 @@ Expected<void> Scheduler::Start() {
   pods_informer_->Start();
   nodes_informer_->Start();
   stop_ = false;
+  elector_thread_ = std::thread([this] { Elect(); });
   loop_ = std::thread([this] { Loop(); });
   return {};
 }
@@ -129,6 +130,7 @@ void Scheduler::Stop() {
   stop_ = true;
   cv_.notify_all();
   loop_.join();
+  elector_thread_.join();
   if (!killed_) elector_.Release();
   pods_informer_->Stop();
   nodes_informer_->Stop();
@@ -150,14 +152,18 @@ model::WorkloadId Scheduler::IdOf(const std::string& uid) {
   return it->second;
 }
 
+void Scheduler::Elect() {
+  while (!stop_ && !killed_) {
+    auto r = elector_.TryAcquireOrRenew();
+    if (!r) spdlog::warn("leader election: {}", r.error().message);
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::duration<double>(config_.leader.retry_period_s),
+                 [this] { return stop_ || killed_; });
+  }
+}
+
 void Scheduler::Loop() {
   while (!stop_ && !killed_) {
-    const double now = clock_.Now();
-    if (now >= next_lease_) {
-      auto r = elector_.TryAcquireOrRenew();
-      if (!r) spdlog::warn("leader election: {}", r.error().message);
-      next_lease_ = now + config_.leader.retry_period_s;
-    }
     const bool leading = elector_.Leading();
     if (leading != leading_) {
       leading_ = leading;
@@ -180,10 +186,8 @@ void Scheduler::Loop() {
     if (leading_ && pods_informer_->synced() && nodes_informer_->synced()) Lead();
 
     std::unique_lock lock(mu_);
-    const double wait =
-        std::max(0.001, std::min({next_lease_, leading_ ? next_retry_ : 1e18,
-                                  leading_ ? next_poll_ : 1e18}) -
-                            clock_.Now());
+    const double wait = leading_ ? std::max(0.001, std::min(next_retry_, next_poll_) - clock_.Now())
+                                 : config_.leader.retry_period_s;
     cv_.wait_for(lock, std::chrono::duration<double>(std::min(wait, 0.5)),
                  [this] { return !changes_.empty() || stop_ || killed_; });
   }
@@ -209,7 +213,6 @@ void Scheduler::Lead() {
   const sched::CycleStats s = core_->RunCycle();
   std::lock_guard lock(mu_);
   ++stats_.cycles;
-  stats_.bound += s.bound;
   stats_.bind_failures += s.bind_failures;
   stats_.pending = core_->pending_count();
   stats_.placed = cluster_->placed_count();
@@ -319,6 +322,8 @@ void Scheduler::SubmitPod(const Pod& pod) {
   }
   known_[id] = Known{{pod.namespace_, pod.name, pod.uid}, false};
   dirty_ = true;
+  std::lock_guard lock(mu_);
+  stats_.pending = core_->pending_count();
 }
 
 void Scheduler::Release(model::WorkloadId id, const std::string& why) {
@@ -521,6 +526,10 @@ Expected<void> Scheduler::BindHook(const model::Workload& w, const model::Placem
     return ok;
   }
   it->second.placed = true;
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.bound;
+  }
   const std::string why =
       static_cast<RecordingPolicy&>(*recorder_).Summary(w.id, p.node, *cluster_);
   binder_.PostEvent(ref, "Normal", "Scheduled",

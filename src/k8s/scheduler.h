@@ -5,9 +5,10 @@
 // events, and carries the core's decisions out through Hooks (Binder: ConfigMap, store,
 // annotations, binding; an Event on the pod says where and with what score).
 //
-// Threads: two informers (pods, nodes) push changes into a queue; ONE loop thread owns the
-// ClusterState, the core and the policy, and does everything else: leader election (a Lease;
-// only the leader schedules), applying changes, cycles, binds, store inventory polling.
+// Threads: two informers (pods, nodes) push changes into a queue; an elector thread keeps the
+// Lease (only the leader schedules; every bind checks leadership first); ONE loop thread owns
+// the ClusterState, the core and the policy, and does everything else: applying changes,
+// cycles, binds, store inventory polling.
 //
 // State: ClusterState is rebuilt from scratch whenever leadership is gained, the node set or a
 // node's inventory changes: nodes from the API server, their GPUs from the agents' inventories
@@ -94,6 +95,7 @@ class Scheduler {
   };
 
   void Loop();
+  void Elect();
   void Lead();
   void Apply(const Change& c);
   void OnPod(EventType type, const Pod& pod);
@@ -119,6 +121,7 @@ class Scheduler {
   std::unique_ptr<Informer> nodes_informer_;
 
   std::thread loop_;
+  std::thread elector_thread_;  // renews the Lease: a long cycle must not let it lapse
   std::atomic<bool> stop_{false};
   std::atomic<bool> killed_{false};
   mutable std::mutex mu_;
@@ -143,7 +146,7 @@ class Scheduler {
   bool leading_ = false;
   bool need_rebuild_ = true;
   bool dirty_ = true;
-  double next_lease_ = 0, next_retry_ = 0, next_poll_ = 0;
+  double next_retry_ = 0, next_poll_ = 0;
 };
 
 }  // namespace tessera::k8s
