@@ -157,6 +157,7 @@ Expected<std::unique_ptr<httplib::ClientImpl>> ApiClient::Connect(double read_ti
     c = std::make_unique<httplib::ClientImpl>(target_.host, target_.port);
   }
   c->set_keep_alive(true);
+  c->set_tcp_nodelay(true);  // headers and body go out as separate writes: no Nagle stalls
   SetTimeouts(*c, options_.connect_timeout_s, read_timeout_s);
   return c;
 }

@@ -8,6 +8,30 @@ namespace tessera::k8s {
 
 using nlohmann::json;
 
+Expected<std::vector<json>> ListObjects(ApiClient& api, const std::string& path, int page_size) {
+  std::vector<json> out;
+  std::string cont;
+  do {
+    std::string p = path + "?limit=" + std::to_string(page_size);
+    if (!cont.empty()) p += "&continue=" + UrlEscape(cont);
+    auto r = api.Get(p);
+    if (!r) return std::unexpected(r.error());
+    if (r->status == 410) {  // continue token expired
+      cont.clear();
+      out.clear();
+      continue;
+    }
+    if (!r->ok()) return Fail("list {}: status {}", path, r->status);
+    json list = json::parse(r->body, nullptr, false);
+    if (list.is_discarded() || !list.contains("items") || !list["items"].is_array()) {
+      return Fail("list {}: not a list object", path);
+    }
+    cont = list.contains("metadata") ? list["metadata"].value("continue", "") : "";
+    for (json& item : list["items"]) out.push_back(std::move(item));
+  } while (!cont.empty());
+  return out;
+}
+
 Informer::Informer(ApiClient& api, InformerOptions options, Handler handler)
     : api_(api), options_(std::move(options)), handler_(std::move(handler)) {}
 

@@ -86,4 +86,10 @@ class Informer {
   InformerStats stats_;
 };
 
+// One consistent, paged LIST of a collection (no cache): what a new leader reads so that no
+// binding its predecessor made is missed because a watch event is still in flight.
+[[nodiscard]] Expected<std::vector<nlohmann::json>> ListObjects(ApiClient& api,
+                                                                const std::string& path,
+                                                                int page_size = 500);
+
 }  // namespace tessera::k8s

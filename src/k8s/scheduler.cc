@@ -200,7 +200,7 @@ void Scheduler::Lead() {
     next_poll_ = now + config_.inventory_poll_s;
   }
   if (need_rebuild_) {
-    Rebuild();
+    if (!Rebuild()) return;  // retried on the next turn of the loop
     need_rebuild_ = false;
     dirty_ = true;
   }
@@ -359,7 +359,18 @@ bool Scheduler::InventoriesChanged() {
   return changed;
 }
 
-void Scheduler::Rebuild() {
+bool Scheduler::Rebuild() {
+  // Bound pods come from a fresh LIST, not the informer's cache: the previous leader's last
+  // bindings may still be on their way down our watch.
+  auto listed = ListObjects(api_, "/api/v1/pods");
+  if (!listed) {
+    spdlog::warn("rebuild: {}", listed.error().message);
+    return false;
+  }
+  pods_.clear();
+  for (const json& obj : *listed) {
+    if (auto pod = PodFromJson(obj)) pods_[pod->uid] = std::move(*pod);
+  }
   auto cluster = std::make_unique<model::ClusterState>();
   inventory_seen_.clear();
   for (const auto& [name, node] : nodes_) {
@@ -367,7 +378,7 @@ void Scheduler::Rebuild() {
     auto inv = store_.GetInventory(name);
     if (!inv) {
       spdlog::warn("store unreachable, keeping the old cluster view: {}", inv.error().message);
-      return;
+      return false;
     }
     if (*inv) {
       inventory_seen_[name] = fmt::format("{}/{}", (*inv)->agent_id, (*inv)->generation);
@@ -501,6 +512,7 @@ void Scheduler::Rebuild() {
                pending);
   std::lock_guard lock(mu_);
   ++stats_.rebuilds;
+  return true;
 }
 
 Expected<void> Scheduler::BindHook(const model::Workload& w, const model::Placement& p,

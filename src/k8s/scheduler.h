@@ -101,7 +101,7 @@ class Scheduler {
   void OnPod(EventType type, const Pod& pod);
   void SubmitPod(const Pod& pod);
   void Release(model::WorkloadId id, const std::string& why);
-  void Rebuild();
+  bool Rebuild();
   bool InventoriesChanged();
   Expected<void> BindHook(const model::Workload& w, const model::Placement& p,
                           const model::Environment& env);

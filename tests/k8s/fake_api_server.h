@@ -80,6 +80,7 @@ class FakeApiServer {
   FakeApiServer() : server_(pki_.cert_path.c_str(), pki_.key_path.c_str()) {
     server_.new_task_queue = [] { return new httplib::ThreadPool(48); };
     server_.set_keep_alive_max_count(100000);
+    server_.set_tcp_nodelay(true);
     const std::string ns = "/api/v1/namespaces/([^/]+)";
     const std::string lease = "/apis/coordination.k8s.io/v1/namespaces/([^/]+)/leases";
     auto h = [this](auto fn) {

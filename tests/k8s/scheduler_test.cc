@@ -171,18 +171,23 @@ TEST_F(SchedulerTest, SurvivesGoneAndCutWatchesAndReleasesDeletedPods) {
   for (int i = 0; i < 8; ++i) AddSharePod("a-" + std::to_string(i), 250);
   ASSERT_TRUE(WaitFor([&] { return Bound() == 8; }));
 
+  // Inject each fault once both watches (pods, nodes) are open.
+  auto watching = [&] { return WaitFor([&] { return api_.open_watches() == 2; }); };
+  ASSERT_TRUE(watching());
   const int64_t watches = api_.watches_started();
   api_.ExpireWatches();  // in-stream ERROR 410: re-list
   for (int i = 0; i < 8; ++i) AddSharePod("b-" + std::to_string(i), 250);
   ASSERT_TRUE(WaitFor([&] { return Bound() == 16; }));
-  EXPECT_GT(api_.watches_started(), watches);
+  EXPECT_TRUE(WaitFor([&] { return api_.watches_started() > watches; }));
 
+  ASSERT_TRUE(watching());
   api_.GoneOnNextWatches(2);  // the re-watch after the cut answers HTTP 410: re-list
   api_.DropWatches();
   for (int i = 0; i < 8; ++i) AddSharePod("c-" + std::to_string(i), 250);
   ASSERT_TRUE(WaitFor([&] { return Bound() == 24; }));  // the cluster is full now
 
   // Deleting 4 pods frees 4 slots; the 4 newcomers fit only if the slots were released.
+  ASSERT_TRUE(watching());
   for (int i = 0; i < 4; ++i) api_.DeletePod("inference", "a-" + std::to_string(i));
   api_.ExpireWatches();  // the deletions may arrive through a re-list's difference
   for (int i = 0; i < 4; ++i) AddSharePod("d-" + std::to_string(i), 250);
@@ -197,7 +202,7 @@ TEST_F(SchedulerTest, SurvivesGoneAndCutWatchesAndReleasesDeletedPods) {
   const auto milli = CheckAccounting();
   for (const auto& [uuid, m] : milli) EXPECT_EQ(m, 1000) << uuid;
   EXPECT_EQ(store_.ListPlacements().value().size(), 24u);
-  EXPECT_EQ(api_.gone_answers(), 2);
+  EXPECT_GE(api_.gone_answers(), 2);
   s.Stop();
 }
 
