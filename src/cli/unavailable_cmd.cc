@@ -7,12 +7,5 @@ namespace tessera::cli {
 void AddExplain(CLI::App& app, int* exit_code) {
   AddUnavailable(app, "explain", "Print the score breakdown of one scheduling decision", exit_code);
 }
-void AddSchedule(CLI::App& app, int* exit_code) {
-  AddUnavailable(app, "schedule", "Run as a Kubernetes scheduler for schedulerName: tessera",
-                 exit_code);
-}
-void AddExtender(CLI::App& app, int* exit_code) {
-  AddUnavailable(app, "extender", "Serve the kube-scheduler extender protocol", exit_code);
-}
 
 }  // namespace tessera::cli

@@ -14,8 +14,7 @@ namespace tessera::k8s {
 namespace {
 
 double NowS() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // A new X509_STORE holding every certificate of the PEM bundle; the SSL context takes it.
@@ -84,11 +83,14 @@ Expected<std::unique_ptr<ApiClient>> ApiClient::Create(Credentials credentials,
   std::string_view host = rest;
   if (rest.starts_with('[')) {  // IPv6 literal
     const size_t close = rest.find(']');
-    if (close == std::string_view::npos) return Fail("API server '{}': bad host", credentials.server);
+    if (close == std::string_view::npos)
+      return Fail("API server '{}': bad host", credentials.server);
     host = rest.substr(1, close - 1);
     rest.remove_prefix(close + 1);
-    if (rest.starts_with(':')) rest.remove_prefix(1);
-    else rest = {};
+    if (rest.starts_with(':'))
+      rest.remove_prefix(1);
+    else
+      rest = {};
   } else if (const size_t colon = rest.rfind(':'); colon != std::string_view::npos) {
     host = rest.substr(0, colon);
     rest.remove_prefix(colon + 1);
@@ -218,8 +220,7 @@ std::string TransportError(httplib::ClientImpl& c, httplib::Error err, bool tls)
 
 Expected<HttpResponse> ApiClient::Call(std::string_view method, const std::string& path,
                                        const std::string& body, std::string_view content_type) {
-  httplib::Headers headers = {{"Accept", "application/json"},
-                              {"User-Agent", options_.user_agent}};
+  httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", options_.user_agent}};
   if (const std::string token = Token(); !token.empty()) {
     headers.emplace("Authorization", "Bearer " + token);
   }
@@ -243,9 +244,9 @@ Expected<HttpResponse> ApiClient::Call(std::string_view method, const std::strin
       return out;
     }
     const httplib::Error err = r.error();
-    const bool retriable = attempt == 0 && (err == httplib::Error::Read ||
-                                            err == httplib::Error::Write ||
-                                            err == httplib::Error::Connection);
+    const bool retriable =
+        attempt == 0 && (err == httplib::Error::Read || err == httplib::Error::Write ||
+                         err == httplib::Error::Connection);
     if (!retriable) {
       return Fail("{}: {}", Describe(method, path), TransportError(*c, err, target_.tls));
     }
@@ -253,9 +254,7 @@ Expected<HttpResponse> ApiClient::Call(std::string_view method, const std::strin
   return Fail("{}: no answer", Describe(method, path));
 }
 
-Expected<HttpResponse> ApiClient::Get(const std::string& path) {
-  return Call("GET", path, "", "");
-}
+Expected<HttpResponse> ApiClient::Get(const std::string& path) { return Call("GET", path, "", ""); }
 Expected<HttpResponse> ApiClient::Post(const std::string& path, const std::string& body) {
   return Call("POST", path, body, "application/json");
 }
@@ -284,8 +283,7 @@ Expected<HttpResponse> ApiClient::Stream(const std::string& path,
     }
     streams_[c.get()] = owner;
   }
-  httplib::Headers headers = {{"Accept", "application/json"},
-                              {"User-Agent", options_.user_agent}};
+  httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", options_.user_agent}};
   if (const std::string token = Token(); !token.empty()) {
     headers.emplace("Authorization", "Bearer " + token);
   }

@@ -23,18 +23,17 @@ Binder::Binder(ApiClient& api, store::Store& store, std::string component)
 Expected<void> Binder::PutConfigMap(const PodRef& pod, const model::Environment& env) {
   json data = json::object();
   for (const auto& [k, v] : env.Variables()) data[k] = v;
-  json cm = {{"apiVersion", "v1"},
-             {"kind", "ConfigMap"},
-             {"metadata",
-              {{"name", pod.name},
-               {"namespace", pod.namespace_},
-               {"labels", {{"app.kubernetes.io/managed-by", "tessera"}}},
-               {"ownerReferences",
-                json::array({{{"apiVersion", "v1"},
-                              {"kind", "Pod"},
-                              {"name", pod.name},
-                              {"uid", pod.uid}}})}}},
-             {"data", data}};
+  json cm = {
+      {"apiVersion", "v1"},
+      {"kind", "ConfigMap"},
+      {"metadata",
+       {{"name", pod.name},
+        {"namespace", pod.namespace_},
+        {"labels", {{"app.kubernetes.io/managed-by", "tessera"}}},
+        {"ownerReferences",
+         json::array(
+             {{{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", pod.name}, {"uid", pod.uid}}})}}},
+      {"data", data}};
   const std::string base = "/api/v1/namespaces/" + UrlEscape(pod.namespace_) + "/configmaps";
   auto made = api_.Post(base, cm.dump());
   if (!made) return std::unexpected(made.error());
@@ -73,8 +72,7 @@ void Binder::ClearAnnotations(const PodRef& pod) {
                     {std::string(kAnnotationPinnedMemLimit), nullptr}}}}}};
   auto r = api_.Patch(PodPath(pod.namespace_, pod.name), patch.dump());
   if (!r || (!r->ok() && r->status != 404)) {
-    spdlog::warn("pod {}/{}: could not clear the placement annotations", pod.namespace_,
-                 pod.name);
+    spdlog::warn("pod {}/{}: could not clear the placement annotations", pod.namespace_, pod.name);
   }
 }
 
@@ -99,7 +97,8 @@ Expected<void> Binder::Bind(const PodRef& pod, const store::PlacementRecord& rec
     ann[std::string(kAnnotationThreadPercentage)] =
         std::to_string(*env.mps_active_thread_percentage);
   }
-  if (env.mps_pinned_mem_limit) ann[std::string(kAnnotationPinnedMemLimit)] = *env.mps_pinned_mem_limit;
+  if (env.mps_pinned_mem_limit)
+    ann[std::string(kAnnotationPinnedMemLimit)] = *env.mps_pinned_mem_limit;
   json patch = {{"metadata", {{"annotations", ann}}}};
   if (!pod.uid.empty()) patch["metadata"]["uid"] = pod.uid;  // precondition: the same pod
   auto annotated = api_.Patch(PodPath(pod.namespace_, pod.name), patch.dump());
@@ -127,7 +126,8 @@ Expected<void> Binder::Bind(const PodRef& pod, const store::PlacementRecord& rec
   if (bound && bound->status == 409) {
     if (auto got = api_.Get(PodPath(pod.namespace_, pod.name)); got && got->ok()) {
       json p = json::parse(got->body, nullptr, false);
-      if (!p.is_discarded() && p.contains("spec") && p["spec"].value("nodeName", "") == record.node) {
+      if (!p.is_discarded() && p.contains("spec") &&
+          p["spec"].value("nodeName", "") == record.node) {
         return {};  // our own earlier attempt got through
       }
     }

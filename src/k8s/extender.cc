@@ -213,8 +213,8 @@ ExtenderReply Extender::Filter(std::string_view body) {
   } else {
     json items = json::array();
     for (size_t i : pass) items.push_back(args->node_objects[i]);
-    r["Nodes"] = {{"apiVersion", "v1"}, {"kind", "NodeList"}, {"metadata", json::object()},
-                  {"items", items}};
+    r["Nodes"] = {
+        {"apiVersion", "v1"}, {"kind", "NodeList"}, {"metadata", json::object()}, {"items", items}};
     r["NodeNames"] = nullptr;
   }
   return {200, r.dump()};
@@ -282,9 +282,10 @@ ExtenderReply Extender::Bind(std::string_view body) {
     if (policy_->Filter(*w, *n, *cluster_).ok()) cand = policy_->Score(*w, *n, *cluster_);
     if (!cand) return answer(fmt::format("bind {}: node {} cannot take it any more", who, node));
     if (cand->reshape || !cand->resizes.empty()) {
-      return answer(fmt::format("bind {}: node {} needs a MIG reshape or resizes, which the "
-                                "extender does not do; use tessera schedule",
-                                who, node));
+      return answer(
+          fmt::format("bind {}: node {} needs a MIG reshape or resizes, which the "
+                      "extender does not do; use tessera schedule",
+                      who, node));
     }
     if (auto ok = cluster_->Place(*w, cand->placement); !ok) {
       return answer(fmt::format("bind {}: {}", who, ok.error().message));
@@ -305,8 +306,8 @@ ExtenderReply Extender::Bind(std::string_view body) {
     slices += fmt::format(" {} ({} milli, {} MiB)", s.partition_uuid, s.milli, s.memory_mib);
   }
   binder_->PostEvent(ref, "Normal", "Scheduled",
-                     fmt::format("Tessera extender bound {} to {}:{}; policy {}", who, node,
-                                 slices, config_.policy));
+                     fmt::format("Tessera extender bound {} to {}:{}; policy {}", who, node, slices,
+                                 config_.policy));
   return answer("");
 }
 

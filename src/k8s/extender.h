@@ -50,7 +50,7 @@ struct ExtenderConfig {
   uint64_t seed = 1;
   double refresh_s = 1;  // how often the cluster view is rebuilt from the store
   std::string component = "tessera-extender";
-  std::string url_prefix;  // "" serves /filter, /prioritize, /bind
+  std::string url_prefix;                   // "" serves /filter, /prioritize, /bind
   std::string tls_cert_file, tls_key_file;  // both set: HTTPS
 };
 

@@ -56,9 +56,9 @@ void Informer::Stop() {
 
 bool Informer::WaitForSync(double timeout_s) const {
   std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                      [this] { return synced_.load() || stop_.load(); }) &&
-         synced_.load();
+  return cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] {
+    return synced_.load() || stop_.load();
+  }) && synced_.load();
 }
 
 std::map<std::string, json> Informer::Cache() const {

@@ -152,9 +152,10 @@ Expected<Credentials> KubeconfigCredentials(const std::string& path, const std::
     }
     if (user["exec"] || user["auth-provider"]) {
       if (c.token.empty() && c.client_cert_pem.empty()) {
-        return Fail("{}: exec and auth-provider plugins are not supported; use a token or a "
-                    "client certificate",
-                    where);
+        return Fail(
+            "{}: exec and auth-provider plugins are not supported; use a token or a "
+            "client certificate",
+            where);
       }
     }
   }

@@ -26,8 +26,8 @@ LeaderElector::LeaderElector(ApiClient& api, const Clock& clock, LeaderOptions o
     : api_(api), clock_(clock), options_(std::move(options)) {}
 
 std::string LeaderElector::Path() const {
-  return "/apis/coordination.k8s.io/v1/namespaces/" + UrlEscape(options_.namespace_) +
-         "/leases/" + UrlEscape(options_.name);
+  return "/apis/coordination.k8s.io/v1/namespaces/" + UrlEscape(options_.namespace_) + "/leases/" +
+         UrlEscape(options_.name);
 }
 
 bool LeaderElector::Leading() const {
@@ -50,15 +50,15 @@ Expected<bool> LeaderElector::TryAcquireOrRenew() {
                     {"acquireTime", stamp},
                     {"renewTime", stamp},
                     {"leaseTransitions", 0}}}};
-    auto made = api_.Post("/apis/coordination.k8s.io/v1/namespaces/" +
-                              UrlEscape(options_.namespace_) + "/leases",
-                          lease.dump());
+    auto made = api_.Post(
+        "/apis/coordination.k8s.io/v1/namespaces/" + UrlEscape(options_.namespace_) + "/leases",
+        lease.dump());
     if (!made) return std::unexpected(made.error());
     if (made->status == 409) return false;  // another replica created it first
     if (!made->ok()) return Fail("create Lease {}: status {}", options_.name, made->status);
     renewed_at_ = now;
-    spdlog::info("leader election: {} acquired Lease {}/{}", options_.identity,
-                 options_.namespace_, options_.name);
+    spdlog::info("leader election: {} acquired Lease {}/{}", options_.identity, options_.namespace_,
+                 options_.name);
     return true;
   }
   if (!got->ok()) return Fail("get Lease {}: status {}", options_.name, got->status);
@@ -74,10 +74,10 @@ Expected<bool> LeaderElector::TryAcquireOrRenew() {
     observed_record_ = record;
     observed_at_ = now;
   }
-  const int lease_s = spec.contains("leaseDurationSeconds") &&
-                              spec["leaseDurationSeconds"].is_number_integer()
-                          ? spec["leaseDurationSeconds"].get<int>()
-                          : duration;
+  const int lease_s =
+      spec.contains("leaseDurationSeconds") && spec["leaseDurationSeconds"].is_number_integer()
+          ? spec["leaseDurationSeconds"].get<int>()
+          : duration;
   const bool mine = holder == options_.identity;
   if (!mine && !holder.empty() && now - observed_at_ < lease_s) return false;
   if (!mine) {
@@ -113,8 +113,8 @@ void LeaderElector::Release() {
   }
   lease["spec"]["holderIdentity"] = "";
   if (auto put = api_.Put(Path(), lease.dump()); put && put->ok()) {
-    spdlog::info("leader election: {} released Lease {}/{}", options_.identity,
-                 options_.namespace_, options_.name);
+    spdlog::info("leader election: {} released Lease {}/{}", options_.identity, options_.namespace_,
+                 options_.name);
   }
 }
 

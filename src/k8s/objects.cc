@@ -60,10 +60,18 @@ std::vector<std::string> SplitComma(std::string_view s) {
 
 Expected<int64_t> ParseQuantity(std::string_view text, int64_t scale) {
   static const std::pair<std::string_view, long double> kSuffixes[] = {
-      {"Ki", 1024.0L},         {"Mi", 1048576.0L}, {"Gi", 1073741824.0L},
-      {"Ti", 1099511627776.0L}, {"Pi", 1125899906842624.0L}, {"Ei", 1152921504606846976.0L},
-      {"m", 1e-3L},            {"k", 1e3L},        {"M", 1e6L},
-      {"G", 1e9L},             {"T", 1e12L},       {"P", 1e15L},
+      {"Ki", 1024.0L},
+      {"Mi", 1048576.0L},
+      {"Gi", 1073741824.0L},
+      {"Ti", 1099511627776.0L},
+      {"Pi", 1125899906842624.0L},
+      {"Ei", 1152921504606846976.0L},
+      {"m", 1e-3L},
+      {"k", 1e3L},
+      {"M", 1e6L},
+      {"G", 1e9L},
+      {"T", 1e12L},
+      {"P", 1e15L},
       {"E", 1e18L}};
   std::string_view number = text;
   long double multiplier = 1;
@@ -74,8 +82,8 @@ Expected<int64_t> ParseQuantity(std::string_view text, int64_t scale) {
       break;
     }
   }
-  std::optional<double> v = number.empty() || number.front() == '+' ? std::nullopt
-                                                                     : ParseNumber(number);
+  std::optional<double> v =
+      number.empty() || number.front() == '+' ? std::nullopt : ParseNumber(number);
   if (!v) return Fail("'{}' is not a Kubernetes quantity", text);
   if (*v < 0) return Fail("'{}' is negative", text);
   const long double scaled = static_cast<long double>(*v) * multiplier * scale;
@@ -126,6 +134,12 @@ Expected<Pod> PodFromJson(const json& object) {
         auto q = ParseQuantity(*text, 1);
         if (!q) return Fail("pod {}: resource memory: {}", pod.Key(), q.error().message);
         t.mem += (*q + (1 << 20) - 1) >> 20;
+      } else if (k == kResourceGpuMemory) {
+        // MiB when plain, bytes with a suffix ("4Gi"): summed in MiB (x1000, as the others).
+        auto q = ParseQuantity(*text, 1);
+        if (!q) return Fail("pod {}: resource {}: {}", pod.Key(), k, q.error().message);
+        const bool plain = std::isdigit(static_cast<unsigned char>(text->back()));
+        t.ext[k] += 1000 * (plain ? *q : (*q + (1 << 20) - 1) >> 20);
       } else {
         auto q = ParseQuantity(*text, 1000);
         if (!q) return Fail("pod {}: resource {}: {}", pod.Key(), k, q.error().message);
@@ -198,11 +212,18 @@ Expected<model::Workload> WorkloadFromPod(const Pod& pod, model::WorkloadId id) 
   w.name = pod.Key();
   w.cpu_milli = pod.cpu_milli;
   w.memory_mib = pod.memory_mib;
-  static const std::set<std::string_view> kKnown = {
-      kAnnotationApp,         kAnnotationSloQps,          kAnnotationSloLatency,
-      kAnnotationClass,       kAnnotationPriority,        kAnnotationGpuModels,
-      kAnnotationGpuMilli,    kAnnotationGpuMemory,       kAnnotationPlacement,
-      kAnnotationVisibleDevices, kAnnotationThreadPercentage, kAnnotationPinnedMemLimit};
+  static const std::set<std::string_view> kKnown = {kAnnotationApp,
+                                                    kAnnotationSloQps,
+                                                    kAnnotationSloLatency,
+                                                    kAnnotationClass,
+                                                    kAnnotationPriority,
+                                                    kAnnotationGpuModels,
+                                                    kAnnotationGpuMilli,
+                                                    kAnnotationGpuMemory,
+                                                    kAnnotationPlacement,
+                                                    kAnnotationVisibleDevices,
+                                                    kAnnotationThreadPercentage,
+                                                    kAnnotationPinnedMemLimit};
   auto bad = [&](std::string_view key, const std::string& value, std::string_view want) {
     return Fail("pod {}: annotation {}: '{}' {}", pod.Key(), key, value, want);
   };
@@ -287,10 +308,7 @@ Expected<model::Workload> WorkloadFromPod(const Pod& pod, model::WorkloadId id) 
       if (!n) return std::unexpected(n.error());
       milli_resource = *n;
     } else if (name == kResourceGpuMemory) {
-      const bool plain = !text.empty() && std::isdigit(static_cast<unsigned char>(text.back()));
-      auto bytes = ParseQuantity(text, 1);
-      if (!bytes) return Fail("pod {}: resource {}: {}", pod.Key(), name, bytes.error().message);
-      memory_resource = plain ? *bytes : (*bytes + (1 << 20) - 1) >> 20;
+      memory_resource = (*q + 999) / 1000;  // PodFromJson summed it in MiB
     }
   }
   if (milli_resource && milli_annotation) {

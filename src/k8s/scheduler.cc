@@ -20,9 +20,7 @@ class RecordingPolicy : public policy::Policy {
  public:
   explicit RecordingPolicy(policy::Policy& inner) : inner_(inner) {}
   std::string_view name() const override { return inner_.name(); }
-  void Order(std::vector<const model::Workload*>& pending) const override {
-    inner_.Order(pending);
-  }
+  void Order(std::vector<const model::Workload*>& pending) const override { inner_.Order(pending); }
   policy::Feasibility Filter(const model::Workload& w, model::NodeIndex node,
                              const model::ClusterState& c) const override {
     return inner_.Filter(w, node, c);
@@ -230,11 +228,10 @@ void Scheduler::Apply(const Change& c) {
       return;
     }
     auto it = nodes_.find(node->name);
-    const bool same = it != nodes_.end() && it->second.ready == node->ready &&
-                      it->second.unschedulable == node->unschedulable &&
-                      it->second.labels == node->labels &&
-                      it->second.cpu_milli == node->cpu_milli &&
-                      it->second.memory_mib == node->memory_mib;
+    const bool same =
+        it != nodes_.end() && it->second.ready == node->ready &&
+        it->second.unschedulable == node->unschedulable && it->second.labels == node->labels &&
+        it->second.cpu_milli == node->cpu_milli && it->second.memory_mib == node->memory_mib;
     nodes_[node->name] = *node;
     need_rebuild_ |= !same;
     return;
@@ -456,8 +453,7 @@ bool Scheduler::Rebuild() {
       w.gpu = {};
     }
     if (auto placed = cluster->Place(w, p); !placed) {
-      spdlog::error("pod {}: cannot restore its placement: {}", pod.Key(),
-                    placed.error().message);
+      spdlog::error("pod {}: cannot restore its placement: {}", pod.Key(), placed.error().message);
       continue;
     }
     if (ann != pod.annotations.end()) {
@@ -470,8 +466,8 @@ bool Scheduler::Rebuild() {
   if (auto recs = store_.ListPlacements(); recs) {
     for (const store::PlacementRecord& r : *recs) {
       if (bound_uids.contains(r.workload)) continue;
-      spdlog::info("store: dropping placement of unbound or deleted pod {}/{} ({})",
-                   r.namespace_, r.pod, r.workload);
+      spdlog::info("store: dropping placement of unbound or deleted pod {}/{} ({})", r.namespace_,
+                   r.pod, r.workload);
       if (auto ok = store_.RemovePlacement(r.workload); !ok) {
         spdlog::warn("store: {}", ok.error().message);
       }
@@ -529,8 +525,8 @@ Expected<void> Scheduler::BindHook(const model::Workload& w, const model::Placem
   for (const model::Slice& s : p.slices) {
     const model::Partition& part = cluster_->partition(s.partition);
     rec.slices.push_back({part.uuid, s.milli, s.memory_mib});
-    slices += fmt::format("{}{} ({} milli, {} MiB)", slices.empty() ? "" : ", ", part.uuid,
-                          s.milli, s.memory_mib);
+    slices += fmt::format("{}{} ({} milli, {} MiB)", slices.empty() ? "" : ", ", part.uuid, s.milli,
+                          s.memory_mib);
   }
   auto ok = binder_.Bind(ref, rec, env, [this] { return !killed_ && elector_.Leading(); });
   if (!ok) {
@@ -544,10 +540,10 @@ Expected<void> Scheduler::BindHook(const model::Workload& w, const model::Placem
   }
   const std::string why =
       static_cast<RecordingPolicy&>(*recorder_).Summary(w.id, p.node, *cluster_);
-  binder_.PostEvent(ref, "Normal", "Scheduled",
-                    fmt::format("Successfully assigned {}/{} to {}{}{}; policy {} {}",
-                                ref.namespace_, ref.name, rec.node, slices.empty() ? "" : ": ",
-                                slices, config_.policy, why));
+  binder_.PostEvent(
+      ref, "Normal", "Scheduled",
+      fmt::format("Successfully assigned {}/{} to {}{}{}; policy {} {}", ref.namespace_, ref.name,
+                  rec.node, slices.empty() ? "" : ": ", slices, config_.policy, why));
   last_warning_.erase(ref.uid);
   return {};
 }
@@ -578,7 +574,8 @@ void Scheduler::RequestReshape(model::GpuIndex gpu, const std::optional<model::M
   if (auto ok = store_.PutProfile("mig-reshape/" + node + "/" + g.uuid, req.dump()); !ok) {
     spdlog::error("reshape of {} on {}: store: {}", g.uuid, node, ok.error().message);
   }
-  spdlog::info("requested MIG reshape of {} on {} to '{}'", g.uuid, node, req["mig"].get<std::string>());
+  spdlog::info("requested MIG reshape of {} on {} to '{}'", g.uuid, node,
+               req["mig"].get<std::string>());
   std::lock_guard lock(mu_);
   ++stats_.reshapes;
 }

@@ -49,7 +49,10 @@ class ExtenderTest : public ::testing::Test {
     }
     // gpu-1's two GPUs are fully taken.
     for (int g = 0; g < 2; ++g) {
-      store::PlacementRecord r{"busy-" + std::to_string(g), "gpu-1", "busy", "inference",
+      store::PlacementRecord r{"busy-" + std::to_string(g),
+                               "gpu-1",
+                               "busy",
+                               "inference",
                                {{"GPU-gpu-1-" + std::to_string(g), 1000, 0}}};
       ASSERT_TRUE(store_.PutPlacement(r).value().applied);
     }
@@ -75,10 +78,10 @@ TEST_F(ExtenderTest, FilterAnswersInTheFormItWasAsked) {
   EXPECT_EQ(res["FailedAndUnresolvableNodes"]["cpu-0"],
             "no GPU inventory from a Tessera agent on this node");
   // Full Node objects in, the passing Node objects out, untouched.
-  json args2 = {{"Pod", KubePod("bert-0", 250)},
-                {"Nodes", {{"metadata", json::object()},
-                           {"items", {KubeNode("gpu-0"), KubeNode("gpu-1")}}}},
-                {"NodeNames", nullptr}};
+  json args2 = {
+      {"Pod", KubePod("bert-0", 250)},
+      {"Nodes", {{"metadata", json::object()}, {"items", {KubeNode("gpu-0"), KubeNode("gpu-1")}}}},
+      {"NodeNames", nullptr}};
   json res2 = json::parse(ext.Filter(args2.dump()).body);
   ASSERT_EQ(res2["Nodes"]["items"].size(), 1u);
   EXPECT_EQ(res2["Nodes"]["items"][0], KubeNode("gpu-0"));

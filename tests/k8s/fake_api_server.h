@@ -128,8 +128,8 @@ class FakeApiServer {
                {{"allocatable",
                  {{"cpu", std::to_string(cpu_milli) + "m"},
                   {"memory", std::to_string(memory_gib) + "Gi"}}},
-                {"conditions", json::array({{{"type", "Ready"},
-                                             {"status", ready ? "True" : "False"}}})}}}};
+                {"conditions",
+                 json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}};
     std::lock_guard lock(mu_);
     Store("nodes", name, n, "ADDED");
   }
@@ -234,7 +234,7 @@ class FakeApiServer {
 
   static void Status(httplib::Response& res, int code, const std::string& reason,
                      const std::string& message) {
-    json s = {{"apiVersion", "v1"}, {"kind", "Status"},   {"status", "Failure"},
+    json s = {{"apiVersion", "v1"}, {"kind", "Status"}, {"status", "Failure"},
               {"code", code},       {"reason", reason}, {"message", message}};
     res.status = code;
     res.set_content(s.dump(), "application/json");
@@ -277,9 +277,9 @@ class FakeApiServer {
     if (req.path.find("/configmaps") != std::string::npos) resource = "configmaps";
     if (req.path.find("/events") != std::string::npos) resource = "events";
     if (req.path.find("/leases") != std::string::npos) resource = "leases";
-    std::string key = req.matches.size() > 2 ? std::string(req.matches[1]) + "/" +
-                                                   std::string(req.matches[2])
-                                             : "";
+    std::string key = req.matches.size() > 2
+                          ? std::string(req.matches[1]) + "/" + std::string(req.matches[2])
+                          : "";
     return {resource, key};
   }
 
@@ -452,8 +452,7 @@ class FakeApiServer {
     st->end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     st->next_bookmark = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
     res.set_chunked_content_provider(
-        "application/json",
-        [this, st, resource, bookmarks](size_t, httplib::DataSink& sink) {
+        "application/json", [this, st, resource, bookmarks](size_t, httplib::DataSink& sink) {
           std::string out;
           bool end = false, drop = false;
           {
@@ -479,9 +478,8 @@ class FakeApiServer {
               out = json{{"type", "ERROR"}, {"object", s}}.dump() + "\n";
               end = true;
             } else {
-              auto it = std::upper_bound(
-                  log_.begin(), log_.end(), st->last,
-                  [](int64_t v, const LogEntry& e) { return v < e.rv; });
+              auto it = std::upper_bound(log_.begin(), log_.end(), st->last,
+                                         [](int64_t v, const LogEntry& e) { return v < e.rv; });
               for (; it != log_.end(); ++it) {
                 st->last = it->rv;
                 if (it->resource != resource) continue;

@@ -129,8 +129,8 @@ TEST_F(SchedulerTest, TwoHundredPodsAcrossAKillAndRestartAreBookedOnce) {
   for (const json& p : api_.All("pods")) {
     if (p["spec"].value("nodeName", "").empty()) {
       victim_uid = p["metadata"]["uid"];
-      store::PlacementRecord residue{victim_uid, "gpu-4", p["metadata"]["name"], "inference",
-                                     {{"GPU-gpu-4-3", 100, 0}}};
+      store::PlacementRecord residue{
+          victim_uid, "gpu-4", p["metadata"]["name"], "inference", {{"GPU-gpu-4-3", 100, 0}}};
       ASSERT_TRUE(store_.PutPlacement(residue).value().applied);
       break;
     }
@@ -222,8 +222,9 @@ TEST_F(SchedulerTest, MalformedAnnotationBlocksOnlyItsPod) {
   ASSERT_TRUE(WaitFor([&] { return !EventsFor("typo", "FailedScheduling").empty(); }));
   ASSERT_TRUE(WaitFor([&] { return !EventsFor("huge", "FailedScheduling").empty(); }));
   const std::string bad = EventsFor("bad", "FailedScheduling")[0]["message"];
-  EXPECT_EQ(bad, "pod inference/bad: annotation tessera.io/slo-qps: 'fast' is not a "
-                 "non-negative number");
+  EXPECT_EQ(bad,
+            "pod inference/bad: annotation tessera.io/slo-qps: 'fast' is not a "
+            "non-negative number");
   EXPECT_EQ(EventsFor("bad", "FailedScheduling")[0]["type"], "Warning");
   const std::string typo = EventsFor("typo", "FailedScheduling")[0]["message"];
   EXPECT_NE(typo.find("annotation tessera.io/slo-qsp: unknown Tessera annotation"),
@@ -232,7 +233,8 @@ TEST_F(SchedulerTest, MalformedAnnotationBlocksOnlyItsPod) {
   const std::string huge = EventsFor("huge", "FailedScheduling")[0]["message"];
   EXPECT_NE(huge.find("0/1 nodes are available"), std::string::npos) << huge;
   for (const char* p : {"bad", "typo", "huge"}) {
-    EXPECT_TRUE(api_.Get("pods", std::string("inference/") + p).value()["spec"]
+    EXPECT_TRUE(api_.Get("pods", std::string("inference/") + p)
+                    .value()["spec"]
                     .value("nodeName", "")
                     .empty());
   }
