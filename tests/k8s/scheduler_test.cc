@@ -262,6 +262,30 @@ TEST_F(SchedulerTest, FailedBindingsUndoTheirReservation) {
   s.Stop();
 }
 
+TEST_F(SchedulerTest, SlowApiServerAndLeftoverConfigMapsStillBind) {
+  AddGpuNodes(1, 2);
+  // A ConfigMap left over from an earlier pod of the same name: create answers 409 and the
+  // scheduler updates it in place.
+  json stale = {{"apiVersion", "v1"},
+                {"kind", "ConfigMap"},
+                {"metadata", {{"name", "p-0"}, {"namespace", "inference"}}},
+                {"data", {{"CUDA_VISIBLE_DEVICES", "GPU-long-gone"}}}};
+  auto made = client_->Post("/api/v1/namespaces/inference/configmaps", stale.dump());
+  ASSERT_TRUE(made.has_value() && made->status == 201);
+  api_.SetDelay(0.05);  // every request, watches included, answers 50 ms late
+  Scheduler s(*client_, store_, clock_, FastConfig("replica-a"));
+  ASSERT_TRUE(s.Start().has_value());
+  for (int i = 0; i < 8; ++i) AddSharePod("p-" + std::to_string(i), 250);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 8; }));
+  api_.SetDelay(0);
+  const auto milli = CheckAccounting();  // includes p-0's ConfigMap naming its real slice
+  EXPECT_EQ(milli.at("GPU-gpu-0-0"), 1000);
+  EXPECT_EQ(milli.at("GPU-gpu-0-1"), 1000);
+  EXPECT_NE(api_.Get("configmaps", "inference/p-0").value()["data"]["CUDA_VISIBLE_DEVICES"],
+            "GPU-long-gone");
+  s.Stop();
+}
+
 TEST_F(SchedulerTest, OnlyOneOfTwoReplicasSchedules) {
   AddGpuNodes(2, 3);  // 24 slots of 250
   Scheduler a(*client_, store_, clock_, FastConfig("replica-a"));
