@@ -163,7 +163,7 @@ void Binder::PostEvent(const PodRef& pod, std::string_view type, std::string_vie
              {"firstTimestamp", ts},
              {"lastTimestamp", ts},
              {"eventTime", stamp},
-             {"action", "Binding"},
+             {"action", reason == "Scheduled" ? "Binding" : "Scheduling"},
              {"count", 1}};
   auto r = api_.Post("/api/v1/namespaces/" + UrlEscape(pod.namespace_) + "/events", ev.dump());
   if (!r || !r->ok()) {

@@ -262,6 +262,30 @@ TEST_F(SchedulerTest, FailedBindingsUndoTheirReservation) {
   s.Stop();
 }
 
+TEST_F(SchedulerTest, AnEmptiedStoreIsRefilledFromTheBoundPodsAnnotations) {
+  AddGpuNodes(1, 2);  // 8 slots of 250
+  {
+    Scheduler a(*client_, store_, clock_, FastConfig("replica-a"));
+    ASSERT_TRUE(a.Start().has_value());
+    for (int i = 0; i < 5; ++i) AddSharePod("p-" + std::to_string(i), 250);
+    ASSERT_TRUE(WaitFor([&] { return a.stats().bound == 5; }));
+    a.Stop();
+  }
+  // The store lost everything but what the agents publish again.
+  store::MemoryStore fresh(clock_);
+  ASSERT_TRUE(fresh.PutInventory(A100Inventory("gpu-0", 2)).has_value());
+  Scheduler b(*client_, fresh, clock_, FastConfig("replica-b"));
+  ASSERT_TRUE(b.Start().has_value());
+  ASSERT_TRUE(WaitFor([&] { return fresh.ListPlacements().value().size() == 5; }));
+  for (int i = 5; i < 9; ++i) AddSharePod("p-" + std::to_string(i), 250);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 8; }));
+  ASSERT_TRUE(WaitFor([&] { return !EventsFor("p-8", "FailedScheduling").empty(); }));
+  EXPECT_EQ(fresh.GetPartition("GPU-gpu-0-0").value()->used_milli, 1000);
+  EXPECT_EQ(fresh.GetPartition("GPU-gpu-0-1").value()->used_milli, 1000);
+  for (const auto& [pod, n] : api_.bindings()) EXPECT_EQ(n, 1) << pod;
+  b.Stop();
+}
+
 TEST_F(SchedulerTest, SlowApiServerAndLeftoverConfigMapsStillBind) {
   AddGpuNodes(1, 2);
   // A ConfigMap left over from an earlier pod of the same name: create answers 409 and the
