@@ -286,6 +286,56 @@ TEST_F(SchedulerTest, AnEmptiedStoreIsRefilledFromTheBoundPodsAnnotations) {
   b.Stop();
 }
 
+TEST_F(SchedulerTest, MigReshapeGoesToTheNodeThroughTheStore) {
+  // One A30 with MIG off; the thesis's `min` wants it cut into 4 x 1g.6gb first.
+  api_.AddNode("a30-0");
+  store::NodeInventory inv;
+  inv.node = "a30-0";
+  inv.agent_id = "agent-a30";
+  inv.generation = 1;
+  inv.cpu_milli = 32000;
+  inv.memory_mib = 131072;
+  store::GpuInventory g;
+  g.uuid = "GPU-a30";
+  g.product_name = "NVIDIA A30";
+  g.model = "A30-24GB";
+  g.memory_mib = 24576;
+  g.partitions.push_back({g.uuid, "", -1, 0, 24576});
+  inv.gpus.push_back(g);
+  ASSERT_TRUE(store_.PutInventory(inv).has_value());
+
+  SchedulerConfig cfg = FastConfig("replica-a");
+  cfg.policy = "min";
+  Scheduler s(*client_, store_, clock_, cfg);
+  ASSERT_TRUE(s.Start().has_value());
+  api_.AddPod("inference", "mig-0", {{"nvidia.com/gpu", 1}});
+  std::optional<std::string> request;
+  ASSERT_TRUE(WaitFor([&] {
+    request = store_.GetProfile("mig-reshape/a30-0/GPU-a30").value();
+    return request.has_value();
+  }));
+  const json req = json::parse(*request);
+  EXPECT_EQ(req["node"], "a30-0");
+  EXPECT_EQ(req["gpu_index"], 0);
+  EXPECT_EQ(req["mig"], "1g.6gb@0,1g.6gb@1,1g.6gb@2,1g.6gb@3");
+  EXPECT_EQ(Bound(), 0);  // parked until the node has the new layout
+
+  // The agent applies it and publishes the new inventory; the pod lands on an instance.
+  inv.generation = 2;
+  inv.gpus[0].mig_enabled = true;
+  inv.gpus[0].partitions.clear();
+  for (int i = 0; i < 4; ++i) {
+    inv.gpus[0].partitions.push_back({"MIG-a30-" + std::to_string(i), "1g.6gb", 7 + i, i, 6144});
+  }
+  ASSERT_TRUE(store_.PutInventory(inv).has_value());
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 1; }));
+  auto cm = api_.Get("configmaps", "inference/mig-0");
+  ASSERT_TRUE(cm.has_value());
+  EXPECT_EQ((*cm)["data"]["CUDA_VISIBLE_DEVICES"], "MIG-a30-0");
+  EXPECT_GE(s.stats().reshapes, 1);
+  s.Stop();
+}
+
 TEST_F(SchedulerTest, SlowApiServerAndLeftoverConfigMapsStillBind) {
   AddGpuNodes(1, 2);
   // A ConfigMap left over from an earlier pod of the same name: create answers 409 and the
