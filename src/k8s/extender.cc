@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <set>
 
 #include "policy/registry.h"
 
@@ -33,6 +34,7 @@ Expected<void> Extender::Start() {
     while (!stop_cv_.wait_for(lock, std::chrono::duration<double>(config_.refresh_s),
                               [this] { return stop_; })) {
       lock.unlock();
+      CollectGarbage();
       if (auto ok = Refresh(); !ok) spdlog::warn("extender: {}", ok.error().message);
       lock.lock();
     }
@@ -70,6 +72,31 @@ void Extender::Stop() {
     refresher_.join();
   }
   if (pods_informer_) pods_informer_->Stop();
+}
+
+void Extender::CollectGarbage() {
+  if (!api_ || !pods_informer_ || !pods_informer_->synced()) return;
+  auto recs = store_.ListPlacements();
+  if (!recs) return;
+  std::set<std::string> live;
+  for (const auto& [key, obj] : pods_informer_->Cache()) {
+    if (auto pod = PodFromJson(obj); pod && !pod->Terminal()) live.insert(pod->uid);
+  }
+  for (const store::PlacementRecord& r : *recs) {
+    if (live.contains(r.workload)) continue;
+    // Not in the cache: a pod deleted while nobody watched, or one the watch has not shown
+    // yet. Ask the API server before letting its slice go.
+    auto got = api_->Get(PodPath(r.namespace_, r.pod));
+    if (!got) continue;
+    bool gone = got->status == 404;
+    if (got->ok()) {
+      auto pod = PodFromJson(nlohmann::json::parse(got->body, nullptr, false));
+      gone = pod && (pod->uid != r.workload || pod->Terminal());
+    }
+    if (gone && store_.RemovePlacement(r.workload).value_or(false)) {
+      spdlog::info("extender: released the slices of {}/{} (pod gone)", r.namespace_, r.pod);
+    }
+  }
 }
 
 int Extender::nodes() const {

@@ -12,8 +12,9 @@
 // the simulator, on a ClusterState built from the store (agents' inventories, placements),
 // refreshed every refresh_s in the background. Bind reserves the slice the policy picks on the
 // chosen node and carries it out through Binder (ConfigMap, store, annotations, binding); it
-// needs an ApiClient. A malformed body or pod gets one error naming the object (the Error
-// field, or HTTP 400 for prioritize), never a crash.
+// needs an ApiClient, with which a pod watch (and a periodic check of the store's placements
+// against the API server) also releases the slices of deleted pods. A malformed body or pod gets
+// one error naming the object (the Error field, or HTTP 400 for prioritize), never a crash.
 // Thread-safe: the handlers serialise on one mutex around the policy (policies are not
 // thread-safe); the network half of a bind runs outside it.
 
@@ -91,6 +92,8 @@ class Extender {
   };
   Expected<Args> ParseArgs(std::string_view body);
   model::WorkloadId IdOf(const std::string& uid);
+  // Releases store placements whose pod no longer exists (deleted while nobody watched).
+  void CollectGarbage();
 
   store::Store& store_;
   const Clock& clock_;
