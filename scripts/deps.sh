@@ -7,7 +7,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libeigen3-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libhiredis-dev libcpp-httplib-dev libssl-dev liblemon-dev
+  libhiredis-dev libcpp-httplib-dev libssl-dev openssl liblemon-dev
   redis-server prometheus
 )
 

@@ -1,7 +1,7 @@
 #pragma once
 // The subcommands of `tessera`. Each Add* function (one per cli/<name>_cmd.cc) adds its
 // subcommand to the app; when the subcommand runs it stores the process exit code in *exit_code.
-// Exit codes: 0 success, 1 failure (bad input, broken run), 2 usage or "not in this build".
+// Exit codes: 0 success, 1 failure (bad input, broken run), 2 usage.
 
 #include <CLI/CLI.hpp>
 #include <string>
@@ -18,10 +18,5 @@ void AddExplain(CLI::App& app, int* exit_code);
 void AddSchedule(CLI::App& app, int* exit_code);
 void AddExtender(CLI::App& app, int* exit_code);
 void AddAgent(CLI::App& app, int* exit_code);
-
-// A subcommand that exists in the interface but not in this build: `--help` describes it, and
-// running it says so clearly on stderr and exits 2.
-CLI::App* AddUnavailable(CLI::App& app, const std::string& name, const std::string& help,
-                         int* exit_code);
 
 }  // namespace tessera::cli

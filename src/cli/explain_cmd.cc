@@ -10,10 +10,12 @@
 
 #include "cli/commands.h"
 #include "policy/registry.h"
+#include "predict/predictor.h"
 #include "sim/embedded_apps.h"
 #include "sim/physics.h"
 #include "sim/profiler.h"
 #include "sim/thesis.h"
+#include "telemetry/telemetry.h"
 
 namespace tessera::cli {
 namespace {

@@ -11,15 +11,4 @@ void AddVersion(CLI::App& app, int* exit_code) {
   });
 }
 
-CLI::App* AddUnavailable(CLI::App& app, const std::string& name, const std::string& help,
-                         int* exit_code) {
-  CLI::App* sub = app.add_subcommand(name, help + " (not available in this build)");
-  sub->allow_extras();
-  sub->callback([name, exit_code] {
-    std::fprintf(stderr, "tessera %s: not available in this build\n", name.c_str());
-    *exit_code = 2;
-  });
-  return sub;
-}
-
 }  // namespace tessera::cli

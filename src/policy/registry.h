@@ -18,8 +18,14 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "policy/policy.h"
-#include "predict/predictor.h"
-#include "telemetry/telemetry.h"
+
+// Forward declarations keep this header light (no Eigen, no HTTP client for its includers).
+namespace tessera::predict {
+class Predictor;
+}
+namespace tessera::telemetry {
+class Telemetry;
+}
 
 namespace tessera::policy {
 

@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "policy/registry.h"
+#include "predict/predictor.h"
+#include "telemetry/telemetry.h"
 #include "sim/physics.h"
 #include "sim/profiler.h"
 

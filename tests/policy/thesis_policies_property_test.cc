@@ -10,6 +10,7 @@
 #include "model/mig.h"
 #include "policy/registry.h"
 #include "predict/config_key.h"
+#include "predict/predictor.h"
 #include "sched/scheduler.h"
 
 namespace tessera::policy {

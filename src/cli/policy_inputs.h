@@ -1,0 +1,49 @@
+#pragma once
+// What predicting policies read in the daemons (`tessera schedule`, `tessera extender`): a
+// predictor completed from profile CSV files the operator measured (`--profile`,
+// `--interference`; the long CSV forms of docs/prediction.md) and utilisation from a
+// Prometheus server scraping the agents or dcgm-exporter (`--prometheus`). Both optional;
+// `--policy predictive` needs `--profile`. This header stays light (no Eigen, no HTTP client):
+// the command files that include cpp-httplib include it too.
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "base/clock.h"
+#include "base/error.h"
+
+namespace tessera::predict {
+class Predictor;
+}
+namespace tessera::telemetry {
+class Telemetry;
+class PrometheusTelemetry;
+}  // namespace tessera::telemetry
+
+namespace tessera::cli {
+
+struct PolicyInputFlags {
+  std::string profile;       // profile matrix CSV
+  std::string interference;  // interference matrices CSV
+  std::string prometheus;    // http(s)://host:port
+  double telemetry_interval_s = 5;
+};
+
+void AddPolicyInputFlags(CLI::App* sub, PolicyInputFlags& f);
+
+struct PolicyInputs {
+  PolicyInputs();
+  PolicyInputs(PolicyInputs&&) noexcept;
+  ~PolicyInputs();                                            // stops the telemetry poller
+  std::unique_ptr<predict::Predictor> predictor;              // null without --profile
+  std::unique_ptr<telemetry::PrometheusTelemetry> telemetry;  // null without --prometheus
+  const telemetry::Telemetry* telemetry_view() const;         // telemetry as the interface
+};
+
+// Loads and completes the matrices and starts polling Prometheus. An error names the file
+// and line, or the URL.
+[[nodiscard]] Expected<PolicyInputs> OpenPolicyInputs(const PolicyInputFlags& f,
+                                                      const Clock& clock);
+
+}  // namespace tessera::cli

@@ -1,0 +1,166 @@
+// `tessera schedule`: Tessera as the Kubernetes scheduler for pods with
+// spec.schedulerName: tessera (DESIGN §6; docs/kubernetes.md). Runs until SIGTERM or SIGINT,
+// then releases its Lease so a standby replica takes over at once.
+#include <httplib.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "agent/http_server.h"
+#include "cli/commands.h"
+#include "cli/k8s_flags.h"
+#include "cli/policy_inputs.h"
+#include "k8s/scheduler.h"
+
+namespace tessera::cli {
+namespace {
+
+struct ScheduleFlags {
+  k8s_flags::Common common;
+  PolicyInputFlags inputs;
+  std::string scheduler_name = "tessera";
+  std::string identity;
+  std::string lease_namespace;
+  std::string lease_name = "tessera-scheduler";
+  double lease_duration_s = 15;
+  double renew_deadline_s = 10;
+  double retry_period_s = 2;
+  double inventory_poll_s = 5;
+  std::string listen = "0.0.0.0:10259";
+};
+
+std::string DefaultIdentity() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::random_device rd;
+  return fmt::format("{}_{:08x}", host, rd());
+}
+
+int RunSchedule(const ScheduleFlags& f) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("tessera-schedule"));
+  SteadyClock clock;
+  auto options = k8s_flags::PolicyOptions(f.common);
+  if (!options) {
+    std::fprintf(stderr, "tessera schedule: %s\n", options.error().message.c_str());
+    return 2;
+  }
+  auto listen = agent::ParseListen(f.listen);
+  if (!listen) {
+    std::fprintf(stderr, "tessera schedule: %s\n", listen.error().message.c_str());
+    return 2;
+  }
+  if (f.renew_deadline_s >= f.lease_duration_s) {
+    std::fprintf(stderr, "tessera schedule: --renew-deadline must be below --lease-duration\n");
+    return 2;
+  }
+  auto api = k8s_flags::Connect(f.common);
+  if (!api) {
+    std::fprintf(stderr, "tessera schedule: %s\n", api.error().message.c_str());
+    return 1;
+  }
+  auto inputs = OpenPolicyInputs(f.inputs, clock);
+  if (!inputs) {
+    std::fprintf(stderr, "tessera schedule: %s\n", inputs.error().message.c_str());
+    return 1;
+  }
+  auto store = k8s_flags::OpenStore(f.common, clock);
+  if (!store) {
+    std::fprintf(stderr, "tessera schedule: %s\n", store.error().message.c_str());
+    return 1;
+  }
+  k8s::SchedulerConfig cfg;
+  cfg.scheduler_name = f.scheduler_name;
+  cfg.policy = f.common.policy;
+  cfg.policy_options = *options;
+  cfg.seed = f.common.seed;
+  cfg.predictor = inputs->predictor.get();
+  cfg.telemetry = inputs->telemetry_view();
+  cfg.leader.namespace_ =
+      f.lease_namespace.empty() ? (*api)->credentials().namespace_ : f.lease_namespace;
+  cfg.leader.name = f.lease_name;
+  cfg.leader.identity = f.identity.empty() ? DefaultIdentity() : f.identity;
+  cfg.leader.lease_duration_s = f.lease_duration_s;
+  cfg.leader.renew_deadline_s = f.renew_deadline_s;
+  cfg.leader.retry_period_s = f.retry_period_s;
+  cfg.inventory_poll_s = f.inventory_poll_s;
+  k8s::Scheduler scheduler(**api, **store, clock, cfg);
+  if (auto ok = scheduler.Start(); !ok) {
+    std::fprintf(stderr, "tessera schedule: %s\n", ok.error().message.c_str());
+    return 1;
+  }
+  // /healthz for the Deployment's probes, /metrics for Prometheus.
+  httplib::Server http;
+  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  http.Get("/metrics", [&scheduler](const httplib::Request&, httplib::Response& res) {
+    const k8s::SchedulerStats s = scheduler.stats();
+    res.set_content(
+        fmt::format("# TYPE tessera_scheduler_leader gauge\ntessera_scheduler_leader {}\n"
+                    "# TYPE tessera_scheduler_bound_total counter\n"
+                    "tessera_scheduler_bound_total {}\n"
+                    "# TYPE tessera_scheduler_bind_failures_total counter\n"
+                    "tessera_scheduler_bind_failures_total {}\n"
+                    "# TYPE tessera_scheduler_invalid_pods_total counter\n"
+                    "tessera_scheduler_invalid_pods_total {}\n"
+                    "# TYPE tessera_scheduler_pending gauge\ntessera_scheduler_pending {}\n"
+                    "# TYPE tessera_scheduler_placed gauge\ntessera_scheduler_placed {}\n"
+                    "# TYPE tessera_scheduler_rebuilds_total counter\n"
+                    "tessera_scheduler_rebuilds_total {}\n",
+                    s.leading ? 1 : 0, s.bound, s.bind_failures, s.invalid_pods, s.pending,
+                    s.placed, s.rebuilds),
+        "text/plain; version=0.0.4");
+  });
+  if (!http.bind_to_port(listen->first, listen->second)) {
+    std::fprintf(stderr, "tessera schedule: cannot listen on %s\n", f.listen.c_str());
+    scheduler.Stop();
+    return 1;
+  }
+  std::thread http_thread([&] { http.listen_after_bind(); });
+  k8s_flags::InstallSignals();
+  spdlog::info("tessera schedule: {} as {}, policy {}, /healthz and /metrics on {}",
+               cfg.scheduler_name, cfg.leader.identity, cfg.policy, f.listen);
+  k8s_flags::WaitForStop();
+  spdlog::info("tessera schedule: signal received, releasing the Lease");
+  scheduler.Stop();
+  http.stop();
+  http_thread.join();
+  return 0;
+}
+
+}  // namespace
+
+void AddSchedule(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<ScheduleFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "schedule", "Run as a Kubernetes scheduler for pods with schedulerName: tessera");
+  k8s_flags::AddCommon(sub, f->common);
+  AddPolicyInputFlags(sub, f->inputs);
+  sub->add_option("--scheduler-name", f->scheduler_name, "spec.schedulerName to serve")
+      ->capture_default_str();
+  sub->add_option("--identity", f->identity,
+                  "This replica's Lease identity (default: host name + random suffix)")
+      ->envname("POD_NAME");
+  sub->add_option("--lease-namespace", f->lease_namespace,
+                  "Namespace of the Lease (default: the service account's namespace)");
+  sub->add_option("--lease-name", f->lease_name, "Name of the Lease")->capture_default_str();
+  sub->add_option("--lease-duration", f->lease_duration_s, "Seconds a Lease lasts unrenewed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--renew-deadline", f->renew_deadline_s,
+                  "Seconds after the last renewal at which the leader stops scheduling")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--retry-period", f->retry_period_s, "Seconds between Lease attempts")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--inventory-poll", f->inventory_poll_s,
+                  "Seconds between reads of the agents' inventories in the store")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--listen", f->listen, "host:port for /healthz and /metrics")
+      ->capture_default_str();
+  sub->callback([f, exit_code] { *exit_code = RunSchedule(*f); });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,375 @@
+#include "k8s/extender.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <set>
+
+#include "policy/registry.h"
+
+namespace tessera::k8s {
+
+using nlohmann::json;
+
+Extender::Extender(store::Store& store, const Clock& clock, ExtenderConfig config, ApiClient* api)
+    : store_(store), clock_(clock), config_(std::move(config)), api_(api), rng_(config_.seed) {
+  if (api_) binder_ = std::make_unique<Binder>(*api_, store_, config_.component);
+}
+
+Extender::~Extender() { Stop(); }
+
+Expected<void> Extender::Start() {
+  {
+    std::lock_guard lock(mu_);
+    policy::PolicyContext ctx{&rng_, &clock_, config_.predictor, config_.telemetry};
+    auto p = policy::MakePolicy(config_.policy, ctx, config_.policy_options);
+    if (!p) return std::unexpected(p.error());
+    policy_ = std::move(*p);
+  }
+  if (auto ok = Refresh(); !ok) return ok;
+  stop_ = false;
+  refresher_ = std::thread([this] {
+    std::unique_lock lock(stop_mu_);
+    while (!stop_cv_.wait_for(lock, std::chrono::duration<double>(config_.refresh_s),
+                              [this] { return stop_; })) {
+      lock.unlock();
+      CollectGarbage();
+      if (auto ok = Refresh(); !ok) spdlog::warn("extender: {}", ok.error().message);
+      lock.lock();
+    }
+  });
+  if (api_) {
+    InformerOptions o;
+    o.path = "/api/v1/pods";
+    // Placements of pods that are gone or done are released, as the scheduler's are.
+    pods_informer_ = std::make_unique<Informer>(*api_, o, [this](EventType type, const json& obj) {
+      auto pod = PodFromJson(obj);
+      if (!pod || (type != EventType::kDeleted && !pod->Terminal())) return;
+      if (!pod->annotations.contains(std::string(kAnnotationPlacement))) return;
+      if (auto r = store_.RemovePlacement(pod->uid); r && *r) {
+        std::lock_guard lock(mu_);
+        auto id = ids_.find(pod->uid);
+        if (id != ids_.end() && cluster_->Find(id->second)) (void)cluster_->Remove(id->second);
+      }
+    });
+    pods_informer_->Start();
+  }
+  return {};
+}
+
+void Extender::Stop() {
+  if (server_thread_.joinable()) {
+    server_->stop();
+    server_thread_.join();
+  }
+  if (refresher_.joinable()) {
+    {
+      std::lock_guard lock(stop_mu_);
+      stop_ = true;
+    }
+    stop_cv_.notify_all();
+    refresher_.join();
+  }
+  if (pods_informer_) pods_informer_->Stop();
+}
+
+void Extender::CollectGarbage() {
+  if (!api_ || !pods_informer_ || !pods_informer_->synced()) return;
+  auto recs = store_.ListPlacements();
+  if (!recs) return;
+  std::set<std::string> live;
+  for (const auto& [key, obj] : pods_informer_->Cache()) {
+    if (auto pod = PodFromJson(obj); pod && !pod->Terminal()) live.insert(pod->uid);
+  }
+  for (const store::PlacementRecord& r : *recs) {
+    if (live.contains(r.workload)) continue;
+    // Not in the cache: a pod deleted while nobody watched, or one the watch has not shown
+    // yet. Ask the API server before letting its slice go.
+    auto got = api_->Get(PodPath(r.namespace_, r.pod));
+    if (!got) continue;
+    bool gone = got->status == 404;
+    if (got->ok()) {
+      auto pod = PodFromJson(nlohmann::json::parse(got->body, nullptr, false));
+      gone = pod && (pod->uid != r.workload || pod->Terminal());
+    }
+    if (gone && store_.RemovePlacement(r.workload).value_or(false)) {
+      spdlog::info("extender: released the slices of {}/{} (pod gone)", r.namespace_, r.pod);
+    }
+  }
+}
+
+int Extender::nodes() const {
+  std::lock_guard lock(mu_);
+  return cluster_ ? cluster_->node_count() : 0;
+}
+
+model::WorkloadId Extender::IdOf(const std::string& uid) {
+  auto [it, fresh] = ids_.try_emplace(uid, next_id_);
+  if (fresh) ++next_id_;
+  return it->second;
+}
+
+Expected<void> Extender::Refresh() {
+  auto names = store_.ListNodes();
+  if (!names) return std::unexpected(names.error());
+  auto cluster = std::make_unique<model::ClusterState>();
+  for (const std::string& name : *names) {
+    auto inv = store_.GetInventory(name);
+    if (!inv) return std::unexpected(inv.error());
+    if (!*inv) continue;
+    auto spec = store::ToNodeSpec(**inv);
+    if (!spec) {
+      spdlog::warn("extender: node {}: {}", name, spec.error().message);
+      continue;
+    }
+    if (auto added = cluster->AddNode(*spec); !added) {
+      spdlog::warn("extender: node {}: {}", name, added.error().message);
+    }
+  }
+  auto placements = store_.ListPlacements();
+  if (!placements) return std::unexpected(placements.error());
+  std::lock_guard lock(mu_);
+  for (const store::PlacementRecord& r : *placements) {
+    std::optional<model::NodeIndex> n = cluster->FindNode(r.node);
+    if (!n) continue;
+    model::Workload w;
+    w.id = IdOf(r.workload);
+    w.name = r.namespace_ + "/" + r.pod;
+    model::Placement p{w.id, *n, {}};
+    bool ok = true;
+    for (const store::SliceRecord& s : r.slices) {
+      auto part = cluster->FindPartition(s.partition_uuid);
+      ok &= part.has_value();
+      if (part) p.slices.push_back({*part, s.milli, s.memory_mib});
+    }
+    if (!ok) continue;
+    w.gpu.count = static_cast<int>(p.slices.size());
+    if (!p.slices.empty()) {
+      w.gpu.milli = p.slices[0].milli;
+      w.gpu.memory_mib = p.slices[0].memory_mib;
+    }
+    if (auto placed = cluster->Place(w, p); !placed) {
+      spdlog::warn("extender: placement of {}: {}", w.name, placed.error().message);
+    }
+  }
+  cluster_ = std::move(cluster);
+  return {};
+}
+
+Expected<Extender::Args> Extender::ParseArgs(std::string_view body) {
+  json args = json::parse(body, nullptr, false);
+  if (args.is_discarded() || !args.is_object()) return Fail("request body is not a JSON object");
+  if (!args.contains("Pod") || !args["Pod"].is_object()) return Fail("request has no Pod");
+  auto pod = PodFromJson(args["Pod"]);
+  if (!pod) return std::unexpected(pod.error());
+  Args a;
+  a.pod = std::move(*pod);
+  if (args.contains("NodeNames") && args["NodeNames"].is_array()) {
+    for (const json& n : args["NodeNames"]) {
+      if (!n.is_string()) return Fail("pod {}: NodeNames holds a non-string", a.pod.Key());
+      a.names.push_back(n.get<std::string>());
+    }
+  } else if (args.contains("Nodes") && args["Nodes"].is_object() &&
+             args["Nodes"].contains("items") && args["Nodes"]["items"].is_array()) {
+    a.node_cache = false;
+    a.node_objects = args["Nodes"]["items"];
+    for (const json& n : a.node_objects) {
+      const std::string name = Informer::KeyOf(n);
+      if (name.empty()) return Fail("pod {}: a node in Nodes has no metadata.name", a.pod.Key());
+      a.names.push_back(name);
+    }
+  } else {
+    return Fail("pod {}: request has neither NodeNames nor Nodes.items", a.pod.Key());
+  }
+  auto w = WorkloadFromPod(a.pod, 0);
+  if (!w) return std::unexpected(w.error());
+  a.workload = std::move(*w);
+  // kube-scheduler checks CPU and memory itself; Tessera judges the GPUs.
+  a.workload.cpu_milli = 0;
+  a.workload.memory_mib = 0;
+  return a;
+}
+
+ExtenderReply Extender::Filter(std::string_view body) {
+  auto args = ParseArgs(body);
+  if (!args) {
+    json r = {{"Nodes", nullptr},
+              {"NodeNames", nullptr},
+              {"FailedNodes", json::object()},
+              {"FailedAndUnresolvableNodes", json::object()},
+              {"Error", args.error().message}};
+    return {200, r.dump()};
+  }
+  json failed = json::object(), unresolvable = json::object();
+  std::vector<size_t> pass;
+  {
+    std::lock_guard lock(mu_);
+    if (!args->pod.uid.empty()) {
+      if (recent_pods_.size() > 10000) recent_pods_.clear();
+      recent_pods_[args->pod.uid] = args->pod;
+    }
+    args->workload.id = args->pod.uid.empty() ? -1 : IdOf(args->pod.uid);
+    for (size_t i = 0; i < args->names.size(); ++i) {
+      const std::string& name = args->names[i];
+      std::optional<model::NodeIndex> n = cluster_->FindNode(name);
+      if (!n) {
+        if (args->workload.gpu.count == 0) {
+          pass.push_back(i);
+        } else {
+          unresolvable[name] = "no GPU inventory from a Tessera agent on this node";
+        }
+        continue;
+      }
+      const policy::Feasibility f = policy_->Filter(args->workload, *n, *cluster_);
+      if (!f.ok()) {
+        failed[name] = std::string(f.reason);
+      } else if (!policy_->Score(args->workload, *n, *cluster_)) {
+        failed[name] = "no offer from the policy";
+      } else {
+        pass.push_back(i);
+      }
+    }
+  }
+  json r = {{"FailedNodes", failed}, {"FailedAndUnresolvableNodes", unresolvable}, {"Error", ""}};
+  if (args->node_cache) {
+    json names = json::array();
+    for (size_t i : pass) names.push_back(args->names[i]);
+    r["NodeNames"] = names;
+    r["Nodes"] = nullptr;
+  } else {
+    json items = json::array();
+    for (size_t i : pass) items.push_back(args->node_objects[i]);
+    r["Nodes"] = {
+        {"apiVersion", "v1"}, {"kind", "NodeList"}, {"metadata", json::object()}, {"items", items}};
+    r["NodeNames"] = nullptr;
+  }
+  return {200, r.dump()};
+}
+
+ExtenderReply Extender::Prioritize(std::string_view body) {
+  auto args = ParseArgs(body);
+  if (!args) return {400, json{{"Error", args.error().message}}.dump()};
+  json list = json::array();
+  std::lock_guard lock(mu_);
+  args->workload.id = args->pod.uid.empty() ? -1 : IdOf(args->pod.uid);
+  for (const std::string& name : args->names) {
+    int64_t score = 0;
+    if (std::optional<model::NodeIndex> n = cluster_->FindNode(name)) {
+      if (policy_->Filter(args->workload, *n, *cluster_).ok()) {
+        if (auto cand = policy_->Score(args->workload, *n, *cluster_)) {
+          // Policies score 0..100; the extender protocol's MaxExtenderPriority is 10.
+          score = std::clamp<int64_t>(std::llround(cand->score / 10.0), 0, 10);
+        }
+      }
+    }
+    list.push_back({{"Host", name}, {"Score", score}});
+  }
+  return {200, list.dump()};
+}
+
+ExtenderReply Extender::Bind(std::string_view body) {
+  auto answer = [](const std::string& error) {
+    return ExtenderReply{200, json{{"Error", error}}.dump()};
+  };
+  json args = json::parse(body, nullptr, false);
+  if (args.is_discarded() || !args.is_object()) return answer("bind: body is not a JSON object");
+  PodRef ref{args.value("PodNamespace", ""), args.value("PodName", ""), args.value("PodUID", "")};
+  const std::string node = args.value("Node", "");
+  const std::string who = ref.namespace_ + "/" + ref.name;
+  if (ref.name.empty() || node.empty()) return answer("bind: PodName and Node are required");
+  if (!binder_) return answer("bind: this extender has no API server connection");
+  std::optional<Pod> pod;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = recent_pods_.find(ref.uid); it != recent_pods_.end()) pod = it->second;
+  }
+  if (!pod) {
+    auto got = api_->Get(PodPath(ref.namespace_, ref.name));
+    if (!got || !got->ok()) return answer(fmt::format("bind: pod {} not found", who));
+    auto parsed = PodFromJson(json::parse(got->body, nullptr, false));
+    if (!parsed) return answer(parsed.error().message);
+    pod = *parsed;
+  }
+  if (ref.uid.empty()) ref.uid = pod->uid;
+  store::PlacementRecord rec;
+  model::Environment env;
+  model::WorkloadId id = 0;
+  {
+    std::lock_guard lock(mu_);
+    auto w = WorkloadFromPod(*pod, IdOf(ref.uid));
+    if (!w) return answer(w.error().message);
+    w->cpu_milli = 0;
+    w->memory_mib = 0;
+    id = w->id;
+    std::optional<model::NodeIndex> n = cluster_->FindNode(node);
+    if (!n) return answer(fmt::format("bind {}: node {} has no Tessera inventory", who, node));
+    if (cluster_->Find(id)) (void)cluster_->Remove(id);  // a retried bind
+    std::optional<policy::Candidate> cand;
+    if (policy_->Filter(*w, *n, *cluster_).ok()) cand = policy_->Score(*w, *n, *cluster_);
+    if (!cand) return answer(fmt::format("bind {}: node {} cannot take it any more", who, node));
+    if (cand->reshape || !cand->resizes.empty()) {
+      return answer(
+          fmt::format("bind {}: node {} needs a MIG reshape or resizes, which the "
+                      "extender does not do; use tessera schedule",
+                      who, node));
+    }
+    if (auto ok = cluster_->Place(*w, cand->placement); !ok) {
+      return answer(fmt::format("bind {}: {}", who, ok.error().message));
+    }
+    env = cluster_->EnvironmentOf(cand->placement);
+    rec = {ref.uid, node, ref.name, ref.namespace_, {}};
+    for (const model::Slice& s : cand->placement.slices) {
+      rec.slices.push_back({cluster_->partition(s.partition).uuid, s.milli, s.memory_mib});
+    }
+  }
+  if (auto ok = binder_->Bind(ref, rec, env); !ok) {
+    std::lock_guard lock(mu_);
+    if (cluster_->Find(id)) (void)cluster_->Remove(id);
+    return answer(ok.error().message);
+  }
+  std::string slices;
+  for (const auto& s : rec.slices) {
+    slices += fmt::format(" {} ({} milli, {} MiB)", s.partition_uuid, s.milli, s.memory_mib);
+  }
+  binder_->PostEvent(ref, "Normal", "Scheduled",
+                     fmt::format("Tessera extender bound {} to {}:{}; policy {}", who, node, slices,
+                                 config_.policy));
+  return answer("");
+}
+
+Expected<int> Extender::Serve(const std::string& host, int port) {
+  if (!config_.tls_cert_file.empty() || !config_.tls_key_file.empty()) {
+    auto ssl = std::make_unique<httplib::SSLServer>(config_.tls_cert_file.c_str(),
+                                                    config_.tls_key_file.c_str());
+    if (!ssl->is_valid()) {
+      return Fail("extender: cannot use TLS certificate {} and key {}", config_.tls_cert_file,
+                  config_.tls_key_file);
+    }
+    server_ = std::move(ssl);
+  } else {
+    server_ = std::make_unique<httplib::Server>();
+  }
+  server_->set_tcp_nodelay(true);
+  auto route = [this](ExtenderReply (Extender::*fn)(std::string_view)) {
+    return [this, fn](const httplib::Request& req, httplib::Response& res) {
+      ExtenderReply r = (this->*fn)(req.body);
+      res.status = r.status;
+      res.set_content(r.body, "application/json");
+    };
+  };
+  server_->Post(config_.url_prefix + "/filter", route(&Extender::Filter));
+  server_->Post(config_.url_prefix + "/prioritize", route(&Extender::Prioritize));
+  server_->Post(config_.url_prefix + "/bind", route(&Extender::Bind));
+  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  const int bound =
+      port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
+  if (bound < 0) return Fail("extender: cannot listen on {}:{}", host, port);
+  server_thread_ = std::thread([this] { server_->listen_after_bind(); });
+  while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return bound;
+}
+
+}  // namespace tessera::k8s

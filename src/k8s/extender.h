@@ -1,0 +1,131 @@
+#pragma once
+// Extender: Tessera behind the default kube-scheduler, through the scheduler-extender HTTP
+// protocol (k8s.io/kube-scheduler/extender/v1; DESIGN §1, §6). kube-scheduler POSTs JSON
+// whose keys are the Go field names:
+//   filter      ExtenderArgs{Pod, Nodes | NodeNames} → ExtenderFilterResult{Nodes | NodeNames,
+//               FailedNodes, FailedAndUnresolvableNodes, Error}
+//   prioritize  ExtenderArgs                        → HostPriorityList [{Host, Score 0..10}]
+//   bind        ExtenderBindingArgs{PodName, PodNamespace, PodUID, Node}
+//               → ExtenderBindingResult{Error}
+// nodeCacheCapable both ways: a request with NodeNames is answered with NodeNames, one with a
+// NodeList with the passing Node objects. Filter and prioritize ask the same policy::Policy as
+// the simulator, on a ClusterState built from the store (agents' inventories, placements),
+// refreshed every refresh_s in the background. Bind reserves the slice the policy picks on the
+// chosen node and carries it out through Binder (ConfigMap, store, annotations, binding); it
+// needs an ApiClient, with which a pod watch (and a periodic check of the store's placements
+// against the API server) also releases the slices of deleted pods. A malformed body or pod gets
+// one error naming the object (the Error field, or HTTP 400 for prioritize), never a crash.
+// Thread-safe: the handlers serialise on one mutex around the policy (policies are not
+// thread-safe); the network half of a bind runs outside it.
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "base/rng.h"
+#include "k8s/api_client.h"
+#include "k8s/binder.h"
+#include "k8s/informer.h"
+#include "k8s/objects.h"
+#include "model/cluster.h"
+#include "policy/policy.h"
+#include "store/store.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace tessera::predict {
+class Predictor;
+}
+namespace tessera::telemetry {
+class Telemetry;
+}
+
+namespace tessera::k8s {
+
+struct ExtenderConfig {
+  std::string policy = "first-fit";
+  nlohmann::json policy_options = nlohmann::json::object();
+  uint64_t seed = 1;
+  // For predicting policies (`predictive`); not owned, must outlive the daemon.
+  const predict::Predictor* predictor = nullptr;
+  const telemetry::Telemetry* telemetry = nullptr;
+  double refresh_s = 1;  // how often the cluster view is rebuilt from the store
+  std::string component = "tessera-extender";
+  std::string url_prefix;                   // "" serves /filter, /prioritize, /bind
+  std::string tls_cert_file, tls_key_file;  // both set: HTTPS
+};
+
+// One handler's answer: the HTTP status and the JSON body.
+struct ExtenderReply {
+  int status = 200;
+  std::string body;
+};
+
+class Extender {
+ public:
+  // `api` may be null: then bind answers an Error and deleted pods are not garbage-collected.
+  Extender(store::Store& store, const Clock& clock, ExtenderConfig config, ApiClient* api);
+  ~Extender();
+
+  // Checks the policy and builds the first view; starts the refresher (and the pod informer
+  // that releases placements of deleted pods, with an ApiClient).
+  [[nodiscard]] Expected<void> Start();
+  void Stop();
+
+  ExtenderReply Filter(std::string_view body);
+  ExtenderReply Prioritize(std::string_view body);
+  ExtenderReply Bind(std::string_view body);
+  // Rebuilds the view from the store now.
+  [[nodiscard]] Expected<void> Refresh();
+
+  // Serves the protocol on host:port (0: any free port); returns the bound port.
+  [[nodiscard]] Expected<int> Serve(const std::string& host, int port);
+  int nodes() const;
+
+ private:
+  struct Args {
+    Pod pod;
+    model::Workload workload;
+    std::vector<std::string> names;
+    bool node_cache = true;  // NodeNames given (else a NodeList)
+    nlohmann::json node_objects;
+  };
+  Expected<Args> ParseArgs(std::string_view body);
+  model::WorkloadId IdOf(const std::string& uid);
+  // Releases store placements whose pod no longer exists (deleted while nobody watched).
+  void CollectGarbage();
+
+  store::Store& store_;
+  const Clock& clock_;
+  ExtenderConfig config_;
+  ApiClient* api_;
+  std::unique_ptr<Binder> binder_;
+  std::unique_ptr<Informer> pods_informer_;
+
+  mutable std::mutex mu_;  // guards everything below
+  Rng rng_;
+  std::unique_ptr<policy::Policy> policy_;
+  std::unique_ptr<model::ClusterState> cluster_;
+  std::unordered_map<std::string, model::WorkloadId> ids_;
+  std::map<std::string, Pod> recent_pods_;  // uid -> pod, from filter/prioritize, for bind
+  model::WorkloadId next_id_ = 1;
+
+  std::thread refresher_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread server_thread_;
+};
+
+}  // namespace tessera::k8s

@@ -1,0 +1,277 @@
+#include "k8s/informer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace tessera::k8s {
+
+using nlohmann::json;
+
+Expected<std::vector<json>> ListObjects(ApiClient& api, const std::string& path, int page_size) {
+  std::vector<json> out;
+  std::string cont;
+  do {
+    std::string p = path + "?limit=" + std::to_string(page_size);
+    if (!cont.empty()) p += "&continue=" + UrlEscape(cont);
+    auto r = api.Get(p);
+    if (!r) return std::unexpected(r.error());
+    if (r->status == 410) {  // continue token expired
+      cont.clear();
+      out.clear();
+      continue;
+    }
+    if (!r->ok()) return Fail("list {}: status {}", path, r->status);
+    json list = json::parse(r->body, nullptr, false);
+    if (list.is_discarded() || !list.contains("items") || !list["items"].is_array()) {
+      return Fail("list {}: not a list object", path);
+    }
+    cont = list.contains("metadata") ? list["metadata"].value("continue", "") : "";
+    for (json& item : list["items"]) out.push_back(std::move(item));
+  } while (!cont.empty());
+  return out;
+}
+
+Informer::Informer(ApiClient& api, InformerOptions options, Handler handler)
+    : api_(api), options_(std::move(options)), handler_(std::move(handler)) {}
+
+Informer::~Informer() { Stop(); }
+
+void Informer::Start() {
+  stop_ = false;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Informer::Stop() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  api_.CancelStreams(this);
+  thread_.join();
+  api_.ResumeStreams(this);
+}
+
+bool Informer::WaitForSync(double timeout_s) const {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] {
+    return synced_.load() || stop_.load();
+  }) && synced_.load();
+}
+
+std::map<std::string, json> Informer::Cache() const {
+  std::lock_guard lock(mu_);
+  return cache_;
+}
+
+InformerStats Informer::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+std::string Informer::resource_version() const {
+  std::lock_guard lock(mu_);
+  return resource_version_;
+}
+
+std::string Informer::KeyOf(const json& object) {
+  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) {
+    return "";
+  }
+  const json& m = object["metadata"];
+  const std::string name = m.value("name", "");
+  const std::string ns = m.value("namespace", "");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+void Informer::Sleep(double seconds) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return stop_.load(); });
+}
+
+void Informer::Apply(EventType type, const json& object) {
+  const std::string key = KeyOf(object);
+  if (key.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    if (type == EventType::kDeleted) {
+      cache_.erase(key);
+    } else {
+      cache_[key] = object;
+    }
+    ++stats_.events;
+  }
+  handler_(type, object);
+}
+
+bool Informer::List() {
+  std::map<std::string, json> fresh;
+  std::string cont, rv;
+  do {
+    std::string path = options_.path + "?limit=" + std::to_string(options_.page_size);
+    if (!cont.empty()) path += "&continue=" + UrlEscape(cont);
+    auto r = api_.Get(path);
+    if (!r) {
+      spdlog::warn("informer {}: list failed: {}", options_.path, r.error().message);
+      return false;
+    }
+    if (r->status == 410) {  // the continue token expired: start the list again
+      cont.clear();
+      fresh.clear();
+      continue;
+    }
+    if (!r->ok()) {
+      spdlog::warn("informer {}: list answered {}: {}", options_.path, r->status,
+                   r->body.substr(0, 200));
+      return false;
+    }
+    json list = json::parse(r->body, nullptr, false);
+    if (list.is_discarded() || !list.is_object() || !list.contains("items") ||
+        !list["items"].is_array()) {
+      spdlog::warn("informer {}: list answer is not a list object", options_.path);
+      return false;
+    }
+    const json& meta = list.contains("metadata") ? list["metadata"] : json::object();
+    rv = meta.value("resourceVersion", "");
+    cont = meta.value("continue", "");
+    for (json& item : list["items"]) {
+      const std::string key = KeyOf(item);
+      if (!key.empty()) fresh[key] = std::move(item);
+    }
+  } while (!cont.empty() && !stop_);
+  if (stop_) return false;
+
+  // Deliver the difference: vanished objects are deletions, the rest adds or changes.
+  std::map<std::string, json> old;
+  {
+    std::lock_guard lock(mu_);
+    old = cache_;
+    ++stats_.lists;
+  }
+  for (const auto& [key, obj] : old) {
+    if (!fresh.contains(key)) Apply(EventType::kDeleted, obj);
+  }
+  for (const auto& [key, obj] : fresh) {
+    auto it = old.find(key);
+    if (it == old.end()) {
+      Apply(EventType::kAdded, obj);
+    } else if (it->second != obj) {
+      Apply(EventType::kModified, obj);
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    resource_version_ = rv;
+    synced_ = true;
+  }
+  cv_.notify_all();
+  return true;
+}
+
+bool Informer::Watch(bool& failed) {
+  failed = false;
+  const std::string path = options_.path + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
+                           UrlEscape(resource_version()) +
+                           "&timeoutSeconds=" + std::to_string(options_.watch_timeout_s);
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.watches;
+  }
+  bool gone = false;
+  int bad_lines = 0;
+  auto r = api_.Stream(
+      path,
+      [&](std::string_view line) {
+        if (stop_) return false;
+        json ev = json::parse(line, nullptr, false);
+        if (ev.is_discarded() || !ev.is_object() || !ev.contains("object")) {
+          // One undecodable line is skipped; the stream stays in use.
+          if (++bad_lines <= 3) {
+            spdlog::warn("informer {}: skipping a malformed watch event", options_.path);
+          }
+          return true;
+        }
+        const std::string type = ev.value("type", "");
+        const json& obj = ev["object"];
+        if (type == "ERROR") {
+          const int code = obj.is_object() ? obj.value("code", 0) : 0;
+          spdlog::info("informer {}: watch ERROR {}: {}", options_.path, code,
+                       obj.is_object() ? obj.value("message", "") : "");
+          gone = code == 410;
+          failed = !gone;
+          return false;
+        }
+        std::string rv;
+        if (obj.is_object() && obj.contains("metadata") && obj["metadata"].is_object()) {
+          rv = obj["metadata"].value("resourceVersion", "");
+        }
+        if (type == "ADDED") {
+          Apply(EventType::kAdded, obj);
+        } else if (type == "MODIFIED") {
+          Apply(EventType::kModified, obj);
+        } else if (type == "DELETED") {
+          Apply(EventType::kDeleted, obj);
+        } else if (type != "BOOKMARK") {
+          return true;
+        }
+        if (!rv.empty()) {
+          std::lock_guard lock(mu_);
+          resource_version_ = rv;
+        }
+        return true;
+      },
+      options_.watch_timeout_s + 30, this);
+  if (!r) {
+    if (!stop_) spdlog::info("informer {}: {}", options_.path, r.error().message);
+    failed = true;
+    return true;
+  }
+  if (r->status == 410) gone = true;
+  if (!gone && r->status != 200) {
+    spdlog::warn("informer {}: watch answered {}", options_.path, r->status);
+    failed = true;
+  }
+  if (gone) {
+    std::lock_guard lock(mu_);
+    ++stats_.gone;
+  }
+  return !gone;
+}
+
+void Informer::Run() {
+  double backoff = options_.backoff_initial_s;
+  bool need_list = true;
+  while (!stop_) {
+    if (need_list) {
+      if (!List()) {
+        if (stop_) break;
+        {
+          std::lock_guard lock(mu_);
+          ++stats_.failures;
+        }
+        Sleep(backoff);
+        backoff = std::min(backoff * 2, options_.backoff_max_s);
+        continue;
+      }
+      need_list = false;
+      backoff = options_.backoff_initial_s;
+    }
+    bool failed = false;
+    need_list = !Watch(failed);
+    if (stop_) break;
+    if (failed) {
+      {
+        std::lock_guard lock(mu_);
+        ++stats_.failures;
+      }
+      Sleep(backoff);
+      backoff = std::min(backoff * 2, options_.backoff_max_s);
+    } else {
+      backoff = options_.backoff_initial_s;
+    }
+  }
+}
+
+}  // namespace tessera::k8s

@@ -1,0 +1,348 @@
+#include "k8s/objects.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "model/gpu_model.h"
+
+namespace tessera::k8s {
+namespace {
+
+using nlohmann::json;
+
+std::string StringAt(const json& o, std::string_view key) {
+  if (!o.is_object()) return "";
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const json& ObjectAt(const json& o, std::string_view key) {
+  static const json kEmpty = json::object();
+  if (!o.is_object()) return kEmpty;
+  auto it = o.find(key);
+  return it != o.end() && it->is_object() ? *it : kEmpty;
+}
+
+// Quantities may arrive as JSON strings ("500m") or, from hand-written objects, numbers.
+std::optional<std::string> QuantityText(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return fmt::format("{}", v.get<double>());
+  return std::nullopt;
+}
+
+std::optional<double> ParseNumber(std::string_view s) {
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::vector<std::string> SplitComma(std::string_view s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string_view::npos) end = s.size();
+    std::string item(s.substr(start, end - start));
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    out.push_back(item);
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<int64_t> ParseQuantity(std::string_view text, int64_t scale) {
+  static const std::pair<std::string_view, long double> kSuffixes[] = {
+      {"Ki", 1024.0L},
+      {"Mi", 1048576.0L},
+      {"Gi", 1073741824.0L},
+      {"Ti", 1099511627776.0L},
+      {"Pi", 1125899906842624.0L},
+      {"Ei", 1152921504606846976.0L},
+      {"m", 1e-3L},
+      {"k", 1e3L},
+      {"M", 1e6L},
+      {"G", 1e9L},
+      {"T", 1e12L},
+      {"P", 1e15L},
+      {"E", 1e18L}};
+  std::string_view number = text;
+  long double multiplier = 1;
+  for (const auto& [suffix, mult] : kSuffixes) {
+    if (number.size() > suffix.size() && number.ends_with(suffix)) {
+      number.remove_suffix(suffix.size());
+      multiplier = mult;
+      break;
+    }
+  }
+  std::optional<double> v =
+      number.empty() || number.front() == '+' ? std::nullopt : ParseNumber(number);
+  if (!v) return Fail("'{}' is not a Kubernetes quantity", text);
+  if (*v < 0) return Fail("'{}' is negative", text);
+  const long double scaled = static_cast<long double>(*v) * multiplier * scale;
+  if (scaled > 9.2e18L) return Fail("'{}' is too large", text);
+  // Kubernetes rounds a quantity up to the unit asked for (500.5m CPU is 501 milli).
+  return static_cast<int64_t>(std::ceil(scaled - 1e-9L));
+}
+
+Expected<Pod> PodFromJson(const json& object) {
+  if (!object.is_object()) return Fail("pod: not a JSON object");
+  const json& meta = ObjectAt(object, "metadata");
+  Pod pod;
+  pod.namespace_ = StringAt(meta, "namespace");
+  pod.name = StringAt(meta, "name");
+  if (pod.namespace_.empty()) pod.namespace_ = "default";
+  if (pod.name.empty()) return Fail("pod: metadata.name is missing");
+  pod.uid = StringAt(meta, "uid");
+  pod.resource_version = StringAt(meta, "resourceVersion");
+  pod.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  for (const auto& [k, v] : ObjectAt(meta, "annotations").items()) {
+    if (!v.is_string()) return Fail("pod {}: annotation {} is not a string", pod.Key(), k);
+    pod.annotations[k] = v.get<std::string>();
+  }
+  const json& spec = ObjectAt(object, "spec");
+  pod.scheduler_name = StringAt(spec, "schedulerName");
+  if (pod.scheduler_name.empty()) pod.scheduler_name = "default-scheduler";
+  pod.node_name = StringAt(spec, "nodeName");
+  pod.phase = StringAt(ObjectAt(object, "status"), "phase");
+
+  // Requests of one container: requests, with limits standing in for absent requests (the API
+  // server defaults extended-resource requests to their limits).
+  struct Totals {
+    int64_t cpu = 0, mem = 0;
+    std::map<std::string, int64_t> ext;  // in milli-units, to add fractional values exactly
+  };
+  auto container_totals = [&](const json& c, Totals& t) -> Expected<void> {
+    const json& res = ObjectAt(c, "resources");
+    json merged = ObjectAt(res, "limits");
+    for (const auto& [k, v] : ObjectAt(res, "requests").items()) merged[k] = v;
+    for (const auto& [k, v] : merged.items()) {
+      std::optional<std::string> text = QuantityText(v);
+      if (!text) return Fail("pod {}: resource {} is not a quantity", pod.Key(), k);
+      if (k == "cpu") {
+        auto q = ParseQuantity(*text, 1000);
+        if (!q) return Fail("pod {}: resource cpu: {}", pod.Key(), q.error().message);
+        t.cpu += *q;
+      } else if (k == "memory") {
+        auto q = ParseQuantity(*text, 1);
+        if (!q) return Fail("pod {}: resource memory: {}", pod.Key(), q.error().message);
+        t.mem += (*q + (1 << 20) - 1) >> 20;
+      } else if (k == kResourceGpuMemory) {
+        // MiB when plain, bytes with a suffix ("4Gi"): summed in MiB (x1000, as the others).
+        auto q = ParseQuantity(*text, 1);
+        if (!q) return Fail("pod {}: resource {}: {}", pod.Key(), k, q.error().message);
+        const bool plain = std::isdigit(static_cast<unsigned char>(text->back()));
+        t.ext[k] += 1000 * (plain ? *q : (*q + (1 << 20) - 1) >> 20);
+      } else {
+        auto q = ParseQuantity(*text, 1000);
+        if (!q) return Fail("pod {}: resource {}: {}", pod.Key(), k, q.error().message);
+        t.ext[k] += *q;
+      }
+    }
+    return {};
+  };
+  Totals sum;
+  if (spec.contains("containers") && spec["containers"].is_array()) {
+    for (const json& c : spec["containers"]) {
+      if (auto ok = container_totals(c, sum); !ok) return std::unexpected(ok.error());
+    }
+  }
+  if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
+    for (const json& c : spec["initContainers"]) {
+      Totals init;
+      if (auto ok = container_totals(c, init); !ok) return std::unexpected(ok.error());
+      sum.cpu = std::max(sum.cpu, init.cpu);
+      sum.mem = std::max(sum.mem, init.mem);
+      for (const auto& [k, v] : init.ext) sum.ext[k] = std::max(sum.ext[k], v);
+    }
+  }
+  pod.cpu_milli = sum.cpu;
+  pod.memory_mib = sum.mem;
+  for (const auto& [k, milli] : sum.ext) {
+    pod.extended[k] = milli % 1000 == 0 ? std::to_string(milli / 1000) : fmt::format("{}m", milli);
+  }
+  return pod;
+}
+
+Expected<Node> NodeFromJson(const json& object) {
+  if (!object.is_object()) return Fail("node: not a JSON object");
+  const json& meta = ObjectAt(object, "metadata");
+  Node node;
+  node.name = StringAt(meta, "name");
+  if (node.name.empty()) return Fail("node: metadata.name is missing");
+  node.resource_version = StringAt(meta, "resourceVersion");
+  for (const auto& [k, v] : ObjectAt(meta, "labels").items()) {
+    if (v.is_string()) node.labels[k] = v.get<std::string>();
+  }
+  const json& spec = ObjectAt(object, "spec");
+  node.unschedulable = spec.contains("unschedulable") && spec["unschedulable"].is_boolean() &&
+                       spec["unschedulable"].get<bool>();
+  const json& status = ObjectAt(object, "status");
+  if (status.contains("conditions") && status["conditions"].is_array()) {
+    for (const json& c : status["conditions"]) {
+      if (StringAt(c, "type") == "Ready") node.ready = StringAt(c, "status") == "True";
+    }
+  }
+  const json& alloc = ObjectAt(status, "allocatable");
+  if (alloc.contains("cpu")) {
+    auto text = QuantityText(alloc["cpu"]);
+    auto q = text ? ParseQuantity(*text, 1000) : Fail("not a quantity");
+    if (!q) return Fail("node {}: allocatable cpu: {}", node.name, q.error().message);
+    node.cpu_milli = *q;
+  }
+  if (alloc.contains("memory")) {
+    auto text = QuantityText(alloc["memory"]);
+    auto q = text ? ParseQuantity(*text, 1) : Fail("not a quantity");
+    if (!q) return Fail("node {}: allocatable memory: {}", node.name, q.error().message);
+    node.memory_mib = *q >> 20;
+  }
+  return node;
+}
+
+Expected<model::Workload> WorkloadFromPod(const Pod& pod, model::WorkloadId id) {
+  model::Workload w;
+  w.id = id;
+  w.name = pod.Key();
+  w.cpu_milli = pod.cpu_milli;
+  w.memory_mib = pod.memory_mib;
+  static const std::set<std::string_view> kKnown = {kAnnotationApp,
+                                                    kAnnotationSloQps,
+                                                    kAnnotationSloLatency,
+                                                    kAnnotationClass,
+                                                    kAnnotationPriority,
+                                                    kAnnotationGpuModels,
+                                                    kAnnotationGpuMilli,
+                                                    kAnnotationGpuMemory,
+                                                    kAnnotationPlacement,
+                                                    kAnnotationVisibleDevices,
+                                                    kAnnotationThreadPercentage,
+                                                    kAnnotationPinnedMemLimit};
+  auto bad = [&](std::string_view key, const std::string& value, std::string_view want) {
+    return Fail("pod {}: annotation {}: '{}' {}", pod.Key(), key, value, want);
+  };
+  std::optional<int64_t> milli_annotation, memory_annotation;
+  for (const auto& [key, value] : pod.annotations) {
+    if (!key.starts_with(kPrefix)) continue;
+    if (!kKnown.contains(key)) {
+      return Fail("pod {}: annotation {}: unknown Tessera annotation (see docs/kubernetes.md)",
+                  pod.Key(), key);
+    }
+    if (key == kAnnotationApp) {
+      if (value.empty() || value.find_first_of(" \t\n") != std::string::npos) {
+        return bad(key, value, "is not an application key (non-empty, no spaces)");
+      }
+      w.app = value;
+    } else if (key == kAnnotationSloQps || key == kAnnotationSloLatency) {
+      std::optional<double> v = ParseNumber(value);
+      if (!v || *v < 0) return bad(key, value, "is not a non-negative number");
+      (key == kAnnotationSloQps ? w.slo_qps : w.slo_latency_ms) = *v;
+    } else if (key == kAnnotationClass) {
+      if (value == "online") {
+        w.klass = model::WorkloadClass::kOnline;
+      } else if (value == "offline") {
+        w.klass = model::WorkloadClass::kOffline;
+      } else {
+        return bad(key, value, "is not online or offline");
+      }
+    } else if (key == kAnnotationPriority) {
+      int p = 0;
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), p);
+      if (ec != std::errc() || ptr != value.data() + value.size()) {
+        return bad(key, value, "is not an integer");
+      }
+      w.priority = p;
+    } else if (key == kAnnotationGpuModels) {
+      for (const std::string& m : SplitComma(value)) {
+        std::optional<model::GpuModelId> id = model::FindGpuModel(m);
+        if (!id) return bad(key, value, fmt::format("names '{}', not a catalog GPU model", m));
+        w.gpu.models.push_back(*id);
+      }
+    } else if (key == kAnnotationGpuMilli) {
+      std::optional<double> v = ParseNumber(value);
+      if (!v || *v < 1 || *v > 1000 || *v != std::floor(*v)) {
+        return bad(key, value, "is not an integer share 1..1000");
+      }
+      milli_annotation = static_cast<int64_t>(*v);
+    } else if (key == kAnnotationGpuMemory) {
+      auto q = ParseQuantity(value, 1);
+      if (!q) return bad(key, value, "is not a quantity (MiB, or bytes with a suffix)");
+      const bool plain = !value.empty() && std::isdigit(static_cast<unsigned char>(value.back()));
+      memory_annotation = plain ? *q : (*q + (1 << 20) - 1) >> 20;
+    }
+  }
+
+  // GPU resources.
+  auto whole = [&](const std::string& name, int64_t milli) -> Expected<int64_t> {
+    if (milli % 1000 != 0) {
+      return Fail("pod {}: resource {}: {} is not a whole number", pod.Key(), name,
+                  static_cast<double>(milli) / 1000);
+    }
+    return milli / 1000;
+  };
+  std::optional<int64_t> milli_resource, memory_resource;
+  for (const auto& [name, text] : pod.extended) {
+    auto q = ParseQuantity(text, 1000);
+    if (!q) return Fail("pod {}: resource {}: {}", pod.Key(), name, q.error().message);
+    if (name == kResourceGpu) {
+      auto n = whole(name, *q);
+      if (!n) return std::unexpected(n.error());
+      w.gpu.count += static_cast<int>(*n);
+    } else if (name.starts_with(kResourceMigPrefix)) {
+      auto n = whole(name, *q);
+      if (!n) return std::unexpected(n.error());
+      if (*n == 0) continue;
+      if (*n != 1 || !w.gpu.mig_profile.empty()) {
+        return Fail("pod {}: resource {}: Tessera places one MIG instance per pod", pod.Key(),
+                    name);
+      }
+      w.gpu.mig_profile = name.substr(kResourceMigPrefix.size());
+    } else if (name == kResourceGpuMilli) {
+      auto n = whole(name, *q);
+      if (!n) return std::unexpected(n.error());
+      milli_resource = *n;
+    } else if (name == kResourceGpuMemory) {
+      memory_resource = (*q + 999) / 1000;  // PodFromJson summed it in MiB
+    }
+  }
+  if (milli_resource && milli_annotation) {
+    return Fail("pod {}: annotation {}: the share is also requested as a resource", pod.Key(),
+                kAnnotationGpuMilli);
+  }
+  if (memory_resource && memory_annotation) {
+    return Fail("pod {}: annotation {}: GPU memory is also requested as a resource", pod.Key(),
+                kAnnotationGpuMemory);
+  }
+  if (!w.gpu.mig_profile.empty()) {
+    if (w.gpu.count > 0) {
+      return Fail("pod {}: resource {}{}: cannot be combined with {}", pod.Key(),
+                  kResourceMigPrefix, w.gpu.mig_profile, kResourceGpu);
+    }
+    w.gpu.count = 1;
+  }
+  const std::optional<int64_t> milli = milli_resource ? milli_resource : milli_annotation;
+  const std::optional<int64_t> memory = memory_resource ? memory_resource : memory_annotation;
+  if (milli) {
+    if (*milli < 1 || *milli > 1000) {
+      return Fail("pod {}: {}: {} is outside 1..1000", pod.Key(), kResourceGpuMilli, *milli);
+    }
+    if (w.gpu.count == 0) w.gpu.count = 1;
+    w.gpu.milli = static_cast<int>(*milli);
+  }
+  if (memory) {
+    if (w.gpu.count == 0) w.gpu.count = 1;
+    w.gpu.memory_mib = *memory;
+  }
+  if (auto ok = w.Validate(); !ok) {
+    return Fail("pod {}: {}", pod.Key(), ok.error().message);
+  }
+  return w;
+}
+
+}  // namespace tessera::k8s

@@ -1,0 +1,583 @@
+#include "k8s/scheduler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "model/mig.h"
+#include "policy/registry.h"
+
+namespace tessera::k8s {
+namespace {
+
+using nlohmann::json;
+
+// Forwards to the real policy and remembers the scores it gave the nodes for the workload
+// being scheduled, so the Scheduled event can say why this node (DESIGN §3 explain).
+class RecordingPolicy : public policy::Policy {
+ public:
+  explicit RecordingPolicy(policy::Policy& inner) : inner_(inner) {}
+  std::string_view name() const override { return inner_.name(); }
+  void Order(std::vector<const model::Workload*>& pending) const override { inner_.Order(pending); }
+  policy::Feasibility Filter(const model::Workload& w, model::NodeIndex node,
+                             const model::ClusterState& c) const override {
+    return inner_.Filter(w, node, c);
+  }
+  std::optional<policy::Candidate> Score(const model::Workload& w, model::NodeIndex node,
+                                         const model::ClusterState& c) override {
+    if (w.id != workload_) {
+      workload_ = w.id;
+      scores_.clear();
+    }
+    std::optional<policy::Candidate> cand = inner_.Score(w, node, c);
+    if (cand) scores_.emplace_back(node, cand->score);
+    return cand;
+  }
+  std::optional<std::vector<policy::Candidate>> PlaceBatch(
+      std::span<const model::Workload* const> pending, const model::ClusterState& c) override {
+    return inner_.PlaceBatch(pending, c);
+  }
+  std::optional<std::optional<model::MigLayout>> Reshape(model::GpuIndex g,
+                                                         const model::ClusterState& c) override {
+    return inner_.Reshape(g, c);
+  }
+  std::vector<model::WorkloadId> Evict(const model::ClusterState& c) override {
+    return inner_.Evict(c);
+  }
+  std::string Explain(const model::Workload& w, const model::ClusterState& c) override {
+    return inner_.Explain(w, c);
+  }
+  // "score 97.5 (next: gpu-2 96.0, gpu-4 90.1)" for the workload, or "" if not scored.
+  std::string Summary(model::WorkloadId id, model::NodeIndex chosen,
+                      const model::ClusterState& c) const {
+    if (id != workload_) return "";
+    std::string out;
+    std::vector<std::pair<model::NodeIndex, double>> others;
+    for (const auto& [n, s] : scores_) {
+      if (n == chosen) {
+        out = fmt::format("score {:.1f}", s);
+      } else {
+        others.emplace_back(n, s);
+      }
+    }
+    std::stable_sort(others.begin(), others.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (!others.empty()) {
+      out += " (next:";
+      for (size_t i = 0; i < others.size() && i < 3; ++i) {
+        out += fmt::format(" {} {:.1f}{}", c.node(others[i].first).name, others[i].second,
+                           i + 1 < std::min<size_t>(others.size(), 3) ? "," : "");
+      }
+      out += ")";
+    }
+    return out;
+  }
+
+ private:
+  policy::Policy& inner_;
+  model::WorkloadId workload_ = -1;
+  std::vector<std::pair<model::NodeIndex, double>> scores_;
+};
+
+}  // namespace
+
+Scheduler::Scheduler(ApiClient& api, store::Store& store, const Clock& clock,
+                     SchedulerConfig config)
+    : api_(api),
+      store_(store),
+      clock_(clock),
+      config_(std::move(config)),
+      binder_(api, store, config_.scheduler_name),
+      elector_(api, clock, config_.leader),
+      rng_(config_.seed) {}
+
+Scheduler::~Scheduler() { Stop(); }
+
+Expected<void> Scheduler::Start() {
+  policy::PolicyContext ctx{&rng_, &clock_, config_.predictor, config_.telemetry};
+  auto p = policy::MakePolicy(config_.policy, ctx, config_.policy_options);
+  if (!p) return std::unexpected(p.error());
+  if (config_.leader.identity.empty()) return Fail("scheduler: leader identity is empty");
+  auto push = [this](bool pod) {
+    return [this, pod](EventType type, const json& object) {
+      {
+        std::lock_guard lock(mu_);
+        changes_.push_back({pod, type, object});
+      }
+      cv_.notify_all();
+    };
+  };
+  InformerOptions po = config_.informer;
+  po.path = "/api/v1/pods";
+  InformerOptions no = config_.informer;
+  no.path = "/api/v1/nodes";
+  pods_informer_ = std::make_unique<Informer>(api_, po, push(true));
+  nodes_informer_ = std::make_unique<Informer>(api_, no, push(false));
+  pods_informer_->Start();
+  nodes_informer_->Start();
+  stop_ = false;
+  elector_thread_ = std::thread([this] { Elect(); });
+  loop_ = std::thread([this] { Loop(); });
+  return {};
+}
+
+void Scheduler::Stop() {
+  if (!loop_.joinable()) return;
+  stop_ = true;
+  cv_.notify_all();
+  loop_.join();
+  elector_thread_.join();
+  if (!killed_) elector_.Release();
+  pods_informer_->Stop();
+  nodes_informer_->Stop();
+}
+
+void Scheduler::Kill() {
+  killed_ = true;
+  Stop();
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+model::WorkloadId Scheduler::IdOf(const std::string& uid) {
+  auto [it, fresh] = id_of_uid_.try_emplace(uid, next_id_);
+  if (fresh) ++next_id_;
+  return it->second;
+}
+
+void Scheduler::Elect() {
+  while (!stop_ && !killed_) {
+    auto r = elector_.TryAcquireOrRenew();
+    if (!r) spdlog::warn("leader election: {}", r.error().message);
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::duration<double>(config_.leader.retry_period_s),
+                 [this] { return stop_ || killed_; });
+  }
+}
+
+void Scheduler::Loop() {
+  while (!stop_ && !killed_) {
+    const bool leading = elector_.Leading();
+    if (leading != leading_) {
+      leading_ = leading;
+      need_rebuild_ = true;
+      spdlog::info("scheduler {}: {}", config_.leader.identity,
+                   leading ? "leading: scheduling" : "not leading: standing by");
+      if (!leading) {  // forget everything; whoever leads now owns the decisions
+        core_.reset();
+        known_.clear();
+      }
+    }
+    // Changes are applied even when standing by, so a take-over starts from a warm cache.
+    std::deque<Change> batch;
+    {
+      std::lock_guard lock(mu_);
+      batch.swap(changes_);
+      stats_.leading = leading_;
+    }
+    for (const Change& c : batch) Apply(c);
+    if (leading_ && pods_informer_->synced() && nodes_informer_->synced()) Lead();
+
+    std::unique_lock lock(mu_);
+    const double wait = leading_ ? std::max(0.001, std::min(next_retry_, next_poll_) - clock_.Now())
+                                 : config_.leader.retry_period_s;
+    cv_.wait_for(lock, std::chrono::duration<double>(std::min(wait, 0.5)),
+                 [this] { return !changes_.empty() || stop_ || killed_; });
+  }
+}
+
+void Scheduler::Lead() {
+  const double now = clock_.Now();
+  if (now >= next_poll_) {
+    if (InventoriesChanged()) need_rebuild_ = true;
+    next_poll_ = now + config_.inventory_poll_s;
+  }
+  if (need_rebuild_) {
+    if (!Rebuild()) return;  // retried on the next turn of the loop
+    need_rebuild_ = false;
+    dirty_ = true;
+  }
+  if (!core_ || (!dirty_ && now < next_retry_) || core_->pending_count() == 0) {
+    if (core_ && core_->pending_count() == 0) dirty_ = false;
+    return;
+  }
+  dirty_ = false;
+  next_retry_ = now + config_.retry_s;
+  const sched::CycleStats s = core_->RunCycle();
+  std::lock_guard lock(mu_);
+  ++stats_.cycles;
+  stats_.bind_failures += s.bind_failures;
+  stats_.pending = core_->pending_count();
+  stats_.placed = cluster_->placed_count();
+}
+
+void Scheduler::Apply(const Change& c) {
+  if (!c.pod) {
+    auto node = NodeFromJson(c.object);
+    if (!node) {
+      spdlog::warn("skipping node: {}", node.error().message);
+      return;
+    }
+    if (c.type == EventType::kDeleted) {
+      need_rebuild_ |= nodes_.erase(node->name) > 0;
+      return;
+    }
+    auto it = nodes_.find(node->name);
+    const bool same =
+        it != nodes_.end() && it->second.ready == node->ready &&
+        it->second.unschedulable == node->unschedulable && it->second.labels == node->labels &&
+        it->second.cpu_milli == node->cpu_milli && it->second.memory_mib == node->memory_mib;
+    nodes_[node->name] = *node;
+    need_rebuild_ |= !same;
+    return;
+  }
+  auto pod = PodFromJson(c.object);
+  if (!pod) {
+    // A pod whose resources cannot be read: name it, skip it, keep going.
+    const std::string key = Informer::KeyOf(c.object);
+    spdlog::warn("skipping pod {}: {}", key, pod.error().message);
+    if (c.type != EventType::kDeleted && c.object.contains("metadata")) {
+      const json& m = c.object["metadata"];
+      const json& spec = c.object.contains("spec") ? c.object["spec"] : json::object();
+      if (spec.is_object() && spec.value("schedulerName", "") == config_.scheduler_name &&
+          spec.value("nodeName", "").empty() && leading_) {
+        Pod stub;
+        stub.namespace_ = m.value("namespace", "default");
+        stub.name = m.value("name", "");
+        stub.uid = m.value("uid", "");
+        stub.resource_version = m.value("resourceVersion", "");
+        if (!stub.name.empty()) Warn(stub, "FailedScheduling", pod.error().message);
+      }
+    }
+    return;
+  }
+  OnPod(c.type, *pod);
+}
+
+void Scheduler::Warn(const Pod& pod, const std::string& reason, const std::string& message) {
+  const double now = clock_.Now();
+  auto it = last_warning_.find(pod.uid);
+  if (it != last_warning_.end() && it->second.first == message &&
+      now - it->second.second < config_.event_repeat_s) {
+    return;
+  }
+  last_warning_[pod.uid] = {message, now};
+  binder_.PostEvent({pod.namespace_, pod.name, pod.uid}, "Warning", reason, message);
+}
+
+void Scheduler::OnPod(EventType type, const Pod& pod) {
+  const bool gone = type == EventType::kDeleted;
+  auto id_it = id_of_uid_.find(pod.uid);
+  if (gone) {
+    pods_.erase(pod.uid);
+    invalid_.erase(pod.uid);
+    last_warning_.erase(pod.uid);
+  } else {
+    pods_[pod.uid] = pod;
+  }
+  if (!leading_ || need_rebuild_ || !core_) return;  // a rebuild reads pods_ afresh
+
+  const bool releases = gone || pod.Terminal() || pod.deleting;
+  if (id_it != id_of_uid_.end() && known_.contains(id_it->second)) {
+    const model::WorkloadId id = id_it->second;
+    if (releases) {
+      Release(id, gone ? "deleted" : pod.deleting ? "terminating" : pod.phase);
+    } else if (!known_[id].placed && !pod.node_name.empty()) {
+      core_->Cancel(id);  // bound by someone else
+      known_.erase(id);
+    }
+    return;
+  }
+  if (releases || !Ours(pod) || !pod.node_name.empty()) return;
+  // An invalid pod is retried only when it changes (its annotations may have been fixed).
+  SubmitPod(pod);
+}
+
+void Scheduler::SubmitPod(const Pod& pod) {
+  const model::WorkloadId id = IdOf(pod.uid);
+  auto w = WorkloadFromPod(pod, id);
+  if (!w) {
+    auto inv = invalid_.find(pod.uid);
+    if (inv == invalid_.end() || inv->second != w.error().message) {
+      spdlog::warn("{}", w.error().message);
+      std::lock_guard lock(mu_);
+      ++stats_.invalid_pods;
+    }
+    invalid_[pod.uid] = w.error().message;
+    Warn(pod, "FailedScheduling", w.error().message);
+    return;
+  }
+  invalid_.erase(pod.uid);
+  if (auto ok = core_->Submit(std::move(*w)); !ok) {
+    spdlog::warn("pod {}: {}", pod.Key(), ok.error().message);
+    return;
+  }
+  known_[id] = Known{{pod.namespace_, pod.name, pod.uid}, false};
+  dirty_ = true;
+  std::lock_guard lock(mu_);
+  stats_.pending = core_->pending_count();
+}
+
+void Scheduler::Release(model::WorkloadId id, const std::string& why) {
+  Known k = known_[id];
+  known_.erase(id);
+  if (!k.placed) {
+    core_->Cancel(id);
+    return;
+  }
+  if (auto ok = core_->Finish(id); !ok) spdlog::warn("pod {}: {}", k.ref.name, ok.error().message);
+  if (auto r = store_.RemovePlacement(k.ref.uid); !r) {
+    spdlog::warn("pod {}/{}: store: {}", k.ref.namespace_, k.ref.name, r.error().message);
+  }
+  spdlog::debug("pod {}/{} released its slices ({})", k.ref.namespace_, k.ref.name, why);
+  dirty_ = true;
+  std::lock_guard lock(mu_);
+  ++stats_.finished;
+}
+
+bool Scheduler::InventoriesChanged() {
+  bool changed = false;
+  for (const auto& [name, node] : nodes_) {
+    auto inv = store_.GetInventory(name);
+    if (!inv) {
+      spdlog::warn("store: {}", inv.error().message);
+      return false;
+    }
+    const std::string seen =
+        *inv ? fmt::format("{}/{}", (*inv)->agent_id, (*inv)->generation) : std::string();
+    auto it = inventory_seen_.find(name);
+    changed |= it == inventory_seen_.end() || it->second != seen;
+  }
+  return changed;
+}
+
+bool Scheduler::Rebuild() {
+  // Bound pods come from a fresh LIST, not the informer's cache: the previous leader's last
+  // bindings may still be on their way down our watch.
+  auto listed = ListObjects(api_, "/api/v1/pods");
+  if (!listed) {
+    spdlog::warn("rebuild: {}", listed.error().message);
+    return false;
+  }
+  pods_.clear();
+  for (const json& obj : *listed) {
+    if (auto pod = PodFromJson(obj)) pods_[pod->uid] = std::move(*pod);
+  }
+  auto cluster = std::make_unique<model::ClusterState>();
+  inventory_seen_.clear();
+  for (const auto& [name, node] : nodes_) {
+    model::NodeSpec spec;
+    auto inv = store_.GetInventory(name);
+    if (!inv) {
+      spdlog::warn("store unreachable, keeping the old cluster view: {}", inv.error().message);
+      return false;
+    }
+    if (*inv) {
+      inventory_seen_[name] = fmt::format("{}/{}", (*inv)->agent_id, (*inv)->generation);
+      auto s = store::ToNodeSpec(**inv);
+      if (s) {
+        spec = std::move(*s);
+      } else {
+        spdlog::warn("node {}: inventory unusable: {}", name, s.error().message);
+      }
+    } else {
+      inventory_seen_[name] = "";
+    }
+    spec.name = name;
+    if (node.cpu_milli > 0) spec.cpu_milli = node.cpu_milli;
+    if (node.memory_mib > 0) spec.memory_mib = node.memory_mib;
+    for (const auto& [k, v] : node.labels) spec.labels[k] = v;
+    auto added = cluster->AddNode(spec);
+    if (!added) {
+      spdlog::warn("node {}: {}", name, added.error().message);
+      continue;
+    }
+    cluster->SetNodeReady(*added, node.ready && !node.unschedulable);
+  }
+
+  known_.clear();
+  std::set<std::string> bound_uids;
+  int restored = 0;
+  for (const auto& [uid, pod] : pods_) {
+    if (pod.node_name.empty() || pod.Terminal()) continue;
+    bound_uids.insert(uid);
+    const model::WorkloadId id = IdOf(uid);
+    auto ann = pod.annotations.find(std::string(kAnnotationPlacement));
+    model::Workload w;
+    if (auto parsed = WorkloadFromPod(pod, id)) {
+      w = std::move(*parsed);
+    } else {
+      w.id = id;
+      w.name = pod.Key();
+      w.cpu_milli = pod.cpu_milli;
+      w.memory_mib = pod.memory_mib;
+    }
+    model::Placement p;
+    p.workload = id;
+    std::optional<model::NodeIndex> n = cluster->FindNode(pod.node_name);
+    if (!n) continue;  // a node we do not know (not Ready yet, or gone)
+    p.node = *n;
+    if (ann != pod.annotations.end()) {
+      auto rec = store::PlacementFromJson(ann->second, pod.Key() + " " + ann->first);
+      if (!rec) {
+        spdlog::error("{}", rec.error().message);
+        continue;
+      }
+      bool ok = rec->node == pod.node_name;
+      for (const store::SliceRecord& s : rec->slices) {
+        std::optional<model::PartitionIndex> part = cluster->FindPartition(s.partition_uuid);
+        ok &= part.has_value();
+        if (part) p.slices.push_back({*part, s.milli, s.memory_mib});
+      }
+      if (!ok) {
+        spdlog::error("pod {}: its placement names a partition or node the inventory lacks",
+                      pod.Key());
+        continue;
+      }
+      w.gpu.count = static_cast<int>(p.slices.size());
+      if (!p.slices.empty()) {
+        w.gpu.milli = p.slices[0].milli;
+        w.gpu.memory_mib = p.slices[0].memory_mib;
+      }
+      if (auto put = store_.PutPlacement(*rec); !put || !put->applied) {
+        spdlog::error("pod {}: re-recording its placement: {}", pod.Key(),
+                      put ? put->refusal : put.error().message);
+      }
+    } else {
+      // Bound by another scheduler: it still uses the node's CPU and memory.
+      w.gpu = {};
+    }
+    if (auto placed = cluster->Place(w, p); !placed) {
+      spdlog::error("pod {}: cannot restore its placement: {}", pod.Key(), placed.error().message);
+      continue;
+    }
+    if (ann != pod.annotations.end()) {
+      known_[id] = Known{{pod.namespace_, pod.name, uid}, true};
+      ++restored;
+    }
+  }
+  // Store placements no bound pod backs: a crash between the store write and the binding, or
+  // a pod deleted while nobody led. Their slices are free again.
+  if (auto recs = store_.ListPlacements(); recs) {
+    for (const store::PlacementRecord& r : *recs) {
+      if (bound_uids.contains(r.workload)) continue;
+      spdlog::info("store: dropping placement of unbound or deleted pod {}/{} ({})", r.namespace_,
+                   r.pod, r.workload);
+      if (auto ok = store_.RemovePlacement(r.workload); !ok) {
+        spdlog::warn("store: {}", ok.error().message);
+      }
+    }
+  } else {
+    spdlog::warn("store: {}", recs.error().message);
+  }
+
+  policy::PolicyContext ctx{&rng_, &clock_, config_.predictor, config_.telemetry};
+  auto made = policy::MakePolicy(config_.policy, ctx, config_.policy_options);
+  TESSERA_CHECK(made.has_value());  // validated in Start
+  core_.reset();
+  policy_ = std::move(*made);
+  recorder_ = std::make_unique<RecordingPolicy>(*policy_);
+  cluster_ = std::move(cluster);
+  core_ = std::make_unique<sched::Scheduler>(
+      *cluster_, *recorder_, clock_, rng_,
+      sched::Hooks{
+          .bind = [this](const model::Workload& w, const model::Placement& p,
+                         const model::Environment& env) { return BindHook(w, p, env); },
+          .reshape = [this](model::GpuIndex g,
+                            const std::optional<model::MigLayout>& l) { RequestReshape(g, l); },
+          .evict =
+              [this](const model::Workload& w) {
+                spdlog::warn("policy {} evicts {}; eviction is left to the operator",
+                             config_.policy, w.name);
+              },
+          .unschedulable = [this](const model::Workload& w, const std::string& why,
+                                  bool) { Unschedulable(w, why); }});
+  int pending = 0;
+  for (const auto& [uid, pod] : pods_) {
+    if (!Ours(pod) || !pod.node_name.empty() || pod.Terminal() || pod.deleting) continue;
+    SubmitPod(pod);
+    ++pending;
+  }
+  spdlog::info("scheduler {}: rebuilt: {} nodes, {} GPUs, {} placements restored, {} pending",
+               config_.leader.identity, cluster_->node_count(), cluster_->gpu_count(), restored,
+               pending);
+  std::lock_guard lock(mu_);
+  ++stats_.rebuilds;
+  return true;
+}
+
+Expected<void> Scheduler::BindHook(const model::Workload& w, const model::Placement& p,
+                                   const model::Environment& env) {
+  auto it = known_.find(w.id);
+  TESSERA_CHECK(it != known_.end());
+  const PodRef ref = it->second.ref;
+  store::PlacementRecord rec;
+  rec.workload = ref.uid;
+  rec.node = cluster_->node(p.node).name;
+  rec.pod = ref.name;
+  rec.namespace_ = ref.namespace_;
+  std::string slices;
+  for (const model::Slice& s : p.slices) {
+    const model::Partition& part = cluster_->partition(s.partition);
+    rec.slices.push_back({part.uuid, s.milli, s.memory_mib});
+    slices += fmt::format("{}{} ({} milli, {} MiB)", slices.empty() ? "" : ", ", part.uuid, s.milli,
+                          s.memory_mib);
+  }
+  auto ok = binder_.Bind(ref, rec, env, [this] { return !killed_ && elector_.Leading(); });
+  if (!ok) {
+    spdlog::warn("{}", ok.error().message);
+    return ok;
+  }
+  it->second.placed = true;
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.bound;
+  }
+  const std::string why =
+      static_cast<RecordingPolicy&>(*recorder_).Summary(w.id, p.node, *cluster_);
+  binder_.PostEvent(
+      ref, "Normal", "Scheduled",
+      fmt::format("Successfully assigned {}/{} to {}{}{}; policy {} {}", ref.namespace_, ref.name,
+                  rec.node, slices.empty() ? "" : ": ", slices, config_.policy, why));
+  last_warning_.erase(ref.uid);
+  return {};
+}
+
+void Scheduler::Unschedulable(const model::Workload& w, const std::string& why) {
+  auto it = known_.find(w.id);
+  if (it == known_.end()) return;
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.unschedulable;
+  }
+  auto pod = pods_.find(it->second.ref.uid);
+  if (pod != pods_.end()) Warn(pod->second, "FailedScheduling", why);
+}
+
+void Scheduler::RequestReshape(model::GpuIndex gpu, const std::optional<model::MigLayout>& layout) {
+  const model::Gpu& g = cluster_->gpu(gpu);
+  const std::string node = cluster_->node(g.node).name;
+  const model::GpuModel& m = model::GetGpuModel(g.model);
+  json req = {{"node", node},
+              {"gpu_index", g.index},
+              {"gpu_uuid", g.uuid},
+              {"mig", layout ? model::LayoutToString(m, *layout) : std::string()},
+              {"requested_by", config_.leader.identity},
+              {"requested_at", MicroTimeNow()}};
+  // The agent on that node applies it and publishes the new inventory; the inventory poll
+  // sees the new generation and rebuilds, which re-queues the parked pods.
+  if (auto ok = store_.PutProfile("mig-reshape/" + node + "/" + g.uuid, req.dump()); !ok) {
+    spdlog::error("reshape of {} on {}: store: {}", g.uuid, node, ok.error().message);
+  }
+  spdlog::info("requested MIG reshape of {} on {} to '{}'", g.uuid, node,
+               req["mig"].get<std::string>());
+  std::lock_guard lock(mu_);
+  ++stats_.reshapes;
+}
+
+}  // namespace tessera::k8s

@@ -1,0 +1,162 @@
+#pragma once
+// k8s::Scheduler: Tessera as a standalone Kubernetes scheduler for pods whose
+// spec.schedulerName is "tessera" (DESIGN §1, §6). A driver of the one scheduling core
+// (sched::Scheduler), as the simulator's Engine is the other: it feeds the core pod and node
+// events, and carries the core's decisions out through Hooks (Binder: ConfigMap, store,
+// annotations, binding; an Event on the pod says where and with what score).
+//
+// Threads: two informers (pods, nodes) push changes into a queue; an elector thread keeps the
+// Lease (only the leader schedules; every bind checks leadership first); ONE loop thread owns
+// the ClusterState, the core and the policy, and does everything else: applying changes,
+// cycles, binds, store inventory polling.
+//
+// State: ClusterState is rebuilt from scratch whenever leadership is gained, the node set or a
+// node's inventory changes: nodes from the API server, their GPUs from the agents' inventories
+// in the store, and every bound pod's placement from its tessera.io/placement annotation
+// (re-recorded in the store when missing). Store placements of pods that are not bound (a
+// crash between the store write and the binding) or gone are removed, so a restart or
+// fail-over never double-books a slice. A pod whose annotations or requests are malformed is
+// skipped with a Warning event naming the annotation, until the pod changes.
+// Public methods may be called from any thread.
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "base/rng.h"
+#include "k8s/api_client.h"
+#include "k8s/binder.h"
+#include "k8s/informer.h"
+#include "k8s/leader.h"
+#include "k8s/objects.h"
+#include "model/cluster.h"
+#include "policy/policy.h"
+#include "sched/scheduler.h"
+#include "store/store.h"
+
+namespace tessera::predict {
+class Predictor;
+}
+namespace tessera::telemetry {
+class Telemetry;
+}
+
+namespace tessera::k8s {
+
+struct SchedulerConfig {
+  std::string scheduler_name = "tessera";
+  std::string policy = "first-fit";
+  nlohmann::json policy_options = nlohmann::json::object();
+  uint64_t seed = 1;
+  // For predicting policies (`predictive`); not owned, must outlive the daemon.
+  const predict::Predictor* predictor = nullptr;
+  const telemetry::Telemetry* telemetry = nullptr;
+  LeaderOptions leader;         // identity must be unique per replica
+  double inventory_poll_s = 5;  // how often store inventories are re-read
+  double retry_s = 1;           // unschedulable pods are retried at least this often
+  double event_repeat_s = 60;   // an identical FailedScheduling event is not re-posted sooner
+  InformerOptions informer;     // timeouts and backoff (path is set per informer)
+};
+
+struct SchedulerStats {
+  int64_t bound = 0;
+  int64_t bind_failures = 0;
+  int64_t invalid_pods = 0;  // pods skipped for malformed annotations or requests
+  int64_t unschedulable = 0;
+  int64_t rebuilds = 0;
+  int64_t cycles = 0;
+  int64_t finished = 0;  // placements released (pod deleted or done)
+  int64_t reshapes = 0;
+  bool leading = false;
+  size_t pending = 0;
+  size_t placed = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(ApiClient& api, store::Store& store, const Clock& clock, SchedulerConfig config);
+  ~Scheduler();
+
+  // Checks the policy name and options, then starts the informers and the loop.
+  [[nodiscard]] Expected<void> Start();
+  // Graceful: the loop ends, the Lease is released.
+  void Stop();
+  // As SIGKILL would leave things: threads end, nothing is released or undone (tests).
+  void Kill();
+  SchedulerStats stats() const;
+
+ private:
+  struct Change {
+    bool pod = true;
+    EventType type = EventType::kAdded;
+    nlohmann::json object;
+  };
+  struct Known {  // a pod the core knows, by workload id
+    PodRef ref;
+    bool placed = false;
+  };
+
+  void Loop();
+  void Elect();
+  void Lead();
+  void Apply(const Change& c);
+  void OnPod(EventType type, const Pod& pod);
+  void SubmitPod(const Pod& pod);
+  void Release(model::WorkloadId id, const std::string& why);
+  bool Rebuild();
+  bool InventoriesChanged();
+  Expected<void> BindHook(const model::Workload& w, const model::Placement& p,
+                          const model::Environment& env);
+  void Unschedulable(const model::Workload& w, const std::string& why);
+  void RequestReshape(model::GpuIndex gpu, const std::optional<model::MigLayout>& layout);
+  void Warn(const Pod& pod, const std::string& reason, const std::string& message);
+  model::WorkloadId IdOf(const std::string& uid);
+  bool Ours(const Pod& pod) const { return pod.scheduler_name == config_.scheduler_name; }
+
+  ApiClient& api_;
+  store::Store& store_;
+  const Clock& clock_;
+  SchedulerConfig config_;
+  Binder binder_;
+  LeaderElector elector_;
+  std::unique_ptr<Informer> pods_informer_;
+  std::unique_ptr<Informer> nodes_informer_;
+
+  std::thread loop_;
+  std::thread elector_thread_;  // renews the Lease: a long cycle must not let it lapse
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> killed_{false};
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Change> changes_;
+  SchedulerStats stats_;
+
+  // Loop thread only.
+  Rng rng_;
+  std::map<std::string, Pod> pods_;    // by uid
+  std::map<std::string, Node> nodes_;  // by name
+  std::unique_ptr<model::ClusterState> cluster_;
+  std::unique_ptr<policy::Policy> policy_;
+  std::unique_ptr<policy::Policy> recorder_;
+  std::unique_ptr<sched::Scheduler> core_;
+  std::unordered_map<std::string, model::WorkloadId> id_of_uid_;
+  std::unordered_map<model::WorkloadId, Known> known_;
+  std::map<std::string, std::string> invalid_;  // uid -> the message last posted
+  std::map<std::string, std::pair<std::string, double>> last_warning_;  // uid -> (msg, time)
+  std::map<std::string, std::string> inventory_seen_;  // node -> agent_id/generation
+  model::WorkloadId next_id_ = 1;
+  bool leading_ = false;
+  bool need_rebuild_ = true;
+  bool dirty_ = true;
+  double next_retry_ = 0, next_poll_ = 0;
+};
+
+}  // namespace tessera::k8s

@@ -1,0 +1,184 @@
+// The API client's TLS and credentials: the CA is always verified, tokens authenticate, and
+// kubeconfig and in-cluster configuration are read as kubectl reads them. Informer recovery.
+#include "k8s/api_client.h"
+
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "k8s/informer.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/leader.h"
+#include "k8s_fixtures.h"
+
+namespace tessera::k8s {
+namespace {
+
+using nlohmann::json;
+using testing_support::CredentialsFor;
+using testing_support::FakeApiServer;
+using testing_support::WaitFor;
+
+std::string Base64(const std::string& s) {
+  std::string out(4 * ((s.size() + 2) / 3) + 1, '\0');
+  const int n =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()));
+  out.resize(n);
+  return out;
+}
+
+TEST(ApiClientTest, VerifiesTheServerAgainstTheCa) {
+  FakeApiServer api;
+  auto good = ApiClient::Create(CredentialsFor(api));
+  ASSERT_TRUE(good.has_value()) << good.error().message;
+  auto r = (*good)->Get("/api/v1/nodes");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->status, 200);
+
+  Credentials wrong = CredentialsFor(api);
+  wrong.ca_pem = api.pki().other_ca_pem;  // a CA that did not sign the server's certificate
+  auto c = ApiClient::Create(wrong);
+  ASSERT_TRUE(c.has_value());
+  auto refused = (*c)->Get("/api/v1/nodes");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("GET " + api.url() + "/api/v1/nodes"), std::string::npos);
+  EXPECT_NE(refused.error().message.find("certificate"), std::string::npos)
+      << refused.error().message;
+  EXPECT_EQ(refused.error().message.find(FakeApiServer::kToken), std::string::npos);
+
+  Credentials none = CredentialsFor(api);
+  none.ca_pem.clear();
+  auto no_ca = ApiClient::Create(none);
+  ASSERT_FALSE(no_ca.has_value());
+  EXPECT_NE(no_ca.error().message.find("the CA is always verified"), std::string::npos);
+}
+
+TEST(ApiClientTest, WrongTokenIsUnauthorized) {
+  FakeApiServer api;
+  Credentials c = CredentialsFor(api);
+  c.token = "not-the-token";
+  auto client = ApiClient::Create(c);
+  ASSERT_TRUE(client.has_value());
+  auto r = (*client)->Get("/api/v1/pods");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 401);
+}
+
+TEST(ApiClientTest, KubeconfigCurrentContextWithInlineCa) {
+  FakeApiServer api;
+  const std::string dir = api.pki().dir;
+  std::ofstream(dir + "/token") << FakeApiServer::kToken << "\n";
+  std::ofstream(dir + "/config") << "apiVersion: v1\nkind: Config\n"
+                                 << "current-context: test\n"
+                                 << "clusters:\n- name: fake\n  cluster:\n    server: " << api.url()
+                                 << "\n    certificate-authority-data: " << Base64(api.pki().ca_pem)
+                                 << "\n- name: other\n  cluster:\n    server: https://10.0.0.1\n"
+                                 << "    insecure-skip-tls-verify: true\n"
+                                 << "users:\n- name: me\n  user:\n    tokenFile: token\n"
+                                 << "contexts:\n- name: test\n  context:\n    cluster: fake\n"
+                                 << "    user: me\n    namespace: ml\n"
+                                 << "- name: insecure\n  context:\n    cluster: other\n"
+                                 << "    user: me\n";
+  auto creds = KubeconfigCredentials(dir + "/config");
+  ASSERT_TRUE(creds.has_value()) << creds.error().message;
+  EXPECT_EQ(creds->server, api.url());
+  EXPECT_EQ(creds->namespace_, "ml");
+  EXPECT_EQ(creds->token, FakeApiServer::kToken);  // tokenFile relative to the kubeconfig
+  auto client = ApiClient::Create(*creds);
+  ASSERT_TRUE(client.has_value());
+  EXPECT_EQ((*client)->Get("/api/v1/nodes").value().status, 200);
+
+  auto insecure = KubeconfigCredentials(dir + "/config", "insecure");
+  ASSERT_FALSE(insecure.has_value());
+  EXPECT_EQ(insecure.error().message, "kubeconfig " + dir +
+                                          "/config context insecure: insecure-skip-tls-verify is "
+                                          "refused; give certificate-authority");
+  auto missing = KubeconfigCredentials(dir + "/config", "nope");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().message, "kubeconfig " + dir + "/config: context 'nope' not found");
+}
+
+TEST(ApiClientTest, InClusterConfigFromTheServiceAccountFiles) {
+  FakeApiServer api;
+  const std::string dir = api.pki().dir + "/sa";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/token") << FakeApiServer::kToken;
+  std::ofstream(dir + "/ca.crt") << api.pki().ca_pem;
+  std::ofstream(dir + "/namespace") << "tessera-system\n";
+  const std::string port = api.url().substr(api.url().rfind(':') + 1);
+  setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", port.c_str(), 1);
+  auto creds = InClusterCredentials(dir);
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  unsetenv("KUBERNETES_SERVICE_PORT");
+  ASSERT_TRUE(creds.has_value()) << creds.error().message;
+  EXPECT_EQ(creds->server, api.url());
+  EXPECT_EQ(creds->namespace_, "tessera-system");
+  auto client = ApiClient::Create(*creds);
+  ASSERT_TRUE(client.has_value());
+  EXPECT_EQ((*client)->Get("/api/v1/pods").value().status, 200);
+  EXPECT_FALSE(InClusterCredentials(dir).has_value());  // no service environment any more
+}
+
+TEST(InformerTest, RelistsOnGoneAndDeliversDeletionsMissedMeanwhile) {
+  FakeApiServer api;
+  auto client = ApiClient::Create(CredentialsFor(api));
+  ASSERT_TRUE(client.has_value());
+  api.AddNode("n-0");
+  api.AddNode("n-1");
+  std::mutex mu;
+  std::vector<std::pair<EventType, std::string>> seen;
+  InformerOptions o;
+  o.path = "/api/v1/nodes";
+  o.page_size = 1;  // list in pages
+  o.backoff_initial_s = 0.01;
+  Informer inf(**client, o, [&](EventType t, const json& obj) {
+    std::lock_guard lock(mu);
+    seen.emplace_back(t, obj["metadata"]["name"].get<std::string>());
+  });
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(60));
+  EXPECT_EQ(inf.Cache().size(), 2u);
+  ASSERT_TRUE(WaitFor([&] { return api.open_watches() == 1; }));
+  api.AddNode("n-2");
+  ASSERT_TRUE(WaitFor([&] { return inf.Cache().size() == 3; }));
+  // Cut the watch and answer the re-watch with 410: the informer re-lists.
+  api.GoneOnNextWatches(1);
+  api.DropWatches();
+  ASSERT_TRUE(WaitFor([&] { return inf.stats().gone == 1 && inf.stats().lists == 2; }));
+  api.AddNode("n-3");
+  ASSERT_TRUE(WaitFor([&] { return inf.Cache().size() == 4; }));
+  inf.Stop();
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen.size(), 4u);  // four adds, nothing delivered twice
+}
+
+TEST(LeaderElectorTest, TakesOverOnlyAfterTheLeaseLapses) {
+  FakeApiServer api;
+  auto client = ApiClient::Create(CredentialsFor(api));
+  ASSERT_TRUE(client.has_value());
+  ManualClock clock;
+  LeaderOptions a{"tessera-system", "lease", "a", 10, 8, 1};
+  LeaderOptions b{"tessera-system", "lease", "b", 10, 8, 1};
+  LeaderElector ea(**client, clock, a), eb(**client, clock, b);
+  EXPECT_TRUE(ea.TryAcquireOrRenew().value());
+  EXPECT_FALSE(eb.TryAcquireOrRenew().value());
+  clock.Set(9);  // b has watched the record unchanged for 9 s < 10 s
+  EXPECT_FALSE(eb.TryAcquireOrRenew().value());
+  EXPECT_FALSE(ea.Leading());  // 9 s since a's renewal > renew deadline 8 s
+  clock.Set(10.5);
+  EXPECT_TRUE(eb.TryAcquireOrRenew().value());
+  EXPECT_TRUE(eb.Leading());
+  EXPECT_FALSE(ea.TryAcquireOrRenew().value());  // b renewed it just now
+  auto lease = api.Get("leases", "tessera-system/lease").value();
+  EXPECT_EQ(lease["spec"]["holderIdentity"], "b");
+  EXPECT_EQ(lease["spec"]["leaseTransitions"], 1);
+  eb.Release();
+  EXPECT_TRUE(ea.TryAcquireOrRenew().value());  // a released Lease is free at once
+}
+
+}  // namespace
+}  // namespace tessera::k8s

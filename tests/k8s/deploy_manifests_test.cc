@@ -1,0 +1,177 @@
+// Every manifest in deploy/ parses as Kubernetes YAML and carries the fields the API server
+// requires of its kind; the example workload is one Tessera accepts; RBAC grants what the
+// scheduler's calls need and no more.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "k8s/objects.h"
+
+namespace tessera::k8s {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Doc {
+  std::string file;
+  YAML::Node node;
+  std::string kind() const { return node["kind"].as<std::string>(); }
+  std::string name() const { return node["metadata"]["name"].as<std::string>(); }
+};
+
+std::vector<Doc> LoadAll() {
+  std::vector<Doc> docs;
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(TESSERA_SOURCE_DIR) / "deploy")) {
+    if (e.path().extension() != ".yaml") continue;
+    for (const YAML::Node& n : YAML::LoadAllFromFile(e.path().string())) {
+      if (n && !n.IsNull()) docs.push_back({e.path().filename().string(), n});
+    }
+  }
+  return docs;
+}
+
+nlohmann::json ToJson(const YAML::Node& n) {
+  if (n.IsMap()) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& kv : n) o[kv.first.as<std::string>()] = ToJson(kv.second);
+    return o;
+  }
+  if (n.IsSequence()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& v : n) a.push_back(ToJson(v));
+    return a;
+  }
+  if (n.IsNull()) return nullptr;
+  return n.as<std::string>();
+}
+
+void CheckPodSpec(const Doc& d, const YAML::Node& tmpl) {
+  const std::string who = d.file + " " + d.kind() + "/" + d.name();
+  ASSERT_TRUE(tmpl["spec"]["containers"].IsSequence()) << who;
+  for (const YAML::Node& c : tmpl["spec"]["containers"]) {
+    EXPECT_TRUE(c["name"] && c["image"]) << who << ": container without name or image";
+  }
+  // The selector must select the template (the API server rejects it otherwise).
+  for (const auto& kv : d.node["spec"]["selector"]["matchLabels"]) {
+    const std::string k = kv.first.as<std::string>();
+    ASSERT_TRUE(tmpl["metadata"]["labels"][k]) << who << ": selector label " << k;
+    EXPECT_EQ(tmpl["metadata"]["labels"][k].as<std::string>(), kv.second.as<std::string>());
+  }
+}
+
+TEST(DeployManifestsTest, EveryDocumentHasTheFieldsItsKindRequires) {
+  const std::vector<Doc> docs = LoadAll();
+  ASSERT_GE(docs.size(), 15u);
+  std::map<std::string, int> kinds;
+  for (const Doc& d : docs) {
+    ASSERT_TRUE(d.node["apiVersion"] && d.node["kind"]) << d.file;
+    ++kinds[d.kind()];
+    if (d.kind() == "KubeSchedulerConfiguration") {
+      EXPECT_EQ(d.node["apiVersion"].as<std::string>(), "kubescheduler.config.k8s.io/v1");
+      const YAML::Node ext = d.node["extenders"][0];
+      ASSERT_TRUE(ext) << d.file;
+      EXPECT_EQ(ext["filterVerb"].as<std::string>(), "filter");
+      EXPECT_EQ(ext["prioritizeVerb"].as<std::string>(), "prioritize");
+      EXPECT_EQ(ext["bindVerb"].as<std::string>(), "bind");
+      EXPECT_TRUE(ext["nodeCacheCapable"].as<bool>());
+      EXPECT_GT(ext["weight"].as<int>(), 0);  // required when prioritizeVerb is set
+      continue;
+    }
+    ASSERT_TRUE(d.node["metadata"]["name"]) << d.file << " " << d.kind();
+    const std::string who = d.file + " " + d.kind() + "/" + d.name();
+    const std::string k = d.kind();
+    if (k == "Deployment" || k == "DaemonSet" || k == "StatefulSet") {
+      EXPECT_EQ(d.node["apiVersion"].as<std::string>(), "apps/v1") << who;
+      ASSERT_TRUE(d.node["spec"]["selector"]["matchLabels"]) << who;
+      CheckPodSpec(d, d.node["spec"]["template"]);
+      if (k == "StatefulSet") EXPECT_TRUE(d.node["spec"]["serviceName"]) << who;
+    } else if (k == "Service") {
+      ASSERT_TRUE(d.node["spec"]["ports"].IsSequence()) << who;
+      for (const YAML::Node& p : d.node["spec"]["ports"]) EXPECT_TRUE(p["port"]) << who;
+    } else if (k == "ClusterRole" || k == "Role") {
+      EXPECT_EQ(d.node["apiVersion"].as<std::string>(), "rbac.authorization.k8s.io/v1");
+      for (const YAML::Node& r : d.node["rules"]) {
+        EXPECT_TRUE(r["apiGroups"] && r["resources"] && r["verbs"]) << who;
+        for (const YAML::Node& v : r["verbs"]) EXPECT_NE(v.as<std::string>(), "*") << who;
+      }
+    } else if (k == "ClusterRoleBinding" || k == "RoleBinding") {
+      EXPECT_TRUE(d.node["roleRef"]["apiGroup"] && d.node["roleRef"]["kind"] &&
+                  d.node["roleRef"]["name"])
+          << who;
+      EXPECT_TRUE(d.node["subjects"].IsSequence()) << who;
+    } else if (k == "Lease") {
+      EXPECT_EQ(d.node["apiVersion"].as<std::string>(), "coordination.k8s.io/v1");
+    } else {
+      EXPECT_TRUE(k == "ServiceAccount" || k == "Namespace") << "unexpected kind " << who;
+    }
+  }
+  for (const char* k : {"Deployment", "DaemonSet", "StatefulSet", "Service", "ServiceAccount",
+                        "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Lease",
+                        "Namespace", "KubeSchedulerConfiguration"}) {
+    EXPECT_GE(kinds[k], 1) << "no " << k << " in deploy/";
+  }
+}
+
+TEST(DeployManifestsTest, ExamplePodIsOneTesseraSchedules) {
+  for (const Doc& d : LoadAll()) {
+    if (d.file != "example-inference.yaml") continue;
+    const YAML::Node tmpl = d.node["spec"]["template"];
+    EXPECT_EQ(tmpl["spec"]["schedulerName"].as<std::string>(), "tessera");
+    nlohmann::json pod = ToJson(tmpl);
+    pod["metadata"]["name"] = "bert-0";
+    auto parsed = PodFromJson(pod);
+    ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
+    auto w = WorkloadFromPod(*parsed, 1);
+    ASSERT_TRUE(w.has_value()) << w.error().message;
+    EXPECT_EQ(w->app, "onnx/bert/bs8");
+    EXPECT_EQ(w->slo_qps, 120);
+    EXPECT_EQ(w->gpu.count, 1);
+    EXPECT_EQ(w->gpu.milli, 250);
+    EXPECT_EQ(w->gpu.memory_mib, 8192);
+    EXPECT_EQ(w->cpu_milli, 2000);
+    return;
+  }
+  FAIL() << "deploy/example-inference.yaml not found";
+}
+
+TEST(DeployManifestsTest, SchedulerRbacCoversItsCallsAndNoMore) {
+  std::set<std::string> granted;  // "group/resource:verb"
+  for (const Doc& d : LoadAll()) {
+    if (d.file != "scheduler.yaml" || (d.kind() != "ClusterRole" && d.kind() != "Role")) continue;
+    for (const YAML::Node& r : d.node["rules"]) {
+      for (const YAML::Node& g : r["apiGroups"]) {
+        for (const YAML::Node& res : r["resources"]) {
+          for (const YAML::Node& v : r["verbs"]) {
+            granted.insert(g.as<std::string>() + "/" + res.as<std::string>() + ":" +
+                           v.as<std::string>());
+          }
+        }
+      }
+    }
+  }
+  // What k8s::Scheduler, Binder, Informer and LeaderElector call.
+  const std::set<std::string> needed = {"/pods:list",
+                                        "/pods:watch",
+                                        "/pods:patch",
+                                        "/pods:get",
+                                        "/pods/binding:create",
+                                        "/nodes:list",
+                                        "/nodes:watch",
+                                        "/configmaps:create",
+                                        "/configmaps:get",
+                                        "/configmaps:update",
+                                        "/events:create",
+                                        "coordination.k8s.io/leases:get",
+                                        "coordination.k8s.io/leases:update"};
+  for (const std::string& n : needed) EXPECT_TRUE(granted.contains(n)) << "missing " << n;
+  for (const std::string& g : granted) {
+    EXPECT_EQ(g.find(":delete"), std::string::npos) << g;
+    EXPECT_EQ(g.find("secrets"), std::string::npos) << g;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::k8s

@@ -1,0 +1,177 @@
+// The extender against request bodies shaped exactly like kube-scheduler's (Go field names,
+// a full v1.Pod, NodeNames or a v1.NodeList), over real HTTP on loopback, and its bind
+// against the in-process API server.
+#include "k8s/extender.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "k8s_fixtures.h"
+
+namespace tessera::k8s {
+namespace {
+
+using nlohmann::json;
+using testing_support::A100Inventory;
+using testing_support::CredentialsFor;
+using testing_support::FakeApiServer;
+using testing_support::WaitFor;
+
+// A v1.Pod as the API server serialises it and kube-scheduler forwards it.
+json KubePod(const std::string& name, int gpu_milli, json annotations = json::object()) {
+  if (annotations.empty()) annotations = {{"tessera.io/app", "onnx/bert/bs8"}};
+  json pod = json::parse(R"({
+    "metadata": {"namespace": "inference", "resourceVersion": "4711",
+                 "creationTimestamp": "2024-05-01T10:00:00Z", "labels": {"app": "bert"}},
+    "spec": {"schedulerName": "default-scheduler", "priority": 0,
+             "containers": [{"name": "server", "image": "triton:24.01",
+                             "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}]},
+    "status": {"phase": "Pending", "qosClass": "Burstable"}})");
+  pod["metadata"]["name"] = name;
+  pod["metadata"]["uid"] = "uid-" + name;
+  pod["metadata"]["annotations"] = annotations;
+  json& res = pod["spec"]["containers"][0]["resources"];
+  res["requests"]["tessera.io/gpu-milli"] = std::to_string(gpu_milli);
+  res["limits"]["tessera.io/gpu-milli"] = std::to_string(gpu_milli);
+  return pod;
+}
+
+json KubeNode(const std::string& name) {
+  return {{"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}}},
+          {"status", {{"allocatable", {{"cpu", "64"}, {"memory", "512Gi"}}}}}};
+}
+
+class ExtenderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int n = 0; n < 2; ++n) {
+      ASSERT_TRUE(store_.PutInventory(A100Inventory("gpu-" + std::to_string(n), 2)).has_value());
+    }
+    // gpu-1's two GPUs are fully taken.
+    for (int g = 0; g < 2; ++g) {
+      store::PlacementRecord r{"busy-" + std::to_string(g),
+                               "gpu-1",
+                               "busy",
+                               "inference",
+                               {{"GPU-gpu-1-" + std::to_string(g), 1000, 0}}};
+      ASSERT_TRUE(store_.PutPlacement(r).value().applied);
+    }
+  }
+  SteadyClock clock_;
+  store::MemoryStore store_{clock_};
+};
+
+TEST_F(ExtenderTest, FilterAnswersInTheFormItWasAsked) {
+  Extender ext(store_, clock_, {}, nullptr);
+  ASSERT_TRUE(ext.Start().has_value());
+  // nodeCacheCapable: names in, names out.
+  json args = {{"Pod", KubePod("bert-0", 250)},
+               {"Nodes", nullptr},
+               {"NodeNames", {"gpu-0", "gpu-1", "cpu-0"}}};
+  auto r = ext.Filter(args.dump());
+  ASSERT_EQ(r.status, 200);
+  json res = json::parse(r.body);
+  EXPECT_EQ(res["NodeNames"], json({"gpu-0"}));
+  EXPECT_TRUE(res["Nodes"].is_null());
+  EXPECT_EQ(res["Error"], "");
+  ASSERT_TRUE(res["FailedNodes"].contains("gpu-1"));
+  EXPECT_EQ(res["FailedAndUnresolvableNodes"]["cpu-0"],
+            "no GPU inventory from a Tessera agent on this node");
+  // Full Node objects in, the passing Node objects out, untouched.
+  json args2 = {
+      {"Pod", KubePod("bert-0", 250)},
+      {"Nodes", {{"metadata", json::object()}, {"items", {KubeNode("gpu-0"), KubeNode("gpu-1")}}}},
+      {"NodeNames", nullptr}};
+  json res2 = json::parse(ext.Filter(args2.dump()).body);
+  ASSERT_EQ(res2["Nodes"]["items"].size(), 1u);
+  EXPECT_EQ(res2["Nodes"]["items"][0], KubeNode("gpu-0"));
+  EXPECT_TRUE(res2["NodeNames"].is_null());
+  ext.Stop();
+}
+
+TEST_F(ExtenderTest, PrioritizeScoresZeroToTen) {
+  ExtenderConfig cfg;
+  cfg.policy = "best-fit";
+  Extender ext(store_, clock_, cfg, nullptr);
+  ASSERT_TRUE(ext.Start().has_value());
+  json args = {{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0", "gpu-1", "cpu-0"}}};
+  auto r = ext.Prioritize(args.dump());
+  ASSERT_EQ(r.status, 200);
+  json list = json::parse(r.body);
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0]["Host"], "gpu-0");
+  EXPECT_GE(list[0]["Score"].get<int>(), 0);
+  EXPECT_LE(list[0]["Score"].get<int>(), 10);
+  EXPECT_EQ(list[1], json({{"Host", "gpu-1"}, {"Score", 0}}));  // full
+  EXPECT_EQ(list[2], json({{"Host", "cpu-0"}, {"Score", 0}}));  // unknown to Tessera
+  ext.Stop();
+}
+
+TEST_F(ExtenderTest, BadInputGetsOneErrorNamingTheObject) {
+  Extender ext(store_, clock_, {}, nullptr);
+  ASSERT_TRUE(ext.Start().has_value());
+  json bad = {{"Pod", KubePod("bert-bad", 250, {{"tessera.io/class", "urgent"}})},
+              {"NodeNames", {"gpu-0"}}};
+  json res = json::parse(ext.Filter(bad.dump()).body);
+  EXPECT_EQ(res["Error"],
+            "pod inference/bert-bad: annotation tessera.io/class: 'urgent' is not online or "
+            "offline");
+  auto p = ext.Prioritize(bad.dump());
+  EXPECT_EQ(p.status, 400);
+  EXPECT_NE(p.body.find("tessera.io/class"), std::string::npos);
+  EXPECT_EQ(json::parse(ext.Filter("{not json").body)["Error"],
+            "request body is not a JSON object");
+  EXPECT_EQ(json::parse(ext.Filter(R"({"Pod": {"metadata": {"name": "x"}}})").body)["Error"],
+            "pod default/x: request has neither NodeNames nor Nodes.items");
+  EXPECT_EQ(json::parse(ext.Bind("[]").body)["Error"], "bind: body is not a JSON object");
+  // Still serving.
+  json good = {{"Pod", KubePod("bert-1", 250)}, {"NodeNames", {"gpu-0"}}};
+  EXPECT_EQ(json::parse(ext.Filter(good.dump()).body)["NodeNames"], json({"gpu-0"}));
+  ext.Stop();
+}
+
+TEST_F(ExtenderTest, BindOverHttpCarriesTheDecisionOut) {
+  FakeApiServer api;
+  auto client = ApiClient::Create(CredentialsFor(api));
+  ASSERT_TRUE(client.has_value());
+  Extender ext(store_, clock_, {}, client->get());
+  ASSERT_TRUE(ext.Start().has_value());
+  auto port = ext.Serve("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value()) << port.error().message;
+  api.AddNode("gpu-0");
+  api.AddPod("inference", "bert-0", {{"tessera.io/gpu-milli", "250"}},
+             {{"tessera.io/app", "onnx/bert/bs8"}}, "default-scheduler");
+  const json pod = api.Get("pods", "inference/bert-0").value();
+
+  httplib::Client http("127.0.0.1", *port);
+  json args = {{"Pod", pod}, {"NodeNames", {"gpu-0", "gpu-1"}}};
+  auto f = http.Post("/filter", args.dump(), "application/json");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(json::parse(f->body)["NodeNames"], json({"gpu-0"}));
+  json bind = {{"PodName", "bert-0"},
+               {"PodNamespace", "inference"},
+               {"PodUID", pod["metadata"]["uid"]},
+               {"Node", "gpu-0"}};
+  auto b = http.Post("/bind", bind.dump(), "application/json");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(json::parse(b->body), json({{"Error", ""}}));
+  EXPECT_EQ(api.bindings().at("inference/bert-0"), 1);
+  auto cm = api.Get("configmaps", "inference/bert-0");
+  ASSERT_TRUE(cm.has_value());
+  EXPECT_EQ((*cm)["data"]["CUDA_VISIBLE_DEVICES"], "GPU-gpu-0-0");
+  EXPECT_EQ((*cm)["data"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "25");
+  auto placed = store_.GetPlacement(pod["metadata"]["uid"].get<std::string>());
+  ASSERT_TRUE(placed.has_value() && placed->has_value());
+  EXPECT_EQ((*placed)->slices[0].milli, 250);
+  // Binding the same pod again (kube-scheduler retrying) does not book a second slice.
+  auto again = http.Post("/bind", bind.dump(), "application/json");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(store_.GetPartition("GPU-gpu-0-0").value()->used_milli, 250);
+  // Deleting the pod releases its slice.
+  api.DeletePod("inference", "bert-0");
+  EXPECT_TRUE(WaitFor([&] { return store_.GetPartition("GPU-gpu-0-0").value()->used_milli == 0; }));
+  ext.Stop();
+}
+
+}  // namespace
+}  // namespace tessera::k8s

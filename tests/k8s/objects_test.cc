@@ -1,0 +1,170 @@
+// Pods and nodes as the API server serialises them, and the workload a pod becomes.
+#include "k8s/objects.h"
+
+#include <gtest/gtest.h>
+
+namespace tessera::k8s {
+namespace {
+
+using nlohmann::json;
+
+TEST(ObjectsTest, QuantitiesFollowKubernetesSuffixes) {
+  struct Case {
+    const char* text;
+    int64_t scale;
+    int64_t want;
+  } cases[] = {{"250m", 1000, 250},   {"2", 1000, 2000},       {"1.5", 1000, 1500},
+               {"0.1", 1000, 100},    {"512Mi", 1, 536870912}, {"1Gi", 1, 1073741824},
+               {"1G", 1, 1000000000}, {"1k", 1, 1000},         {"1e3", 1, 1000},
+               {"500.5m", 1000, 501}};  // rounded up, as Kubernetes does
+  for (const Case& c : cases) {
+    auto q = ParseQuantity(c.text, c.scale);
+    ASSERT_TRUE(q.has_value()) << c.text;
+    EXPECT_EQ(*q, c.want) << c.text;
+  }
+  for (const char* bad : {"", "abc", "1x", "-1", "Mi", "+1"}) {
+    EXPECT_FALSE(ParseQuantity(bad).has_value()) << bad;
+  }
+}
+
+json PodJson(json requests, json annotations = json::object()) {
+  return {
+      {"metadata",
+       {{"name", "p"}, {"namespace", "ns"}, {"uid", "u-1"}, {"annotations", annotations}}},
+      {"spec",
+       {{"schedulerName", "tessera"},
+        {"containers",
+         {{{"name", "a"}, {"resources", {{"requests", requests}}}},
+          {{"name", "b"}, {"resources", {{"requests", {{"cpu", "500m"}}}}}}}},
+        {"initContainers", {{{"name", "init"}, {"resources", {{"requests", {{"cpu", "4"}}}}}}}}}},
+      {"status", {{"phase", "Pending"}}}};
+}
+
+TEST(ObjectsTest, PodRequestsSumContainersAndTakeTheLargerInit) {
+  auto pod = PodFromJson(PodJson({{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", "2"}}));
+  ASSERT_TRUE(pod.has_value());
+  EXPECT_EQ(pod->Key(), "ns/p");
+  EXPECT_EQ(pod->cpu_milli, 4000);  // max(1 + 0.5, init 4)
+  EXPECT_EQ(pod->memory_mib, 1024);
+  auto w = WorkloadFromPod(*pod, 7);
+  ASSERT_TRUE(w.has_value()) << w.error().message;
+  EXPECT_EQ(w->gpu.count, 2);
+  EXPECT_EQ(w->gpu.milli, 1000);
+}
+
+TEST(ObjectsTest, GpuRequestsAndAnnotationsBecomeTheWorkload) {
+  struct Case {
+    json requests;
+    json annotations;
+    int count, milli;
+    int64_t memory;
+    std::string mig;
+  } cases[] = {
+      {{{"tessera.io/gpu-milli", "300"}}, {}, 1, 300, 0, ""},
+      {{{"tessera.io/gpu-milli", "300"}, {"tessera.io/gpu-memory", "4096"}}, {}, 1, 300, 4096, ""},
+      {{{"tessera.io/gpu-memory", "4Gi"}}, {}, 1, 1000, 4096, ""},
+      {{{"nvidia.com/mig-1g.5gb", "1"}}, {}, 1, 1000, 0, "1g.5gb"},
+      {{},
+       {{"tessera.io/gpu-milli", "500"}, {"tessera.io/gpu-memory", "10240"}},
+       1,
+       500,
+       10240,
+       ""},
+      {{{"cpu", "1"}}, {}, 0, 1000, 0, ""},
+  };
+  for (const Case& c : cases) {
+    auto pod = PodFromJson(PodJson(c.requests, c.annotations));
+    ASSERT_TRUE(pod.has_value());
+    auto w = WorkloadFromPod(*pod, 1);
+    ASSERT_TRUE(w.has_value()) << c.requests.dump() << ": " << w.error().message;
+    EXPECT_EQ(w->gpu.count, c.count) << c.requests.dump();
+    EXPECT_EQ(w->gpu.milli, c.milli) << c.requests.dump();
+    EXPECT_EQ(w->gpu.memory_mib, c.memory) << c.requests.dump();
+    EXPECT_EQ(w->gpu.mig_profile, c.mig) << c.requests.dump();
+  }
+  auto pod = PodFromJson(PodJson({}, {{"tessera.io/app", "onnx/resnet50/bs1"},
+                                      {"tessera.io/slo-qps", "87.5"},
+                                      {"tessera.io/slo-latency-ms", "20"},
+                                      {"tessera.io/class", "offline"},
+                                      {"tessera.io/priority", "-3"},
+                                      {"tessera.io/gpu-models", "A100-40GB, V100-32GB"},
+                                      {"kubectl.kubernetes.io/restartedAt", "x"}}));
+  auto w = WorkloadFromPod(*pod, 1);
+  ASSERT_TRUE(w.has_value()) << w.error().message;
+  EXPECT_EQ(w->app, "onnx/resnet50/bs1");
+  EXPECT_EQ(w->slo_qps, 87.5);
+  EXPECT_EQ(w->slo_latency_ms, 20);
+  EXPECT_EQ(w->klass, model::WorkloadClass::kOffline);
+  EXPECT_EQ(w->priority, -3);
+  EXPECT_EQ(w->gpu.models.size(), 2u);
+}
+
+TEST(ObjectsTest, MalformedInputNamesThePodAndTheAnnotation) {
+  struct Case {
+    json requests;
+    json annotations;
+    std::string want;
+  } cases[] = {
+      {{},
+       {{"tessera.io/slo-qps", "-1"}},
+       "pod ns/p: annotation tessera.io/slo-qps: '-1' is not a non-negative number"},
+      {{},
+       {{"tessera.io/class", "batch"}},
+       "pod ns/p: annotation tessera.io/class: 'batch' is not online or offline"},
+      {{},
+       {{"tessera.io/priority", "high"}},
+       "pod ns/p: annotation tessera.io/priority: 'high' is not an integer"},
+      {{},
+       {{"tessera.io/gpu-models", "A100-40GB,Z9000"}},
+       "pod ns/p: annotation tessera.io/gpu-models: 'A100-40GB,Z9000' names 'Z9000', not a "
+       "catalog GPU model"},
+      {{},
+       {{"tessera.io/gpu-milli", "1500"}},
+       "pod ns/p: annotation tessera.io/gpu-milli: '1500' is not an integer share 1..1000"},
+      {{},
+       {{"tessera.io/app", ""}},
+       "pod ns/p: annotation tessera.io/app: '' is not an application key (non-empty, no "
+       "spaces)"},
+      {{{"tessera.io/gpu-milli", "300"}},
+       {{"tessera.io/gpu-milli", "300"}},
+       "pod ns/p: annotation tessera.io/gpu-milli: the share is also requested as a resource"},
+      {{{"nvidia.com/gpu", "1"}, {"nvidia.com/mig-1g.5gb", "1"}},
+       {},
+       "pod ns/p: resource nvidia.com/mig-1g.5gb: cannot be combined with nvidia.com/gpu"},
+      {{{"nvidia.com/gpu", "2"}, {"tessera.io/gpu-milli", "500"}},
+       {},
+       "pod ns/p: workload ns/p: a share of a GPU (500 milli) can only be asked for one GPU, "
+       "not 2"},
+  };
+  for (const Case& c : cases) {
+    auto pod = PodFromJson(PodJson(c.requests, c.annotations));
+    ASSERT_TRUE(pod.has_value());
+    auto w = WorkloadFromPod(*pod, 1);
+    ASSERT_FALSE(w.has_value()) << c.want;
+    EXPECT_EQ(w.error().message, c.want);
+  }
+  auto bad = PodFromJson(PodJson({{"cpu", "lots"}}));
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().message, "pod ns/p: resource cpu: 'lots' is not a Kubernetes quantity");
+  EXPECT_FALSE(PodFromJson(json::array()).has_value());
+}
+
+TEST(ObjectsTest, NodeReadinessAndAllocatable) {
+  json n = {{"metadata", {{"name", "gpu-0"}, {"labels", {{"zone", "a"}}}}},
+            {"spec", {{"unschedulable", true}}},
+            {"status",
+             {{"allocatable", {{"cpu", "63500m"}, {"memory", "515517Mi"}}},
+              {"conditions",
+               {{{"type", "MemoryPressure"}, {"status", "False"}},
+                {{"type", "Ready"}, {"status", "True"}}}}}}};
+  auto node = NodeFromJson(n);
+  ASSERT_TRUE(node.has_value());
+  EXPECT_TRUE(node->ready);
+  EXPECT_TRUE(node->unschedulable);
+  EXPECT_EQ(node->cpu_milli, 63500);
+  EXPECT_EQ(node->memory_mib, 515517);
+  EXPECT_EQ(node->labels.at("zone"), "a");
+}
+
+}  // namespace
+}  // namespace tessera::k8s

@@ -1,0 +1,388 @@
+// k8s::Scheduler end to end against the in-process API server (tests/k8s/fake_api_server.h):
+// pods arrive, get bound and get their ConfigMaps; the scheduler is killed and a second
+// replica takes over without double-booking a slice; 410 Gone and cut watches are survived;
+// a malformed annotation affects only its own pod.
+#include "k8s/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "k8s_fixtures.h"
+#include "store/memory_store.h"
+
+namespace tessera::k8s {
+namespace {
+
+using nlohmann::json;
+using testing_support::A100Inventory;
+using testing_support::CredentialsFor;
+using testing_support::FakeApiServer;
+using testing_support::WaitFor;
+
+SchedulerConfig FastConfig(const std::string& identity) {
+  SchedulerConfig c;
+  c.leader.namespace_ = "tessera-system";
+  c.leader.identity = identity;
+  c.leader.lease_duration_s = 2;
+  c.leader.renew_deadline_s = 1.5;
+  c.leader.retry_period_s = 0.2;
+  c.retry_s = 0.2;
+  c.inventory_poll_s = 0.5;
+  c.informer.backoff_initial_s = 0.05;
+  c.informer.backoff_max_s = 0.5;
+  return c;
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = ApiClient::Create(CredentialsFor(api_));
+    ASSERT_TRUE(c.has_value()) << c.error().message;
+    client_ = std::move(*c);
+  }
+  // `nodes` nodes of `gpus` A100s each, published in the store as their agents would.
+  void AddGpuNodes(int nodes, int gpus) {
+    for (int n = 0; n < nodes; ++n) {
+      const std::string name = "gpu-" + std::to_string(n);
+      api_.AddNode(name);
+      ASSERT_TRUE(store_.PutInventory(A100Inventory(name, gpus)).has_value());
+    }
+  }
+  void AddSharePod(const std::string& name, int milli, json annotations = json::object()) {
+    if (annotations.empty()) annotations = {{"tessera.io/app", "onnx/resnet50/bs1"}};
+    api_.AddPod("inference", name,
+                {{"cpu", "100m"}, {"memory", "256Mi"}, {"tessera.io/gpu-milli", milli}},
+                annotations);
+  }
+  int Bound() {
+    int n = 0;
+    for (const json& p : api_.All("pods")) n += !p["spec"].value("nodeName", "").empty();
+    return n;
+  }
+  // Checks every bound pod against its ConfigMap and the store; returns milli per partition.
+  std::map<std::string, int> CheckAccounting() {
+    std::map<std::string, int> milli;
+    for (const json& p : api_.All("pods")) {
+      const std::string node = p["spec"].value("nodeName", "");
+      if (node.empty()) continue;
+      const std::string name = p["metadata"]["name"];
+      const json& ann = p["metadata"]["annotations"];
+      EXPECT_TRUE(ann.contains("tessera.io/placement")) << name;
+      if (!ann.contains("tessera.io/placement")) continue;
+      auto rec = store::PlacementFromJson(ann["tessera.io/placement"].get<std::string>(), name);
+      EXPECT_TRUE(rec.has_value());
+      EXPECT_EQ(rec->node, node) << name;
+      EXPECT_EQ(rec->slices.size(), 1u) << name;
+      for (const auto& s : rec->slices) milli[s.partition_uuid] += s.milli;
+      auto cm = api_.Get("configmaps", "inference/" + name);
+      EXPECT_TRUE(cm.has_value()) << "no ConfigMap for " << name;
+      if (cm) {
+        EXPECT_EQ((*cm)["data"]["CUDA_VISIBLE_DEVICES"], rec->slices[0].partition_uuid) << name;
+        EXPECT_EQ((*cm)["data"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"],
+                  std::to_string(rec->slices[0].milli / 10))
+            << name;
+        EXPECT_EQ((*cm)["metadata"]["ownerReferences"][0]["uid"], p["metadata"]["uid"]);
+      }
+      auto stored = store_.GetPlacement(p["metadata"]["uid"].get<std::string>());
+      EXPECT_TRUE(stored.has_value() && stored->has_value()) << "store lacks " << name;
+      if (stored && *stored) EXPECT_EQ(**stored, *rec);
+    }
+    for (const auto& [uuid, m] : milli) {
+      EXPECT_LE(m, 1000) << uuid << " is over-booked";
+      auto usage = store_.GetPartition(uuid);
+      EXPECT_TRUE(usage.has_value() && usage->has_value()) << uuid;
+      if (usage && *usage) EXPECT_EQ((*usage)->used_milli, m) << uuid;
+    }
+    return milli;
+  }
+  std::vector<json> EventsFor(const std::string& pod, const std::string& reason) {
+    std::vector<json> out;
+    for (const json& e : api_.All("events")) {
+      if (e["involvedObject"]["name"] == pod && e["reason"] == reason) out.push_back(e);
+    }
+    return out;
+  }
+
+  FakeApiServer api_;
+  SteadyClock clock_;
+  store::MemoryStore store_{clock_};
+  std::unique_ptr<ApiClient> client_;
+};
+
+TEST_F(SchedulerTest, TwoHundredPodsAcrossAKillAndRestartAreBookedOnce) {
+  // 5 nodes x 4 GPUs x 10 shares of 100 milli = exactly 200 slots: any double booking leaves
+  // some pod without a slot, or a partition over 1000 milli.
+  AddGpuNodes(5, 4);
+  auto a = std::make_unique<Scheduler>(*client_, store_, clock_, FastConfig("replica-a"));
+  ASSERT_TRUE(a->Start().has_value());
+  for (int i = 0; i < 120; ++i) AddSharePod("pod-" + std::to_string(i), 100);
+  ASSERT_TRUE(WaitFor([&] { return Bound() >= 60; }));
+  a->Kill();  // mid-way: no lease release, nothing undone
+  const int bound_at_kill = Bound();
+  EXPECT_GE(bound_at_kill, 60);
+
+  // What a crash between the store write and the binding leaves: a placement in the store
+  // for a pod that is not bound. The next leader must free that slot, not trust it.
+  std::string victim_uid;
+  for (const json& p : api_.All("pods")) {
+    if (p["spec"].value("nodeName", "").empty()) {
+      victim_uid = p["metadata"]["uid"];
+      store::PlacementRecord residue{
+          victim_uid, "gpu-4", p["metadata"]["name"], "inference", {{"GPU-gpu-4-3", 100, 0}}};
+      ASSERT_TRUE(store_.PutPlacement(residue).value().applied);
+      break;
+    }
+  }
+  ASSERT_FALSE(victim_uid.empty());
+  for (int i = 120; i < 200; ++i) AddSharePod("pod-" + std::to_string(i), 100);
+
+  Scheduler b(*client_, store_, clock_, FastConfig("replica-b"));
+  ASSERT_TRUE(b.Start().has_value());
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 200; })) << Bound() << " bound";
+  ASSERT_TRUE(WaitFor([&] { return b.stats().bound == 200 - bound_at_kill; }));
+  ASSERT_TRUE(WaitFor([&] { return EventsFor("pod-199", "Scheduled").size() == 1; }));
+
+  const auto bindings = api_.bindings();
+  EXPECT_EQ(bindings.size(), 200u);
+  for (const auto& [pod, n] : bindings) EXPECT_EQ(n, 1) << pod;
+  const auto milli = CheckAccounting();
+  EXPECT_EQ(milli.size(), 20u);
+  for (const auto& [uuid, m] : milli) EXPECT_EQ(m, 1000) << uuid;
+  EXPECT_EQ(store_.ListPlacements().value().size(), 200u);
+  EXPECT_GE(b.stats().rebuilds, 1);
+  // The new leader holds the Lease; every pod got a Scheduled event naming its node.
+  auto lease = api_.Get("leases", "tessera-system/tessera-scheduler");
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ((*lease)["spec"]["holderIdentity"], "replica-b");
+  auto ev = EventsFor("pod-199", "Scheduled");
+  ASSERT_EQ(ev.size(), 1u);
+  const std::string msg = ev[0]["message"];
+  EXPECT_NE(msg.find("Successfully assigned inference/pod-199 to gpu-"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(100 milli, 0 MiB); policy first-fit score"), std::string::npos) << msg;
+  b.Stop();
+}
+
+TEST_F(SchedulerTest, SurvivesGoneAndCutWatchesAndReleasesDeletedPods) {
+  AddGpuNodes(2, 3);  // 6 GPUs x 4 shares of 250 = 24 slots
+  Scheduler s(*client_, store_, clock_, FastConfig("replica-a"));
+  ASSERT_TRUE(s.Start().has_value());
+  for (int i = 0; i < 8; ++i) AddSharePod("a-" + std::to_string(i), 250);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 8; }));
+
+  // Inject each fault once both watches (pods, nodes) are open.
+  auto watching = [&] { return WaitFor([&] { return api_.open_watches() == 2; }); };
+  ASSERT_TRUE(watching());
+  const int64_t watches = api_.watches_started();
+  api_.ExpireWatches();  // in-stream ERROR 410: re-list
+  for (int i = 0; i < 8; ++i) AddSharePod("b-" + std::to_string(i), 250);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 16; }));
+  EXPECT_TRUE(WaitFor([&] { return api_.watches_started() > watches; }));
+
+  ASSERT_TRUE(watching());
+  api_.GoneOnNextWatches(2);  // the re-watch after the cut answers HTTP 410: re-list
+  api_.DropWatches();
+  for (int i = 0; i < 8; ++i) AddSharePod("c-" + std::to_string(i), 250);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 24; }));  // the cluster is full now
+
+  // Deleting 4 pods frees 4 slots; the 4 newcomers fit only if the slots were released.
+  ASSERT_TRUE(watching());
+  for (int i = 0; i < 4; ++i) api_.DeletePod("inference", "a-" + std::to_string(i));
+  api_.ExpireWatches();  // the deletions may arrive through a re-list's difference
+  for (int i = 0; i < 4; ++i) AddSharePod("d-" + std::to_string(i), 250);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 24 && s.stats().pending == 0; }))
+      << Bound() << " bound, " << s.stats().pending << " pending";
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_FALSE(api_.Get("pods", "inference/d-" + std::to_string(i))
+                     .value()["spec"]
+                     .value("nodeName", "")
+                     .empty());
+  }
+  const auto milli = CheckAccounting();
+  for (const auto& [uuid, m] : milli) EXPECT_EQ(m, 1000) << uuid;
+  EXPECT_EQ(store_.ListPlacements().value().size(), 24u);
+  EXPECT_GE(api_.gone_answers(), 2);
+  s.Stop();
+}
+
+TEST_F(SchedulerTest, MalformedAnnotationBlocksOnlyItsPod) {
+  AddGpuNodes(1, 2);
+  Scheduler s(*client_, store_, clock_, FastConfig("replica-a"));
+  ASSERT_TRUE(s.Start().has_value());
+  AddSharePod("good-0", 500);
+  AddSharePod("bad", 500, {{"tessera.io/slo-qps", "fast"}});
+  AddSharePod("good-1", 500);
+  AddSharePod("typo", 500, {{"tessera.io/slo-qsp", "10"}});
+  AddSharePod("good-2", 500);
+  // Asks for more than a node has: unschedulable with kube-scheduler's kind of reason.
+  api_.AddPod("inference", "huge", {{"nvidia.com/gpu", 3}});
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 3; }));
+  ASSERT_TRUE(WaitFor([&] { return !EventsFor("bad", "FailedScheduling").empty(); }));
+  ASSERT_TRUE(WaitFor([&] { return !EventsFor("typo", "FailedScheduling").empty(); }));
+  ASSERT_TRUE(WaitFor([&] { return !EventsFor("huge", "FailedScheduling").empty(); }));
+  const std::string bad = EventsFor("bad", "FailedScheduling")[0]["message"];
+  EXPECT_EQ(bad,
+            "pod inference/bad: annotation tessera.io/slo-qps: 'fast' is not a "
+            "non-negative number");
+  EXPECT_EQ(EventsFor("bad", "FailedScheduling")[0]["type"], "Warning");
+  const std::string typo = EventsFor("typo", "FailedScheduling")[0]["message"];
+  EXPECT_NE(typo.find("annotation tessera.io/slo-qsp: unknown Tessera annotation"),
+            std::string::npos)
+      << typo;
+  const std::string huge = EventsFor("huge", "FailedScheduling")[0]["message"];
+  EXPECT_NE(huge.find("0/1 nodes are available"), std::string::npos) << huge;
+  for (const char* p : {"bad", "typo", "huge"}) {
+    EXPECT_TRUE(api_.Get("pods", std::string("inference/") + p)
+                    .value()["spec"]
+                    .value("nodeName", "")
+                    .empty());
+  }
+  EXPECT_EQ(s.stats().invalid_pods, 2);
+  // Later pods keep being scheduled.
+  AddSharePod("good-3", 500);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 4; }));
+  // One event per problem, not one per cycle.
+  EXPECT_EQ(EventsFor("bad", "FailedScheduling").size(), 1u);
+  s.Stop();
+}
+
+TEST_F(SchedulerTest, FailedBindingsUndoTheirReservation) {
+  AddGpuNodes(1, 1);  // 1 GPU: 2 pods of 500 fill it exactly
+  api_.FailNextBinds(3);
+  Scheduler s(*client_, store_, clock_, FastConfig("replica-a"));
+  ASSERT_TRUE(s.Start().has_value());
+  AddSharePod("p-0", 500);
+  AddSharePod("p-1", 500);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 2; }));
+  EXPECT_EQ(api_.bind_attempts(), 5);
+  EXPECT_EQ(s.stats().bind_failures, 3);
+  const auto milli = CheckAccounting();
+  EXPECT_EQ(milli.at("GPU-gpu-0-0"), 1000);
+  s.Stop();
+}
+
+TEST_F(SchedulerTest, AnEmptiedStoreIsRefilledFromTheBoundPodsAnnotations) {
+  AddGpuNodes(1, 2);  // 8 slots of 250
+  {
+    Scheduler a(*client_, store_, clock_, FastConfig("replica-a"));
+    ASSERT_TRUE(a.Start().has_value());
+    for (int i = 0; i < 5; ++i) AddSharePod("p-" + std::to_string(i), 250);
+    ASSERT_TRUE(WaitFor([&] { return a.stats().bound == 5; }));
+    a.Stop();
+  }
+  // The store lost everything but what the agents publish again.
+  store::MemoryStore fresh(clock_);
+  ASSERT_TRUE(fresh.PutInventory(A100Inventory("gpu-0", 2)).has_value());
+  Scheduler b(*client_, fresh, clock_, FastConfig("replica-b"));
+  ASSERT_TRUE(b.Start().has_value());
+  ASSERT_TRUE(WaitFor([&] { return fresh.ListPlacements().value().size() == 5; }));
+  for (int i = 5; i < 9; ++i) AddSharePod("p-" + std::to_string(i), 250);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 8; }));
+  ASSERT_TRUE(WaitFor([&] { return !EventsFor("p-8", "FailedScheduling").empty(); }));
+  EXPECT_EQ(fresh.GetPartition("GPU-gpu-0-0").value()->used_milli, 1000);
+  EXPECT_EQ(fresh.GetPartition("GPU-gpu-0-1").value()->used_milli, 1000);
+  for (const auto& [pod, n] : api_.bindings()) EXPECT_EQ(n, 1) << pod;
+  b.Stop();
+}
+
+TEST_F(SchedulerTest, MigReshapeGoesToTheNodeThroughTheStore) {
+  // One A30 with MIG off; the thesis's `min` wants it cut into 4 x 1g.6gb first.
+  api_.AddNode("a30-0");
+  store::NodeInventory inv;
+  inv.node = "a30-0";
+  inv.agent_id = "agent-a30";
+  inv.generation = 1;
+  inv.cpu_milli = 32000;
+  inv.memory_mib = 131072;
+  store::GpuInventory g;
+  g.uuid = "GPU-a30";
+  g.product_name = "NVIDIA A30";
+  g.model = "A30-24GB";
+  g.memory_mib = 24576;
+  g.partitions.push_back({g.uuid, "", -1, 0, 24576});
+  inv.gpus.push_back(g);
+  ASSERT_TRUE(store_.PutInventory(inv).has_value());
+
+  SchedulerConfig cfg = FastConfig("replica-a");
+  cfg.policy = "min";
+  Scheduler s(*client_, store_, clock_, cfg);
+  ASSERT_TRUE(s.Start().has_value());
+  api_.AddPod("inference", "mig-0", {{"nvidia.com/gpu", 1}});
+  std::optional<std::string> request;
+  ASSERT_TRUE(WaitFor([&] {
+    request = store_.GetProfile("mig-reshape/a30-0/GPU-a30").value();
+    return request.has_value();
+  }));
+  const json req = json::parse(*request);
+  EXPECT_EQ(req["node"], "a30-0");
+  EXPECT_EQ(req["gpu_index"], 0);
+  EXPECT_EQ(req["mig"], "1g.6gb@0,1g.6gb@1,1g.6gb@2,1g.6gb@3");
+  EXPECT_EQ(Bound(), 0);  // parked until the node has the new layout
+
+  // The agent applies it and publishes the new inventory; the pod lands on an instance.
+  inv.generation = 2;
+  inv.gpus[0].mig_enabled = true;
+  inv.gpus[0].partitions.clear();
+  for (int i = 0; i < 4; ++i) {
+    inv.gpus[0].partitions.push_back({"MIG-a30-" + std::to_string(i), "1g.6gb", 7 + i, i, 6144});
+  }
+  ASSERT_TRUE(store_.PutInventory(inv).has_value());
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 1; }));
+  auto cm = api_.Get("configmaps", "inference/mig-0");
+  ASSERT_TRUE(cm.has_value());
+  EXPECT_EQ((*cm)["data"]["CUDA_VISIBLE_DEVICES"], "MIG-a30-0");
+  EXPECT_GE(s.stats().reshapes, 1);
+  s.Stop();
+}
+
+TEST_F(SchedulerTest, SlowApiServerAndLeftoverConfigMapsStillBind) {
+  AddGpuNodes(1, 2);
+  // A ConfigMap left over from an earlier pod of the same name: create answers 409 and the
+  // scheduler updates it in place.
+  json stale = {{"apiVersion", "v1"},
+                {"kind", "ConfigMap"},
+                {"metadata", {{"name", "p-0"}, {"namespace", "inference"}}},
+                {"data", {{"CUDA_VISIBLE_DEVICES", "GPU-long-gone"}}}};
+  auto made = client_->Post("/api/v1/namespaces/inference/configmaps", stale.dump());
+  ASSERT_TRUE(made.has_value() && made->status == 201);
+  api_.SetDelay(0.05);  // every request, watches included, answers 50 ms late
+  Scheduler s(*client_, store_, clock_, FastConfig("replica-a"));
+  ASSERT_TRUE(s.Start().has_value());
+  for (int i = 0; i < 8; ++i) AddSharePod("p-" + std::to_string(i), 250);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 8; }));
+  api_.SetDelay(0);
+  const auto milli = CheckAccounting();  // includes p-0's ConfigMap naming its real slice
+  EXPECT_EQ(milli.at("GPU-gpu-0-0"), 1000);
+  EXPECT_EQ(milli.at("GPU-gpu-0-1"), 1000);
+  EXPECT_NE(api_.Get("configmaps", "inference/p-0").value()["data"]["CUDA_VISIBLE_DEVICES"],
+            "GPU-long-gone");
+  s.Stop();
+}
+
+TEST_F(SchedulerTest, OnlyOneOfTwoReplicasSchedules) {
+  AddGpuNodes(2, 3);  // 24 slots of 250
+  Scheduler a(*client_, store_, clock_, FastConfig("replica-a"));
+  Scheduler b(*client_, store_, clock_, FastConfig("replica-b"));
+  ASSERT_TRUE(a.Start().has_value());
+  ASSERT_TRUE(b.Start().has_value());
+  for (int i = 0; i < 16; ++i) AddSharePod("p-" + std::to_string(i), 250);
+  ASSERT_TRUE(WaitFor([&] { return a.stats().bound + b.stats().bound == 16; }));
+  EXPECT_EQ(Bound(), 16);
+  EXPECT_NE(a.stats().leading, b.stats().leading);
+  EXPECT_EQ(a.stats().bound + b.stats().bound, 16);
+  EXPECT_TRUE(a.stats().bound == 0 || b.stats().bound == 0);
+  for (const auto& [pod, n] : api_.bindings()) EXPECT_EQ(n, 1) << pod;
+  CheckAccounting();
+  // The leader stops gracefully: the standby takes over and schedules the next pods.
+  Scheduler& leader = a.stats().leading ? a : b;
+  Scheduler& standby = a.stats().leading ? b : a;
+  leader.Stop();
+  AddSharePod("after", 250);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 17; }));
+  ASSERT_TRUE(WaitFor([&] { return standby.stats().bound == 1; }));
+  standby.Stop();
+}
+
+}  // namespace
+}  // namespace tessera::k8s
