@@ -14,32 +14,12 @@
 
 #include "k8s/extender.h"
 #include "store/memory_store.h"
+#include "tests/k8s/a100_inventory.h"
 
 namespace tessera::k8s {
 namespace {
 
 using nlohmann::json;
-
-store::NodeInventory Inventory(const std::string& node, int gpus) {
-  store::NodeInventory inv;
-  inv.node = node;
-  inv.backend = "fake";
-  inv.agent_id = "bench";
-  inv.generation = 1;
-  inv.cpu_milli = 64000;
-  inv.memory_mib = 512 * 1024;
-  for (int i = 0; i < gpus; ++i) {
-    store::GpuInventory g;
-    g.index = i;
-    g.uuid = "GPU-" + node + "-" + std::to_string(i);
-    g.product_name = "NVIDIA A100-SXM4-40GB";
-    g.model = "A100-40GB";
-    g.memory_mib = 40960;
-    g.partitions.push_back({g.uuid, "", -1, 0, 40960});
-    inv.gpus.push_back(g);
-  }
-  return inv;
-}
 
 // A v1.Pod roughly as the API server serialises a Deployment's pod (about 2 KB).
 json BenchPod() {
@@ -78,7 +58,7 @@ void BM_ExtenderPrioritize100Nodes(benchmark::State& state) {
   json names = json::array();
   for (int n = 0; n < 100; ++n) {
     const std::string name = "gpu-node-" + std::to_string(n);
-    (void)store.PutInventory(Inventory(name, 8));
+    (void)store.PutInventory(testing_support::A100Inventory(name, 8));
     names.push_back(name);
   }
   ExtenderConfig cfg;

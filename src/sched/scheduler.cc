@@ -165,13 +165,15 @@ bool Scheduler::Commit(const Workload& w, policy::Candidate cand, CycleStats& st
 
 CycleStats Scheduler::RunCycle() {
   CycleStats stats;
+  // Nothing arrived and nothing changed since a fruitless cycle: it stays fruitless.
   const bool fruitless_again =
       fruitless_ && *fruitless_ == std::make_pair(cluster_.version(), arrivals_);
-  fruitless_.reset();
-  if (!pending_.empty() && !fruitless_again && PlacePending(stats)) {
-    fruitless_ = std::make_pair(cluster_.version(), arrivals_);
+  if (!fruitless_again) {
+    fruitless_.reset();
+    if (!pending_.empty() && PlacePending(stats)) {
+      fruitless_ = std::make_pair(cluster_.version(), arrivals_);
+    }
   }
-  if (fruitless_again) fruitless_ = std::make_pair(cluster_.version(), arrivals_);
   ProactiveReshapes(stats);
   Evictions(stats);
   if (stats.reshapes > 0 || stats.evicted > 0) fruitless_.reset();

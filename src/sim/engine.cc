@@ -40,6 +40,8 @@ Engine::Engine(model::ClusterState& cluster, policy::Policy& policy, GroundTruth
                        .unschedulable = {}}) {
   gpu_util_.assign(cluster_.gpu_count(), 0);
   partition_util_.assign(static_cast<size_t>(cluster_.gpu_count()) * model::kMaxPartitions, 0);
+  unpublished_flag_.assign(cluster_.gpu_count(), 1);
+  for (model::GpuIndex g = 0; g < cluster_.gpu_count(); ++g) unpublished_.push_back(g);
   for (model::GpuIndex g = 0; g < cluster_.gpu_count(); ++g) {
     total_power_ += truth_.GpuPower(g, 0, cluster_);
   }
@@ -183,13 +185,19 @@ void Engine::Settle() {
         partition_util_[p] = std::min(1.0, busy);
       }
       SetGpuUtil(g, util);
+      if (!unpublished_flag_[g]) {
+        unpublished_flag_[g] = 1;
+        unpublished_.push_back(g);
+      }
     }
     for (const auto& [id, why] : failures) Finish(id, true, why);
   }
 }
 
 void Engine::PublishTelemetry() {
-  for (model::GpuIndex g = 0; g < cluster_.gpu_count(); ++g) {
+  // Only GPUs whose utilisation was recomputed since the last sample (all, at the first).
+  for (model::GpuIndex g : unpublished_) {
+    unpublished_flag_[g] = 0;
     const model::Gpu& gpu = cluster_.gpu(g);
     for (int slot = 0; slot < gpu.partition_count; ++slot) {
       const model::PartitionIndex p = model::ClusterState::PartitionOf(g, slot);
@@ -197,6 +205,7 @@ void Engine::PublishTelemetry() {
     }
     options_.telemetry->SetUtilization(gpu.uuid, gpu_util_[g]);  // the whole GPU's partition
   }
+  unpublished_.clear();
 }
 
 void Engine::RequestCycle() {

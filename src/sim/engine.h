@@ -123,9 +123,11 @@ class Engine {
   std::vector<model::GpuIndex> rerate_;        // GPUs whose co-location changed
   std::vector<model::WorkloadId> rerate_ids_;  // GPU-less workloads just started
   std::vector<double> gpu_util_;
-  std::vector<double> partition_util_;  // by PartitionIndex
-  double total_util_ = 0;               // Σ gpu_util_
-  double total_power_ = 0;              // Σ power at gpu_util_
+  std::vector<double> partition_util_;        // by PartitionIndex
+  std::vector<model::GpuIndex> unpublished_;  // re-rated since the last telemetry sample
+  std::vector<char> unpublished_flag_;        // by GpuIndex: in unpublished_
+  double total_util_ = 0;                     // Σ gpu_util_
+  double total_power_ = 0;                    // Σ power at gpu_util_
   double end_s_ = 0;
   // Integrals.
   double last_t_ = 0;
