@@ -51,6 +51,14 @@ int RunEvaluate(const PredictArgs& args) {
                         {"mape", result->mape},         {"median_ape", result->median_ape},
                         {"rmse_log", result->rmse_log}, {"seed", args.seed}};
     if (result->protocol == "leave-one-row-out") j["keep"] = args.keep;
+    j["by_known"] = nlohmann::json::array();
+    for (const predict::SparsityBucket& b : result->by_known) {
+      j["by_known"].push_back({{"known", b.known},
+                               {"n", b.errors.n},
+                               {"mape", b.errors.mape},
+                               {"median_ape", b.errors.median_ape},
+                               {"rmse_log", b.errors.rmse_log}});
+    }
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("method %s, protocol %s", result->method.c_str(), result->protocol.c_str());
@@ -61,6 +69,10 @@ int RunEvaluate(const PredictArgs& args) {
     std::printf(", seed %llu\n  n %d  MAPE %.2f%%  median APE %.2f%%  RMSE(log) %.4f\n",
                 static_cast<unsigned long long>(args.seed), result->n, result->mape,
                 result->median_ape, result->rmse_log);
+    for (const predict::SparsityBucket& b : result->by_known) {
+      std::printf("    row kept %d: n %d  MAPE %.2f%%  median APE %.2f%%  RMSE(log) %.4f\n",
+                  b.known, b.errors.n, b.errors.mape, b.errors.median_ape, b.errors.rmse_log);
+    }
   }
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "base/rng.h"
 #include "predict/registry.h"
@@ -15,21 +16,39 @@ struct Cell {
 
 struct Errors {
   std::vector<double> truth, predicted;
-  void Add(double t, double p) {
+  std::vector<int> known;  // cells the hidden cell's row kept
+  void Add(double t, double p, int k) {
     truth.push_back(t);
     predicted.push_back(p);
+    known.push_back(k);
   }
 };
 
-// Completes `log_values` with the hidden cells set to NaN and scores them.
+std::vector<SparsityBucket> ByKnown(const Errors& errors) {
+  std::map<int, std::pair<std::vector<double>, std::vector<double>>> groups;
+  for (size_t i = 0; i < errors.truth.size(); ++i) {
+    auto& [truth, predicted] = groups[errors.known[i]];
+    truth.push_back(errors.truth[i]);
+    predicted.push_back(errors.predicted[i]);
+  }
+  std::vector<SparsityBucket> buckets;
+  for (const auto& [known, cells] : groups)
+    buckets.push_back({known, SummariseErrors(cells.first, cells.second)});
+  return buckets;
+}
+
+// Completes `log_values` with the hidden cells set to NaN and scores them; `kept(row)` is the
+// number of cells that row kept.
+template <typename Kept>
 Expected<void> Score(const Completer& method, const Eigen::MatrixXd& log_values,
-                     const std::vector<Cell>& hidden, Errors* errors) {
+                     const std::vector<Cell>& hidden, Kept kept, Errors* errors) {
   Eigen::MatrixXd input = log_values;
   for (const Cell& h : hidden) input(h.row, h.col) = kMissing;
   Expected<Eigen::MatrixXd> completed = method.Complete(input);
   if (!completed) return std::unexpected(completed.error());
   for (const Cell& h : hidden) {
-    errors->Add(std::exp(log_values(h.row, h.col)), std::exp((*completed)(h.row, h.col)));
+    errors->Add(std::exp(log_values(h.row, h.col)), std::exp((*completed)(h.row, h.col)),
+                kept(h.row));
   }
   return {};
 }
@@ -103,7 +122,8 @@ Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& op
       }
       hidden.push_back(known[i]);
     }
-    if (Expected<void> ok = Score(**method, log_values, hidden, &errors); !ok) {
+    const auto row_kept = [&](int row) { return kept[static_cast<size_t>(row)]; };
+    if (Expected<void> ok = Score(**method, log_values, hidden, row_kept, &errors); !ok) {
       return std::unexpected(ok.error());
     }
   } else {
@@ -111,7 +131,8 @@ Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& op
       if (static_cast<int>(row.size()) <= options.keep) continue;
       rng.Shuffle(row);
       const std::vector<Cell> hidden(row.begin() + options.keep, row.end());
-      if (Expected<void> ok = Score(**method, log_values, hidden, &errors); !ok) {
+      const auto row_kept = [&](int) { return options.keep; };
+      if (Expected<void> ok = Score(**method, log_values, hidden, row_kept, &errors); !ok) {
         return std::unexpected(ok.error());
       }
     }
@@ -119,9 +140,9 @@ Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& op
   const ErrorSummary summary = SummariseErrors(errors.truth, errors.predicted);
   if (summary.n == 0) return Fail("no cell could be hidden under protocol {}", options.protocol);
   EvalResult result{
-      options.method,  options.protocol, options.protocol == "random" ? options.missing : 0.0,
-      summary.n,       summary.mape,     summary.median_ape,
-      summary.rmse_log};
+      options.method,   options.protocol, options.protocol == "random" ? options.missing : 0.0,
+      summary.n,        summary.mape,     summary.median_ape,
+      summary.rmse_log, ByKnown(errors)};
   return result;
 }
 

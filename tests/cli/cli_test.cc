@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,48 @@ TEST(CliTest, ExplainPrintsTheBreakdownOfTheBuiltInScenario) {
   EXPECT_NE(testing::internal::GetCapturedStderr().find("unknown application 'no/such-app'"),
             std::string::npos);
   EXPECT_EQ(RunArgs({"explain", "--policy", "predictive{oops"}), 1);
+}
+
+TEST(CliTest, PredictEvaluateReportsTheIssueFieldsAndErrorBySparsity) {
+  // Throughput 100 * 2^row * 3^col: the bias model is exact in log space.
+  const std::string path = testing::TempDir() + "/cli_profile.csv";
+  {
+    std::ofstream out(path);
+    out << "row,column,value\n";
+    for (int r = 0; r < 6; ++r)
+      for (int c = 0; c < 4; ++c)
+        out << "app" << r << ",cfg" << c << ","
+            << 100.0 * (1 << r) *
+                   (c == 0   ? 1
+                    : c == 1 ? 3
+                    : c == 2 ? 9
+                             : 27)
+            << "\n";
+  }
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"predict", "evaluate", "--data", path, "--method", "baseline", "--protocol",
+                     "leave-one-row-out", "--keep", "1", "--json"}),
+            0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  const nlohmann::json j = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_object()) << out;
+  for (const char* field :
+       {"method", "protocol", "missing", "n", "mape", "median_ape", "rmse_log", "by_known"}) {
+    EXPECT_TRUE(j.contains(field)) << field;
+  }
+  EXPECT_EQ(j["protocol"], "leave-one-row-out");
+  EXPECT_EQ(j["n"], 6 * 3);  // every row keeps 1 of its 4 cells
+  // Exact up to the bias model's λ = 1e-3 shrinkage of a one-cell row's level (per cent).
+  EXPECT_LT(j["median_ape"].get<double>(), 0.5);
+  ASSERT_EQ(j["by_known"].size(), 1u);
+  EXPECT_EQ(j["by_known"][0]["known"], 1);
+  EXPECT_EQ(j["by_known"][0]["n"], 18);
+
+  const std::string bad = testing::TempDir() + "/cli_bad_profile.csv";
+  std::ofstream(bad) << "row,column,value\napp0,cfg0,10\napp0,cfg1,fast\n";
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"predict", "evaluate", "--data", bad}), 1);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find(bad + ":3"), std::string::npos);
 }
 
 }  // namespace

@@ -64,6 +64,42 @@ TEST(EvaluateTest, LeaveOneRowOutHidesAllButKeep) {
   EXPECT_LT(r->median_ape, 2.0);
 }
 
+TEST(EvaluateTest, ErrorBySparsityPartitionsTheHiddenCells) {
+  // Throughput exp(a_u + b_c) times a per-cell wobble, so the bias model is not exact and the
+  // buckets carry different errors.
+  ProfileMatrix m = Multiplicative(12, 6, 5);
+  Rng rng(9);
+  for (int r = 0; r < m.rows(); ++r)
+    for (int c = 0; c < m.cols(); ++c) m.Observe(r, c, m.Mean(r, c) * rng.Uniform(0.6, 1.6));
+  Expected<EvalResult> r = Evaluate(m, {"baseline", "random", 0.6, 2, 4});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  // Every hidden cell lies in exactly one bucket; a row keeps between 1 and 5 of its 6 cells;
+  // MAPE is a mean, so the buckets' MAPEs weighted by their counts give the overall one.
+  ASSERT_GE(r->by_known.size(), 2u);
+  int n = 0;
+  double weighted = 0;
+  for (size_t i = 0; i < r->by_known.size(); ++i) {
+    const SparsityBucket& b = r->by_known[i];
+    EXPECT_GE(b.known, 1);
+    EXPECT_LE(b.known, 5);
+    if (i > 0) {
+      EXPECT_GT(b.known, r->by_known[i - 1].known);
+    }
+    EXPECT_GT(b.errors.n, 0);
+    n += b.errors.n;
+    weighted += b.errors.n * b.errors.mape;
+  }
+  EXPECT_EQ(n, r->n);
+  EXPECT_NEAR(weighted / n, r->mape, 1e-9);
+  // Leave-one-row-out with K = 2: one bucket, the whole result.
+  Expected<EvalResult> cold = Evaluate(m, {"baseline", "leave-one-row-out", 0.5, 2, 4});
+  ASSERT_TRUE(cold.has_value());
+  ASSERT_EQ(cold->by_known.size(), 1u);
+  EXPECT_EQ(cold->by_known[0].known, 2);
+  EXPECT_EQ(cold->by_known[0].errors.n, 12 * 4);
+  EXPECT_DOUBLE_EQ(cold->by_known[0].errors.median_ape, cold->median_ape);
+}
+
 TEST(EvaluateTest, SameSeedSameResult) {
   const ProfileMatrix m = Multiplicative(15, 5, 3);
   const EvalResult a = *Evaluate(m, {"hybrid", "random", 0.4, 2, 11});
