@@ -37,18 +37,18 @@ std::vector<SparsityBucket> ByKnown(const Errors& errors) {
   return buckets;
 }
 
-// Completes `log_values` with the hidden cells set to NaN and scores them; `kept(row)` is the
+// Completes `log_values` with the hidden cells set to NaN and scores them; `kept[row]` is the
 // number of cells that row kept.
-template <typename Kept>
 Expected<void> Score(const Completer& method, const Eigen::MatrixXd& log_values,
-                     const std::vector<Cell>& hidden, Kept kept, Errors* errors) {
+                     const std::vector<Cell>& hidden, const std::vector<int>& kept,
+                     Errors* errors) {
   Eigen::MatrixXd input = log_values;
   for (const Cell& h : hidden) input(h.row, h.col) = kMissing;
   Expected<Eigen::MatrixXd> completed = method.Complete(input);
   if (!completed) return std::unexpected(completed.error());
   for (const Cell& h : hidden) {
     errors->Add(std::exp(log_values(h.row, h.col)), std::exp((*completed)(h.row, h.col)),
-                kept(h.row));
+                kept[static_cast<size_t>(h.row)]);
   }
   return {};
 }
@@ -122,17 +122,16 @@ Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& op
       }
       hidden.push_back(known[i]);
     }
-    const auto row_kept = [&](int row) { return kept[static_cast<size_t>(row)]; };
-    if (Expected<void> ok = Score(**method, log_values, hidden, row_kept, &errors); !ok) {
+    if (Expected<void> ok = Score(**method, log_values, hidden, kept, &errors); !ok) {
       return std::unexpected(ok.error());
     }
   } else {
+    const std::vector<int> kept(static_cast<size_t>(matrix.rows()), options.keep);
     for (std::vector<Cell>& row : by_row) {
       if (static_cast<int>(row.size()) <= options.keep) continue;
       rng.Shuffle(row);
       const std::vector<Cell> hidden(row.begin() + options.keep, row.end());
-      const auto row_kept = [&](int) { return options.keep; };
-      if (Expected<void> ok = Score(**method, log_values, hidden, row_kept, &errors); !ok) {
+      if (Expected<void> ok = Score(**method, log_values, hidden, kept, &errors); !ok) {
         return std::unexpected(ok.error());
       }
     }

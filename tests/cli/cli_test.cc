@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -78,13 +79,7 @@ TEST(CliTest, PredictEvaluateReportsTheIssueFieldsAndErrorBySparsity) {
     out << "row,column,value\n";
     for (int r = 0; r < 6; ++r)
       for (int c = 0; c < 4; ++c)
-        out << "app" << r << ",cfg" << c << ","
-            << 100.0 * (1 << r) *
-                   (c == 0   ? 1
-                    : c == 1 ? 3
-                    : c == 2 ? 9
-                             : 27)
-            << "\n";
+        out << "app" << r << ",cfg" << c << "," << 100.0 * (1 << r) * std::pow(3.0, c) << "\n";
   }
   testing::internal::CaptureStdout();
   EXPECT_EQ(RunArgs({"predict", "evaluate", "--data", path, "--method", "baseline", "--protocol",
