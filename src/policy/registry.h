@@ -36,10 +36,18 @@ struct PolicyContext {
   const telemetry::Telemetry* telemetry = nullptr;  // optional: util(p) of the live partitions
 };
 
+// One option a policy accepts, for `tessera simulate --list-policies`.
+struct OptionInfo {
+  std::string name;
+  std::string default_json;  // the default, as JSON text ("0", "[100,50,25]", "true")
+  std::string help;          // one line
+};
+
 struct PolicyInfo {
   std::string name;
   std::string summary;           // one line, with the seed section it follows
   bool needs_predictor = false;  // MakePolicy fails without PolicyContext::predictor
+  std::vector<OptionInfo> options;  // every option the factory accepts
 };
 // A policy with its options as one string, for command lines: "predictive" or
 // 'predictive{"slo_headroom": 0.1}' (the name, then a JSON object).
