@@ -100,6 +100,8 @@ export TESSERA_TEST_AGENT="127.0.0.1:$agent_port"
 export TESSERA_TEST_AGENT_NODE=fake-node-1
 export TESSERA_TEST_AGENT_PREFIX=tessera-harness:
 export TESSERA_TEST_TESSERA_BIN="$PWD/$build/tessera"
+# Tests on ../shared/data fail instead of skipping when it is missing (tests/shared_data.h).
+export TESSERA_REQUIRE_DATA=1
 
 if ! ctest --test-dir "$build" --output-on-failure -j"$(nproc)"; then
   for log in agent prometheus redis; do

@@ -8,6 +8,7 @@
 
 #include "base/rng.h"
 #include "predict/migprofiler.h"
+#include "shared_data.h"
 
 namespace tessera::predict {
 namespace {
@@ -120,7 +121,7 @@ TEST(EvaluateTest, BadOptionsAreErrors) {
 
 TEST(EvaluateTest, RealDataCollaborativeFilteringBeatsTheBiasModel) {
   const std::string dir = TESSERA_SHARED_DIR "/data/migprofiler";
-  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " not present";
+  TESSERA_NEED_DATA(dir);
   Expected<ProfileMatrix> m = LoadMigProfiler(dir);
   ASSERT_TRUE(m.has_value()) << m.error().message;
   // Behaviour, not a recorded figure: over three seeds the neighbour-aware methods beat the

@@ -1,4 +1,5 @@
 #include "predict/migprofiler.h"
+#include "shared_data.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -13,7 +14,7 @@ namespace {
 const std::string kData = TESSERA_SHARED_DIR "/data/migprofiler";
 
 TEST(MigProfilerTest, RealDataEachRunCountedOnce) {
-  if (!std::filesystem::is_directory(kData)) GTEST_SKIP() << kData << " not present";
+  TESSERA_NEED_DATA(kData);
   MigProfilerStats stats;
   Expected<ProfileMatrix> m = LoadMigProfiler(kData, &stats);
   ASSERT_TRUE(m.has_value()) << m.error().message;

@@ -8,6 +8,7 @@
 #include "sim/calibrate.h"
 #include "sim/embedded_apps.h"
 #include "sim/physics.h"
+#include "shared_data.h"
 
 namespace tessera::sim {
 namespace {
@@ -60,7 +61,7 @@ TEST(ConfigKeyTest, ParsesAndRejects) {
 
 TEST(CalibrationTest, PhysicsReproducesEveryMigProfilerPointWithinFivePercent) {
   const std::string dir = TESSERA_SHARED_DIR "/data/migprofiler";
-  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " is not here";
+  TESSERA_NEED_DATA(dir);
   auto matrix = predict::LoadMigProfiler(dir);
   ASSERT_TRUE(matrix) << matrix.error().message;
   auto catalog = ParseAppCatalog(std::string(EmbeddedAppsYaml()), "data/apps.yaml");

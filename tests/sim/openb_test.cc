@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "sim/replay.h"
+#include "shared_data.h"
 
 namespace tessera::sim {
 namespace {
@@ -149,7 +150,7 @@ TEST(OpenbRunTest, AllocationAndFailuresOfATinyReplay) {
 
 TEST(OpenbRealTraceTest, TheTraceLoadsAsDescribed) {
   const std::string dir = std::string(TESSERA_SHARED_DIR) + "/data/openb/";
-  if (!std::filesystem::exists(dir + "openb_pod_list_default.csv")) GTEST_SKIP();
+  TESSERA_NEED_DATA(dir + "openb_pod_list_default.csv");
   auto input = LoadOpenb(dir + "openb_pod_list_default.csv", dir + "openb_node_list_gpu_node.csv");
   ASSERT_TRUE(input) << input.error().message;
   EXPECT_EQ(input->nodes.size(), 1213u);
