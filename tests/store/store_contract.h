@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "base/rng.h"
@@ -29,6 +30,9 @@ struct Param {
   // nullptr means "not available here" (the test skips).
   std::function<std::unique_ptr<Harness>()> make;
 };
+// GoogleTest prints a parameter in test listings (and so in CTest's names): its name, not the
+// bytes of the struct.
+inline void PrintTo(const Param& p, std::ostream* os) { *os << p.name; }
 
 class StoreContract : public testing::TestWithParam<Param> {
  protected:
