@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "k8s/cluster_view.h"
 #include "policy/registry.h"
 
 namespace tessera::k8s {
@@ -49,8 +50,8 @@ Expected<void> Extender::Start() {
       if (!pod->annotations.contains(std::string(kAnnotationPlacement))) return;
       if (auto r = store_.RemovePlacement(pod->uid); r && *r) {
         std::lock_guard lock(mu_);
-        auto id = ids_.find(pod->uid);
-        if (id != ids_.end() && cluster_->Find(id->second)) (void)cluster_->Remove(id->second);
+        std::optional<model::WorkloadId> id = ids_.Find(pod->uid);
+        if (id && cluster_->Find(*id)) (void)cluster_->Remove(*id);
       }
     });
     pods_informer_->Start();
@@ -104,12 +105,6 @@ int Extender::nodes() const {
   return cluster_ ? cluster_->node_count() : 0;
 }
 
-model::WorkloadId Extender::IdOf(const std::string& uid) {
-  auto [it, fresh] = ids_.try_emplace(uid, next_id_);
-  if (fresh) ++next_id_;
-  return it->second;
-}
-
 Expected<void> Extender::Refresh() {
   auto names = store_.ListNodes();
   if (!names) return std::unexpected(names.error());
@@ -131,25 +126,17 @@ Expected<void> Extender::Refresh() {
   if (!placements) return std::unexpected(placements.error());
   std::lock_guard lock(mu_);
   for (const store::PlacementRecord& r : *placements) {
-    std::optional<model::NodeIndex> n = cluster->FindNode(r.node);
-    if (!n) continue;
+    // A record on a node without an inventory (or one that lost a partition) holds nothing
+    // this view could give away.
     model::Workload w;
-    w.id = IdOf(r.workload);
+    w.id = ids_.IdOf(r.workload);
     w.name = r.namespace_ + "/" + r.pod;
-    model::Placement p{w.id, *n, {}};
-    bool ok = true;
-    for (const store::SliceRecord& s : r.slices) {
-      auto part = cluster->FindPartition(s.partition_uuid);
-      ok &= part.has_value();
-      if (part) p.slices.push_back({*part, s.milli, s.memory_mib});
+    auto p = PlacementFromRecord(r, *cluster, w);
+    if (!p) {
+      spdlog::debug("extender: pod {}: {}", w.name, p.error().message);
+      continue;
     }
-    if (!ok) continue;
-    w.gpu.count = static_cast<int>(p.slices.size());
-    if (!p.slices.empty()) {
-      w.gpu.milli = p.slices[0].milli;
-      w.gpu.memory_mib = p.slices[0].memory_mib;
-    }
-    if (auto placed = cluster->Place(w, p); !placed) {
+    if (auto placed = cluster->Place(w, *p); !placed) {
       spdlog::warn("extender: placement of {}: {}", w.name, placed.error().message);
     }
   }
@@ -209,7 +196,7 @@ ExtenderReply Extender::Filter(std::string_view body) {
       if (recent_pods_.size() > 10000) recent_pods_.clear();
       recent_pods_[args->pod.uid] = args->pod;
     }
-    args->workload.id = args->pod.uid.empty() ? -1 : IdOf(args->pod.uid);
+    args->workload.id = args->pod.uid.empty() ? -1 : ids_.IdOf(args->pod.uid);
     for (size_t i = 0; i < args->names.size(); ++i) {
       const std::string& name = args->names[i];
       std::optional<model::NodeIndex> n = cluster_->FindNode(name);
@@ -252,7 +239,7 @@ ExtenderReply Extender::Prioritize(std::string_view body) {
   if (!args) return {400, json{{"Error", args.error().message}}.dump()};
   json list = json::array();
   std::lock_guard lock(mu_);
-  args->workload.id = args->pod.uid.empty() ? -1 : IdOf(args->pod.uid);
+  args->workload.id = args->pod.uid.empty() ? -1 : ids_.IdOf(args->pod.uid);
   for (const std::string& name : args->names) {
     int64_t score = 0;
     if (std::optional<model::NodeIndex> n = cluster_->FindNode(name)) {
@@ -297,7 +284,7 @@ ExtenderReply Extender::Bind(std::string_view body) {
   model::WorkloadId id = 0;
   {
     std::lock_guard lock(mu_);
-    auto w = WorkloadFromPod(*pod, IdOf(ref.uid));
+    auto w = WorkloadFromPod(*pod, ids_.IdOf(ref.uid));
     if (!w) return answer(w.error().message);
     w->cpu_milli = 0;
     w->memory_mib = 0;
@@ -318,23 +305,17 @@ ExtenderReply Extender::Bind(std::string_view body) {
       return answer(fmt::format("bind {}: {}", who, ok.error().message));
     }
     env = cluster_->EnvironmentOf(cand->placement);
-    rec = {ref.uid, node, ref.name, ref.namespace_, {}};
-    for (const model::Slice& s : cand->placement.slices) {
-      rec.slices.push_back({cluster_->partition(s.partition).uuid, s.milli, s.memory_mib});
-    }
+    rec = RecordOf(ref, cand->placement, *cluster_);
   }
   if (auto ok = binder_->Bind(ref, rec, env); !ok) {
     std::lock_guard lock(mu_);
     if (cluster_->Find(id)) (void)cluster_->Remove(id);
     return answer(ok.error().message);
   }
-  std::string slices;
-  for (const auto& s : rec.slices) {
-    slices += fmt::format(" {} ({} milli, {} MiB)", s.partition_uuid, s.milli, s.memory_mib);
-  }
+  const std::string slices = SlicesText(rec.slices);
   binder_->PostEvent(ref, "Normal", "Scheduled",
-                     fmt::format("Tessera extender bound {} to {}:{}; policy {}", who, node, slices,
-                                 config_.policy));
+                     fmt::format("Tessera extender bound {} to {}{}{}; policy {}", who, node,
+                                 slices.empty() ? "" : ": ", slices, config_.policy));
   return answer("");
 }
 

@@ -33,6 +33,7 @@
 #include "base/rng.h"
 #include "k8s/api_client.h"
 #include "k8s/binder.h"
+#include "k8s/cluster_view.h"
 #include "k8s/informer.h"
 #include "k8s/objects.h"
 #include "model/cluster.h"
@@ -101,7 +102,6 @@ class Extender {
     nlohmann::json node_objects;
   };
   Expected<Args> ParseArgs(std::string_view body);
-  model::WorkloadId IdOf(const std::string& uid);
   // Releases store placements whose pod no longer exists (deleted while nobody watched).
   void CollectGarbage();
 
@@ -116,9 +116,8 @@ class Extender {
   Rng rng_;
   std::unique_ptr<policy::Policy> policy_;
   std::unique_ptr<model::ClusterState> cluster_;
-  std::unordered_map<std::string, model::WorkloadId> ids_;
+  WorkloadIds ids_;
   std::map<std::string, Pod> recent_pods_;  // uid -> pod, from filter/prioritize, for bind
-  model::WorkloadId next_id_ = 1;
 
   std::thread refresher_;
   std::mutex stop_mu_;

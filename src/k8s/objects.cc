@@ -2,9 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <set>
+#include <iterator>
 
 #include "model/gpu_model.h"
 
@@ -206,77 +207,132 @@ Expected<Node> NodeFromJson(const json& object) {
   return node;
 }
 
+namespace {
+
+// What the GPU annotations ask for: checked against the same request made through resources.
+struct AnnotatedGpu {
+  std::optional<int64_t> milli, memory_mib;
+};
+
+// An annotation's parser applies its value, or fails with what the value should be (the caller
+// names the pod, the annotation and the value).
+using AnnotationParser = Expected<void> (*)(const std::string& value, model::Workload& w,
+                                            AnnotatedGpu& gpu);
+
+Expected<void> ParseApp(const std::string& value, model::Workload& w, AnnotatedGpu&) {
+  if (value.empty() || value.find_first_of(" \t\n") != std::string::npos) {
+    return Fail("is not an application key (non-empty, no spaces)");
+  }
+  w.app = value;
+  return {};
+}
+
+Expected<double> NonNegative(const std::string& value) {
+  std::optional<double> v = ParseNumber(value);
+  if (!v || *v < 0) return Fail("is not a non-negative number");
+  return *v;
+}
+
+Expected<void> ParseSloQps(const std::string& value, model::Workload& w, AnnotatedGpu&) {
+  auto v = NonNegative(value);
+  if (!v) return std::unexpected(v.error());
+  w.slo_qps = *v;
+  return {};
+}
+
+Expected<void> ParseSloLatency(const std::string& value, model::Workload& w, AnnotatedGpu&) {
+  auto v = NonNegative(value);
+  if (!v) return std::unexpected(v.error());
+  w.slo_latency_ms = *v;
+  return {};
+}
+
+Expected<void> ParseClass(const std::string& value, model::Workload& w, AnnotatedGpu&) {
+  if (value == "online") {
+    w.klass = model::WorkloadClass::kOnline;
+  } else if (value == "offline") {
+    w.klass = model::WorkloadClass::kOffline;
+  } else {
+    return Fail("is not online or offline");
+  }
+  return {};
+}
+
+Expected<void> ParsePriority(const std::string& value, model::Workload& w, AnnotatedGpu&) {
+  int p = 0;
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), p);
+  if (ec != std::errc() || ptr != value.data() + value.size()) return Fail("is not an integer");
+  w.priority = p;
+  return {};
+}
+
+Expected<void> ParseGpuModels(const std::string& value, model::Workload& w, AnnotatedGpu&) {
+  for (const std::string& m : SplitComma(value)) {
+    std::optional<model::GpuModelId> id = model::FindGpuModel(m);
+    if (!id) return Fail("names '{}', not a catalog GPU model", m);
+    w.gpu.models.push_back(*id);
+  }
+  return {};
+}
+
+Expected<void> ParseGpuMilli(const std::string& value, model::Workload&, AnnotatedGpu& gpu) {
+  std::optional<double> v = ParseNumber(value);
+  if (!v || *v < 1 || *v > 1000 || *v != std::floor(*v)) {
+    return Fail("is not an integer share 1..1000");
+  }
+  gpu.milli = static_cast<int64_t>(*v);
+  return {};
+}
+
+Expected<void> ParseGpuMemory(const std::string& value, model::Workload&, AnnotatedGpu& gpu) {
+  auto q = ParseQuantity(value, 1);
+  if (!q) return Fail("is not a quantity (MiB, or bytes with a suffix)");
+  const bool plain = !value.empty() && std::isdigit(static_cast<unsigned char>(value.back()));
+  gpu.memory_mib = plain ? *q : (*q + (1 << 20) - 1) >> 20;
+  return {};
+}
+
+// Every Tessera annotation (docs/kubernetes.md "Annotations"); any other under tessera.io/ is
+// refused as a typo. The scheduler's outputs have no parser: a bound pod carries them.
+constexpr std::pair<std::string_view, AnnotationParser> kAnnotations[] = {
+    {kAnnotationApp, ParseApp},
+    {kAnnotationSloQps, ParseSloQps},
+    {kAnnotationSloLatency, ParseSloLatency},
+    {kAnnotationClass, ParseClass},
+    {kAnnotationPriority, ParsePriority},
+    {kAnnotationGpuModels, ParseGpuModels},
+    {kAnnotationGpuMilli, ParseGpuMilli},
+    {kAnnotationGpuMemory, ParseGpuMemory},
+    {kAnnotationPlacement, nullptr},
+    {kAnnotationVisibleDevices, nullptr},
+    {kAnnotationThreadPercentage, nullptr},
+    {kAnnotationPinnedMemLimit, nullptr},
+};
+
+}  // namespace
+
 Expected<model::Workload> WorkloadFromPod(const Pod& pod, model::WorkloadId id) {
   model::Workload w;
   w.id = id;
   w.name = pod.Key();
   w.cpu_milli = pod.cpu_milli;
   w.memory_mib = pod.memory_mib;
-  static const std::set<std::string_view> kKnown = {kAnnotationApp,
-                                                    kAnnotationSloQps,
-                                                    kAnnotationSloLatency,
-                                                    kAnnotationClass,
-                                                    kAnnotationPriority,
-                                                    kAnnotationGpuModels,
-                                                    kAnnotationGpuMilli,
-                                                    kAnnotationGpuMemory,
-                                                    kAnnotationPlacement,
-                                                    kAnnotationVisibleDevices,
-                                                    kAnnotationThreadPercentage,
-                                                    kAnnotationPinnedMemLimit};
-  auto bad = [&](std::string_view key, const std::string& value, std::string_view want) {
-    return Fail("pod {}: annotation {}: '{}' {}", pod.Key(), key, value, want);
-  };
-  std::optional<int64_t> milli_annotation, memory_annotation;
+  AnnotatedGpu annotated;
   for (const auto& [key, value] : pod.annotations) {
     if (!key.starts_with(kPrefix)) continue;
-    if (!kKnown.contains(key)) {
+    const auto* rule = std::find_if(std::begin(kAnnotations), std::end(kAnnotations),
+                                    [&key](const auto& a) { return a.first == key; });
+    if (rule == std::end(kAnnotations)) {
       return Fail("pod {}: annotation {}: unknown Tessera annotation (see docs/kubernetes.md)",
                   pod.Key(), key);
     }
-    if (key == kAnnotationApp) {
-      if (value.empty() || value.find_first_of(" \t\n") != std::string::npos) {
-        return bad(key, value, "is not an application key (non-empty, no spaces)");
-      }
-      w.app = value;
-    } else if (key == kAnnotationSloQps || key == kAnnotationSloLatency) {
-      std::optional<double> v = ParseNumber(value);
-      if (!v || *v < 0) return bad(key, value, "is not a non-negative number");
-      (key == kAnnotationSloQps ? w.slo_qps : w.slo_latency_ms) = *v;
-    } else if (key == kAnnotationClass) {
-      if (value == "online") {
-        w.klass = model::WorkloadClass::kOnline;
-      } else if (value == "offline") {
-        w.klass = model::WorkloadClass::kOffline;
-      } else {
-        return bad(key, value, "is not online or offline");
-      }
-    } else if (key == kAnnotationPriority) {
-      int p = 0;
-      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), p);
-      if (ec != std::errc() || ptr != value.data() + value.size()) {
-        return bad(key, value, "is not an integer");
-      }
-      w.priority = p;
-    } else if (key == kAnnotationGpuModels) {
-      for (const std::string& m : SplitComma(value)) {
-        std::optional<model::GpuModelId> id = model::FindGpuModel(m);
-        if (!id) return bad(key, value, fmt::format("names '{}', not a catalog GPU model", m));
-        w.gpu.models.push_back(*id);
-      }
-    } else if (key == kAnnotationGpuMilli) {
-      std::optional<double> v = ParseNumber(value);
-      if (!v || *v < 1 || *v > 1000 || *v != std::floor(*v)) {
-        return bad(key, value, "is not an integer share 1..1000");
-      }
-      milli_annotation = static_cast<int64_t>(*v);
-    } else if (key == kAnnotationGpuMemory) {
-      auto q = ParseQuantity(value, 1);
-      if (!q) return bad(key, value, "is not a quantity (MiB, or bytes with a suffix)");
-      const bool plain = !value.empty() && std::isdigit(static_cast<unsigned char>(value.back()));
-      memory_annotation = plain ? *q : (*q + (1 << 20) - 1) >> 20;
+    if (!rule->second) continue;
+    if (auto ok = rule->second(value, w, annotated); !ok) {
+      return Fail("pod {}: annotation {}: '{}' {}", pod.Key(), key, value, ok.error().message);
     }
   }
+  const std::optional<int64_t> milli_annotation = annotated.milli;
+  const std::optional<int64_t> memory_annotation = annotated.memory_mib;
 
   // GPU resources.
   auto whole = [&](const std::string& name, int64_t milli) -> Expected<int64_t> {

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <span>
 
+#include "k8s/cluster_view.h"
 #include "model/mig.h"
 #include "policy/registry.h"
 
@@ -14,72 +16,36 @@ namespace {
 
 using nlohmann::json;
 
-// Forwards to the real policy and remembers the scores it gave the nodes for the workload
-// being scheduled, so the Scheduled event can say why this node (DESIGN §3 explain).
-class RecordingPolicy : public policy::Policy {
- public:
-  explicit RecordingPolicy(policy::Policy& inner) : inner_(inner) {}
-  std::string_view name() const override { return inner_.name(); }
-  void Order(std::vector<const model::Workload*>& pending) const override { inner_.Order(pending); }
-  policy::Feasibility Filter(const model::Workload& w, model::NodeIndex node,
-                             const model::ClusterState& c) const override {
-    return inner_.Filter(w, node, c);
-  }
-  std::optional<policy::Candidate> Score(const model::Workload& w, model::NodeIndex node,
-                                         const model::ClusterState& c) override {
-    if (w.id != workload_) {
-      workload_ = w.id;
-      scores_.clear();
+// "score 97.5 (next: gpu-2 96.0, gpu-4 90.1)": the chosen node's score and the best three
+// others, so the Scheduled event can say why this node (DESIGN §3 explain).
+std::string ScoreSummary(std::span<const sched::Offer> offers, model::NodeIndex chosen,
+                         const model::ClusterState& c) {
+  std::string out;
+  std::vector<sched::Offer> others;
+  for (const sched::Offer& o : offers) {
+    if (o.node == chosen) {
+      out = fmt::format("score {:.1f}", o.score);
+    } else {
+      others.push_back(o);
     }
-    std::optional<policy::Candidate> cand = inner_.Score(w, node, c);
-    if (cand) scores_.emplace_back(node, cand->score);
-    return cand;
   }
-  std::optional<std::vector<policy::Candidate>> PlaceBatch(
-      std::span<const model::Workload* const> pending, const model::ClusterState& c) override {
-    return inner_.PlaceBatch(pending, c);
-  }
-  std::optional<std::optional<model::MigLayout>> Reshape(model::GpuIndex g,
-                                                         const model::ClusterState& c) override {
-    return inner_.Reshape(g, c);
-  }
-  std::vector<model::WorkloadId> Evict(const model::ClusterState& c) override {
-    return inner_.Evict(c);
-  }
-  std::string Explain(const model::Workload& w, const model::ClusterState& c) override {
-    return inner_.Explain(w, c);
-  }
-  // "score 97.5 (next: gpu-2 96.0, gpu-4 90.1)" for the workload, or "" if not scored.
-  std::string Summary(model::WorkloadId id, model::NodeIndex chosen,
-                      const model::ClusterState& c) const {
-    if (id != workload_) return "";
-    std::string out;
-    std::vector<std::pair<model::NodeIndex, double>> others;
-    for (const auto& [n, s] : scores_) {
-      if (n == chosen) {
-        out = fmt::format("score {:.1f}", s);
-      } else {
-        others.emplace_back(n, s);
-      }
+  std::stable_sort(others.begin(), others.end(),
+                   [](const sched::Offer& a, const sched::Offer& b) { return a.score > b.score; });
+  if (!others.empty()) {
+    out += " (next:";
+    for (size_t i = 0; i < others.size() && i < 3; ++i) {
+      out += fmt::format(" {} {:.1f}{}", c.node(others[i].node).name, others[i].score,
+                         i + 1 < std::min<size_t>(others.size(), 3) ? "," : "");
     }
-    std::stable_sort(others.begin(), others.end(),
-                     [](const auto& a, const auto& b) { return a.second > b.second; });
-    if (!others.empty()) {
-      out += " (next:";
-      for (size_t i = 0; i < others.size() && i < 3; ++i) {
-        out += fmt::format(" {} {:.1f}{}", c.node(others[i].first).name, others[i].second,
-                           i + 1 < std::min<size_t>(others.size(), 3) ? "," : "");
-      }
-      out += ")";
-    }
-    return out;
+    out += ")";
   }
+  return out;
+}
 
- private:
-  policy::Policy& inner_;
-  model::WorkloadId workload_ = -1;
-  std::vector<std::pair<model::NodeIndex, double>> scores_;
-};
+// What changes when a node's agent publishes a new inventory ("" for none).
+std::string InventoryStamp(const std::optional<store::NodeInventory>& inv) {
+  return inv ? fmt::format("{}/{}", inv->agent_id, inv->generation) : std::string();
+}
 
 }  // namespace
 
@@ -142,12 +108,6 @@ void Scheduler::Kill() {
 SchedulerStats Scheduler::stats() const {
   std::lock_guard lock(mu_);
   return stats_;
-}
-
-model::WorkloadId Scheduler::IdOf(const std::string& uid) {
-  auto [it, fresh] = id_of_uid_.try_emplace(uid, next_id_);
-  if (fresh) ++next_id_;
-  return it->second;
 }
 
 void Scheduler::Elect() {
@@ -272,7 +232,7 @@ void Scheduler::Warn(const Pod& pod, const std::string& reason, const std::strin
 
 void Scheduler::OnPod(EventType type, const Pod& pod) {
   const bool gone = type == EventType::kDeleted;
-  auto id_it = id_of_uid_.find(pod.uid);
+  const std::optional<model::WorkloadId> known_id = ids_.Find(pod.uid);
   if (gone) {
     pods_.erase(pod.uid);
     invalid_.erase(pod.uid);
@@ -283,8 +243,8 @@ void Scheduler::OnPod(EventType type, const Pod& pod) {
   if (!leading_ || need_rebuild_ || !core_) return;  // a rebuild reads pods_ afresh
 
   const bool releases = gone || pod.Terminal() || pod.deleting;
-  if (id_it != id_of_uid_.end() && known_.contains(id_it->second)) {
-    const model::WorkloadId id = id_it->second;
+  if (known_id && known_.contains(*known_id)) {
+    const model::WorkloadId id = *known_id;
     if (releases) {
       Release(id, gone ? "deleted" : pod.deleting ? "terminating" : pod.phase);
     } else if (!known_[id].placed && !pod.node_name.empty()) {
@@ -299,7 +259,7 @@ void Scheduler::OnPod(EventType type, const Pod& pod) {
 }
 
 void Scheduler::SubmitPod(const Pod& pod) {
-  const model::WorkloadId id = IdOf(pod.uid);
+  const model::WorkloadId id = ids_.IdOf(pod.uid);
   auto w = WorkloadFromPod(pod, id);
   if (!w) {
     auto inv = invalid_.find(pod.uid);
@@ -348,8 +308,7 @@ bool Scheduler::InventoriesChanged() {
       spdlog::warn("store: {}", inv.error().message);
       return false;
     }
-    const std::string seen =
-        *inv ? fmt::format("{}/{}", (*inv)->agent_id, (*inv)->generation) : std::string();
+    const std::string seen = InventoryStamp(*inv);
     auto it = inventory_seen_.find(name);
     changed |= it == inventory_seen_.end() || it->second != seen;
   }
@@ -357,146 +316,19 @@ bool Scheduler::InventoriesChanged() {
 }
 
 bool Scheduler::Rebuild() {
-  // Bound pods come from a fresh LIST, not the informer's cache: the previous leader's last
-  // bindings may still be on their way down our watch.
-  auto listed = ListObjects(api_, "/api/v1/pods");
-  if (!listed) {
-    spdlog::warn("rebuild: {}", listed.error().message);
-    return false;
-  }
-  pods_.clear();
-  for (const json& obj : *listed) {
-    if (auto pod = PodFromJson(obj)) pods_[pod->uid] = std::move(*pod);
-  }
-  auto cluster = std::make_unique<model::ClusterState>();
-  inventory_seen_.clear();
-  for (const auto& [name, node] : nodes_) {
-    model::NodeSpec spec;
-    auto inv = store_.GetInventory(name);
-    if (!inv) {
-      spdlog::warn("store unreachable, keeping the old cluster view: {}", inv.error().message);
-      return false;
-    }
-    if (*inv) {
-      inventory_seen_[name] = fmt::format("{}/{}", (*inv)->agent_id, (*inv)->generation);
-      auto s = store::ToNodeSpec(**inv);
-      if (s) {
-        spec = std::move(*s);
-      } else {
-        spdlog::warn("node {}: inventory unusable: {}", name, s.error().message);
-      }
-    } else {
-      inventory_seen_[name] = "";
-    }
-    spec.name = name;
-    if (node.cpu_milli > 0) spec.cpu_milli = node.cpu_milli;
-    if (node.memory_mib > 0) spec.memory_mib = node.memory_mib;
-    for (const auto& [k, v] : node.labels) spec.labels[k] = v;
-    auto added = cluster->AddNode(spec);
-    if (!added) {
-      spdlog::warn("node {}: {}", name, added.error().message);
-      continue;
-    }
-    cluster->SetNodeReady(*added, node.ready && !node.unschedulable);
-  }
-
+  if (!RelistPods()) return false;
+  std::unique_ptr<model::ClusterState> cluster = ClusterFromInventories();
+  if (!cluster) return false;
   known_.clear();
   std::set<std::string> bound_uids;
   int restored = 0;
   for (const auto& [uid, pod] : pods_) {
     if (pod.node_name.empty() || pod.Terminal()) continue;
     bound_uids.insert(uid);
-    const model::WorkloadId id = IdOf(uid);
-    auto ann = pod.annotations.find(std::string(kAnnotationPlacement));
-    model::Workload w;
-    if (auto parsed = WorkloadFromPod(pod, id)) {
-      w = std::move(*parsed);
-    } else {
-      w.id = id;
-      w.name = pod.Key();
-      w.cpu_milli = pod.cpu_milli;
-      w.memory_mib = pod.memory_mib;
-    }
-    model::Placement p;
-    p.workload = id;
-    std::optional<model::NodeIndex> n = cluster->FindNode(pod.node_name);
-    if (!n) continue;  // a node we do not know (not Ready yet, or gone)
-    p.node = *n;
-    if (ann != pod.annotations.end()) {
-      auto rec = store::PlacementFromJson(ann->second, pod.Key() + " " + ann->first);
-      if (!rec) {
-        spdlog::error("{}", rec.error().message);
-        continue;
-      }
-      bool ok = rec->node == pod.node_name;
-      for (const store::SliceRecord& s : rec->slices) {
-        std::optional<model::PartitionIndex> part = cluster->FindPartition(s.partition_uuid);
-        ok &= part.has_value();
-        if (part) p.slices.push_back({*part, s.milli, s.memory_mib});
-      }
-      if (!ok) {
-        spdlog::error("pod {}: its placement names a partition or node the inventory lacks",
-                      pod.Key());
-        continue;
-      }
-      w.gpu.count = static_cast<int>(p.slices.size());
-      if (!p.slices.empty()) {
-        w.gpu.milli = p.slices[0].milli;
-        w.gpu.memory_mib = p.slices[0].memory_mib;
-      }
-      if (auto put = store_.PutPlacement(*rec); !put || !put->applied) {
-        spdlog::error("pod {}: re-recording its placement: {}", pod.Key(),
-                      put ? put->refusal : put.error().message);
-      }
-    } else {
-      // Bound by another scheduler: it still uses the node's CPU and memory.
-      w.gpu = {};
-    }
-    if (auto placed = cluster->Place(w, p); !placed) {
-      spdlog::error("pod {}: cannot restore its placement: {}", pod.Key(), placed.error().message);
-      continue;
-    }
-    if (ann != pod.annotations.end()) {
-      known_[id] = Known{{pod.namespace_, pod.name, uid}, true};
-      ++restored;
-    }
+    restored += RestoreBoundPod(*cluster, pod);
   }
-  // Store placements no bound pod backs: a crash between the store write and the binding, or
-  // a pod deleted while nobody led. Their slices are free again.
-  if (auto recs = store_.ListPlacements(); recs) {
-    for (const store::PlacementRecord& r : *recs) {
-      if (bound_uids.contains(r.workload)) continue;
-      spdlog::info("store: dropping placement of unbound or deleted pod {}/{} ({})", r.namespace_,
-                   r.pod, r.workload);
-      if (auto ok = store_.RemovePlacement(r.workload); !ok) {
-        spdlog::warn("store: {}", ok.error().message);
-      }
-    }
-  } else {
-    spdlog::warn("store: {}", recs.error().message);
-  }
-
-  policy::PolicyContext ctx{&rng_, &clock_, config_.predictor, config_.telemetry};
-  auto made = policy::MakePolicy(config_.policy, ctx, config_.policy_options);
-  TESSERA_CHECK(made.has_value());  // validated in Start
-  core_.reset();
-  policy_ = std::move(*made);
-  recorder_ = std::make_unique<RecordingPolicy>(*policy_);
-  cluster_ = std::move(cluster);
-  core_ = std::make_unique<sched::Scheduler>(
-      *cluster_, *recorder_, clock_, rng_,
-      sched::Hooks{
-          .bind = [this](const model::Workload& w, const model::Placement& p,
-                         const model::Environment& env) { return BindHook(w, p, env); },
-          .reshape = [this](model::GpuIndex g,
-                            const std::optional<model::MigLayout>& l) { RequestReshape(g, l); },
-          .evict =
-              [this](const model::Workload& w) {
-                spdlog::warn("policy {} evicts {}; eviction is left to the operator",
-                             config_.policy, w.name);
-              },
-          .unschedulable = [this](const model::Workload& w, const std::string& why,
-                                  bool) { Unschedulable(w, why); }});
+  DropUnbackedPlacements(bound_uids);
+  StartCore(std::move(cluster));
   int pending = 0;
   for (const auto& [uid, pod] : pods_) {
     if (!Ours(pod) || !pod.node_name.empty() || pod.Terminal() || pod.deleting) continue;
@@ -511,23 +343,157 @@ bool Scheduler::Rebuild() {
   return true;
 }
 
+bool Scheduler::RelistPods() {
+  // Bound pods come from a fresh LIST, not the informer's cache: the previous leader's last
+  // bindings may still be on their way down our watch.
+  auto listed = ListObjects(api_, "/api/v1/pods");
+  if (!listed) {
+    spdlog::warn("rebuild: {}", listed.error().message);
+    return false;
+  }
+  pods_.clear();
+  for (const json& obj : *listed) {
+    if (auto pod = PodFromJson(obj)) pods_[pod->uid] = std::move(*pod);
+  }
+  return true;
+}
+
+std::unique_ptr<model::ClusterState> Scheduler::ClusterFromInventories() {
+  auto cluster = std::make_unique<model::ClusterState>();
+  inventory_seen_.clear();
+  for (const auto& [name, node] : nodes_) {
+    model::NodeSpec spec;
+    auto inv = store_.GetInventory(name);
+    if (!inv) {
+      spdlog::warn("store unreachable, keeping the old cluster view: {}", inv.error().message);
+      return nullptr;
+    }
+    inventory_seen_[name] = InventoryStamp(*inv);
+    if (*inv) {
+      auto s = store::ToNodeSpec(**inv);
+      if (s) {
+        spec = std::move(*s);
+      } else {
+        spdlog::warn("node {}: inventory unusable: {}", name, s.error().message);
+      }
+    }
+    // The API server's view of the node wins over the agent's for CPU, memory and labels.
+    spec.name = name;
+    if (node.cpu_milli > 0) spec.cpu_milli = node.cpu_milli;
+    if (node.memory_mib > 0) spec.memory_mib = node.memory_mib;
+    for (const auto& [k, v] : node.labels) spec.labels[k] = v;
+    auto added = cluster->AddNode(spec);
+    if (!added) {
+      spdlog::warn("node {}: {}", name, added.error().message);
+      continue;
+    }
+    cluster->SetNodeReady(*added, node.ready && !node.unschedulable);
+  }
+  return cluster;
+}
+
+bool Scheduler::RestoreBoundPod(model::ClusterState& cluster, const Pod& pod) {
+  const model::WorkloadId id = ids_.IdOf(pod.uid);
+  model::Workload w;
+  if (auto parsed = WorkloadFromPod(pod, id)) {
+    w = std::move(*parsed);
+  } else {  // it is bound all the same: it still uses the node's CPU and memory
+    w.id = id;
+    w.name = pod.Key();
+    w.cpu_milli = pod.cpu_milli;
+    w.memory_mib = pod.memory_mib;
+  }
+  std::optional<model::NodeIndex> n = cluster.FindNode(pod.node_name);
+  if (!n) return false;  // a node we do not know (not Ready yet, or gone)
+  model::Placement p{id, *n, {}};
+  auto ann = pod.annotations.find(std::string(kAnnotationPlacement));
+  const bool ours = ann != pod.annotations.end();
+  if (ours) {
+    auto rec = store::PlacementFromJson(ann->second, pod.Key() + " " + ann->first);
+    if (!rec) {
+      spdlog::error("{}", rec.error().message);
+      return false;
+    }
+    if (rec->node != pod.node_name) {
+      spdlog::error("pod {}: its placement names node {}, but it is bound to {}", pod.Key(),
+                    rec->node, pod.node_name);
+      return false;
+    }
+    auto placement = PlacementFromRecord(*rec, cluster, w);
+    if (!placement) {
+      spdlog::error("pod {}: {}", pod.Key(), placement.error().message);
+      return false;
+    }
+    p = std::move(*placement);
+    if (auto put = store_.PutPlacement(*rec); !put || !put->applied) {
+      spdlog::error("pod {}: re-recording its placement: {}", pod.Key(),
+                    put ? put->refusal : put.error().message);
+    }
+  } else {
+    // Bound by another scheduler: it still uses the node's CPU and memory.
+    w.gpu = {};
+  }
+  if (auto placed = cluster.Place(w, p); !placed) {
+    spdlog::error("pod {}: cannot restore its placement: {}", pod.Key(), placed.error().message);
+    return false;
+  }
+  if (ours) known_[id] = Known{{pod.namespace_, pod.name, pod.uid}, true};
+  return ours;
+}
+
+void Scheduler::DropUnbackedPlacements(const std::set<std::string>& bound_uids) {
+  // Store placements no bound pod backs: a crash between the store write and the binding, or
+  // a pod deleted while nobody led. Their slices are free again.
+  auto recs = store_.ListPlacements();
+  if (!recs) {
+    spdlog::warn("store: {}", recs.error().message);
+    return;
+  }
+  for (const store::PlacementRecord& r : *recs) {
+    if (bound_uids.contains(r.workload)) continue;
+    spdlog::info("store: dropping placement of unbound or deleted pod {}/{} ({})", r.namespace_,
+                 r.pod, r.workload);
+    if (auto ok = store_.RemovePlacement(r.workload); !ok) {
+      spdlog::warn("store: {}", ok.error().message);
+    }
+  }
+}
+
+void Scheduler::StartCore(std::unique_ptr<model::ClusterState> cluster) {
+  policy::PolicyContext ctx{&rng_, &clock_, config_.predictor, config_.telemetry};
+  auto made = policy::MakePolicy(config_.policy, ctx, config_.policy_options);
+  TESSERA_CHECK(made.has_value());  // validated in Start
+  core_.reset();
+  policy_ = std::move(*made);
+  cluster_ = std::move(cluster);
+  scored_ = {-1, ""};
+  core_ = std::make_unique<sched::Scheduler>(
+      *cluster_, *policy_, clock_, rng_,
+      sched::Hooks{
+          .bind = [this](const model::Workload& w, const model::Placement& p,
+                         const model::Environment& env) { return BindHook(w, p, env); },
+          .reshape = [this](model::GpuIndex g,
+                            const std::optional<model::MigLayout>& l) { RequestReshape(g, l); },
+          .evict =
+              [this](const model::Workload& w) {
+                spdlog::warn("policy {} evicts {}; eviction is left to the operator",
+                             config_.policy, w.name);
+              },
+          .unschedulable = [this](const model::Workload& w, const std::string& why,
+                                  bool) { Unschedulable(w, why); },
+          .scored =
+              [this](const model::Workload& w, const policy::Candidate& chosen,
+                     std::span<const sched::Offer> offers) {
+                scored_ = {w.id, ScoreSummary(offers, chosen.placement.node, *cluster_)};
+              }});
+}
+
 Expected<void> Scheduler::BindHook(const model::Workload& w, const model::Placement& p,
                                    const model::Environment& env) {
   auto it = known_.find(w.id);
   TESSERA_CHECK(it != known_.end());
   const PodRef ref = it->second.ref;
-  store::PlacementRecord rec;
-  rec.workload = ref.uid;
-  rec.node = cluster_->node(p.node).name;
-  rec.pod = ref.name;
-  rec.namespace_ = ref.namespace_;
-  std::string slices;
-  for (const model::Slice& s : p.slices) {
-    const model::Partition& part = cluster_->partition(s.partition);
-    rec.slices.push_back({part.uuid, s.milli, s.memory_mib});
-    slices += fmt::format("{}{} ({} milli, {} MiB)", slices.empty() ? "" : ", ", part.uuid, s.milli,
-                          s.memory_mib);
-  }
+  const store::PlacementRecord rec = RecordOf(ref, p, *cluster_);
   auto ok = binder_.Bind(ref, rec, env, [this] { return !killed_ && elector_.Leading(); });
   if (!ok) {
     spdlog::warn("{}", ok.error().message);
@@ -538,8 +504,9 @@ Expected<void> Scheduler::BindHook(const model::Workload& w, const model::Placem
     std::lock_guard lock(mu_);
     ++stats_.bound;
   }
-  const std::string why =
-      static_cast<RecordingPolicy&>(*recorder_).Summary(w.id, p.node, *cluster_);
+  // The core reported this workload's offers just before reserving it (none for a batch).
+  const std::string why = scored_.first == w.id ? scored_.second : "";
+  const std::string slices = SlicesText(rec.slices);
   binder_.PostEvent(
       ref, "Normal", "Scheduled",
       fmt::format("Successfully assigned {}/{} to {}{}{}; policy {} {}", ref.namespace_, ref.name,

@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -34,6 +35,7 @@
 #include "base/rng.h"
 #include "k8s/api_client.h"
 #include "k8s/binder.h"
+#include "k8s/cluster_view.h"
 #include "k8s/informer.h"
 #include "k8s/leader.h"
 #include "k8s/objects.h"
@@ -111,14 +113,22 @@ class Scheduler {
   void OnPod(EventType type, const Pod& pod);
   void SubmitPod(const Pod& pod);
   void Release(model::WorkloadId id, const std::string& why);
+  // Rebuild: a fresh pod LIST, nodes from the inventories, the bound pods' placements back in
+  // (RestoreBoundPod: true when it held a Tessera placement), store placements no bound pod
+  // backs dropped, a new core with a new policy, our pending pods submitted. False, keeping the
+  // old view, when the API server or the store cannot be read.
   bool Rebuild();
+  bool RelistPods();
+  std::unique_ptr<model::ClusterState> ClusterFromInventories();  // null: store unreachable
+  bool RestoreBoundPod(model::ClusterState& cluster, const Pod& pod);
+  void DropUnbackedPlacements(const std::set<std::string>& bound_uids);
+  void StartCore(std::unique_ptr<model::ClusterState> cluster);
   bool InventoriesChanged();
   Expected<void> BindHook(const model::Workload& w, const model::Placement& p,
                           const model::Environment& env);
   void Unschedulable(const model::Workload& w, const std::string& why);
   void RequestReshape(model::GpuIndex gpu, const std::optional<model::MigLayout>& layout);
   void Warn(const Pod& pod, const std::string& reason, const std::string& message);
-  model::WorkloadId IdOf(const std::string& uid);
   bool Ours(const Pod& pod) const { return pod.scheduler_name == config_.scheduler_name; }
 
   ApiClient& api_;
@@ -145,14 +155,14 @@ class Scheduler {
   std::map<std::string, Node> nodes_;  // by name
   std::unique_ptr<model::ClusterState> cluster_;
   std::unique_ptr<policy::Policy> policy_;
-  std::unique_ptr<policy::Policy> recorder_;
   std::unique_ptr<sched::Scheduler> core_;
-  std::unordered_map<std::string, model::WorkloadId> id_of_uid_;
+  WorkloadIds ids_;
   std::unordered_map<model::WorkloadId, Known> known_;
   std::map<std::string, std::string> invalid_;  // uid -> the message last posted
   std::map<std::string, std::pair<std::string, double>> last_warning_;  // uid -> (msg, time)
   std::map<std::string, std::string> inventory_seen_;  // node -> agent_id/generation
-  model::WorkloadId next_id_ = 1;
+  // The last workload the core scored and ScoreSummary of its offers, for its Scheduled event.
+  std::pair<model::WorkloadId, std::string> scored_{-1, ""};
   bool leading_ = false;
   bool need_rebuild_ = true;
   bool dirty_ = true;

@@ -68,6 +68,7 @@ std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w, std::s
   // Filter reasons are a handful of static strings: a flat list, compared by address first,
   // keeps the hot loop free of allocations and string comparisons.
   reasons_.clear();
+  offers_.clear();
   auto count_reason = [this](std::string_view reason) {
     for (auto& [r, count] : reasons_) {
       if ((r.data() == reason.data() && r.size() == reason.size()) || r == reason) {
@@ -88,6 +89,7 @@ std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w, std::s
       count_reason("no offer from the policy");
       continue;
     }
+    if (hooks_.scored) offers_.push_back({n, cand->score});
     if (!best || cand->score > best->score) {
       best = std::move(cand);
       ties = 1;
@@ -182,16 +184,15 @@ CycleStats Scheduler::RunCycle() {
 }
 
 bool Scheduler::PlacePending(CycleStats& stats) {
-  // The cycle's order: the queue itself, or the policy's.
+  // The cycle's order: the queue itself, or the policy's (which a batch sees too).
+  std::vector<const Workload*> ordered = pending();
   std::vector<Queue::iterator> order;
   if (policy_.CustomOrder()) {
-    std::vector<const Workload*> ptrs = pending();
-    policy_.Order(ptrs);
-    for (const Workload* w : ptrs) order.push_back(queued_.at(w->id));
+    policy_.Order(ordered);
+    for (const Workload* w : ordered) order.push_back(queued_.at(w->id));
   }
 
-  if (std::optional<std::vector<policy::Candidate>> batch =
-          policy_.PlaceBatch(pending(), cluster_)) {
+  if (std::optional<std::vector<policy::Candidate>> batch = policy_.PlaceBatch(ordered, cluster_)) {
     for (policy::Candidate& cand : *batch) {
       auto it = queued_.find(cand.placement.workload);
       if (it == queued_.end()) {
@@ -237,6 +238,7 @@ bool Scheduler::PlacePending(CycleStats& stats) {
       }
       continue;
     }
+    if (hooks_.scored) hooks_.scored(w, *best, offers_);
     const bool changes_cluster_shape = best->reshape.has_value() || !best->resizes.empty();
     if (Commit(w, std::move(*best), stats)) Dequeue(q);
     if (changes_cluster_shape) failed.clear();

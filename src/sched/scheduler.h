@@ -4,6 +4,8 @@
 // at every step. Drivers (the simulator, Kubernetes) feed it events (Submit, Finish,
 // ReshapeDone) and receive its actions through Hooks; time and randomness come in from them.
 //
+// Order: the FIFO queue, or the policy's Order when CustomOrder(); a batch policy's PlaceBatch
+// sees the queue in that order and replaces per-workload scoring for the cycle.
 // Select: the highest score wins; ties go to the lowest node index (TieBreak::kFirst) or to a
 // seeded random pick among the tied (kRandom, as kube-scheduler's selectHost).
 // Reserve: the candidate's resizes of running neighbours, then ClusterState::Place, all or
@@ -28,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -46,6 +49,12 @@ using model::GpuIndex;
 using model::Workload;
 using model::WorkloadId;
 
+// One node's offer in a workload's scoring.
+struct Offer {
+  model::NodeIndex node = 0;
+  double score = 0;
+};
+
 struct Hooks {
   // After the reservation; an Error undoes it and requeues the workload.
   std::function<Expected<void>(const Workload&, const model::Placement&, const model::Environment&)>
@@ -57,6 +66,12 @@ struct Hooks {
   std::function<void(const Workload&)> evict;
   // A workload found no node this cycle; `why` summarises the filter reasons.
   std::function<void(const Workload&, const std::string& why, bool dropped)> unschedulable;
+  // Per-workload scoring picked `chosen` among `offers` (every node that made one, in node
+  // order); called before reserve and bind, so a driver can say why this node (DESIGN §3
+  // explain). Not called for PlaceBatch placements. When unset, offers are not collected.
+  std::function<void(const Workload&, const policy::Candidate& chosen,
+                     std::span<const Offer> offers)>
+      scored;
 };
 
 enum class TieBreak { kFirst, kRandom };
@@ -151,6 +166,7 @@ class Scheduler {
   CycleStats totals_;
   // Scratch and caches of the hot path (SelectNode, ProactiveReshapes).
   std::vector<std::pair<std::string_view, int>> reasons_;
+  std::vector<Offer> offers_;  // collected only for Hooks::scored
   std::vector<GpuIndex> mig_capable_gpus_;
   int mig_capable_gpus_seen_ = -1;
 };

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <span>
+#include <utility>
+
 #include "policy/first_fit.h"
 #include "policy/fit.h"
 
@@ -324,6 +328,184 @@ TEST_F(SchedulerTest, DroppingStillFailsEveryIdenticalShapeWithItsReason) {
   EXPECT_EQ(s.LastReason(5), s.LastReason(3));
   EXPECT_EQ(ff.filters, 2 + 2 + 2);  // 4 and 5 reuse 3's verdict
   EXPECT_EQ(s.pending_count(), 0u);
+}
+
+// First fit in a policy's own order: the largest GPU share first (FIFO among equals).
+class LargestShareFirst : public policy::Policy {
+ public:
+  std::string_view name() const override { return "largest-share-first"; }
+  bool CustomOrder() const override { return true; }
+  void Order(std::vector<const Workload*>& pending) const override {
+    std::stable_sort(pending.begin(), pending.end(), [](const Workload* a, const Workload* b) {
+      return a->gpu.milli > b->gpu.milli;
+    });
+  }
+  std::optional<Candidate> Score(const Workload& w, model::NodeIndex n,
+                                 const ClusterState& c) override {
+    return inner_.Score(w, n, c);
+  }
+
+ private:
+  policy::FirstFit inner_;
+};
+
+TEST_F(SchedulerTest, CustomOrderDecidesWhoGetsTheSpaceAndTheScoredHookSeesIt) {
+  // Two GPUs of 1000 milli. FIFO would place 300, 300, 300 on n0 (900), 700 on n1, and leave
+  // the second 700 waiting. Largest first: 700 -> n0, 700 -> n1 (300 left on each), 300 -> n0,
+  // 300 -> n1, and the third 300 (w3, last among equals) finds no GPU with 300 free.
+  LargestShareFirst policy;
+  std::vector<WorkloadId> scored;
+  std::vector<std::vector<Offer>> offers;
+  hooks_.scored = [&](const Workload& w, const Candidate& chosen, std::span<const Offer> o) {
+    scored.push_back(w.id);
+    offers.emplace_back(o.begin(), o.end());
+    EXPECT_EQ(chosen.placement.workload, w.id);
+  };
+  Scheduler s(c_, policy, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(1, 300, 1)));
+  ASSERT_TRUE(s.Submit(Share(2, 300, 2)));
+  ASSERT_TRUE(s.Submit(Share(3, 300, 3)));
+  ASSERT_TRUE(s.Submit(Share(4, 700, 4)));
+  ASSERT_TRUE(s.Submit(Share(5, 700, 5)));
+  const CycleStats st = s.RunCycle();
+  EXPECT_EQ(st.bound, 4);
+  EXPECT_EQ(st.unschedulable, 1);
+  using Bound = std::pair<WorkloadId, model::NodeIndex>;
+  EXPECT_EQ(bound_, (std::vector<Bound>{{4, 0}, {5, 1}, {1, 0}, {2, 1}}));
+  EXPECT_EQ(s.LastReason(3), "0/2 nodes are available: 2 no GPU with enough free share");
+  EXPECT_EQ(c_.gpu(0).free_milli, 0);
+  EXPECT_EQ(c_.gpu(1).free_milli, 0);
+  // The hook heard every scored workload in the policy's order, with every node's offer
+  // (first fit offers 100 wherever the share fits): w4 and w1 fit both GPUs, w5 and w2 only n1.
+  EXPECT_EQ(scored, (std::vector<WorkloadId>{4, 5, 1, 2}));
+  ASSERT_EQ(offers.size(), 4u);
+  EXPECT_EQ(offers[0].size(), 2u);
+  EXPECT_EQ(offers[1].size(), 1u);
+  EXPECT_EQ(offers[1][0].node, 1);
+  EXPECT_EQ(offers[1][0].score, 100);
+  EXPECT_EQ(offers[2].size(), 2u);
+  EXPECT_EQ(offers[3].size(), 1u);
+}
+
+// Decides a whole cycle at once: the placements it is told, in that order. Counts how often
+// the core falls back to per-workload filtering and scoring, and what queue it was shown.
+class FixedBatch : public policy::Policy {
+ public:
+  std::string_view name() const override { return "fixed-batch"; }
+  bool CustomOrder() const override { return reverse; }
+  void Order(std::vector<const Workload*>& pending) const override {
+    std::reverse(pending.begin(), pending.end());
+  }
+  policy::Feasibility Filter(const Workload&, model::NodeIndex,
+                             const ClusterState&) const override {
+    ++filters;
+    return policy::Feasibility::Yes();
+  }
+  std::optional<Candidate> Score(const Workload&, model::NodeIndex, const ClusterState&) override {
+    ++scores;
+    return std::nullopt;
+  }
+  std::optional<std::vector<Candidate>> PlaceBatch(std::span<const Workload* const> pending,
+                                                   const ClusterState&) override {
+    shown.clear();
+    for (const Workload* w : pending) shown.push_back(w->id);
+    return batch;
+  }
+  bool reverse = false;
+  std::vector<Candidate> batch;
+  std::vector<WorkloadId> shown;
+  mutable int filters = 0;
+  int scores = 0;
+};
+
+TEST_F(SchedulerTest, PlaceBatchReservesAndBindsEveryCandidateWithoutScoring) {
+  FixedBatch policy;
+  bool scored = false;
+  hooks_.scored = [&](const Workload&, const Candidate&, std::span<const Offer>) { scored = true; };
+  // w2 takes 400 of the V100 (partition 0) and w1 600 of the A30; w9 is not
+  // queued; w4 asks for 700 on the V100 beside w2's 400, which the cluster refuses; w3 is left
+  // out of the batch.
+  policy.batch = {{10, {2, 0, {{0, 400, 0}}}, std::nullopt},
+                  {10, {1, 1, {{ClusterState::PartitionOf(1, 0), 600, 0}}}, std::nullopt},
+                  {10, {9, 0, {{0, 100, 0}}}, std::nullopt},
+                  {10, {4, 0, {{0, 700, 0}}}, std::nullopt}};
+  Scheduler s(c_, policy, clock_, rng_, hooks_);
+  const int share[] = {600, 400, 500, 700};  // w1..w4
+  for (int i = 1; i <= 4; ++i) ASSERT_TRUE(s.Submit(Share(i, share[i - 1], i)));
+  const CycleStats st = s.RunCycle();
+  EXPECT_EQ(policy.shown, (std::vector<WorkloadId>{1, 2, 3, 4}));  // FIFO
+  EXPECT_EQ(st.attempted, 3);                                      // w2, w1, w4 (w9 is not queued)
+  EXPECT_EQ(st.bound, 2);                                          // in the batch's order
+  EXPECT_EQ(st.policy_errors, 2);                                  // w9 unknown, w4 over the V100
+  EXPECT_EQ(st.unschedulable, 0);
+  using Bound = std::pair<WorkloadId, model::NodeIndex>;
+  EXPECT_EQ(bound_, (std::vector<Bound>{{2, 0}, {1, 1}}));
+  EXPECT_EQ(c_.partition(0).used_milli, 400);
+  EXPECT_EQ(c_.partition(ClusterState::PartitionOf(1, 0)).used_milli, 600);
+  EXPECT_EQ(c_.Find(1)->placement.slices[0].milli, 600);  // the batch's slices, as given
+  EXPECT_EQ(s.pending_count(), 2u);                       // w3 and w4
+  EXPECT_EQ(s.LastReason(4).rfind("policy proposed an invalid placement: ", 0), 0u)
+      << s.LastReason(4);
+  // Per-workload filtering and scoring were skipped, and so was the scored hook.
+  EXPECT_EQ(policy.filters, 0);
+  EXPECT_EQ(policy.scores, 0);
+  EXPECT_FALSE(scored);
+  EXPECT_TRUE(c_.CheckInvariants());
+
+  // With its own order, the batch sees the queue in that order: w4 (t=4) before w3 (t=3).
+  policy.reverse = true;
+  policy.batch.clear();
+  EXPECT_EQ(s.RunCycle().bound, 0);
+  EXPECT_EQ(policy.shown, (std::vector<WorkloadId>{4, 3}));
+  EXPECT_EQ(policy.scores, 0);
+}
+
+// Evicts the workloads it is armed with, once.
+class EvictOnce : public policy::Policy {
+ public:
+  std::string_view name() const override { return "evict-once"; }
+  std::optional<Candidate> Score(const Workload& w, model::NodeIndex n,
+                                 const ClusterState& c) override {
+    return inner_.Score(w, n, c);
+  }
+  std::vector<WorkloadId> Evict(const ClusterState&) override { return std::exchange(armed, {}); }
+  std::vector<WorkloadId> armed;
+
+ private:
+  policy::FirstFit inner_;
+};
+
+TEST_F(SchedulerTest, EvictRemovesRunningWorkloadsAndTellsTheDriver) {
+  EvictOnce policy;
+  std::vector<std::string> evicted;
+  hooks_.evict = [&](const Workload& w) {
+    evicted.push_back(w.name);
+    EXPECT_EQ(c_.Find(w.id), nullptr);  // it has already left the cluster state
+  };
+  Scheduler s(c_, policy, clock_, rng_, hooks_);
+  for (int i = 1; i <= 3; ++i) ASSERT_TRUE(s.Submit(Share(i, 1000, i)));
+  CycleStats st = s.RunCycle();  // w1 -> n0, w2 -> n1, w3 waits
+  EXPECT_EQ(st.bound, 2);
+  EXPECT_EQ(st.evicted, 0);
+  // w2 runs: evicted. w3 is only queued and 99 is unknown: neither is running, so both are
+  // policy errors and w3 stays queued.
+  policy.armed = {2, 3, 99};
+  st = s.RunCycle();
+  EXPECT_EQ(st.evicted, 1);
+  EXPECT_EQ(st.policy_errors, 2);
+  EXPECT_EQ(evicted, std::vector<std::string>{"w2"});
+  EXPECT_EQ(c_.Find(2), nullptr);
+  EXPECT_NE(c_.Find(1), nullptr);
+  EXPECT_EQ(c_.placed_count(), 1u);
+  EXPECT_EQ(c_.gpu(1).free_milli, 1000);
+  EXPECT_EQ(s.pending_count(), 1u);  // the core does not requeue w2: that is the driver's call
+  EXPECT_EQ(s.totals().evicted, 1);
+  // The freed GPU goes to the waiting w3 in the next cycle.
+  st = s.RunCycle();
+  EXPECT_EQ(st.bound, 1);
+  EXPECT_EQ(bound_.back(), (std::pair<WorkloadId, model::NodeIndex>{3, 1}));
+  EXPECT_EQ(s.pending_count(), 0u);
+  EXPECT_TRUE(c_.CheckInvariants());
 }
 
 }  // namespace

@@ -1,0 +1,77 @@
+// The store <-> ClusterState translation both Kubernetes drivers share.
+#include "k8s/cluster_view.h"
+
+#include <gtest/gtest.h>
+
+#include "a100_inventory.h"
+
+namespace tessera::k8s {
+namespace {
+
+using testing_support::A100Inventory;
+
+TEST(ClusterViewTest, WorkloadIdsAreStablePerUidInOrderOfFirstSight) {
+  WorkloadIds ids;
+  EXPECT_EQ(ids.Find("a"), std::nullopt);
+  EXPECT_EQ(ids.IdOf("a"), 1);
+  EXPECT_EQ(ids.IdOf("b"), 2);
+  EXPECT_EQ(ids.IdOf("a"), 1);
+  EXPECT_EQ(ids.Find("b"), 2);
+  EXPECT_EQ(ids.Find("c"), std::nullopt);
+}
+
+class ClusterViewPlacementTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto spec = store::ToNodeSpec(A100Inventory("gpu-0", 2));
+    ASSERT_TRUE(spec.has_value()) << spec.error().message;
+    ASSERT_TRUE(cluster_.AddNode(*spec).has_value());
+  }
+  model::ClusterState cluster_;
+};
+
+TEST_F(ClusterViewPlacementTest, RecordAndPlacementTranslateBothWays) {
+  // 250 milli and 1 GiB of the second A100 (uuid GPU-gpu-0-1, as its agent names it).
+  const model::Placement p{7, 0, {{model::ClusterState::PartitionOf(1, 0), 250, 1024}}};
+  const store::PlacementRecord rec = RecordOf({"inference", "p-0", "uid-7"}, p, cluster_);
+  EXPECT_EQ(rec, (store::PlacementRecord{
+                     "uid-7", "gpu-0", "p-0", "inference", {{"GPU-gpu-0-1", 250, 1024}}}));
+  EXPECT_EQ(SlicesText(rec.slices), "GPU-gpu-0-1 (250 milli, 1024 MiB)");
+
+  // Back: the same placement, and a workload whose GPU request is what the record holds, so
+  // the cluster accepts it.
+  model::Workload w;
+  w.id = 7;
+  auto back = PlacementFromRecord(rec, cluster_, w);
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->workload, 7);
+  EXPECT_EQ(back->node, 0);
+  ASSERT_EQ(back->slices.size(), 1u);
+  EXPECT_EQ(back->slices[0].partition, model::ClusterState::PartitionOf(1, 0));
+  EXPECT_EQ(back->slices[0].milli, 250);
+  EXPECT_EQ(back->slices[0].memory_mib, 1024);
+  EXPECT_EQ(w.gpu.count, 1);
+  EXPECT_EQ(w.gpu.milli, 250);
+  EXPECT_EQ(w.gpu.memory_mib, 1024);
+  ASSERT_TRUE(cluster_.Place(w, *back).has_value());
+  EXPECT_EQ(cluster_.gpu(1).free_milli, 750);
+}
+
+TEST_F(ClusterViewPlacementTest, ARecordNamingWhatTheInventoryLacksIsRefused) {
+  model::Workload w;
+  w.id = 1;
+  store::PlacementRecord rec{"uid-1", "gpu-0", "p", "ns", {{"GPU-gone", 100, 0}}};
+  auto missing_partition = PlacementFromRecord(rec, cluster_, w);
+  ASSERT_FALSE(missing_partition.has_value());
+  EXPECT_NE(missing_partition.error().message.find("partition GPU-gone"), std::string::npos)
+      << missing_partition.error().message;
+  rec.node = "gpu-9";
+  auto missing_node = PlacementFromRecord(rec, cluster_, w);
+  ASSERT_FALSE(missing_node.has_value());
+  EXPECT_NE(missing_node.error().message.find("node gpu-9"), std::string::npos)
+      << missing_node.error().message;
+  EXPECT_EQ(w.gpu.count, 0);  // untouched on failure
+}
+
+}  // namespace
+}  // namespace tessera::k8s
