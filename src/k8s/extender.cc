@@ -140,6 +140,8 @@ Expected<void> Extender::Refresh() {
       spdlog::warn("extender: placement of {}: {}", w.name, placed.error().message);
     }
   }
+  // The policy outlives this rebuild and keys its caches on node versions: hand out new ones.
+  if (cluster_) cluster->ContinueVersionsOf(*cluster_);
   cluster_ = std::move(cluster);
   return {};
 }

@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 
 namespace tessera::model {
@@ -16,9 +15,6 @@ uint64_t Hash(std::string_view s, uint64_t h = 1469598103934665603ULL) {
 }
 
 int32_t RoundMilli(double x) { return static_cast<int32_t>(std::lround(x)); }
-
-// Process-wide, so that a version never names two different node states (see Node::version).
-std::atomic<uint64_t> g_node_version{0};
 
 }  // namespace
 
@@ -90,6 +86,13 @@ Expected<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
 void ClusterState::BuildPartitions(GpuIndex g, const std::vector<std::string>& uuids) {
   Gpu& gpu = gpus_[g];
   const GpuModel& model = GetGpuModel(gpu.model);
+  for (int slot = 0; slot < gpu.partition_count; ++slot) {
+    const PartitionIndex p = PartitionOf(g, slot);
+    // A GPU just added has no entries yet: its one default slot finds none to erase.
+    if (auto it = IndexEntry(partitions_[p].uuid, p); it != partition_by_uuid_.end()) {
+      partition_by_uuid_.erase(it);
+    }
+  }
   for (int slot = 0; slot < kMaxPartitions; ++slot) partitions_[PartitionOf(g, slot)] = Partition{};
   if (!gpu.mig) {
     Partition& p = partitions_[PartitionOf(g, 0)];
@@ -112,6 +115,9 @@ void ClusterState::BuildPartitions(GpuIndex g, const std::vector<std::string>& u
       p.memory_mib = prof.memory_mib;
     }
     gpu.partition_count = static_cast<int>(instances.size());
+  }
+  for (int slot = 0; slot < gpu.partition_count; ++slot) {
+    partition_by_uuid_.emplace(partitions_[PartitionOf(g, slot)].uuid, PartitionOf(g, slot));
   }
   RefreshGpu(g);
 }
@@ -312,8 +318,15 @@ void ClusterState::SetNodeReady(NodeIndex n, bool ready) {
 }
 
 void ClusterState::Touch(NodeIndex n) {
-  nodes_[n].version = g_node_version.fetch_add(1, std::memory_order_relaxed) + 1;
+  // A moved-from state has no counter; if it is reused, it starts one of its own.
+  if (!versions_) versions_ = std::make_shared<std::atomic<uint64_t>>(0);
+  nodes_[n].version = versions_->fetch_add(1, std::memory_order_relaxed) + 1;
   version_ = nodes_[n].version;
+}
+
+void ClusterState::ContinueVersionsOf(const ClusterState& predecessor) {
+  versions_ = predecessor.versions_;
+  for (NodeIndex n = 0; n < node_count(); ++n) Touch(n);
 }
 
 std::optional<NodeIndex> ClusterState::FindNode(std::string_view name) const {
@@ -323,12 +336,19 @@ std::optional<NodeIndex> ClusterState::FindNode(std::string_view name) const {
 }
 
 std::optional<PartitionIndex> ClusterState::FindPartition(std::string_view uuid) const {
-  for (GpuIndex g = 0; g < gpu_count(); ++g) {
-    for (int slot = 0; slot < gpus_[g].partition_count; ++slot) {
-      if (partitions_[PartitionOf(g, slot)].uuid == uuid) return PartitionOf(g, slot);
-    }
+  const auto [first, last] = partition_by_uuid_.equal_range(std::string(uuid));
+  std::optional<PartitionIndex> found;
+  for (auto it = first; it != last; ++it) {
+    if (!found || it->second < *found) found = it->second;
   }
-  return std::nullopt;
+  return found;
+}
+
+std::unordered_multimap<std::string, PartitionIndex>::const_iterator ClusterState::IndexEntry(
+    const std::string& uuid, PartitionIndex p) const {
+  const auto [first, last] = partition_by_uuid_.equal_range(uuid);
+  const auto it = std::find_if(first, last, [p](const auto& entry) { return entry.second == p; });
+  return it == last ? partition_by_uuid_.end() : it;
 }
 
 const PlacedWorkload* ClusterState::Find(WorkloadId id) const {
@@ -341,6 +361,7 @@ Expected<void> ClusterState::CheckInvariants() const {
   double allocated = 0;
   std::vector<int64_t> node_cpu(nodes_.size(), 0), node_mem(nodes_.size(), 0);
   std::vector<int> node_idle(nodes_.size(), 0);
+  size_t in_use = 0;  // partitions, each of which must be in the uuid index
   for (GpuIndex g = 0; g < gpu_count(); ++g) {
     const Gpu& gpu = gpus_[g];
     const GpuModel& model = GetGpuModel(gpu.model);
@@ -383,6 +404,13 @@ Expected<void> ClusterState::CheckInvariants() const {
       free += p.free_milli() * p.compute_share;
       free_memory += p.free_memory_mib();
     }
+    for (int slot = 0; slot < gpu.partition_count; ++slot) {
+      const PartitionIndex p = PartitionOf(g, slot);
+      if (IndexEntry(partitions_[p].uuid, p) == partition_by_uuid_.end()) {
+        return Fail("GPU {}: partition {} is missing from the uuid index", gpu.uuid, slot);
+      }
+      ++in_use;
+    }
     for (int slot = gpu.partition_count; slot < kMaxPartitions; ++slot) {
       if (!partitions_[PartitionOf(g, slot)].clients.empty()) {
         return Fail("GPU {}: clients on unused slot {}", gpu.uuid, slot);
@@ -393,6 +421,10 @@ Expected<void> ClusterState::CheckInvariants() const {
       return Fail("GPU {}: index drifted", gpu.uuid);
     }
     if (gpu.idle() && gpu.available) ++node_idle[gpu.node];
+  }
+  if (partition_by_uuid_.size() != in_use) {
+    return Fail("the uuid index holds {} entries for {} partitions", partition_by_uuid_.size(),
+                in_use);
   }
   for (const auto& [id, pw] : placed_) {
     const Placement& p = pw.placement;

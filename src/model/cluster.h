@@ -17,8 +17,10 @@
 // Layout: GPUs of a node are contiguous; partition p of GPU g has index g*kMaxPartitions + slot.
 // Not thread-safe: one writer (the scheduler core); readers hold it between cycles.
 
+#include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -100,8 +102,9 @@ struct Node {
   int idle_gpus = 0;  // available GPUs hosting nothing
   bool ready = true;
   // Changes whenever anything on the node changes (placement, removal, reshape, availability,
-  // readiness). Drawn from one process-wide counter, so (node index, version) names one node
-  // state even across copies of a ClusterState: policies key per-node caches on it.
+  // readiness); never 0. Drawn from a counter a ClusterState shares with its copies, so
+  // (node index, version) names one node state across a state and all its copies, however they
+  // diverge: policies key per-node caches on it (see ClusterState::ContinueVersionsOf).
   uint64_t version = 0;
   std::map<std::string, std::string> labels;
 
@@ -133,6 +136,12 @@ class ClusterState {
   void SetGpuAvailable(GpuIndex gpu, bool available);
   void SetNodeReady(NodeIndex node, bool ready);
 
+  // Node versions are unique among a state and its copies only: two states built separately
+  // count from the same start. A state built to replace another under the same readers (the
+  // extender's periodic rebuild, whose policy keeps its caches) calls this: it then draws from
+  // `predecessor`'s counter, and its nodes get versions that neither state handed out before.
+  void ContinueVersionsOf(const ClusterState& predecessor);
+
   // Verifies every invariant from scratch; the error names the first broken one.
   [[nodiscard]] Expected<void> CheckInvariants() const;
 
@@ -150,6 +159,7 @@ class ClusterState {
     return {partitions_.data() + PartitionOf(g, 0), static_cast<size_t>(gpus_[g].partition_count)};
   }
   std::optional<NodeIndex> FindNode(std::string_view name) const;
+  // The partition with this uuid (the lowest index if a uuid repeats); a hash lookup.
   std::optional<PartitionIndex> FindPartition(std::string_view uuid) const;
   const PlacedWorkload* Find(WorkloadId id) const;
   const std::unordered_map<WorkloadId, PlacedWorkload>& placed() const { return placed_; }
@@ -169,6 +179,9 @@ class ClusterState {
   void BuildPartitions(GpuIndex g, const std::vector<std::string>& uuids);
   void RefreshGpu(GpuIndex g);
   void Touch(NodeIndex n);
+  // The (uuid, p) entry of partition_by_uuid_, or its end().
+  std::unordered_multimap<std::string, PartitionIndex>::const_iterator IndexEntry(
+      const std::string& uuid, PartitionIndex p) const;
   Expected<void> CheckPlacement(const Workload& w, const Placement& p) const;
 
   std::vector<Node> nodes_;
@@ -176,8 +189,13 @@ class ClusterState {
   std::vector<Partition> partitions_;  // kMaxPartitions per GPU; unused slots stay empty
   std::unordered_map<WorkloadId, PlacedWorkload> placed_;
   std::unordered_map<std::string, NodeIndex> node_by_name_;
+  // Every in-use partition (slot < partition_count) by uuid; kept by BuildPartitions.
+  std::unordered_multimap<std::string, PartitionIndex> partition_by_uuid_;
   double allocated_gpu_milli_ = 0;
   uint64_t version_ = 0;
+  // The source of node versions, shared with copies (Node::version); atomic because copies may
+  // live on different threads.
+  std::shared_ptr<std::atomic<uint64_t>> versions_ = std::make_shared<std::atomic<uint64_t>>(0);
 };
 
 // A node of `gpus` identical GPUs, each cut into `mig` when given.

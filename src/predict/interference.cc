@@ -3,8 +3,6 @@
 #include <cmath>
 #include <fstream>
 
-#include "predict/csv.h"
-
 namespace tessera::predict {
 
 Expected<void> InterferenceMatrices::Observe(const std::string& kind, const std::string& victim,
@@ -45,47 +43,31 @@ Expected<void> InterferenceMatrices::SaveCsv(const std::string& path) const {
 }
 
 Expected<InterferenceMatrices> InterferenceMatrices::LoadCsv(const std::string& path) {
-  Expected<CsvTable> table = ReadCsv(path);
+  Expected<CsvTable> table = CsvTable::ReadFile(path);
   if (!table) return std::unexpected(table.error());
-  const int kind = table->Column("kind"), victim = table->Column("victim"),
-            aggressor = table->Column("aggressor"), value = table->Column("value"),
-            count = table->Column("count"), variance = table->Column("variance");
-  if (kind < 0 || victim < 0 || aggressor < 0 || value < 0) {
-    return FailAt(path, 1, "header must name kind,victim,aggressor,value[,count,variance]");
-  }
+  Expected<std::vector<int>> keys = table->Columns({"kind", "victim", "aggressor"});
+  if (!keys) return std::unexpected(keys.error());
+  Expected<CellColumns> cells = CellColumns::Of(*table);
+  if (!cells) return std::unexpected(cells.error());
   InterferenceMatrices result;
-  for (const CsvRow& row : table->rows) {
-    const std::string &k = row.cells[kind], &v = row.cells[victim], &a = row.cells[aggressor];
+  for (const CsvRow& row : table->rows()) {
+    const std::string &k = row.cells[(*keys)[0]], &v = row.cells[(*keys)[1]],
+                      &a = row.cells[(*keys)[2]];
     if (k.empty() || v.empty() || a.empty()) {
-      return FailAt(path, row.line, "empty kind, victim or aggressor");
+      return table->FailAt(row, "empty kind, victim or aggressor");
     }
-    Expected<double> loss = ParseDouble(*table, row, value);
-    if (!loss) return std::unexpected(loss.error());
-    if (*loss < 0 || *loss > 1) {
-      return FailAt(path, row.line, fmt::format("value {} is not a fraction in [0, 1]", *loss));
-    }
-    long long n = 1;
-    double var = 0;
-    if (count >= 0) {
-      Expected<long long> parsed = ParseInt(*table, row, count);
-      if (!parsed) return std::unexpected(parsed.error());
-      if (*parsed < 1 || *parsed > 1'000'000'000) {
-        return FailAt(path, row.line, fmt::format("count {} must be at least 1", *parsed));
-      }
-      n = *parsed;
-    }
-    if (variance >= 0) {
-      Expected<double> parsed = ParseDouble(*table, row, variance);
-      if (!parsed) return std::unexpected(parsed.error());
-      if (*parsed < 0) return FailAt(path, row.line, "variance must not be negative");
-      var = *parsed;
+    Expected<CellSummary> cell = ReadCellSummary(*table, row, *cells);
+    if (!cell) return std::unexpected(cell.error());
+    if (cell->mean < 0 || cell->mean > 1) {
+      return table->FailAt(row, cells->value,
+                           fmt::format("{} is not a fraction in [0, 1]", cell->mean));
     }
     SparseMatrix& m = result.by_kind_[k];
     const int r = m.AddRow(v), c = m.AddCol(a);
     if (m.Has(r, c)) {
-      return FailAt(path, row.line, fmt::format("duplicate cell ({}, {}, {})", k, v, a));
+      return table->FailAt(row, fmt::format("duplicate cell ({}, {}, {})", k, v, a));
     }
-    m.Set(r, c, *loss, static_cast<int>(n), var);
+    m.Set(r, c, cell->mean, cell->count, cell->variance);
   }
   return result;
 }

@@ -3,8 +3,6 @@
 #include <cmath>
 #include <fstream>
 
-#include "predict/csv.h"
-
 namespace tessera::predict {
 
 int SparseMatrix::AddRow(const std::string& key) {
@@ -138,45 +136,54 @@ Expected<void> SparseMatrix::SaveCsv(const std::string& path) const {
 }
 
 Expected<SparseMatrix> SparseMatrix::LoadCsv(const std::string& path) {
-  Expected<CsvTable> table = ReadCsv(path);
+  Expected<CsvTable> table = CsvTable::ReadFile(path);
   if (!table) return std::unexpected(table.error());
-  const int row_col = table->Column("row"), col_col = table->Column("column"),
-            value_col = table->Column("value"), count_col = table->Column("count"),
-            var_col = table->Column("variance");
-  if (row_col < 0 || col_col < 0 || value_col < 0) {
-    return FailAt(path, 1, "header must name the columns row,column,value[,count,variance]");
-  }
+  Expected<std::vector<int>> keys = table->Columns({"row", "column"});
+  if (!keys) return std::unexpected(keys.error());
+  Expected<CellColumns> cells = CellColumns::Of(*table);
+  if (!cells) return std::unexpected(cells.error());
   SparseMatrix m;
-  for (const CsvRow& row : table->rows) {
-    const std::string& row_key = row.cells[row_col];
-    const std::string& col_key = row.cells[col_col];
-    if (row_key.empty() || col_key.empty())
-      return FailAt(path, row.line, "empty row or column key");
-    Expected<double> value = ParseDouble(*table, row, value_col);
-    if (!value) return std::unexpected(value.error());
-    long long count = 1;
-    double variance = 0.0;
-    if (count_col >= 0) {
-      Expected<long long> parsed = ParseInt(*table, row, count_col);
-      if (!parsed) return std::unexpected(parsed.error());
-      if (*parsed < 1 || *parsed > 1'000'000'000) {
-        return FailAt(path, row.line, fmt::format("count {} must be at least 1", *parsed));
-      }
-      count = *parsed;
-    }
-    if (var_col >= 0) {
-      Expected<double> parsed = ParseDouble(*table, row, var_col);
-      if (!parsed) return std::unexpected(parsed.error());
-      if (*parsed < 0) return FailAt(path, row.line, "variance must not be negative");
-      variance = *parsed;
-    }
+  for (const CsvRow& row : table->rows()) {
+    const std::string& row_key = row.cells[(*keys)[0]];
+    const std::string& col_key = row.cells[(*keys)[1]];
+    if (row_key.empty() || col_key.empty()) return table->FailAt(row, "empty row or column key");
+    Expected<CellSummary> cell = ReadCellSummary(*table, row, *cells);
+    if (!cell) return std::unexpected(cell.error());
     const int r = m.AddRow(row_key), c = m.AddCol(col_key);
     if (m.Has(r, c)) {
-      return FailAt(path, row.line, fmt::format("duplicate cell ({}, {})", row_key, col_key));
+      return table->FailAt(row, fmt::format("duplicate cell ({}, {})", row_key, col_key));
     }
-    m.Set(r, c, *value, static_cast<int>(count), variance);
+    m.Set(r, c, cell->mean, cell->count, cell->variance);
   }
   return m;
+}
+
+Expected<CellColumns> CellColumns::Of(const CsvTable& table) {
+  Expected<int> value = table.Column("value");
+  if (!value) return std::unexpected(value.error());
+  return CellColumns{*value, table.FindColumn("count"), table.FindColumn("variance")};
+}
+
+Expected<CellSummary> ReadCellSummary(const CsvTable& table, const CsvRow& row,
+                                      const CellColumns& columns) {
+  Expected<double> value = table.Double(row, columns.value);
+  if (!value) return std::unexpected(value.error());
+  CellSummary cell{*value, 1, 0.0};
+  if (columns.count) {
+    Expected<long long> count = table.Int(row, *columns.count);
+    if (!count) return std::unexpected(count.error());
+    if (*count < 1 || *count > 1'000'000'000) {
+      return table.FailAt(row, fmt::format("count {} must be from 1 to 10^9", *count));
+    }
+    cell.count = static_cast<int>(*count);
+  }
+  if (columns.variance) {
+    Expected<double> variance = table.Double(row, *columns.variance);
+    if (!variance) return std::unexpected(variance.error());
+    if (*variance < 0) return table.FailAt(row, "variance must not be negative");
+    cell.variance = *variance;
+  }
+  return cell;
 }
 
 Expected<void> SaveDenseCsv(const std::string& path, const std::vector<std::string>& row_keys,

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/csv.h"
 #include "base/error.h"
 
 namespace tessera::predict {
@@ -79,6 +80,27 @@ class SparseMatrix {
 };
 
 using ProfileMatrix = SparseMatrix;
+
+// A cell's summary columns as SaveCsv writes them after the keys, value[,count,variance]: the
+// part of the CSV form SparseMatrix::LoadCsv and InterferenceMatrices::LoadCsv share.
+struct CellColumns {
+  int value = 0;
+  std::optional<int> count, variance;  // absent: one observation, variance 0
+
+  // An Error naming the header line if `value` is missing.
+  [[nodiscard]] static Expected<CellColumns> Of(const CsvTable& table);
+};
+
+struct CellSummary {
+  double mean = 0;
+  int count = 1;
+  double variance = 0;
+};
+
+// One row's summary; an Error naming file:line and the column for a malformed number, a count
+// below 1 or a negative variance.
+[[nodiscard]] Expected<CellSummary> ReadCellSummary(const CsvTable& table, const CsvRow& row,
+                                                    const CellColumns& columns);
 
 // Dense matrix as CSV: header `app,<col keys...>`, one line per row. For completed matrices.
 [[nodiscard]] Expected<void> SaveDenseCsv(const std::string& path,

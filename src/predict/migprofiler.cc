@@ -5,7 +5,7 @@
 #include <set>
 #include <tuple>
 
-#include "predict/csv.h"
+#include "base/csv.h"
 
 namespace tessera::predict {
 namespace {
@@ -83,57 +83,61 @@ struct Run {
 };
 
 Expected<void> ReadTable(const Source& source, std::vector<Run>* runs) {
-  Expected<CsvTable> table = ReadCsv(source.path);
+  Expected<CsvTable> table = CsvTable::ReadFile(source.path);
   if (!table) return std::unexpected(table.error());
-  const int model = table->Column("model_name"), batch = table->Column("batch_size"),
-            seq = table->Column("seq_length"), tput = table->Column("throughput"),
-            start = table->Column("start_timestamp"), mem = table->Column("instance_memory"),
-            profile = table->Column("mig_profile"), fb = table->Column("fb_used_mean");
-  if (model < 0 || batch < 0 || tput < 0 || start < 0 || (mem < 0 && profile < 0)) {
-    return FailAt(source.path, 1,
+  const std::optional<int> model = table->FindColumn("model_name"),
+                           batch = table->FindColumn("batch_size"),
+                           seq = table->FindColumn("seq_length"),
+                           tput = table->FindColumn("throughput"),
+                           start = table->FindColumn("start_timestamp"),
+                           mem = table->FindColumn("instance_memory"),
+                           profile = table->FindColumn("mig_profile"),
+                           fb = table->FindColumn("fb_used_mean");
+  if (!model || !batch || !tput || !start || (!mem && !profile)) {
+    return FailAt(source.path, table->header_line(),
                   "header lacks model_name, batch_size, throughput, start_timestamp and "
                   "instance_memory or mig_profile");
   }
-  for (const CsvRow& row : table->rows) {
-    const std::string& name = row.cells[model];
+  for (const CsvRow& row : table->rows()) {
+    const std::string& name = row.cells[*model];
     if (name.empty() || name.find('/') != std::string::npos) {
-      return FailAt(source.path, row.line, fmt::format("bad model_name '{}'", name));
+      return table->FailAt(row, fmt::format("bad model_name '{}'", name));
     }
-    Expected<long long> bs = ParseInt(*table, row, batch);
+    Expected<long long> bs = table->Int(row, *batch);
     if (!bs) return std::unexpected(bs.error());
-    if (*bs < 1) return FailAt(source.path, row.line, "batch_size must be at least 1");
+    if (*bs < 1) return table->FailAt(row, "batch_size must be at least 1");
     std::string app = fmt::format("{}/bs{}", name, *bs);
-    if (seq >= 0) {
-      Expected<long long> tokens = ParseInt(*table, row, seq);
+    if (seq) {
+      Expected<long long> tokens = table->Int(row, *seq);
       if (!tokens) return std::unexpected(tokens.error());
-      if (*tokens < 1) return FailAt(source.path, row.line, "seq_length must be at least 1");
+      if (*tokens < 1) return table->FailAt(row, "seq_length must be at least 1");
       app += fmt::format("/seq{}", *tokens);
     }
     std::string instance;
-    if (mem >= 0) {
-      Expected<long long> gb = ParseInt(*table, row, mem);
+    if (mem) {
+      Expected<long long> gb = table->Int(row, *mem);
       if (!gb) return std::unexpected(gb.error());
       const std::optional<std::string> p = ProfileFromMemory(*gb);
       if (!p) {
-        return FailAt(source.path, row.line,
-                      fmt::format("instance_memory {} is not an A100-40GB MIG size", *gb));
+        return table->FailAt(row,
+                             fmt::format("instance_memory {} is not an A100-40GB MIG size", *gb));
       }
       instance = *p;
     } else {
-      instance = row.cells[profile];
+      instance = row.cells[*profile];
       if (!IsMigProfileName(instance)) {
-        return FailAt(source.path, row.line,
-                      fmt::format("mig_profile '{}' is not a MIG profile name", instance));
+        return table->FailAt(row,
+                             fmt::format("mig_profile '{}' is not a MIG profile name", instance));
       }
     }
-    Expected<double> qps = ParseDouble(*table, row, tput);
+    Expected<double> qps = table->Double(row, *tput);
     if (!qps) return std::unexpected(qps.error());
-    if (*qps <= 0) return FailAt(source.path, row.line, "throughput must be positive");
-    Expected<long long> t0 = ParseInt(*table, row, start);
+    if (*qps <= 0) return table->FailAt(row, "throughput must be positive");
+    Expected<long long> t0 = table->Int(row, *start);
     if (!t0) return std::unexpected(t0.error());
     double fb_used = 0;
-    if (fb >= 0) {
-      Expected<double> v = ParseDouble(*table, row, fb);
+    if (fb) {
+      Expected<double> v = table->Double(row, *fb);
       if (!v) return std::unexpected(v.error());
       fb_used = *v;
     }

@@ -1,14 +1,12 @@
 #include "sim/openb.h"
 
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <map>
 
+#include "base/csv.h"
 #include "policy/frag.h"
 #include "policy/registry.h"
 #include "sim/replay.h"
@@ -16,67 +14,18 @@
 namespace tessera::sim {
 namespace {
 
-std::vector<std::string_view> SplitCsv(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = line.find(',', start);
-    out.push_back(line.substr(start, comma == std::string_view::npos ? comma : comma - start));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
+// A non-negative integer cell that fits T; an Error naming file:line and the column.
 template <typename T>
-bool ParseNumber(std::string_view s, T& out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
-}
-
-// A CSV file with a header: the column index of each wanted name (-1 if absent).
-struct CsvFile {
-  std::string path;
-  std::vector<std::string> lines;  // lines[0] is the header
-  std::map<std::string, int, std::less<>> columns;
-};
-
-Expected<CsvFile> ReadCsv(const std::string& path, const std::vector<std::string>& required) {
-  std::ifstream in(path);
-  if (!in) return Fail("{}: cannot open", path);
-  CsvFile f{path, {}, {}};
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    f.lines.push_back(std::move(line));
+Expected<T> NonNegative(const CsvTable& csv, const CsvRow& row, int column) {
+  Expected<long long> value = csv.Int(row, column);
+  if (!value || *value < 0 || *value > std::numeric_limits<T>::max()) {
+    return csv.FailAt(row, fmt::format("{} '{}' is not a non-negative number", csv.header()[column],
+                                       row.cells[column]));
   }
-  if (f.lines.empty()) return FailAt(path, 1, "empty file (expected a header)");
-  const std::vector<std::string_view> header = SplitCsv(f.lines[0]);
-  for (size_t i = 0; i < header.size(); ++i) f.columns.emplace(std::string(header[i]), i);
-  for (const std::string& r : required) {
-    if (!f.columns.contains(r)) return FailAt(path, 1, fmt::format("missing column '{}'", r));
-  }
-  return f;
+  return static_cast<T>(*value);
 }
 
-int Column(const CsvFile& f, std::string_view name) {
-  auto it = f.columns.find(name);
-  return it == f.columns.end() ? -1 : it->second;
-}
-
-template <typename T>
-Expected<T> Field(const CsvFile& f, int line_no, const std::vector<std::string_view>& cells,
-                  std::string_view name) {
-  const int col = Column(f, name);
-  T value{};
-  if (!ParseNumber(cells[col], value) || value < 0) {
-    return FailAt(f.path, line_no,
-                  fmt::format("{} '{}' is not a non-negative number", name, cells[col]));
-  }
-  return value;
-}
-
-Expected<std::vector<model::GpuModelId>> ParseModels(const CsvFile& f, int line_no,
+Expected<std::vector<model::GpuModelId>> ParseModels(const CsvTable& csv, const CsvRow& row,
                                                      std::string_view spec) {
   std::vector<model::GpuModelId> out;
   if (spec.empty()) return out;
@@ -86,7 +35,7 @@ Expected<std::vector<model::GpuModelId>> ParseModels(const CsvFile& f, int line_
     const std::string_view name =
         spec.substr(start, bar == std::string_view::npos ? bar : bar - start);
     const std::optional<model::GpuModelId> m = model::FindGpuModel(name);
-    if (!m) return FailAt(f.path, line_no, fmt::format("unknown GPU model '{}'", name));
+    if (!m) return csv.FailAt(row, fmt::format("unknown GPU model '{}'", name));
     if (std::find(out.begin(), out.end(), *m) == out.end()) out.push_back(*m);
     if (bar == std::string_view::npos) break;
     start = bar + 1;
@@ -97,46 +46,33 @@ Expected<std::vector<model::GpuModelId>> ParseModels(const CsvFile& f, int line_
 // Round half to even, as Python's round(x, 0) in the reference analysis.
 int Bucket(double pct) { return static_cast<int>(std::nearbyint(pct)); }
 
-// Line i of the file split into cells; an Error naming file and line if the count of cells is
-// not the header's.
-Expected<std::vector<std::string_view>> RowCells(const CsvFile& csv, const std::string& path,
-                                                 size_t i) {
-  std::vector<std::string_view> cells = SplitCsv(csv.lines[i]);
-  if (cells.size() != csv.columns.size()) {
-    return FailAt(path, static_cast<int>(i) + 1,
-                  fmt::format("{} fields, header has {}", cells.size(), csv.columns.size()));
-  }
-  return cells;
-}
-
 }  // namespace
 
 Expected<std::vector<model::NodeSpec>> LoadOpenbNodes(const std::string& path) {
-  auto csv = ReadCsv(path, {"sn", "cpu_milli", "memory_mib", "gpu", "model"});
+  auto csv = CsvTable::ReadFile(path);
   if (!csv) return std::unexpected(csv.error());
+  auto columns = csv->Columns({"sn", "cpu_milli", "memory_mib", "gpu", "model"});
+  if (!columns) return std::unexpected(columns.error());
+  const int sn = (*columns)[0], cpu_col = (*columns)[1], mem_col = (*columns)[2],
+            gpu_col = (*columns)[3], model_col = (*columns)[4];
   model::ClusterState cluster;
   std::vector<model::NodeSpec> specs;
-  for (size_t i = 1; i < csv->lines.size(); ++i) {
-    const int line_no = static_cast<int>(i) + 1;
-    if (csv->lines[i].empty()) continue;
-    auto row = RowCells(*csv, path, i);
-    if (!row) return std::unexpected(row.error());
-    const std::vector<std::string_view>& cells = *row;
-    auto cpu = Field<int64_t>(*csv, line_no, cells, "cpu_milli");
+  for (const CsvRow& row : csv->rows()) {
+    auto cpu = NonNegative<int64_t>(*csv, row, cpu_col);
     if (!cpu) return std::unexpected(cpu.error());
-    auto mem = Field<int64_t>(*csv, line_no, cells, "memory_mib");
+    auto mem = NonNegative<int64_t>(*csv, row, mem_col);
     if (!mem) return std::unexpected(mem.error());
-    auto gpus = Field<int>(*csv, line_no, cells, "gpu");
+    auto gpus = NonNegative<int>(*csv, row, gpu_col);
     if (!gpus) return std::unexpected(gpus.error());
-    const std::string_view model_name = cells[Column(*csv, "model")];
-    model::NodeSpec spec{std::string(cells[Column(*csv, "sn")]), *cpu, *mem, {}, {}};
+    const std::string& model_name = row.cells[model_col];
+    model::NodeSpec spec{row.cells[sn], *cpu, *mem, {}, {}};
     if (*gpus > 0) {
       const std::optional<model::GpuModelId> m = model::FindGpuModel(model_name);
-      if (!m) return FailAt(path, line_no, fmt::format("unknown GPU model '{}'", model_name));
+      if (!m) return csv->FailAt(row, fmt::format("unknown GPU model '{}'", model_name));
       spec = model::UniformNode(spec.name, *m, *gpus, *cpu, *mem);
     }
     if (auto added = cluster.AddNode(spec); !added) {
-      return FailAt(path, line_no, added.error().message);
+      return csv->FailAt(row, added.error().message);
     }
     specs.push_back(std::move(spec));
   }
@@ -145,40 +81,37 @@ Expected<std::vector<model::NodeSpec>> LoadOpenbNodes(const std::string& path) {
 }
 
 Expected<std::vector<model::Workload>> LoadOpenbPods(const std::string& path) {
-  auto csv = ReadCsv(path, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"});
+  auto csv = CsvTable::ReadFile(path);
   if (!csv) return std::unexpected(csv.error());
-  const int spec_col = Column(*csv, "gpu_spec");
+  auto columns = csv->Columns({"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"});
+  if (!columns) return std::unexpected(columns.error());
+  const int name_col = (*columns)[0], cpu_col = (*columns)[1], mem_col = (*columns)[2],
+            count_col = (*columns)[3], milli_col = (*columns)[4];
+  const std::optional<int> spec_col = csv->FindColumn("gpu_spec");
   std::vector<model::Workload> pods;
-  for (size_t i = 1; i < csv->lines.size(); ++i) {
-    const int line_no = static_cast<int>(i) + 1;
-    if (csv->lines[i].empty()) continue;
-    auto row = RowCells(*csv, path, i);
-    if (!row) return std::unexpected(row.error());
-    const std::vector<std::string_view>& cells = *row;
+  for (const CsvRow& row : csv->rows()) {
     model::Workload w;
     w.id = static_cast<model::WorkloadId>(pods.size() + 1);
-    w.name = std::string(cells[Column(*csv, "name")]);
-    auto cpu = Field<int64_t>(*csv, line_no, cells, "cpu_milli");
+    w.name = row.cells[name_col];
+    auto cpu = NonNegative<int64_t>(*csv, row, cpu_col);
     if (!cpu) return std::unexpected(cpu.error());
-    auto mem = Field<int64_t>(*csv, line_no, cells, "memory_mib");
+    auto mem = NonNegative<int64_t>(*csv, row, mem_col);
     if (!mem) return std::unexpected(mem.error());
-    auto count = Field<int>(*csv, line_no, cells, "num_gpu");
+    auto count = NonNegative<int>(*csv, row, count_col);
     if (!count) return std::unexpected(count.error());
-    auto milli = Field<int>(*csv, line_no, cells, "gpu_milli");
+    auto milli = NonNegative<int>(*csv, row, milli_col);
     if (!milli) return std::unexpected(milli.error());
     w.cpu_milli = *cpu;
     w.memory_mib = *mem;
     w.gpu.count = *count;
     w.gpu.milli = *count == 0 ? 0 : std::min(*milli, 1000);  // the method caps shares at 1000
-    if (*count > 0 && *milli == 0) {
-      return FailAt(path, line_no, "num_gpu > 0 with gpu_milli 0");
-    }
-    if (spec_col >= 0) {
-      auto models = ParseModels(*csv, line_no, cells[spec_col]);
+    if (*count > 0 && *milli == 0) return csv->FailAt(row, "num_gpu > 0 with gpu_milli 0");
+    if (spec_col) {
+      auto models = ParseModels(*csv, row, row.cells[*spec_col]);
       if (!models) return std::unexpected(models.error());
       w.gpu.models = std::move(*models);
     }
-    if (auto ok = w.Validate(); !ok) return FailAt(path, line_no, ok.error().message);
+    if (auto ok = w.Validate(); !ok) return csv->FailAt(row, ok.error().message);
     pods.push_back(std::move(w));
   }
   if (pods.empty()) return Fail("{}: no pods", path);

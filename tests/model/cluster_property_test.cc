@@ -138,6 +138,12 @@ TEST(ClusterPropertyTest, HundredThousandRandomOperationsKeepEveryInvariant) {
     }
     auto ok = c.CheckInvariants();
     ASSERT_TRUE(ok) << "step " << step << ": " << ok.error().message;
+    // The uuid index answers as a scan would (the uuids here are unique), on one GPU a step.
+    const GpuIndex probe = static_cast<GpuIndex>(step % c.gpu_count());
+    for (int slot = 0; slot < c.gpu(probe).partition_count; ++slot) {
+      const PartitionIndex p = ClusterState::PartitionOf(probe, slot);
+      ASSERT_EQ(c.FindPartition(c.partition(p).uuid), p) << "step " << step;
+    }
   }
   // The mix must really exercise every path.
   EXPECT_GT(placed, 20000);

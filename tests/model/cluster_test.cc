@@ -221,5 +221,72 @@ TEST(NodeVersionTest, ChangesWithEveryChangeAndNeverRepeatsAcrossCopies) {
   EXPECT_NE(c.node(1).version, b0);
 }
 
+TEST(NodeVersionTest, ASuccessorContinuesItsPredecessorsVersions) {
+  const NodeSpec spec = UniformNode("a", *FindGpuModel("T4"), 1, 8000, 65536);
+  ClusterState old_state, rebuilt;
+  ASSERT_TRUE(old_state.AddNode(spec));
+  ASSERT_TRUE(rebuilt.AddNode(spec));
+  // Built apart, both count from the start: a cache keyed on node 0's version could not tell
+  // them apart.
+  EXPECT_EQ(rebuilt.node(0).version, old_state.node(0).version);
+  old_state.SetNodeReady(0, false);  // the predecessor's last version: 2
+  rebuilt.ContinueVersionsOf(old_state);
+  EXPECT_GT(rebuilt.node(0).version, old_state.node(0).version);
+  EXPECT_EQ(rebuilt.version(), rebuilt.node(0).version);
+  // From now on the two draw from one counter: they never hand out the same version.
+  old_state.SetNodeReady(0, true);
+  rebuilt.SetNodeReady(0, false);
+  EXPECT_NE(rebuilt.node(0).version, old_state.node(0).version);
+}
+
+TEST_F(ClusterTest, FindPartitionFollowsReshapes) {
+  const GpuModel& a100 = GetGpuModel(Id("A100-40GB"));
+  const std::string v100_uuid = c_.gpu(1).uuid, a100_uuid = c_.gpu(2).uuid;
+  EXPECT_EQ(c_.FindPartition(v100_uuid), ClusterState::PartitionOf(1, 0));
+  std::vector<std::string> mig_uuids;
+  for (const Partition& p : c_.partitions_of(2)) mig_uuids.push_back(p.uuid);
+  ASSERT_EQ(mig_uuids.size(), 3u);
+  EXPECT_EQ(c_.FindPartition(mig_uuids[2]), ClusterState::PartitionOf(2, 2));
+  EXPECT_EQ(c_.FindPartition(a100_uuid), std::nullopt);  // MIG on: no whole-GPU partition
+  EXPECT_EQ(c_.FindPartition("GPU-nonexistent"), std::nullopt);
+
+  ClusterState before = c_;
+  // MIG off: the instances' uuids go, the GPU's own uuid names slot 0.
+  ASSERT_TRUE(c_.Reshape(2, std::nullopt));
+  for (const std::string& u : mig_uuids) EXPECT_EQ(c_.FindPartition(u), std::nullopt) << u;
+  EXPECT_EQ(c_.FindPartition(a100_uuid), ClusterState::PartitionOf(2, 0));
+  // Seven instances with discovered uuids, then three again with the old ones, reversed.
+  std::vector<std::string> seven;
+  for (int i = 0; i < 7; ++i) seven.push_back("MIG-seven-" + std::to_string(i));
+  ASSERT_TRUE(
+      c_.Reshape(2, *ParseLayout(a100, "1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb"), seven));
+  EXPECT_EQ(c_.FindPartition(a100_uuid), std::nullopt);
+  EXPECT_EQ(c_.FindPartition("MIG-seven-6"), ClusterState::PartitionOf(2, 6));
+  const std::vector<std::string> reversed{mig_uuids[2], mig_uuids[1], mig_uuids[0]};
+  ASSERT_TRUE(c_.Reshape(2, *ParseLayout(a100, "3g.20gb@0,2g.10gb@4,1g.5gb@6"), reversed));
+  EXPECT_EQ(c_.FindPartition("MIG-seven-0"), std::nullopt);
+  EXPECT_EQ(c_.FindPartition(mig_uuids[2]), ClusterState::PartitionOf(2, 0));
+  EXPECT_EQ(c_.FindPartition(mig_uuids[0]), ClusterState::PartitionOf(2, 2));
+  EXPECT_TRUE(c_.CheckInvariants()) << c_.CheckInvariants().error().message;
+  // The copy taken before kept its own index.
+  EXPECT_EQ(before.FindPartition(mig_uuids[0]), ClusterState::PartitionOf(2, 0));
+  EXPECT_EQ(before.FindPartition("MIG-seven-6"), std::nullopt);
+}
+
+TEST(FindPartitionTest, ARepeatedUuidNamesTheLowestIndexUntilItGoes) {
+  // Two nodes that report the same GPU uuid (a misconfigured inventory): the first one wins,
+  // as a scan in index order would have it.
+  ClusterState c;
+  NodeSpec a = UniformNode("a", *FindGpuModel("A100-40GB"), 1, 8000, 65536);
+  NodeSpec b = UniformNode("b", *FindGpuModel("A100-40GB"), 1, 8000, 65536);
+  a.gpus[0].uuid = b.gpus[0].uuid = "GPU-same";
+  ASSERT_TRUE(c.AddNode(a));
+  ASSERT_TRUE(c.AddNode(b));
+  EXPECT_EQ(c.FindPartition("GPU-same"), ClusterState::PartitionOf(0, 0));
+  ASSERT_TRUE(c.Reshape(0, *ParseLayout(GetGpuModel(*FindGpuModel("A100-40GB")), "7g.40gb")));
+  EXPECT_EQ(c.FindPartition("GPU-same"), ClusterState::PartitionOf(1, 0));
+  EXPECT_TRUE(c.CheckInvariants()) << c.CheckInvariants().error().message;
+}
+
 }  // namespace
 }  // namespace tessera::model

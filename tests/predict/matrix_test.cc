@@ -103,8 +103,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCsvCase{"count", "row,column,value,count,variance\na,x,1,0,0\n", 2, "count 0"},
         BadCsvCase{"variance", "row,column,value,count,variance\na,x,1,2,-1\n", 2, "negative"},
         BadCsvCase{"duplicate", "row,column,value\na,x,1\nb,x,2\na,x,3\n", 4, "duplicate cell"},
-        BadCsvCase{"header", "app,config,qps\na,x,1\n", 1, "header"},
-        BadCsvCase{"quote", "row,column,value\n\"a,b\",x,1\n", 2, "quoted"},
+        BadCsvCase{"header", "app,config,qps\na,x,1\n", 1, "missing column 'row'"},
+        BadCsvCase{"quote", "row,column,value\na,x,1\n\"b,x,2\n", 3, "never closed"},
         BadCsvCase{"empty", "", 1, "empty file"}),
     [](const testing::TestParamInfo<BadCsvCase>& info) { return info.param.name; });
 

@@ -49,7 +49,9 @@ TEST_F(OpenbTest, MalformedLinesNameFileAndLine) {
       Write("p2.csv", std::string(kPodHeader) + "a,1000,1024,1,500,,LS,Running,0,1\n");
   r = LoadOpenbPods(short_line);
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find(short_line + ":2: 10 fields, header has 11"), std::string::npos);
+  EXPECT_NE(
+      r.error().message.find(short_line + ":2: expected 11 fields (as in the header), found 10"),
+      std::string::npos);
 
   const std::string bad_model =
       Write("p3.csv", std::string(kPodHeader) + "a,1000,1024,1,500,T4|H9000,LS,Running,0,1,0\n");
