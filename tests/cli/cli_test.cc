@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "policy/registry.h"
 
 namespace tessera::cli {
 namespace {
@@ -28,9 +29,66 @@ TEST(CliTest, HelpWorksEverywhere) {
 
 TEST(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(RunArgs({}), 2);  // a subcommand is required
-  EXPECT_EQ(RunArgs({"no-such-command"}), 2);
   EXPECT_EQ(RunArgs({"simulate", "--experiment", "nope"}), 2);
   EXPECT_EQ(RunArgs({"simulate", "--seeds", "9-3"}), 2);
+  EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--policy", "nope"}), 2);
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "packing", "--policy", "nope"}), 2);
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "openb-alloc"}), 2);  // needs --trace
+  EXPECT_EQ(RunArgs({"explain", "--policy", "predictive{oops"}), 2);
+  EXPECT_EQ(RunArgs({"explain", "--policy", "nope"}), 2);
+}
+
+TEST(CliTest, AnUnknownSubcommandIsNamedWithTheKnownOnes) {
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"bogus"}), 2);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("tessera: unknown subcommand 'bogus' (known: simulate, predict, explain, "
+                     "schedule, extender, agent, version)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find('\n'), err.size() - 1) << err;  // printed once, on one line
+
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"predict", "bogus"}), 2);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("tessera predict: unknown subcommand 'bogus' (known: evaluate, complete)"),
+            std::string::npos)
+      << err;
+}
+
+// The same mistake exits with the same code whichever daemon makes it: a Redis address
+// without a port is a usage error (2), found before any server is contacted.
+TEST(CliTest, ABadRedisAddressIsAUsageErrorInEveryDaemon) {
+  for (const char* sub : {"agent", "schedule", "extender"}) {
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(RunArgs({sub, "--store", "redis", "--redis", "no-port-here"}), 2) << sub;
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find(std::string("tessera ") + sub + ": redis address 'no-port-here'"),
+              std::string::npos)
+        << err;
+  }
+}
+
+TEST(CliTest, ListPoliciesNamesEveryRegisteredPolicy) {
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"simulate", "--list-policies"}), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  ASSERT_FALSE(policy::Policies().empty());
+  for (const policy::PolicyInfo& p : policy::Policies()) {
+    // Its block: "\n<name>: <summary>", then its options or "(no options)".
+    const size_t at = out.find("\n" + p.name + ": " + p.summary);
+    ASSERT_NE(at, std::string::npos) << p.name << "\n" << out;
+    const size_t next = out.find("\n\n", at + 1);
+    const std::string block = out.substr(at, next == std::string::npos ? next : next - at);
+    if (p.options.empty()) {
+      EXPECT_NE(block.find("\n    (no options)"), std::string::npos) << block;
+    }
+    for (const policy::OptionInfo& o : p.options) {
+      EXPECT_NE(block.find("\n    " + o.name + " (default " + o.default_json + "): "),
+                std::string::npos)
+          << block;
+    }
+  }
 }
 
 TEST(CliTest, SimulateRunsAndFailsCleanlyOnBadInput) {
@@ -38,17 +96,28 @@ TEST(CliTest, SimulateRunsAndFailsCleanlyOnBadInput) {
   EXPECT_EQ(RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--cluster-nodes", "8",
                      "--json"}),
             0);
-  EXPECT_EQ(RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--cluster-nodes", "8",
-                     "--policy", "nope"}),
-            1);
-  EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--policy", "nope"}), 1);
   EXPECT_EQ(RunArgs({"simulate", "--experiment", "thesis-scale", "--workloads", "40",
                      "--cluster-nodes", "2", "--policy", "min,max", "--json"}),
             0);
   EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--apps", "/nonexistent/apps.yaml"}), 1);
 }
 
-TEST(CliTest, VersionPrints) { EXPECT_EQ(RunArgs({"version"}), 0); }
+TEST(CliTest, VersionPrintsTheProjectVersion) {
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"version"}), 0);
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "tessera 0.1.0\n");  // CMake project()
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"--version"}), 0);
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "tessera 0.1.0\n");
+}
+
+TEST(CliTest, HelpDocumentsTheExitCodes) {
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"--help"}), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("Exit codes: 0 ok; 1 failed"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 usage"), std::string::npos) << out;
+}
 
 TEST(CliTest, ExplainPrintsTheBreakdownOfTheBuiltInScenario) {
   testing::internal::CaptureStdout();
