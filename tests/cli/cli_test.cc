@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -119,25 +121,71 @@ TEST(CliTest, HelpDocumentsTheExitCodes) {
   EXPECT_NE(out.find("2 usage"), std::string::npos) << out;
 }
 
-TEST(CliTest, ExplainPrintsTheBreakdownOfTheBuiltInScenario) {
+std::vector<std::string> Words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+// The breakdown's values and their order; how the columns are spaced is not the contract.
+TEST(CliTest, ExplainPrintsTheBreakdownBestFirst) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(RunArgs({"explain"}), 0);
   const std::string out = testing::internal::GetCapturedStdout();
-  // Every partition option of the two GPU nodes, the V100's with its two running pods, and the
-  // CPU node filtered with its reason.
-  EXPECT_NE(out.find("candidate partition options, best first"), std::string::npos) << out;
-  EXPECT_NE(out.find("node v100"), std::string::npos) << out;
-  EXPECT_NE(out.find("node a30"), std::string::npos) << out;
-  EXPECT_NE(out.find("1 tf/mobilenet"), std::string::npos) << out;
-  EXPECT_NE(out.find("cpu: no available GPU"), std::string::npos) << out;
+  // The arriving pod: workload 3, onnx/resnet50, its 1400 MiB footprint rounded up to 1536.
+  EXPECT_NE(out.find("predictive: workload 3 (onnx/resnet50-3), app onnx/resnet50, SLO "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("QPS, GPU memory 1536 MiB\n"), std::string::npos) << out;
+
+  std::istringstream lines(out);
+  int announced = -1;
+  std::vector<double> scores;
+  std::vector<std::string> nodes;
+  bool filtered = false, cpu_filtered = false, v100_runs_both = false;
+  int v100_members = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const std::vector<std::string> w = Words(line);
+    if (w.size() > 3 && w[1] == "candidate" && w[2] == "partition") announced = std::stoi(w[0]);
+    if (w.size() > 3 && w[0] == "score" && w[2] == "node") {
+      scores.push_back(std::stod(w[1]));
+      nodes.push_back(w[3]);
+      v100_members = 0;
+    }
+    // Member rows of a v100 option: the two running pods, ids 1 and 2.
+    if (!nodes.empty() && nodes.back() == "v100" && w.size() > 2) {
+      if ((w[0] == "1" && w[1] == "tf/mobilenet") || (w[0] == "2" && w[1] == "onnx/ssd-mobilenet"))
+        ++v100_members;
+      if (v100_members == 2) v100_runs_both = true;
+    }
+    if (line == "filtered nodes:") filtered = true;
+    if (filtered && w.size() >= 4 && w[0] == "cpu:" && w[1] == "no" && w[2] == "available" &&
+        w[3] == "GPU")
+      cpu_filtered = true;
+  }
+  ASSERT_GT(announced, 0) << out;
+  EXPECT_EQ(scores.size(), static_cast<size_t>(announced)) << out;
+  EXPECT_TRUE(std::is_sorted(scores.rbegin(), scores.rend())) << out;  // best first
+  EXPECT_NE(std::find(nodes.begin(), nodes.end(), "v100"), nodes.end()) << out;
+  EXPECT_NE(std::find(nodes.begin(), nodes.end(), "a30"), nodes.end()) << out;
+  EXPECT_EQ(std::find(nodes.begin(), nodes.end(), "cpu"), nodes.end()) << out;
+  EXPECT_TRUE(v100_runs_both) << out;
+  EXPECT_TRUE(cpu_filtered) << out;
+
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"explain", "--slo", "50"}), 0);
+  EXPECT_NE(testing::internal::GetCapturedStdout().find(", SLO 50.00 QPS,"), std::string::npos);
   testing::internal::CaptureStdout();
   EXPECT_EQ(RunArgs({"explain", "--policy", "min"}), 0);  // any policy explains itself
-  EXPECT_NE(testing::internal::GetCapturedStdout().find("policy min"), std::string::npos);
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(RunArgs({"explain", "--app", "no/such-app"}), 1);
-  EXPECT_NE(testing::internal::GetCapturedStderr().find("unknown application 'no/such-app'"),
+  EXPECT_NE(testing::internal::GetCapturedStdout().find("policy min for workload 3 "
+                                                        "(onnx/resnet50-3):\n"),
             std::string::npos);
-  EXPECT_EQ(RunArgs({"explain", "--policy", "predictive{oops"}), 1);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"explain", "--app", "no/such-app"}), 2);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find(
+                "tessera explain: --app: unknown application 'no/such-app'"),
+            std::string::npos);
 }
 
 TEST(CliTest, PredictEvaluateReportsTheIssueFieldsAndErrorBySparsity) {
