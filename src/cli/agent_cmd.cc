@@ -1,17 +1,14 @@
 // `tessera agent`: the GPU node agent (DESIGN §6). Discovers the node's GPUs through NVML (or a
 // --fake file), publishes the inventory to the store, and serves /metrics and /healthz until
 // SIGTERM or SIGINT.
-#include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "agent/agent.h"
 #include "agent/fake_backend.h"
@@ -19,23 +16,17 @@
 #include "agent/nvml_backend.h"
 #include "base/clock.h"
 #include "cli/commands.h"
-#include "store/memory_store.h"
-#include "store/redis_store.h"
+#include "cli/daemon_flags.h"
 
 namespace tessera::cli {
 namespace {
-
-volatile sig_atomic_t g_stop = 0;
-extern "C" void OnSignal(int) { g_stop = 1; }
 
 struct AgentFlags {
   std::string fake;
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string node;
   std::string listen = "0.0.0.0:9400";  // dcgm-exporter's port
-  std::string store = "memory";
-  std::string redis = "127.0.0.1:6379";
-  std::string redis_prefix = "tessera:";
+  daemon_flags::StoreFlags store{.store = "memory"};
   double interval_s = 1;
   double heartbeat_ttl_s = 15;
   bool once = false;
@@ -78,28 +69,28 @@ void PrintInventory(const store::NodeInventory& inv, bool json) {
   }
 }
 
-int RunAgent(const AgentFlags& f) {
+Status RunAgent(const AgentFlags& f) {
   // Logs go to stderr: stdout carries --once's inventory (and a daemon's stderr is its log).
-  spdlog::set_default_logger(spdlog::stderr_color_mt("tessera-agent"));
+  daemon_flags::LogToStderr("tessera-agent");
   SteadyClock clock;
+  // The flags first: a usage error exits before any discovery.
+  // A Tick must not stall for long on an unreachable Redis.
+  auto store = daemon_flags::OpenStore(f.store, clock, std::max(0.5, f.interval_s));
+  if (!store) return Usage(store.error());
+  auto listen = agent::ParseListen(f.listen);  // --once serves nothing
+  if (!listen && !f.once) return Usage(listen.error());
   const double unix_now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::unique_ptr<agent::GpuBackend> backend;
   std::string node = f.node;
   if (!f.fake.empty()) {
     auto b = agent::FakeBackend::Load(f.fake, clock, unix_now);
-    if (!b) {
-      std::fprintf(stderr, "tessera agent: %s\n", b.error().message.c_str());
-      return 1;
-    }
+    if (!b) return Failed(b.error());
     if (node.empty()) node = (*b)->node().node;
     backend = std::move(*b);
   } else {
     auto b = agent::NvmlBackend::Open(f.nvml_library);
-    if (!b) {
-      std::fprintf(stderr, "tessera agent: %s\n", b.error().message.c_str());
-      return 1;
-    }
+    if (!b) return Failed(b.error());
     backend = std::move(*b);
   }
   if (node.empty()) {
@@ -114,72 +105,38 @@ int RunAgent(const AgentFlags& f) {
     if (fake.memory_mib > 0) memory_mib = fake.memory_mib;
   }
 
-  std::unique_ptr<store::Store> store;
-  if (f.store == "redis") {
-    auto o = store::ParseRedisAddress(f.redis);
-    if (!o) {
-      std::fprintf(stderr, "tessera agent: %s\n", o.error().message.c_str());
-      return 2;
-    }
-    o->prefix = f.redis_prefix;
-    if (const char* p = std::getenv("TESSERA_REDIS_PASSWORD")) o->password = p;
-    if (const char* u = std::getenv("TESSERA_REDIS_USERNAME")) o->username = u;
-    o->retry_budget_s = std::max(0.5, f.interval_s);  // a Tick must not stall for long
-    store = store::RedisStore::Create(*o);
-  } else {
-    store = std::make_unique<store::MemoryStore>(clock);
-  }
-
   agent::Agent a({.node = node,
                   .heartbeat_ttl_s = f.heartbeat_ttl_s,
                   .cpu_milli = cpu_milli,
                   .memory_mib = memory_mib},
-                 *backend, store.get(), clock);
+                 *backend, store->get(), clock);
   if (f.once) {
     a.Tick();
-    if (!a.Ready()) {
-      std::fprintf(stderr, "tessera agent: GPU discovery failed (see the log line above)\n");
-      return 1;
-    }
+    if (!a.Ready()) return Failed("GPU discovery failed (see the log line above)");
     PrintInventory(a.Inventory(), f.json);
-    return a.Stats().published ? 0 : 1;
+    if (!a.Stats().published) return Failed("the inventory was not published (see the log above)");
+    return {};
   }
 
-  auto listen = agent::ParseListen(f.listen);
-  if (!listen) {
-    std::fprintf(stderr, "tessera agent: %s\n", listen.error().message.c_str());
-    return 2;
-  }
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
+  daemon_flags::InstallSignals();
 
   agent::AgentServer server(a);
   auto port = server.Start(listen->first, listen->second);
-  if (!port) {
-    std::fprintf(stderr, "tessera agent: %s\n", port.error().message.c_str());
-    return 1;
-  }
+  if (!port) return Failed(port.error());
   spdlog::info("agent {}: {} backend, store {}, serving /metrics and /healthz on {}:{}", node,
-               backend->name(), f.store == "redis" ? f.redis : "memory", listen->first, *port);
-  while (!g_stop) {
+               backend->name(), f.store.store == "redis" ? f.store.redis : "memory", listen->first,
+               *port);
+  do {
     a.Tick();
-    const auto until =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(f.interval_s);
-    while (!g_stop && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
+  } while (!daemon_flags::WaitForStop(f.interval_s));
   spdlog::info("agent {}: signal received, shutting down", node);
   server.Stop();
-  return 0;
+  return {};
 }
 
 }  // namespace
 
-void AddAgent(CLI::App& app, int* exit_code) {
+void AddAgent(CLI::App& app, Status* status) {
   auto flags = std::make_shared<AgentFlags>();
   CLI::App* sub = app.add_subcommand(
       "agent", "Run the GPU node agent: NVML discovery, inventory to the store, /metrics");
@@ -194,15 +151,7 @@ void AddAgent(CLI::App& app, int* exit_code) {
       ->envname("NODE_NAME");
   sub->add_option("--listen", flags->listen, "host:port for /metrics and /healthz")
       ->capture_default_str();
-  sub->add_option("--store", flags->store, "Where the inventory goes")
-      ->check(CLI::IsMember({"memory", "redis"}))
-      ->capture_default_str();
-  sub->add_option("--redis", flags->redis,
-                  "Redis host:port[/db] (password: $TESSERA_REDIS_PASSWORD, user: "
-                  "$TESSERA_REDIS_USERNAME)")
-      ->capture_default_str();
-  sub->add_option("--redis-prefix", flags->redis_prefix, "Key prefix in Redis")
-      ->capture_default_str();
+  daemon_flags::AddStoreFlags(sub, flags->store, "Where the inventory goes");
   sub->add_option("--interval", flags->interval_s, "Seconds between discovery rounds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -212,7 +161,7 @@ void AddAgent(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sub->add_flag("--once", flags->once, "Discover and publish once, print the inventory, and exit");
   sub->add_flag("--json", flags->json, "With --once: print the inventory as JSON");
-  sub->callback([flags, exit_code] { *exit_code = RunAgent(*flags); });
+  sub->callback([flags, status] { *status = RunAgent(*flags); });
 }
 
 }  // namespace tessera::cli

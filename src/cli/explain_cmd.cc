@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/policy_flags.h"
 #include "policy/registry.h"
 #include "predict/predictor.h"
 #include "sim/embedded_apps.h"
@@ -27,36 +28,21 @@ struct ExplainFlags {
   uint64_t seed = 1;
 };
 
-int RunExplain(const ExplainFlags& f) {
+Status RunExplain(const ExplainFlags& f) {
   Expected<sim::AppCatalog> catalog =
       sim::ParseAppCatalog(std::string(sim::EmbeddedAppsYaml()), "data/apps.yaml");
-  if (!catalog) {
-    std::fprintf(stderr, "tessera explain: %s\n", catalog.error().message.c_str());
-    return 1;
-  }
+  if (!catalog) return Failed(catalog.error());
   sim::Physics physics(*catalog, f.seed);
   const sim::AppSpec* app = physics.catalog().Find(f.app);
-  if (!app) {
-    std::fprintf(stderr, "tessera explain: unknown application '%s'\n", f.app.c_str());
-    return 1;
-  }
-  Expected<policy::PolicySpec> spec = policy::ParsePolicySpec(f.policy);
-  if (!spec) {
-    std::fprintf(stderr, "tessera explain: %s\n", spec.error().message.c_str());
-    return 1;
-  }
+  if (!app) return Usage("--app: unknown application '{}'", f.app);
+  Expected<policy::PolicySpec> spec = ParseRegisteredPolicy(f.policy);
+  if (!spec) return Usage(spec.error());
   Expected<sim::ProfileSamples> samples =
       sim::Profiler(physics).Sample({"V100-32GB", "A30-24GB"}, f.seed);
-  if (!samples) {
-    std::fprintf(stderr, "tessera explain: %s\n", samples.error().message.c_str());
-    return 1;
-  }
+  if (!samples) return Failed(samples.error());
   Expected<predict::Predictor> predictor =
       predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference());
-  if (!predictor) {
-    std::fprintf(stderr, "tessera explain: %s\n", predictor.error().message.c_str());
-    return 1;
-  }
+  if (!predictor) return Failed(predictor.error());
 
   model::ClusterState cluster = sim::ThesisCluster();
   telemetry::StaticTelemetry telemetry;
@@ -74,8 +60,7 @@ int RunExplain(const ExplainFlags& f) {
     w.slo_qps = physics.IsolatedQps(*r, v100_model, -1, 250);
     w.gpu.count = 1;
     if (auto ok = cluster.Place(w, {w.id, 0, {{v100, 250, quarter}}}); !ok) {
-      std::fprintf(stderr, "tessera explain: %s\n", ok.error().message.c_str());
-      return 1;
+      return Failed(ok.error());
     }
     busy += physics.Rate(*cluster.Find(w.id), cluster).gpu_busy;
   }
@@ -85,36 +70,20 @@ int RunExplain(const ExplainFlags& f) {
   Rng rng(f.seed);
   auto policy =
       policy::MakePolicy(spec->name, {&rng, nullptr, &*predictor, &telemetry}, spec->options);
-  if (!policy) {
-    std::fprintf(stderr, "tessera explain: %s\n", policy.error().message.c_str());
-    return 1;
-  }
-  model::Workload x;
-  x.id = 3;
-  x.name = fmt::format("{}-3", app->key);
-  x.app = app->key;
-  x.slo_qps = f.slo > 0
-                  ? f.slo
-                  : (physics.IsolatedQps(*app, v100_model, -1, 250) +
-                     physics.IsolatedQps(
-                         *app, cluster.gpu(1).model,
-                         *model::GetGpuModel(cluster.gpu(1).model).FindProfile("1g.6gb"), 1000)) /
-                        2;
-  x.cpu_milli = 1000;
-  x.memory_mib = 4096;
-  x.gpu.count = 1;
-  x.gpu.memory_mib = (app->footprint_mib + 255) / 256 * 256;
+  if (!policy) return Failed(policy.error());
+  model::Workload x = sim::ThesisPod(*app, 3);
+  x.slo_qps = f.slo > 0 ? f.slo : sim::ThesisSloBase(*app, /*high_slo=*/false, physics);
   std::printf(
       "scenario: thesis cluster (Ch. 9) — v100 runs %s and %s at 25%% MPS each (util %.2f), "
       "a30 is idle with MIG off, cpu has no GPU\n\n",
       running[0], running[1], std::min(1.0, busy));
   std::fputs((*policy)->Explain(x, cluster).c_str(), stdout);
-  return 0;
+  return {};
 }
 
 }  // namespace
 
-void AddExplain(CLI::App& app, int* exit_code) {
+void AddExplain(CLI::App& app, Status* status) {
   auto flags = std::make_shared<ExplainFlags>();
   CLI::App* sub = app.add_subcommand(
       "explain", "Print the score breakdown of one scheduling decision on a built-in scenario");
@@ -124,7 +93,7 @@ void AddExplain(CLI::App& app, int* exit_code) {
   sub->add_option("--slo", flags->slo, "Its SLO in QPS (default: SLO_4, the thesis's low SLO)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--seed", flags->seed, "Seed of the physics and the profiling (default 1)");
-  sub->callback([flags, exit_code] { *exit_code = RunExplain(*flags); });
+  sub->callback([flags, status] { *status = RunExplain(*flags); });
 }
 
 }  // namespace tessera::cli

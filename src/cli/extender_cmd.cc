@@ -3,7 +3,7 @@
 // SIGTERM or SIGINT.
 #include "agent/http_server.h"
 #include "cli/commands.h"
-#include "cli/k8s_flags.h"
+#include "cli/daemon_flags.h"
 #include "cli/policy_inputs.h"
 #include "k8s/extender.h"
 
@@ -11,7 +11,7 @@ namespace tessera::cli {
 namespace {
 
 struct ExtenderFlags {
-  k8s_flags::Common common;
+  daemon_flags::Common common;
   PolicyInputFlags inputs;
   std::string listen = "0.0.0.0:8888";
   std::string url_prefix;
@@ -20,42 +20,27 @@ struct ExtenderFlags {
   bool no_api = false;
 };
 
-int RunExtender(const ExtenderFlags& f) {
-  spdlog::set_default_logger(spdlog::stderr_color_mt("tessera-extender"));
+Status RunExtender(const ExtenderFlags& f) {
+  daemon_flags::LogToStderr("tessera-extender");
   SteadyClock clock;
-  auto options = k8s_flags::PolicyOptions(f.common);
-  if (!options) {
-    std::fprintf(stderr, "tessera extender: %s\n", options.error().message.c_str());
-    return 2;
-  }
+  auto options = daemon_flags::PolicyOptions(f.common);
+  if (!options) return Usage(options.error());
   auto listen = agent::ParseListen(f.listen);
-  if (!listen) {
-    std::fprintf(stderr, "tessera extender: %s\n", listen.error().message.c_str());
-    return 2;
-  }
+  if (!listen) return Usage(listen.error());
   if (f.tls_cert.empty() != f.tls_key.empty()) {
-    std::fprintf(stderr, "tessera extender: --tls-cert and --tls-key come together\n");
-    return 2;
+    return Usage("--tls-cert and --tls-key come together");
   }
+  if (auto ok = CheckPolicyInputFlags(f.inputs); !ok) return Usage(ok.error());
+  auto store = daemon_flags::OpenStore(f.common, clock);
+  if (!store) return Usage(store.error());
   std::unique_ptr<k8s::ApiClient> api;
   if (!f.no_api) {
-    auto c = k8s_flags::Connect(f.common);
-    if (!c) {
-      std::fprintf(stderr, "tessera extender: %s\n", c.error().message.c_str());
-      return 1;
-    }
+    auto c = daemon_flags::Connect(f.common);
+    if (!c) return Failed(c.error());
     api = std::move(*c);
   }
   auto inputs = OpenPolicyInputs(f.inputs, clock);
-  if (!inputs) {
-    std::fprintf(stderr, "tessera extender: %s\n", inputs.error().message.c_str());
-    return 1;
-  }
-  auto store = k8s_flags::OpenStore(f.common, clock);
-  if (!store) {
-    std::fprintf(stderr, "tessera extender: %s\n", store.error().message.c_str());
-    return 1;
-  }
+  if (!inputs) return Failed(inputs.error());
   k8s::ExtenderConfig cfg;
   cfg.policy = f.common.policy;
   cfg.policy_options = *options;
@@ -67,31 +52,25 @@ int RunExtender(const ExtenderFlags& f) {
   cfg.tls_cert_file = f.tls_cert;
   cfg.tls_key_file = f.tls_key;
   k8s::Extender ext(**store, clock, cfg, api.get());
-  if (auto ok = ext.Start(); !ok) {
-    std::fprintf(stderr, "tessera extender: %s\n", ok.error().message.c_str());
-    return 1;
-  }
+  if (auto ok = ext.Start(); !ok) return Failed(ok.error());
   auto port = ext.Serve(listen->first, listen->second);
-  if (!port) {
-    std::fprintf(stderr, "tessera extender: %s\n", port.error().message.c_str());
-    return 1;
-  }
-  k8s_flags::InstallSignals();
+  if (!port) return Failed(port.error());
+  daemon_flags::InstallSignals();
   spdlog::info("tessera extender: policy {}, {} nodes with inventories, {} on {}:{}{}", cfg.policy,
                ext.nodes(), f.tls_cert.empty() ? "HTTP" : "HTTPS", listen->first, *port,
                f.no_api ? " (no API server: bind disabled)" : "");
-  k8s_flags::WaitForStop();
+  daemon_flags::WaitForStop();
   spdlog::info("tessera extender: signal received, shutting down");
   ext.Stop();
-  return 0;
+  return {};
 }
 
 }  // namespace
 
-void AddExtender(CLI::App& app, int* exit_code) {
+void AddExtender(CLI::App& app, Status* status) {
   auto f = std::make_shared<ExtenderFlags>();
   CLI::App* sub = app.add_subcommand("extender", "Serve the kube-scheduler extender protocol");
-  k8s_flags::AddCommon(sub, f->common);
+  daemon_flags::AddCommon(sub, f->common);
   AddPolicyInputFlags(sub, f->inputs);
   sub->add_option("--listen", f->listen, "host:port to serve on")->capture_default_str();
   sub->add_option("--url-prefix", f->url_prefix,
@@ -105,7 +84,7 @@ void AddExtender(CLI::App& app, int* exit_code) {
   sub->add_flag("--no-api", f->no_api,
                 "Do not connect to the API server (filter and prioritize only; bind answers an "
                 "error)");
-  sub->callback([f, exit_code] { *exit_code = RunExtender(*f); });
+  sub->callback([f, status] { *status = RunExtender(*f); });
 }
 
 }  // namespace tessera::cli

@@ -25,11 +25,16 @@ void AddPolicyInputFlags(CLI::App* sub, PolicyInputFlags& f) {
       ->capture_default_str();
 }
 
-Expected<PolicyInputs> OpenPolicyInputs(const PolicyInputFlags& f, const Clock& clock) {
-  PolicyInputs in;
+Expected<void> CheckPolicyInputFlags(const PolicyInputFlags& f) {
   if (!f.interference.empty() && f.profile.empty()) {
     return Fail("--interference needs --profile (interference rows are profiled applications)");
   }
+  return {};
+}
+
+Expected<PolicyInputs> OpenPolicyInputs(const PolicyInputFlags& f, const Clock& clock) {
+  if (auto ok = CheckPolicyInputFlags(f); !ok) return std::unexpected(ok.error());
+  PolicyInputs in;
   if (!f.profile.empty()) {
     Expected<predict::ProfileMatrix> profile = predict::ProfileMatrix::LoadCsv(f.profile);
     if (!profile) return std::unexpected(profile.error());

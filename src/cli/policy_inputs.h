@@ -41,8 +41,11 @@ struct PolicyInputs {
   const telemetry::Telemetry* telemetry_view() const;         // telemetry as the interface
 };
 
-// Loads and completes the matrices and starts polling Prometheus. An error names the file
-// and line, or the URL.
+// Whether the flags go together (--interference needs --profile): a usage error if not.
+[[nodiscard]] Expected<void> CheckPolicyInputFlags(const PolicyInputFlags& f);
+
+// Checks the flags (CheckPolicyInputFlags), loads and completes the matrices and starts polling
+// Prometheus. An error names the file and line, or the URL.
 [[nodiscard]] Expected<PolicyInputs> OpenPolicyInputs(const PolicyInputFlags& f,
                                                       const Clock& clock);
 

@@ -32,19 +32,13 @@ Expected<predict::ProfileMatrix> LoadData(const std::string& path) {
   return predict::LoadMigProfiler(path);
 }
 
-int RunEvaluate(const PredictArgs& args) {
+Status RunEvaluate(const PredictArgs& args) {
   Expected<predict::ProfileMatrix> matrix = LoadData(args.data);
-  if (!matrix) {
-    std::fprintf(stderr, "tessera predict evaluate: %s\n", matrix.error().message.c_str());
-    return 1;
-  }
+  if (!matrix) return Failed(matrix.error());
   const predict::EvalOptions options{args.method, args.protocol, args.missing, args.keep,
                                      args.seed};
   Expected<predict::EvalResult> result = predict::Evaluate(*matrix, options);
-  if (!result) {
-    std::fprintf(stderr, "tessera predict evaluate: %s\n", result.error().message.c_str());
-    return 1;
-  }
+  if (!result) return Failed(result.error());
   if (args.json) {
     nlohmann::json j = {{"method", result->method},     {"protocol", result->protocol},
                         {"missing", result->missing},   {"n", result->n},
@@ -74,53 +68,42 @@ int RunEvaluate(const PredictArgs& args) {
                   b.known, b.errors.n, b.errors.mape, b.errors.median_ape, b.errors.rmse_log);
     }
   }
-  return 0;
+  return {};
 }
 
-int RunComplete(const PredictArgs& args) {
+Status RunComplete(const PredictArgs& args) {
   Expected<predict::ProfileMatrix> matrix = LoadData(args.data);
-  if (!matrix) {
-    std::fprintf(stderr, "tessera predict complete: %s\n", matrix.error().message.c_str());
-    return 1;
-  }
+  if (!matrix) return Failed(matrix.error());
   Expected<std::unique_ptr<predict::Completer>> method = predict::MakeCompleter(args.method);
-  if (!method) {
-    std::fprintf(stderr, "tessera predict complete: %s\n", method.error().message.c_str());
-    return 2;
-  }
+  if (!method) return Usage(method.error());
   Eigen::MatrixXd values = matrix->ToDense();
   for (Eigen::Index c = 0; c < values.cols(); ++c) {
     for (Eigen::Index r = 0; r < values.rows(); ++r) {
       const double v = values(r, c);
       if (std::isnan(v)) continue;
       if (!(v > 0)) {
-        std::fprintf(stderr, "tessera predict complete: cell (%s, %s) = %g is not positive\n",
-                     matrix->row_keys()[r].c_str(), matrix->col_keys()[c].c_str(), v);
-        return 1;
+        return Failed("cell ({}, {}) = {} is not positive", matrix->row_keys()[r],
+                      matrix->col_keys()[c], v);
       }
       values(r, c) = std::log(v);
     }
   }
   Expected<Eigen::MatrixXd> completed = (*method)->Complete(values);
-  if (!completed) {
-    std::fprintf(stderr, "tessera predict complete: %s\n", completed.error().message.c_str());
-    return 1;
-  }
+  if (!completed) return Failed(completed.error());
   const Eigen::MatrixXd qps = completed->array().exp();
   if (Expected<void> ok =
           predict::SaveDenseCsv(args.out, matrix->row_keys(), matrix->col_keys(), qps);
       !ok) {
-    std::fprintf(stderr, "tessera predict complete: %s\n", ok.error().message.c_str());
-    return 1;
+    return Failed(ok.error());
   }
   std::printf("wrote %s: %d applications x %d configurations (%d observed, %s)\n", args.out.c_str(),
               matrix->rows(), matrix->cols(), matrix->ObservedCount(), args.method.c_str());
-  return 0;
+  return {};
 }
 
 }  // namespace
 
-void AddPredict(CLI::App& app, int* exit_code) {
+void AddPredict(CLI::App& app, Status* status) {
   auto args = std::make_shared<PredictArgs>();
   CLI::App* predict =
       app.add_subcommand("predict", "Evaluate and run the throughput/interference predictor");
@@ -140,7 +123,7 @@ void AddPredict(CLI::App& app, int* exit_code) {
       ->check(CLI::PositiveNumber);
   evaluate->add_option("--seed", args->seed, "Seed of the random hiding");
   evaluate->add_flag("--json", args->json, "Print one JSON object");
-  evaluate->callback([args, exit_code] { *exit_code = RunEvaluate(*args); });
+  evaluate->callback([args, status] { *status = RunEvaluate(*args); });
 
   CLI::App* complete =
       predict->add_subcommand("complete", "Write the completed profile matrix as a wide CSV");
@@ -150,7 +133,7 @@ void AddPredict(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember(predict::CompleterNames()));
   complete->add_option("--out", args->out, "Output CSV (app, one column per configuration)")
       ->required();
-  complete->callback([args, exit_code] { *exit_code = RunComplete(*args); });
+  complete->callback([args, status] { *status = RunComplete(*args); });
 }
 
 }  // namespace tessera::cli

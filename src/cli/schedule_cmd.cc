@@ -8,7 +8,7 @@
 
 #include "agent/http_server.h"
 #include "cli/commands.h"
-#include "cli/k8s_flags.h"
+#include "cli/daemon_flags.h"
 #include "cli/policy_inputs.h"
 #include "k8s/scheduler.h"
 
@@ -16,7 +16,7 @@ namespace tessera::cli {
 namespace {
 
 struct ScheduleFlags {
-  k8s_flags::Common common;
+  daemon_flags::Common common;
   PolicyInputFlags inputs;
   std::string scheduler_name = "tessera";
   std::string identity;
@@ -36,38 +36,23 @@ std::string DefaultIdentity() {
   return fmt::format("{}_{:08x}", host, rd());
 }
 
-int RunSchedule(const ScheduleFlags& f) {
-  spdlog::set_default_logger(spdlog::stderr_color_mt("tessera-schedule"));
+Status RunSchedule(const ScheduleFlags& f) {
+  daemon_flags::LogToStderr("tessera-schedule");
   SteadyClock clock;
-  auto options = k8s_flags::PolicyOptions(f.common);
-  if (!options) {
-    std::fprintf(stderr, "tessera schedule: %s\n", options.error().message.c_str());
-    return 2;
-  }
+  auto options = daemon_flags::PolicyOptions(f.common);
+  if (!options) return Usage(options.error());
   auto listen = agent::ParseListen(f.listen);
-  if (!listen) {
-    std::fprintf(stderr, "tessera schedule: %s\n", listen.error().message.c_str());
-    return 2;
-  }
+  if (!listen) return Usage(listen.error());
   if (f.renew_deadline_s >= f.lease_duration_s) {
-    std::fprintf(stderr, "tessera schedule: --renew-deadline must be below --lease-duration\n");
-    return 2;
+    return Usage("--renew-deadline must be below --lease-duration");
   }
-  auto api = k8s_flags::Connect(f.common);
-  if (!api) {
-    std::fprintf(stderr, "tessera schedule: %s\n", api.error().message.c_str());
-    return 1;
-  }
+  if (auto ok = CheckPolicyInputFlags(f.inputs); !ok) return Usage(ok.error());
+  auto store = daemon_flags::OpenStore(f.common, clock);
+  if (!store) return Usage(store.error());
+  auto api = daemon_flags::Connect(f.common);
+  if (!api) return Failed(api.error());
   auto inputs = OpenPolicyInputs(f.inputs, clock);
-  if (!inputs) {
-    std::fprintf(stderr, "tessera schedule: %s\n", inputs.error().message.c_str());
-    return 1;
-  }
-  auto store = k8s_flags::OpenStore(f.common, clock);
-  if (!store) {
-    std::fprintf(stderr, "tessera schedule: %s\n", store.error().message.c_str());
-    return 1;
-  }
+  if (!inputs) return Failed(inputs.error());
   k8s::SchedulerConfig cfg;
   cfg.scheduler_name = f.scheduler_name;
   cfg.policy = f.common.policy;
@@ -84,10 +69,7 @@ int RunSchedule(const ScheduleFlags& f) {
   cfg.leader.retry_period_s = f.retry_period_s;
   cfg.inventory_poll_s = f.inventory_poll_s;
   k8s::Scheduler scheduler(**api, **store, clock, cfg);
-  if (auto ok = scheduler.Start(); !ok) {
-    std::fprintf(stderr, "tessera schedule: %s\n", ok.error().message.c_str());
-    return 1;
-  }
+  if (auto ok = scheduler.Start(); !ok) return Failed(ok.error());
   // /healthz for the Deployment's probes, /metrics for Prometheus.
   httplib::Server http;
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
@@ -112,29 +94,28 @@ int RunSchedule(const ScheduleFlags& f) {
         "text/plain; version=0.0.4");
   });
   if (!http.bind_to_port(listen->first, listen->second)) {
-    std::fprintf(stderr, "tessera schedule: cannot listen on %s\n", f.listen.c_str());
     scheduler.Stop();
-    return 1;
+    return Failed("cannot listen on {}", f.listen);
   }
   std::thread http_thread([&] { http.listen_after_bind(); });
-  k8s_flags::InstallSignals();
+  daemon_flags::InstallSignals();
   spdlog::info("tessera schedule: {} as {}, policy {}, /healthz and /metrics on {}",
                cfg.scheduler_name, cfg.leader.identity, cfg.policy, f.listen);
-  k8s_flags::WaitForStop();
+  daemon_flags::WaitForStop();
   spdlog::info("tessera schedule: signal received, releasing the Lease");
   scheduler.Stop();
   http.stop();
   http_thread.join();
-  return 0;
+  return {};
 }
 
 }  // namespace
 
-void AddSchedule(CLI::App& app, int* exit_code) {
+void AddSchedule(CLI::App& app, Status* status) {
   auto f = std::make_shared<ScheduleFlags>();
   CLI::App* sub = app.add_subcommand(
       "schedule", "Run as a Kubernetes scheduler for pods with schedulerName: tessera");
-  k8s_flags::AddCommon(sub, f->common);
+  daemon_flags::AddCommon(sub, f->common);
   AddPolicyInputFlags(sub, f->inputs);
   sub->add_option("--scheduler-name", f->scheduler_name, "spec.schedulerName to serve")
       ->capture_default_str();
@@ -160,7 +141,7 @@ void AddSchedule(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sub->add_option("--listen", f->listen, "host:port for /healthz and /metrics")
       ->capture_default_str();
-  sub->callback([f, exit_code] { *exit_code = RunSchedule(*f); });
+  sub->callback([f, status] { *status = RunSchedule(*f); });
 }
 
 }  // namespace tessera::cli

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/policy_flags.h"
 #include "policy/registry.h"
 #include "report/openb_report.h"
 #include "report/thesis_report.h"
@@ -39,6 +40,7 @@ struct SimulateFlags {
   double inflation = 1.3;  // openb-alloc
   std::string out;         // thesis, openb-alloc: report directory; calibrate: catalogue file
   bool json = false;
+  bool list_policies = false;
 };
 
 // "10" -> 1..10; "42-51" -> 42..51.
@@ -105,21 +107,14 @@ Expected<sim::AppCatalog> CatalogOf(const SimulateFlags& f) {
 
 // Fits the MIGProfiler applications, reports how well a roofline alone matches them, and
 // writes the catalogue (the current one with those applications replaced or added) to --out.
-int RunCalibration(const SimulateFlags& f) {
+Status RunCalibration(const SimulateFlags& f) {
   Expected<sim::AppCatalog> catalog = CatalogOf(f);
-  if (!catalog) {
-    std::fprintf(stderr, "tessera simulate: %s\n", catalog.error().message.c_str());
-    return 1;
-  }
+  if (!catalog) return Failed(catalog.error());
   if (f.data.empty()) {
-    std::fprintf(stderr, "tessera simulate: --experiment calibrate needs --data DIR\n");
-    return 2;
+    return Usage("--experiment calibrate needs --data DIR");
   }
   auto report = sim::CalibrateMigProfiler(f.data, catalog->reference_gpu);
-  if (!report) {
-    std::fprintf(stderr, "tessera simulate: %s\n", report.error().message.c_str());
-    return 1;
-  }
+  if (!report) return Failed(report.error());
   std::vector<double> errors;
   for (const auto& [app, e] : report->roofline_error) errors.push_back(e);
   std::sort(errors.begin(), errors.end());
@@ -140,21 +135,15 @@ int RunCalibration(const SimulateFlags& f) {
     }
   }
   if (!f.out.empty()) {
-    if (auto ok = sim::SaveAppCatalog(*catalog, f.out); !ok) {
-      std::fprintf(stderr, "tessera simulate: %s\n", ok.error().message.c_str());
-      return 1;
-    }
+    if (auto ok = sim::SaveAppCatalog(*catalog, f.out); !ok) return Failed(ok.error());
     std::printf("wrote %zu applications to %s\n", catalog->apps.size(), f.out.c_str());
   }
-  return 0;
+  return {};
 }
 
-int RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
+Status RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
   Expected<sim::AppCatalog> catalog = CatalogOf(f);
-  if (!catalog) {
-    std::fprintf(stderr, "tessera simulate: %s\n", catalog.error().message.c_str());
-    return 1;
-  }
+  if (!catalog) return Failed(catalog.error());
   const std::vector<std::string> policies =
       f.policies.empty() ? RegisteredOf({"predictive", "min", "max", "round-robin", "whole-gpu"})
                          : f.policies;
@@ -170,8 +159,7 @@ int RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& see
         auto run = sim::RunThesis(name, sc, seed, *catalog);
         if (!run) {
           Progress("", true);
-          std::fprintf(stderr, "tessera simulate: %s\n", run.error().message.c_str());
-          return 1;
+          return Failed(run.error());
         }
         runs.push_back(std::move(*run));
         Progress(fmt::format("{}: {}/{} runs ({} {})", f.experiment, runs.size(), total, name,
@@ -183,15 +171,12 @@ int RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& see
   Progress("", true);
   if (!f.out.empty()) {
     auto written = report::WriteThesisReport(f.out, f.experiment, seeds.size(), runs);
-    if (!written) {
-      std::fprintf(stderr, "tessera simulate: %s\n", written.error().message.c_str());
-      return 1;
-    }
+    if (!written) return Failed(written.error());
     for (const std::string& path : *written) std::fprintf(stderr, "wrote %s\n", path.c_str());
   }
   if (f.json) {
     std::printf("%s\n", report::ThesisJson(f.experiment, seeds.size(), runs).dump(2).c_str());
-    return 0;
+    return {};
   }
   const std::vector<sim::ThesisRun> means = report::ThesisMeans(runs);
   if (f.experiment == "thesis-scale") {
@@ -219,16 +204,13 @@ int RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& see
                             100 * m.gpu_util_mean, m.power_w_mean, m.energy_j / 1000)
                     .c_str());
   }
-  return 0;
+  return {};
 }
 
-int RunPackingExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
+Status RunPackingExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
   const std::vector<std::string> policies = f.policies.empty() ? PackingPolicies() : f.policies;
   auto rows = sim::RunPacking(policies, seeds, f.cluster_nodes);
-  if (!rows) {
-    std::fprintf(stderr, "tessera simulate: %s\n", rows.error().message.c_str());
-    return 1;
-  }
+  if (!rows) return Failed(rows.error());
   if (f.json) {
     nlohmann::json j = {{"experiment", "packing"},
                         {"nodes", f.cluster_nodes},
@@ -243,7 +225,7 @@ int RunPackingExperiment(const SimulateFlags& f, const std::vector<uint64_t>& se
                               {"wall_s", r.wall_s}});
     }
     std::printf("%s\n", j.dump(2).c_str());
-    return 0;
+    return {};
   }
   std::printf(
       "experiment packing: %d nodes, workloads asking for 130%% of GPU capacity, "
@@ -259,7 +241,7 @@ int RunPackingExperiment(const SimulateFlags& f, const std::vector<uint64_t>& se
                                     r.alloc_at_first_failure_pct, r.alloc_final_pct, r.wall_s)
                             .c_str());
   }
-  return 0;
+  return {};
 }
 
 nlohmann::json AtBuckets(const std::array<double, sim::kOpenbMaxPct + 1>& v) {
@@ -270,10 +252,9 @@ nlohmann::json AtBuckets(const std::array<double, sim::kOpenbMaxPct + 1>& v) {
   return j;
 }
 
-int RunOpenbExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
+Status RunOpenbExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
   if (f.trace.empty()) {
-    std::fprintf(stderr, "tessera simulate: --experiment openb-alloc needs --trace POD_CSV\n");
-    return 2;
+    return Usage("--experiment openb-alloc needs --trace POD_CSV");
   }
   const std::string nodes =
       !f.nodes_path.empty()
@@ -281,29 +262,20 @@ int RunOpenbExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seed
           : (std::filesystem::path(f.trace).parent_path() / "openb_node_list_gpu_node.csv")
                 .string();
   auto input = sim::LoadOpenb(f.trace, nodes);
-  if (!input) {
-    std::fprintf(stderr, "tessera simulate: %s\n", input.error().message.c_str());
-    return 1;
-  }
+  if (!input) return Failed(input.error());
   const std::vector<std::string> policies = f.policies.empty() ? PackingPolicies() : f.policies;
   std::vector<sim::OpenbRun> runs;
   for (const std::string& name : policies) {
     for (uint64_t seed : seeds) {
       auto run = sim::RunOpenb(*input, name, seed, f.inflation);
-      if (!run) {
-        std::fprintf(stderr, "tessera simulate: %s\n", run.error().message.c_str());
-        return 1;
-      }
+      if (!run) return Failed(run.error());
       runs.push_back(std::move(*run));
     }
   }
   const std::vector<sim::OpenbSummary> summaries = sim::SummarizeOpenb(runs);
   if (!f.out.empty()) {
     auto written = report::WriteOpenbReport(f.out, input->trace_stem, runs);
-    if (!written) {
-      std::fprintf(stderr, "tessera simulate: %s\n", written.error().message.c_str());
-      return 1;
-    }
+    if (!written) return Failed(written.error());
     for (const std::string& path : *written) std::fprintf(stderr, "wrote %s\n", path.c_str());
   }
   if (f.json) {
@@ -329,7 +301,7 @@ int RunOpenbExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seed
       results.push_back(std::move(j));
     }
     std::printf("%s\n", (results.size() == 1 ? results[0] : results).dump(2).c_str());
-    return 0;
+    return {};
   }
   std::printf(
       "experiment openb-alloc: %s, %d GPUs, inflated to %.0f%% of GPU capacity, %zu seed(s)\n\n",
@@ -347,19 +319,45 @@ int RunOpenbExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seed
                     s.alloc_pct[120], s.alloc_pct[130], s.frag_pct[130], s.failed_pods, s.wall_s)
             .c_str());
   }
-  return 0;
+  return {};
+}
+
+// Every --policy names a registered policy, with options that are a JSON object if any (whether
+// the policy accepts them is its factory's to say, in the run).
+Status CheckPolicies(const SimulateFlags& f) {
+  for (const std::string& text : f.policies) {
+    if (auto spec = ParseRegisteredPolicy(text); !spec) return Usage(spec.error());
+  }
+  return {};
+}
+
+Status RunSimulate(const SimulateFlags& f) {
+  if (f.list_policies) {
+    std::fputs(PolicyList(policy::Policies()).c_str(), stdout);
+    return {};
+  }
+  auto seeds = ParseSeeds(f);
+  if (!seeds) return Usage(seeds.error());
+  if (Status ok = CheckPolicies(f); !ok) return ok;
+  if (f.experiment == "calibrate") return RunCalibration(f);
+  if (f.experiment == "thesis" || f.experiment == "thesis-scale") {
+    return RunThesisExperiment(f, *seeds);
+  }
+  if (f.experiment == "openb-alloc") return RunOpenbExperiment(f, *seeds);
+  return RunPackingExperiment(f, *seeds);
 }
 
 }  // namespace
 
-void AddSimulate(CLI::App& app, int* exit_code) {
+void AddSimulate(CLI::App& app, Status* status) {
   auto flags = std::make_shared<SimulateFlags>();
   CLI::App* sub = app.add_subcommand(
       "simulate", "Run a simulated experiment on the scheduler core and compare policies");
   sub->add_option("--experiment", flags->experiment, "Experiment preset")
       ->check(CLI::IsMember({"thesis", "thesis-scale", "packing", "openb-alloc", "calibrate"}))
       ->capture_default_str();
-  sub->add_option("--policy", flags->policies, "Policies to compare (default: all registered)")
+  sub->add_option("--policy", flags->policies,
+                  "Policies to compare (default: all registered; see --list-policies)")
       ->delimiter(',');
   sub->add_option("--seed", flags->seed, "One seed");
   sub->add_option("--seeds", flags->seeds,
@@ -388,23 +386,9 @@ void AddSimulate(CLI::App& app, int* exit_code) {
                   "report.html; openb-alloc: directory for curves (CSV) and the plot (HTML/SVG); "
                   "calibrate: the catalogue file to write");
   sub->add_flag("--json", flags->json, "Print one JSON object instead of a table");
-  sub->callback([flags, exit_code] {
-    auto seeds = ParseSeeds(*flags);
-    if (!seeds) {
-      std::fprintf(stderr, "tessera simulate: %s\n", seeds.error().message.c_str());
-      *exit_code = 2;
-      return;
-    }
-    if (flags->experiment == "calibrate") {
-      *exit_code = RunCalibration(*flags);
-    } else if (flags->experiment == "thesis" || flags->experiment == "thesis-scale") {
-      *exit_code = RunThesisExperiment(*flags, *seeds);
-    } else if (flags->experiment == "openb-alloc") {
-      *exit_code = RunOpenbExperiment(*flags, *seeds);
-    } else {
-      *exit_code = RunPackingExperiment(*flags, *seeds);
-    }
-  });
+  sub->add_flag("--list-policies", flags->list_policies,
+                "List the registered policies with their options and defaults, and exit");
+  sub->callback([flags, status] { *status = RunSimulate(*flags); });
 }
 
 }  // namespace tessera::cli

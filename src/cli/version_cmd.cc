@@ -4,10 +4,13 @@
 
 namespace tessera::cli {
 
-void AddVersion(CLI::App& app, int* exit_code) {
-  app.add_subcommand("version", "Print the version")->callback([exit_code] {
-    std::printf("tessera 0.1.0\n");
-    *exit_code = 0;
+// TESSERA_VERSION is the CMake project version (src/cli/CMakeLists.txt).
+std::string VersionLine() { return "tessera " TESSERA_VERSION; }
+
+void AddVersion(CLI::App& app, Status* status) {
+  app.add_subcommand("version", "Print the version")->callback([status] {
+    std::printf("%s\n", VersionLine().c_str());
+    *status = {};
   });
 }
 

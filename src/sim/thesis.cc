@@ -53,39 +53,47 @@ model::ClusterState ThesisCluster() {
   return c;
 }
 
-std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& s, uint64_t seed,
-                                             const Physics& physics) {
-  Rng rng(seed);
+double ThesisSloBase(const AppSpec& app, bool high_slo, const Physics& physics) {
   const model::GpuModelId v100 = *model::FindGpuModel("V100-32GB");
   const model::GpuModelId a30 = *model::FindGpuModel("A30-24GB");
   const model::GpuModel& a30m = model::GetGpuModel(a30);
-  const int quarter = *a30m.FindProfile("1g.6gb");
-  const int whole_a30 = *a30m.FindProfile("4g.24gb");
+  if (high_slo) {
+    return (physics.IsolatedQps(app, v100, -1, 1000) +
+            physics.IsolatedQps(app, a30, *a30m.FindProfile("4g.24gb"), 1000)) /
+           2;
+  }
+  return (physics.IsolatedQps(app, v100, -1, 250) +
+          physics.IsolatedQps(app, a30, *a30m.FindProfile("1g.6gb"), 1000)) /
+         2;
+}
+
+model::Workload ThesisPod(const AppSpec& app, model::WorkloadId id) {
+  model::Workload w;
+  w.id = id;
+  w.name = fmt::format("{}-{}", app.key, id);
+  w.app = app.key;
+  w.cpu_milli = 1000;
+  w.memory_mib = 4096;
+  w.gpu.count = 1;  // nvidia.com/gpu: 1; the policy decides the slice
+  // The pod states the GPU memory its model needs (tessera.io/gpu-memory), rounded up to
+  // 256 MiB; the baselines' fixed slices ignore it, as the thesis's did.
+  w.gpu.memory_mib = (app.footprint_mib + 255) / 256 * 256;
+  return w;
+}
+
+std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& s, uint64_t seed,
+                                             const Physics& physics) {
+  Rng rng(seed);
   const int batches = (s.pods + kBatch - 1) / kBatch;
   double clock = 0;
   std::vector<model::Workload> out;
   for (int i = 0; i < s.pods; ++i) {
     const AppSpec* app = physics.catalog().Find(kEngines[rng.Below(std::size(kEngines))]);
     TESSERA_CHECK(app != nullptr);
-    model::Workload w;
-    w.id = i + 1;
-    w.name = fmt::format("{}-{}", app->key, i + 1);
-    w.app = app->key;
+    model::Workload w = ThesisPod(*app, i + 1);
     w.queries = app->queries_min + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(
                                        app->queries_max - app->queries_min + 1)));
-    const double slo_base = s.high_slo ? (physics.IsolatedQps(*app, v100, -1, 1000) +
-                                          physics.IsolatedQps(*app, a30, whole_a30, 1000)) /
-                                             2
-                                       : (physics.IsolatedQps(*app, v100, -1, 250) +
-                                          physics.IsolatedQps(*app, a30, quarter, 1000)) /
-                                             2;
-    w.slo_qps = rng.Uniform(0.8, 1.2) * slo_base;
-    w.cpu_milli = 1000;
-    w.memory_mib = 4096;
-    w.gpu.count = 1;  // nvidia.com/gpu: 1; the policy decides the slice
-    // The pod states the GPU memory its model needs (tessera.io/gpu-memory), rounded up to
-    // 256 MiB; the baselines' fixed slices ignore it, as the thesis's did.
-    w.gpu.memory_mib = (app->footprint_mib + 255) / 256 * 256;
+    w.slo_qps = rng.Uniform(0.8, 1.2) * ThesisSloBase(*app, s.high_slo, physics);
     if (s.nodes > 0) {
       clock += rng.Exponential(s.pods / 3600.0);  // Poisson: `pods` per hour
       w.arrival_s = clock;

@@ -80,6 +80,16 @@ model::ClusterState ThesisCluster();
 // thesis-scale's cluster: `nodes` × 8 GPUs, models in turn.
 model::ClusterState ThesisScaleCluster(int nodes);
 
+// SLO_4 (high_slo false) or SLO_1 (true) of `app`, as the thesis defines them: the mean of its
+// noise-free isolated QPS on the V100-32GB and the A30-24GB — on a quarter of each (25% MPS of
+// the V100, a 1g.6gb instance of the A30) or on the whole GPU.
+double ThesisSloBase(const AppSpec& app, bool high_slo, const class Physics& physics);
+
+// A pod of `app` as the thesis deploys it, named "<app>-<id>": 1 CPU, 4 GiB, one GPU
+// (nvidia.com/gpu: 1), and the GPU memory its model needs rounded up to 256 MiB
+// (tessera.io/gpu-memory). Its queries, SLO and arrival are the caller's.
+model::Workload ThesisPod(const AppSpec& app, model::WorkloadId id);
+
 // The pods of one scenario and seed, SLOs from `physics`' noise-free isolated rates.
 std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& scenario, uint64_t seed,
                                              const class Physics& physics);

@@ -1,12 +1,15 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "policy/registry.h"
 
 namespace tessera::cli {
 namespace {
@@ -28,9 +31,66 @@ TEST(CliTest, HelpWorksEverywhere) {
 
 TEST(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(RunArgs({}), 2);  // a subcommand is required
-  EXPECT_EQ(RunArgs({"no-such-command"}), 2);
   EXPECT_EQ(RunArgs({"simulate", "--experiment", "nope"}), 2);
   EXPECT_EQ(RunArgs({"simulate", "--seeds", "9-3"}), 2);
+  EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--policy", "nope"}), 2);
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "packing", "--policy", "nope"}), 2);
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "openb-alloc"}), 2);  // needs --trace
+  EXPECT_EQ(RunArgs({"explain", "--policy", "predictive{oops"}), 2);
+  EXPECT_EQ(RunArgs({"explain", "--policy", "nope"}), 2);
+}
+
+TEST(CliTest, AnUnknownSubcommandIsNamedWithTheKnownOnes) {
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"bogus"}), 2);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("tessera: unknown subcommand 'bogus' (known: simulate, predict, explain, "
+                     "schedule, extender, agent, version)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find('\n'), err.size() - 1) << err;  // printed once, on one line
+
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"predict", "bogus"}), 2);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("tessera predict: unknown subcommand 'bogus' (known: evaluate, complete)"),
+            std::string::npos)
+      << err;
+}
+
+// The same mistake exits with the same code whichever daemon makes it: a Redis address
+// without a port is a usage error (2), found before any server is contacted.
+TEST(CliTest, ABadRedisAddressIsAUsageErrorInEveryDaemon) {
+  for (const char* sub : {"agent", "schedule", "extender"}) {
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(RunArgs({sub, "--store", "redis", "--redis", "no-port-here"}), 2) << sub;
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find(std::string("tessera ") + sub + ": redis address 'no-port-here'"),
+              std::string::npos)
+        << err;
+  }
+}
+
+TEST(CliTest, ListPoliciesNamesEveryRegisteredPolicy) {
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"simulate", "--list-policies"}), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  ASSERT_FALSE(policy::Policies().empty());
+  for (const policy::PolicyInfo& p : policy::Policies()) {
+    // Its block: "\n<name>: <summary>", then its options or "(no options)".
+    const size_t at = out.find("\n" + p.name + ": " + p.summary);
+    ASSERT_NE(at, std::string::npos) << p.name << "\n" << out;
+    const size_t next = out.find("\n\n", at + 1);
+    const std::string block = out.substr(at, next == std::string::npos ? next : next - at);
+    if (p.options.empty()) {
+      EXPECT_NE(block.find("\n    (no options)"), std::string::npos) << block;
+    }
+    for (const policy::OptionInfo& o : p.options) {
+      EXPECT_NE(block.find("\n    " + o.name + " (default " + o.default_json + "): "),
+                std::string::npos)
+          << block;
+    }
+  }
 }
 
 TEST(CliTest, SimulateRunsAndFailsCleanlyOnBadInput) {
@@ -38,37 +98,94 @@ TEST(CliTest, SimulateRunsAndFailsCleanlyOnBadInput) {
   EXPECT_EQ(RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--cluster-nodes", "8",
                      "--json"}),
             0);
-  EXPECT_EQ(RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--cluster-nodes", "8",
-                     "--policy", "nope"}),
-            1);
-  EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--policy", "nope"}), 1);
   EXPECT_EQ(RunArgs({"simulate", "--experiment", "thesis-scale", "--workloads", "40",
                      "--cluster-nodes", "2", "--policy", "min,max", "--json"}),
             0);
   EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--apps", "/nonexistent/apps.yaml"}), 1);
 }
 
-TEST(CliTest, VersionPrints) { EXPECT_EQ(RunArgs({"version"}), 0); }
+TEST(CliTest, VersionPrintsTheProjectVersion) {
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"version"}), 0);
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "tessera 0.1.0\n");  // CMake project()
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"--version"}), 0);
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "tessera 0.1.0\n");
+}
 
-TEST(CliTest, ExplainPrintsTheBreakdownOfTheBuiltInScenario) {
+TEST(CliTest, HelpDocumentsTheExitCodes) {
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"--help"}), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("Exit codes: 0 ok; 1 failed"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 usage"), std::string::npos) << out;
+}
+
+std::vector<std::string> Words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+// The breakdown's values and their order; how the columns are spaced is not the contract.
+TEST(CliTest, ExplainPrintsTheBreakdownBestFirst) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(RunArgs({"explain"}), 0);
   const std::string out = testing::internal::GetCapturedStdout();
-  // Every partition option of the two GPU nodes, the V100's with its two running pods, and the
-  // CPU node filtered with its reason.
-  EXPECT_NE(out.find("candidate partition options, best first"), std::string::npos) << out;
-  EXPECT_NE(out.find("node v100"), std::string::npos) << out;
-  EXPECT_NE(out.find("node a30"), std::string::npos) << out;
-  EXPECT_NE(out.find("1 tf/mobilenet"), std::string::npos) << out;
-  EXPECT_NE(out.find("cpu: no available GPU"), std::string::npos) << out;
+  // The arriving pod: workload 3, onnx/resnet50, its 1400 MiB footprint rounded up to 1536.
+  EXPECT_NE(out.find("predictive: workload 3 (onnx/resnet50-3), app onnx/resnet50, SLO "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("QPS, GPU memory 1536 MiB\n"), std::string::npos) << out;
+
+  std::istringstream lines(out);
+  int announced = -1;
+  std::vector<double> scores;
+  std::vector<std::string> nodes;
+  bool filtered = false, cpu_filtered = false, v100_runs_both = false;
+  int v100_members = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const std::vector<std::string> w = Words(line);
+    if (w.size() > 3 && w[1] == "candidate" && w[2] == "partition") announced = std::stoi(w[0]);
+    if (w.size() > 3 && w[0] == "score" && w[2] == "node") {
+      scores.push_back(std::stod(w[1]));
+      nodes.push_back(w[3]);
+      v100_members = 0;
+    }
+    // Member rows of a v100 option: the two running pods, ids 1 and 2.
+    if (!nodes.empty() && nodes.back() == "v100" && w.size() > 2) {
+      if ((w[0] == "1" && w[1] == "tf/mobilenet") || (w[0] == "2" && w[1] == "onnx/ssd-mobilenet"))
+        ++v100_members;
+      if (v100_members == 2) v100_runs_both = true;
+    }
+    if (line == "filtered nodes:") filtered = true;
+    if (filtered && w.size() >= 4 && w[0] == "cpu:" && w[1] == "no" && w[2] == "available" &&
+        w[3] == "GPU")
+      cpu_filtered = true;
+  }
+  ASSERT_GT(announced, 0) << out;
+  EXPECT_EQ(scores.size(), static_cast<size_t>(announced)) << out;
+  EXPECT_TRUE(std::is_sorted(scores.rbegin(), scores.rend())) << out;  // best first
+  EXPECT_NE(std::find(nodes.begin(), nodes.end(), "v100"), nodes.end()) << out;
+  EXPECT_NE(std::find(nodes.begin(), nodes.end(), "a30"), nodes.end()) << out;
+  EXPECT_EQ(std::find(nodes.begin(), nodes.end(), "cpu"), nodes.end()) << out;
+  EXPECT_TRUE(v100_runs_both) << out;
+  EXPECT_TRUE(cpu_filtered) << out;
+
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"explain", "--slo", "50"}), 0);
+  EXPECT_NE(testing::internal::GetCapturedStdout().find(", SLO 50.00 QPS,"), std::string::npos);
   testing::internal::CaptureStdout();
   EXPECT_EQ(RunArgs({"explain", "--policy", "min"}), 0);  // any policy explains itself
-  EXPECT_NE(testing::internal::GetCapturedStdout().find("policy min"), std::string::npos);
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(RunArgs({"explain", "--app", "no/such-app"}), 1);
-  EXPECT_NE(testing::internal::GetCapturedStderr().find("unknown application 'no/such-app'"),
+  EXPECT_NE(testing::internal::GetCapturedStdout().find("policy min for workload 3 "
+                                                        "(onnx/resnet50-3):\n"),
             std::string::npos);
-  EXPECT_EQ(RunArgs({"explain", "--policy", "predictive{oops"}), 1);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"explain", "--app", "no/such-app"}), 2);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find(
+                "tessera explain: --app: unknown application 'no/such-app'"),
+            std::string::npos);
 }
 
 TEST(CliTest, PredictEvaluateReportsTheIssueFieldsAndErrorBySparsity) {
