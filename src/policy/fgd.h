@@ -7,18 +7,26 @@
 // GPU of the node and goes to the one with the highest score (the first on ties); other requests
 // take the first idle GPUs. The core breaks ties between nodes (the paper's simulator: at
 // random). Options: {"typical_pods": [shape, ...]} (policy/frag.h); without it the typical pods
-// are learned online from the arrivals.
+// are the driver's (PolicyContext::typical_pods), or, when it has none, learned online from the
+// arrivals.
 
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "base/error.h"
 #include "policy/frag_policy.h"
+#include "policy/registry.h"
 
 namespace tessera::policy {
 
-// Parses the "typical_pods" option shared by the fragmentation policies (absent: empty).
-[[nodiscard]] Expected<ShapeDistribution> TypicalPodsOption(std::string_view policy,
-                                                            const nlohmann::json& options);
+// The one option of the fragmentation policies (fgd, frag-pack), as the registry advertises it.
+std::vector<OptionInfo> TypicalPodsOptionList();
+// Their typical pods: the "typical_pods" option when given, else the context's, else empty
+// (learn online). The context's go through the same renormalising constructor as a parsed
+// option's, so a driver handing them over gives the weights the option would, to the last bit.
+[[nodiscard]] Expected<ShapeDistribution> TypicalPods(std::string_view policy,
+                                                      const PolicyContext& context,
+                                                      const nlohmann::json& options);
 
 class Fgd final : public FragmentationPolicy {
  public:

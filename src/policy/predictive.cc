@@ -14,6 +14,53 @@ namespace tessera::policy {
 using predict::AppId;
 using predict::ConfigId;
 
+std::vector<OptionInfo> PredictiveOptionList() {
+  const PredictiveOptions d;
+  return {
+      {"mps_percents", nlohmann::json(d.mps_percents).dump(),
+       "MPS active-thread percentages a workload is tried at, each 1..100 (Ch. 8.4)"},
+      {"reshape", nlohmann::json(d.reshape).dump(),
+       "reshape an idle MIG-capable GPU to the layout that scores best (Ch. 8.3)"},
+      {"interference_kind", nlohmann::json(d.interference_kind).dump(),
+       "the predictor's interference kind for co-runners on one partition"},
+      {"slo_headroom", nlohmann::json(d.slo_headroom).dump(),
+       "score against SLO x (1 + headroom), 0..1; 0 is the thesis (docs/policies.md)"},
+  };
+}
+
+Expected<PredictiveOptions> ParsePredictiveOptions(const nlohmann::json& options) {
+  constexpr std::string_view kName = "predictive";
+  PredictiveOptions o;
+  // Every key is read; the first error is the one reported.
+  for (const Expected<void>& read :
+       {ReadOption(kName, options, "mps_percents", o.mps_percents),
+        ReadOption(kName, options, "reshape", o.reshape),
+        ReadOption(kName, options, "slo_headroom", o.slo_headroom),
+        ReadOption(kName, options, "interference_kind", o.interference_kind)}) {
+    if (!read) return std::unexpected(read.error());
+  }
+  if (!(o.slo_headroom >= 0 && o.slo_headroom <= 1)) {
+    return Fail("policy predictive: option 'slo_headroom': {} is outside 0..1", o.slo_headroom);
+  }
+  if (o.mps_percents.empty()) return Fail("policy predictive: option 'mps_percents' is empty");
+  for (int pct : o.mps_percents) {
+    if (pct < 1 || pct > 100) {
+      return Fail("policy predictive: option 'mps_percents': {} is outside 1..100", pct);
+    }
+  }
+  return o;
+}
+
+Expected<std::unique_ptr<Policy>> MakePredictive(const PolicyContext& context,
+                                                 const nlohmann::json& options) {
+  if (context.predictor == nullptr) {
+    return Fail("policy predictive: needs a predictor (a profile matrix to predict from)");
+  }
+  auto o = ParsePredictiveOptions(options);
+  if (!o) return std::unexpected(o.error());
+  return std::make_unique<Predictive>(*context.predictor, context.telemetry, std::move(*o));
+}
+
 double Err(double slo, double expected) { return std::abs(slo - expected) / slo; }
 double Score1(double err) { return 1.0 / (1.0 + (err + 1.0) * (err + 1.0)); }
 double Score2(double err) { return 1.0 / (1.0 + err); }

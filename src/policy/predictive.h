@@ -41,11 +41,14 @@
 // Not thread-safe (one scheduler at a time); the predictor and telemetry must outlive it.
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "policy/policy.h"
+#include "policy/registry.h"
 #include "predict/predictor.h"
 #include "telemetry/telemetry.h"
 
@@ -59,6 +62,15 @@ struct PredictiveOptions {
   // prediction a few percent optimistic still lands above the SLO. See docs/policies.md.
   double slo_headroom = 0;
 };
+
+// The options above as the registry advertises them, defaults taken from PredictiveOptions{}.
+std::vector<OptionInfo> PredictiveOptionList();
+// Validates JSON options into PredictiveOptions (unknown keys are the registry's check); an Error
+// names the policy and the option.
+[[nodiscard]] Expected<PredictiveOptions> ParsePredictiveOptions(const nlohmann::json& options);
+// The registry's factory: needs PolicyContext::predictor; telemetry is optional.
+[[nodiscard]] Expected<std::unique_ptr<Policy>> MakePredictive(const PolicyContext& context,
+                                                               const nlohmann::json& options);
 
 // One member y of X as the score sees it (Explain prints these).
 struct MemberScore {

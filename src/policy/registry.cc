@@ -1,5 +1,6 @@
 #include "policy/registry.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "policy/best_fit.h"
@@ -26,69 +27,24 @@ struct Entry {
   Factory make;
 };
 
+// Factories see options whose keys the entry advertises (MakePolicy checked them).
 template <typename P>
-Factory NoOptions(const char* name) {
-  return [name](const PolicyContext&,
-                const nlohmann::json& options) -> Expected<std::unique_ptr<Policy>> {
-    if (auto ok = RejectUnknownOptions(name, options, {}); !ok) return std::unexpected(ok.error());
+Factory NoOptions() {
+  return [](const PolicyContext&, const nlohmann::json&) -> Expected<std::unique_ptr<Policy>> {
     return std::make_unique<P>();
   };
 }
 
-Factory NeedsRng(const char* name) {
-  return [name](const PolicyContext& context,
-                const nlohmann::json& options) -> Expected<std::unique_ptr<Policy>> {
-    if (auto ok = RejectUnknownOptions(name, options, {}); !ok) return std::unexpected(ok.error());
-    if (context.rng == nullptr) return Fail("policy {}: needs a seeded Rng", name);
-    return std::make_unique<RandomFit>(*context.rng);
-  };
-}
-
-Factory MakePredictive() {
-  return [](const PolicyContext& context,
-            const nlohmann::json& options) -> Expected<std::unique_ptr<Policy>> {
-    if (auto ok =
-            RejectUnknownOptions("predictive", options,
-                                 {"mps_percents", "reshape", "interference_kind", "slo_headroom"});
-        !ok) {
-      return std::unexpected(ok.error());
-    }
-    if (context.predictor == nullptr) {
-      return Fail("policy predictive: needs a predictor (a profile matrix to predict from)");
-    }
-    PredictiveOptions o;
-    try {
-      if (options.contains("mps_percents")) {
-        o.mps_percents = options.at("mps_percents").get<std::vector<int>>();
-      }
-      if (options.contains("reshape")) o.reshape = options.at("reshape").get<bool>();
-      if (options.contains("slo_headroom")) {
-        o.slo_headroom = options.at("slo_headroom").get<double>();
-      }
-      if (options.contains("interference_kind")) {
-        o.interference_kind = options.at("interference_kind").get<std::string>();
-      }
-    } catch (const nlohmann::json::exception& e) {
-      return Fail("policy predictive: bad option: {}", e.what());
-    }
-    if (!(o.slo_headroom >= 0 && o.slo_headroom <= 1)) {
-      return Fail("policy predictive: slo_headroom {} is outside 0..1", o.slo_headroom);
-    }
-    if (o.mps_percents.empty()) return Fail("policy predictive: mps_percents is empty");
-    for (int pct : o.mps_percents) {
-      if (pct < 1 || pct > 100) {
-        return Fail("policy predictive: MPS percentage {} is outside 1..100", pct);
-      }
-    }
-    return std::make_unique<Predictive>(*context.predictor, context.telemetry, std::move(o));
-  };
+Expected<std::unique_ptr<Policy>> MakeRandom(const PolicyContext& context, const nlohmann::json&) {
+  if (context.rng == nullptr) return Fail("policy random: needs a seeded Rng");
+  return std::make_unique<RandomFit>(*context.rng);
 }
 
 template <typename P>
 Factory WithTypicalPods(const char* name) {
-  return [name](const PolicyContext&,
+  return [name](const PolicyContext& context,
                 const nlohmann::json& options) -> Expected<std::unique_ptr<Policy>> {
-    auto typical = TypicalPodsOption(name, options);
+    auto typical = TypicalPods(name, context, options);
     if (!typical) return std::unexpected(typical.error());
     return std::make_unique<P>(std::move(*typical));
   };
@@ -97,31 +53,34 @@ Factory WithTypicalPods(const char* name) {
 const std::vector<Entry>& Registry() {
   static const std::vector<Entry> entries = {
       {{"predictive",
-        "thesis Ch. 8.3: predicted QPS vs SLO score, MPS limits, idle-GPU MIG reshape", true},
-       MakePredictive()},
+        "thesis Ch. 8.3: predicted QPS vs SLO score, MPS limits, idle-GPU MIG reshape", true,
+        PredictiveOptionList()},
+       MakePredictive},
       {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
-       NoOptions<FirstFit>("first-fit")},
+       NoOptions<FirstFit>()},
       {{"whole-gpu", "Kubernetes default + NVIDIA device plugin: whole GPUs, first fit"},
-       NoOptions<WholeGpu>("whole-gpu")},
+       NoOptions<WholeGpu>()},
       {{"max", "thesis Ch. 9.2.2: whole GPUs, MIG off, no MPS, one workload per GPU"},
-       NoOptions<Max>("max")},
+       NoOptions<Max>()},
       {{"min", "thesis Ch. 9.2.1: smallest MIG instances, 25% MPS slots, one workload per slot"},
-       NoOptions<Min>("min")},
+       NoOptions<Min>()},
       {{"round-robin", "thesis Ch. 9.2.3: smallest chunks in turn, equal 1/n MPS shares"},
-       NoOptions<RoundRobin>("round-robin")},
+       NoOptions<RoundRobin>()},
       {{"random", "uniformly random feasible node and GPU (FGD paper §6.1 Random-fit)"},
-       NeedsRng("random")},
+       MakeRandom},
       {{"best-fit", "least CPU+GPU left after placing (FGD paper §6.1 Best-fit)"},
-       NoOptions<BestFit>("best-fit")},
+       NoOptions<BestFit>()},
       {{"dot-product", "Tetris alignment of free and requested CPU/GPU (FGD paper §6.1)"},
-       NoOptions<DotProduct>("dot-product")},
+       NoOptions<DotProduct>()},
       {{"gpu-packing", "shared GPUs, then used nodes, then idle nodes (FGD paper §6.1)"},
-       NoOptions<GpuPacking>("gpu-packing")},
+       NoOptions<GpuPacking>()},
       {{"gpu-clustering", "nodes holding the same kind of GPU request (FGD paper §6.1)"},
-       NoOptions<GpuClustering>("gpu-clustering")},
-      {{"fgd", "least growth of expected fragmentation (FGD, ATC'23 §4.2)"},
+       NoOptions<GpuClustering>()},
+      {{"fgd", "least growth of expected fragmentation (FGD, ATC'23 §4.2)", false,
+        TypicalPodsOptionList()},
        WithTypicalPods<Fgd>("fgd")},
-      {{"frag-pack", "FGD with its ties broken by a look-ahead over the typical pods (Tessera)"},
+      {{"frag-pack", "FGD with its ties broken by a look-ahead over the typical pods (Tessera)",
+        false, TypicalPodsOptionList()},
        WithTypicalPods<FragPack>("frag-pack")},
   };
   return entries;
@@ -132,7 +91,11 @@ const std::vector<Entry>& Registry() {
 Expected<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyContext& context,
                                              const nlohmann::json& options) {
   for (const Entry& e : Registry()) {
-    if (e.info.name == name) return e.make(context, options);
+    if (e.info.name != name) continue;
+    if (auto ok = RejectUnknownOptions(e.info.name, options, e.info.options); !ok) {
+      return std::unexpected(ok.error());
+    }
+    return e.make(context, options);
   }
   std::string known;
   for (const Entry& e : Registry()) known += (known.empty() ? "" : ", ") + e.info.name;
@@ -166,12 +129,16 @@ std::vector<PolicyInfo> Policies() {
 }
 
 Expected<void> RejectUnknownOptions(std::string_view policy, const nlohmann::json& options,
-                                    const std::vector<std::string>& known) {
+                                    const std::vector<OptionInfo>& known) {
   if (options.is_null()) return {};
   if (!options.is_object()) return Fail("policy {}: options must be a JSON object", policy);
   for (const auto& [key, value] : options.items()) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      return Fail("policy {}: unknown option '{}'", policy, key);
+    if (std::none_of(known.begin(), known.end(),
+                     [&key](const OptionInfo& o) { return o.name == key; })) {
+      std::string names;
+      for (const OptionInfo& o : known) names += (names.empty() ? "" : ", ") + o.name;
+      return Fail("policy {}: unknown option '{}' (it takes: {})", policy, key,
+                  names.empty() ? "none" : names);
     }
   }
   return {};

@@ -3,9 +3,11 @@
 // policy is registered (kube-scheduler plugins/registry.go): adding a policy is one new file
 // pair, one line there, and its test.
 //
-// Factories receive the shared context (seeded RNG, clock, predictor, telemetry) and the policy's
-// options as JSON, which each factory validates into its own typed options struct — an unknown key
-// or a bad value is an Error naming the policy.
+// Factories receive the shared context (seeded RNG, clock, predictor, telemetry, the workload's
+// typical pods) and the policy's options as JSON. MakePolicy rejects any key the policy's
+// PolicyInfo::options does not list (so what --list-policies shows is exactly what is accepted);
+// each policy then parses its options into its own typed struct, beside the policy — a bad value
+// is an Error naming the policy and the option. An option given as JSON null is its default.
 
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -29,11 +31,19 @@ class Telemetry;
 
 namespace tessera::policy {
 
+class ShapeDistribution;  // policy/frag.h
+
+// What the driver knows and any policy may use; all borrowed, all outliving MakePolicy's result.
+// Drivers fill in data, never per-policy choices: no driver names a policy.
 struct PolicyContext {
   Rng* rng = nullptr;  // seeded by the driver; never null when a policy draws
   const Clock* clock = nullptr;
   const predict::Predictor* predictor = nullptr;    // needed by `predictive`
   const telemetry::Telemetry* telemetry = nullptr;  // optional: util(p) of the live partitions
+  // Optional: the workload's typical pod shapes, where the driver knows the workload up front
+  // (openb: 95% of the trace). The fragmentation policies use it unless their "typical_pods"
+  // option overrides it; null: they learn the mix online from the arrivals.
+  const ShapeDistribution* typical_pods = nullptr;
 };
 
 // One option a policy accepts, for `tessera simulate --list-policies`.
@@ -45,8 +55,8 @@ struct OptionInfo {
 
 struct PolicyInfo {
   std::string name;
-  std::string summary;           // one line, with the seed section it follows
-  bool needs_predictor = false;  // MakePolicy fails without PolicyContext::predictor
+  std::string summary;              // one line, with the seed section it follows
+  bool needs_predictor = false;     // MakePolicy fails without PolicyContext::predictor
   std::vector<OptionInfo> options;  // every option the factory accepts
 };
 // A policy with its options as one string, for command lines: "predictive" or
@@ -65,9 +75,24 @@ std::optional<PolicyInfo> FindPolicy(std::string_view name);
                                                            const nlohmann::json& options = {});
 std::vector<PolicyInfo> Policies();
 
-// For factories: fails on any key of `options` not in `known`.
+// Fails unless `options` is null or an object whose keys all appear in `known` (MakePolicy runs
+// this with the policy's PolicyInfo::options before its factory).
 [[nodiscard]] Expected<void> RejectUnknownOptions(std::string_view policy,
                                                   const nlohmann::json& options,
-                                                  const std::vector<std::string>& known);
+                                                  const std::vector<OptionInfo>& known);
+
+// For option parsers: reads options[key] into `field` when it is there and not null (otherwise
+// `field` keeps its default); a value of the wrong type is an Error naming the policy and option.
+template <typename T>
+[[nodiscard]] Expected<void> ReadOption(std::string_view policy, const nlohmann::json& options,
+                                        const char* key, T& field) {
+  if (!options.is_object() || !options.contains(key) || options.at(key).is_null()) return {};
+  try {
+    field = options.at(key).get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    return Fail("policy {}: option '{}': {}", policy, key, e.what());
+  }
+  return {};
+}
 
 }  // namespace tessera::policy

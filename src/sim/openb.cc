@@ -164,11 +164,9 @@ Expected<OpenbRun> RunOpenb(const OpenbInput& input, const std::string& policy_n
   // The typical pods come from the original list (reference simulator: SetTypicalPods on the
   // workload pods before tuning), 95% coverage, CPU-only pods included.
   const policy::ShapeDistribution typical = policy::ShapeDistribution::Typical(input.pods, 0.95);
-  nlohmann::json options = nlohmann::json::object();
-  if (policy_name == "fgd" || policy_name == "frag-pack") {
-    options["typical_pods"] = typical.ToJson();
-  }
-  auto policy = policy::MakePolicy(policy_name, {&rng, nullptr}, options);
+  policy::PolicyContext context{&rng, nullptr};
+  context.typical_pods = &typical;  // data for any policy that weighs fragmentation
+  auto policy = policy::MakePolicy(policy_name, context);
   if (!policy) return std::unexpected(policy.error());
 
   OpenbRun run;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "base/rng.h"
 #include "policy/frag_pack.h"
 #include "policy/registry.h"
@@ -107,6 +109,63 @@ TEST_F(FgdTest, FragPackWasteTable) {
   ASSERT_TRUE(a);
   EXPECT_NEAR(a->score, 57 + 300e-6, 1e-9);
   EXPECT_EQ(a->placement.slices[0].partition, ClusterState::PartitionOf(0, 0));
+}
+
+// Two typical shapes, weights 3:1 -> 0.75, 0.25.
+ShapeDistribution TwoShapes() {
+  return ShapeDistribution({PodShape{1000, 1, 500, 0, 3}, PodShape{2000, 0, 0, 0, 1}});
+}
+
+TEST(TypicalPodsTest, TheContextsWhenTheOptionIsAbsentTheOptionOverrides) {
+  const ShapeDistribution typical = TwoShapes();
+  PolicyContext ctx;
+  ctx.typical_pods = &typical;
+  for (const char* name : {"fgd", "frag-pack"}) {
+    auto p = MakePolicy(name, ctx);
+    ASSERT_TRUE(p.has_value()) << name;
+    auto* frag = dynamic_cast<FragmentationPolicy*>(p->get());
+    ASSERT_NE(frag, nullptr) << name;
+    ASSERT_EQ(frag->typical().shapes().size(), 2u) << name;
+    EXPECT_EQ(frag->typical().shapes()[0].gpu_milli, 500);
+    EXPECT_EQ(frag->typical().shapes()[0].weight, 0.75);
+    EXPECT_EQ(frag->typical().shapes()[1].cpu_milli, 2000);
+    EXPECT_EQ(frag->typical().shapes()[1].weight, 0.25);
+
+    // The option wins over the context: one 300-milli shape.
+    const ShapeDistribution one({PodShape{1000, 1, 300, 0, 1}});
+    auto q = MakePolicy(name, ctx, {{"typical_pods", one.ToJson()}});
+    ASSERT_TRUE(q.has_value()) << name;
+    auto* given = dynamic_cast<FragmentationPolicy*>(q->get());
+    ASSERT_EQ(given->typical().shapes().size(), 1u);
+    EXPECT_EQ(given->typical().shapes()[0].gpu_milli, 300);
+    EXPECT_EQ(given->typical().shapes()[0].weight, 1.0);
+  }
+}
+
+TEST(TypicalPodsTest, TheContextsGiveTheWeightsTheOptionWould) {
+  // Seven equal weights renormalise to 1/7 each, which sum to 0.9999999999999998, not 1: the
+  // option path (FromJson) renormalises once more, and so must the context path, or a driver
+  // moving from the option to the context would move the weights' last bit.
+  std::vector<PodShape> seven;
+  for (int i = 1; i <= 7; ++i) seven.push_back(PodShape{0, 1, 100 * i, 0, 1});
+  const ShapeDistribution typical(seven);
+  PolicyContext ctx;
+  ctx.typical_pods = &typical;
+  auto from_context = TypicalPods("fgd", ctx, nullptr);
+  auto from_option = TypicalPods("fgd", {}, {{"typical_pods", typical.ToJson()}});
+  ASSERT_TRUE(from_context.has_value());
+  ASSERT_TRUE(from_option.has_value());
+  ASSERT_EQ(from_context->shapes().size(), 7u);
+  ASSERT_EQ(from_option->shapes().size(), 7u);
+  EXPECT_NE(from_option->shapes()[0].weight, typical.shapes()[0].weight);
+  for (size_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(from_context->shapes()[i].weight, from_option->shapes()[i].weight) << i;
+    EXPECT_TRUE(from_context->shapes()[i].SameShape(from_option->shapes()[i])) << i;
+  }
+  // Neither: empty, so the policy learns the mix online.
+  auto none = TypicalPods("fgd", {}, nullptr);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->empty());
 }
 
 }  // namespace

@@ -14,6 +14,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "model/mig.h"
 #include "policy/registry.h"
@@ -332,6 +335,60 @@ TEST(PredictiveRegistryTest, NeedsAPredictorAndValidatesOptions) {
   EXPECT_FALSE(ParsePolicySpec("predictive{oops").has_value());
   EXPECT_FALSE(ParsePolicySpec("{}").has_value());
   EXPECT_EQ(ParsePolicySpec("min")->name, "min");
+}
+
+TEST(PredictiveOptionsTest, AdvertisedDefaultsAreTheThesis) {
+  std::map<std::string, std::string> defaults;
+  for (const OptionInfo& o : PredictiveOptionList()) defaults[o.name] = o.default_json;
+  EXPECT_EQ(defaults.at("mps_percents"), "[100,50,25]");
+  EXPECT_EQ(defaults.at("reshape"), "true");
+  EXPECT_EQ(defaults.at("interference_kind"), "\"mps\"");
+  EXPECT_EQ(nlohmann::json::parse(defaults.at("slo_headroom")).get<double>(), 0.0);
+  // Null is "the default", as an absent key.
+  auto o = ParsePredictiveOptions({{"slo_headroom", nullptr}, {"reshape", nullptr}});
+  ASSERT_TRUE(o.has_value()) << o.error().message;
+  EXPECT_EQ(o->slo_headroom, 0.0);
+  EXPECT_TRUE(o->reshape);
+  EXPECT_EQ(o->mps_percents, (std::vector<int>{100, 50, 25}));
+}
+
+TEST(PredictiveOptionsTest, ParsesEveryOption) {
+  auto o = ParsePredictiveOptions({{"mps_percents", {100, 30}},
+                                   {"reshape", false},
+                                   {"interference_kind", "mig"},
+                                   {"slo_headroom", 0.25}});
+  ASSERT_TRUE(o.has_value()) << o.error().message;
+  EXPECT_EQ(o->mps_percents, (std::vector<int>{100, 30}));
+  EXPECT_FALSE(o->reshape);
+  EXPECT_EQ(o->interference_kind, "mig");
+  EXPECT_EQ(o->slo_headroom, 0.25);
+  // The bounds themselves are allowed.
+  EXPECT_TRUE(ParsePredictiveOptions({{"slo_headroom", 1}, {"mps_percents", {1}}}).has_value());
+}
+
+TEST(PredictiveOptionsTest, BadValuesNameThePolicyAndTheOption) {
+  struct Case {
+    nlohmann::json options;
+    std::string option;
+  };
+  const std::vector<Case> cases = {
+      {{{"slo_headroom", 1.5}}, "slo_headroom"},
+      {{{"slo_headroom", -0.1}}, "slo_headroom"},
+      {{{"slo_headroom", "high"}}, "slo_headroom"},
+      {{{"mps_percents", nlohmann::json::array()}}, "mps_percents"},
+      {{{"mps_percents", {100, 0}}}, "mps_percents"},
+      {{{"mps_percents", {101}}}, "mps_percents"},
+      {{{"mps_percents", "all"}}, "mps_percents"},
+      {{{"reshape", "yes"}}, "reshape"},
+      {{{"interference_kind", 3}}, "interference_kind"},
+  };
+  for (const Case& c : cases) {
+    auto o = ParsePredictiveOptions(c.options);
+    ASSERT_FALSE(o.has_value()) << c.options.dump();
+    EXPECT_NE(o.error().message.find("policy predictive: option '" + c.option + "'"),
+              std::string::npos)
+        << c.options.dump() << ": " << o.error().message;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,93 @@
+// The registry's contract (policy/registry.h): what a policy advertises in PolicyInfo::options is
+// exactly what MakePolicy accepts, and option errors name the policy and the option.
+#include "policy/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "base/rng.h"
+#include "policy/predictive.h"
+#include "predict/predictor.h"
+
+namespace tessera::policy {
+namespace {
+
+// Predictive's factory only needs some predictor; one cell is enough.
+predict::Predictor OneCellPredictor() {
+  predict::ProfileMatrix profile;
+  profile.Observe(profile.AddRow("a"), profile.AddCol("V100-32GB/whole/100"), 40);
+  auto p = predict::Predictor::Create(std::move(profile), {},
+                                      {.method = "baseline", .interference_method = "baseline"});
+  EXPECT_TRUE(p.has_value()) << p.error().message;
+  return std::move(*p);
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class RegistryTest : public ::testing::Test {
+ protected:
+  RegistryTest() : predictor_(OneCellPredictor()) {
+    ctx_.rng = &rng_;
+    ctx_.predictor = &predictor_;
+  }
+  Rng rng_{7};
+  predict::Predictor predictor_;
+  PolicyContext ctx_;
+};
+
+TEST_F(RegistryTest, PoliciesAdvertiseTheOptionsTheirFactoriesRead) {
+  const std::map<std::string, std::set<std::string>> expected = {
+      {"predictive", {"mps_percents", "reshape", "interference_kind", "slo_headroom"}},
+      {"fgd", {"typical_pods"}},
+      {"frag-pack", {"typical_pods"}},
+  };
+  for (const PolicyInfo& info : Policies()) {
+    std::set<std::string> names;
+    for (const OptionInfo& o : info.options) names.insert(o.name);
+    auto it = expected.find(info.name);
+    EXPECT_EQ(names, it == expected.end() ? std::set<std::string>{} : it->second) << info.name;
+    for (const OptionInfo& o : info.options) {
+      // The factory reads every advertised key: a value of no option's type is refused, naming
+      // the policy and the option.
+      auto bad = MakePolicy(info.name, ctx_, {{o.name, nlohmann::json::object()}});
+      ASSERT_FALSE(bad.has_value()) << info.name << " " << o.name;
+      EXPECT_TRUE(Contains(bad.error().message, "policy " + info.name)) << bad.error().message;
+      EXPECT_TRUE(Contains(bad.error().message, o.name)) << bad.error().message;
+      EXPECT_FALSE(o.help.empty()) << info.name << " " << o.name;
+    }
+  }
+}
+
+TEST_F(RegistryTest, EveryAdvertisedDefaultIsAccepted) {
+  for (const PolicyInfo& info : Policies()) {
+    nlohmann::json all = nlohmann::json::object();
+    for (const OptionInfo& o : info.options) {
+      const nlohmann::json value = nlohmann::json::parse(o.default_json, nullptr, false);
+      ASSERT_FALSE(value.is_discarded()) << info.name << " " << o.name << ": " << o.default_json;
+      all[o.name] = value;
+      EXPECT_TRUE(MakePolicy(info.name, ctx_, {{o.name, value}}).has_value())
+          << info.name << " " << o.name;
+    }
+    auto made = MakePolicy(info.name, ctx_, all);
+    ASSERT_TRUE(made.has_value()) << info.name << ": " << made.error().message;
+    EXPECT_EQ((*made)->name(), info.name);
+  }
+}
+
+TEST_F(RegistryTest, AnUnknownOptionIsRefusedNamingThePolicy) {
+  for (const PolicyInfo& info : Policies()) {
+    auto made = MakePolicy(info.name, ctx_, {{"bogus", 1}});
+    ASSERT_FALSE(made.has_value()) << info.name;
+    EXPECT_TRUE(Contains(made.error().message, "policy " + info.name + ": unknown option 'bogus'"))
+        << made.error().message;
+    EXPECT_FALSE(MakePolicy(info.name, ctx_, nlohmann::json::array({1})).has_value()) << info.name;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::policy
