@@ -12,8 +12,8 @@
 //  - Arrive-only replay through the scheduler core with drop_unschedulable; the cluster's nodes
 //    are added in a seeded random order and ties go to the first node in that order (the
 //    reference simulator renames nodes with a random permutation prefix and its kube-scheduler
-//    then keeps the first of equal scores); the typical pods (95% of the original list) are handed
-//    to the fragmentation policies as their "typical_pods" option.
+//    then keeps the first of equal scores); the typical pods (95% of the original list) reach
+//    every policy as PolicyContext::typical_pods (the fragmentation policies use them).
 //  - Metrics per event: allocated GPU milli and the paper's fragmentation against the typical
 //    pods, recorded against the arrived GPU milli in whole percent 0..130 (rounded half to even,
 //    as the reference analysis; an empty bucket takes the events of its neighbours ±1).
