@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "report/html.h"
@@ -42,6 +43,9 @@ std::vector<std::string> Distinct(const std::vector<Group>& groups, std::string 
   return out;
 }
 
+// A fraction, or null where it does not exist.
+nlohmann::json Fraction(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : v; }
+
 nlohmann::json RunJson(const sim::ThesisRun& m) {
   return {{"policy", m.policy},
           {"scenario", m.scenario.name()},
@@ -55,10 +59,15 @@ nlohmann::json RunJson(const sim::ThesisRun& m) {
           {"execution_s_mean", m.execution_s_mean},
           {"gpu_util_mean", m.gpu_util_mean},
           {"power_w_mean", m.power_w_mean},
-          {"energy_j", m.energy_j}};
+          {"energy_j", m.energy_j},
+          {"slo_feasible", m.slo_feasible},
+          {"slo_attainment_feasible", Fraction(m.slo_attainment_feasible())}};
 }
 
 std::string Opt(const std::optional<double>& v) { return v ? Num(*v) : ""; }
+std::string Percent(double fraction) {
+  return std::isnan(fraction) ? "–" : fmt::format("{:.1f}", 100 * fraction);
+}
 
 // Per policy of one scenario: its name, colour and data.
 struct Series {
@@ -125,11 +134,17 @@ std::string CdfSvg(const std::string& scenario, const std::vector<Series>& serie
   return svg + "</svg>\n";
 }
 
+// `floor`, when given, is drawn as a dashed mark across each bar (the SLO violations no
+// policy can avoid: pods whose SLO no configuration meets).
 std::string BarSvg(const std::string& title, const std::string& y_label,
                    const std::vector<Series>& series,
-                   const std::function<double(const sim::ThesisRun&)>& value, int decimals) {
+                   const std::function<double(const sim::ThesisRun&)>& value, int decimals,
+                   const std::function<double(const sim::ThesisRun&)>& floor = {}) {
   double hi = 0;
-  for (const Series& s : series) hi = std::max(hi, value(s.mean));
+  for (const Series& s : series) {
+    hi = std::max(hi, value(s.mean));
+    if (floor) hi = std::max(hi, floor(s.mean));
+  }
   // Headroom above the tallest bar for its value label.
   const std::vector<double> y_ticks = NiceTicks(0, hi > 0 ? 1.08 * hi : 1, 5);
   PlotFrame f{.x_min = 0,
@@ -155,6 +170,14 @@ std::string BarSvg(const std::string& title, const std::string& y_label,
     svg += fmt::format(
         "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"10\">{:.{}f}</text>\n",
         x + bar / 2, f.Y(v) - 3, v, decimals);
+    if (floor) {
+      const double fl = floor(series[i].mean);
+      svg += fmt::format(
+          "<line class=\"floor\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" "
+          "stroke=\"#000\" stroke-width=\"2\" stroke-dasharray=\"3 2\"><title>no configuration "
+          "can meet the SLO of {3:.{4}f} pods per run</title></line>\n",
+          x - 2, x + bar + 2, f.Y(fl), fl, decimals);
+    }
     const double lx = x + bar / 2, ly = f.top + f.height + 12;
     svg += fmt::format(
         "<text x=\"{0:.1f}\" y=\"{1:.1f}\" text-anchor=\"end\" "
@@ -169,17 +192,36 @@ std::string Table(const std::vector<Group>& groups, const std::vector<std::strin
       "<table>\n<tr><th>policy</th><th>scenario</th><th>pods</th><th>SLO attainment %</th>"
       "<th>SLO violations</th><th>failures</th><th>mean |q − SLO| / SLO</th><th>makespan s</th>"
       "<th>pending s</th><th>execution s</th><th>GPU util %</th><th>power W</th>"
-      "<th>energy kJ</th></tr>\n";
+      "<th>energy kJ</th><th>SLO-feasible pods</th><th>attainment of feasible %</th></tr>\n";
   for (const Group& g : groups) {
     const sim::ThesisRun m = sim::MeanOf(g.runs);
     const size_t color = std::find(policies.begin(), policies.end(), g.policy) - policies.begin();
     html += fmt::format(
         "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td>"
         "<td>{}</td><td>{:.1f}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.3f}</td><td>{:.0f}</td>"
-        "<td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td></tr>\n",
+        "<td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td>"
+        "<td>{:.1f}</td><td>{}</td></tr>\n",
         SeriesColor(color), Escape(g.policy), Escape(g.scenario), m.pods, 100 * m.slo_attainment,
         m.slo_violations, m.failures, m.qps_slo_abs_diff_mean, m.makespan_s, m.pending_s_mean,
-        m.execution_s_mean, 100 * m.gpu_util_mean, m.power_w_mean, m.energy_j / 1000);
+        m.execution_s_mean, 100 * m.gpu_util_mean, m.power_w_mean, m.energy_j / 1000,
+        m.slo_feasible, Percent(m.slo_attainment_feasible()));
+  }
+  return html + "</table>\n";
+}
+
+std::string AggregateTable(std::span<const sim::ThesisRun> runs,
+                           const std::vector<std::string>& policies) {
+  std::string html =
+      "<table>\n<tr><th>policy</th><th>runs</th><th>mean |q − SLO| / SLO</th>"
+      "<th>energy kJ (sum)</th><th>SLO-feasible pods</th><th>attainment of feasible %</th>"
+      "</tr>\n";
+  for (const ThesisAggregate& a : AggregateByPolicy(runs)) {
+    const size_t color = std::find(policies.begin(), policies.end(), a.policy) - policies.begin();
+    html += fmt::format(
+        "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td>"
+        "<td>{:.3f}</td><td>{:.1f}</td><td>{:.0f}</td><td>{}</td></tr>\n",
+        SeriesColor(color), Escape(a.policy), a.runs, a.qps_slo_abs_diff_mean, a.energy_j / 1000,
+        a.slo_feasible, Percent(a.slo_attainment_feasible()));
   }
   return html + "</table>\n";
 }
@@ -190,6 +232,29 @@ std::vector<sim::ThesisRun> ThesisMeans(std::span<const sim::ThesisRun> runs) {
   std::vector<sim::ThesisRun> means;
   for (const Group& g : GroupRuns(runs)) means.push_back(sim::MeanOf(g.runs));
   return means;
+}
+
+double ThesisAggregate::slo_attainment_feasible() const {
+  return slo_feasible > 0 ? slo_met_feasible / slo_feasible : std::nan("");
+}
+
+std::vector<ThesisAggregate> AggregateByPolicy(std::span<const sim::ThesisRun> runs) {
+  std::vector<ThesisAggregate> out;
+  for (const sim::ThesisRun& r : runs) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const ThesisAggregate& a) { return a.policy == r.policy; });
+    if (it == out.end()) {
+      out.push_back({.policy = r.policy});
+      it = out.end() - 1;
+    }
+    ++it->runs;
+    it->qps_slo_abs_diff_mean += r.qps_slo_abs_diff_mean;  // divided below
+    it->energy_j += r.energy_j;
+    it->slo_feasible += r.slo_feasible;
+    it->slo_met_feasible += r.slo_met_feasible;
+  }
+  for (ThesisAggregate& a : out) a.qps_slo_abs_diff_mean /= static_cast<double>(a.runs);
+  return out;
 }
 
 nlohmann::json ThesisJson(const std::string& experiment, size_t seeds,
@@ -206,7 +271,19 @@ nlohmann::json ThesisJson(const std::string& experiment, size_t seeds,
     mean["per_seed"] = std::move(per_seed);
     results.push_back(std::move(mean));
   }
-  return {{"experiment", experiment}, {"seeds", seeds}, {"results", std::move(results)}};
+  nlohmann::json aggregate = nlohmann::json::array();
+  for (const ThesisAggregate& a : AggregateByPolicy(runs)) {
+    aggregate.push_back({{"policy", a.policy},
+                         {"runs", a.runs},
+                         {"qps_slo_abs_diff_mean", a.qps_slo_abs_diff_mean},
+                         {"energy_j", a.energy_j},
+                         {"slo_feasible", a.slo_feasible},
+                         {"slo_attainment_feasible", Fraction(a.slo_attainment_feasible())}});
+  }
+  return {{"experiment", experiment},
+          {"seeds", seeds},
+          {"results", std::move(results)},
+          {"aggregate", std::move(aggregate)}};
 }
 
 std::string ThesisWorkloadsCsv(std::span<const sim::ThesisRun> runs) {
@@ -260,6 +337,11 @@ std::string ThesisHtml(const std::string& experiment, std::span<const sim::Thesi
       "<code>report.json</code>.</p>\n",
       Escape(experiment), policies.size(), scenarios.size(), seeds);
   html += Table(groups, policies);
+  html +=
+      "<p>SLO-feasible pods: those whose SLO some configuration of the cluster meets, the pod "
+      "alone on it, noise aside — the ceiling of any policy. Over every run of the experiment "
+      "(all scenarios and seeds, as thesis Ch. 9.3 compares schedulers):</p>\n";
+  html += AggregateTable(runs, policies);
   for (const std::string& scenario : scenarios) {
     std::vector<Series> series;
     for (const Group& g : groups) {
@@ -271,7 +353,8 @@ std::string ThesisHtml(const std::string& experiment, std::span<const sim::Thesi
     html += CdfSvg(scenario, series);
     html += BarSvg(
         "SLO violations", "pods per run", series,
-        [](const sim::ThesisRun& m) { return m.slo_violations; }, 1);
+        [](const sim::ThesisRun& m) { return m.slo_violations; }, 1,
+        [](const sim::ThesisRun& m) { return m.pods - m.slo_feasible; });
     html += BarSvg(
         "GPU utilisation", "mean GPU util %", series,
         [](const sim::ThesisRun& m) { return 100 * m.gpu_util_mean; }, 1);

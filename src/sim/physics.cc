@@ -55,6 +55,22 @@ Physics::Isolated Physics::IsolatedRate(const AppSpec& app, model::GpuModelId gp
   return {1.0 / t, busy, memory_fraction};
 }
 
+double Physics::BestIsolatedQps(const AppSpec& app,
+                                std::span<const model::GpuModelId> models) const {
+  double best = 0;
+  for (model::GpuModelId id : models) {
+    const model::GpuModel& m = model::GetGpuModel(id);
+    for (int profile = -1; profile < static_cast<int>(m.mig_profiles.size()); ++profile) {
+      const int64_t memory = profile < 0 ? m.memory_mib : m.mig_profiles[profile].memory_mib;
+      for (int32_t milli : {1000, 500, 250}) {
+        if (app.footprint_mib > memory * milli / 1000) continue;
+        best = std::max(best, IsolatedRate(app, id, profile, milli).qps);
+      }
+    }
+  }
+  return best;
+}
+
 double Physics::NoiseFactor(model::WorkloadId id) const {
   if (options_.noise_sd <= 0) return 1;
   Rng rng(Mix(seed_ ^ Mix(static_cast<uint64_t>(id))));

@@ -21,6 +21,7 @@
 // Immutable after construction; Rate and GpuPower are const in effect (thread-compatible).
 
 #include <cstdint>
+#include <span>
 
 #include "sim/apps.h"
 #include "sim/ground_truth.h"
@@ -50,6 +51,10 @@ class Physics final : public GroundTruth {
   double IsolatedQps(const AppSpec& app, model::GpuModelId gpu, int profile, int32_t milli) const {
     return IsolatedRate(app, gpu, profile, milli).qps;
   }
+  // The ceiling of `app` on a cluster of `models`: its noise-free isolated queries/s on the
+  // best configuration it fits in (whole GPU or any MIG profile, at MPS 100/50/25 %). A pod
+  // whose SLO is above this cannot meet it under any placement (issue #14, "what can be met").
+  double BestIsolatedQps(const AppSpec& app, std::span<const model::GpuModelId> models) const;
 
  private:
   friend class Profiler;

@@ -8,9 +8,9 @@
 
 #include "policy/registry.h"
 #include "predict/predictor.h"
-#include "telemetry/telemetry.h"
 #include "sim/physics.h"
 #include "sim/profiler.h"
+#include "telemetry/telemetry.h"
 
 namespace tessera::sim {
 namespace {
@@ -142,6 +142,11 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
     if (auto ok = engine.Add(std::move(w)); !ok) return std::unexpected(ok.error());
   }
   const EngineResult r = engine.Run();
+  std::vector<model::GpuModelId> models;
+  for (model::GpuIndex g = 0; g < cluster.gpu_count(); ++g) {
+    if (std::find(models.begin(), models.end(), cluster.gpu(g).model) == models.end())
+      models.push_back(cluster.gpu(g).model);
+  }
 
   ThesisRun run;
   run.policy = policy_name;
@@ -155,7 +160,12 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
     if (o.failed) ++run.failures;
     const double achieved = ran ? o.achieved_qps() : 0;
     const double rel = (achieved - o.workload.slo_qps) / o.workload.slo_qps;
-    if (!ran || achieved < o.workload.slo_qps) ++run.slo_violations;
+    const bool met = ran && achieved >= o.workload.slo_qps;
+    if (!met) ++run.slo_violations;
+    const AppSpec* app = catalog.Find(o.workload.app);
+    const bool feasible = app && physics.BestIsolatedQps(*app, models) >= o.workload.slo_qps;
+    run.slo_feasible += feasible;
+    run.slo_met_feasible += feasible && met;
     run.relative_qps_diff.push_back(ran ? rel : -1);
     run.workloads.push_back(
         {.id = o.workload.id,
@@ -171,7 +181,8 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
          .node = o.start_s ? cluster.node(o.node).name : "",
          .partition = o.partition,
          .profile = o.profile,
-         .mps_milli = o.milli});
+         .mps_milli = o.milli,
+         .slo_feasible = feasible});
     diff_sum += std::abs(ran ? rel : -1);
     pending_sum += o.start_s ? o.pending_s() : r.end_s - o.workload.arrival_s;
     if (ran) {
@@ -190,6 +201,10 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
   return run;
 }
 
+double ThesisRun::slo_attainment_feasible() const {
+  return slo_feasible > 0 ? slo_met_feasible / slo_feasible : std::nan("");
+}
+
 ThesisRun MeanOf(const std::vector<ThesisRun>& runs) {
   ThesisRun m;
   if (runs.empty()) return m;
@@ -201,6 +216,8 @@ ThesisRun MeanOf(const std::vector<ThesisRun>& runs) {
     pods += r.pods;
     failures += r.failures;
     violations += r.slo_violations;
+    m.slo_feasible += r.slo_feasible / n;
+    m.slo_met_feasible += r.slo_met_feasible / n;
     m.slo_attainment += r.slo_attainment / n;
     m.qps_slo_abs_diff_mean += r.qps_slo_abs_diff_mean / n;
     m.makespan_s += r.makespan_s / n;

@@ -10,7 +10,9 @@
 // Metrics per policy × scenario, as the thesis measures them (Ch. 9.1, 9.3): makespan, mean
 // pending and execution time, failures, SLO violations (achieved mean QPS < SLO; failures and
 // pods never started count), attainment, mean |achieved − SLO| / SLO, mean GPU utilisation,
-// mean power and energy.
+// mean power and energy. Besides (issue #14): which pods' SLOs the cluster can meet at all —
+// judged by the ground truth, the pod alone on its best configuration, noise aside
+// (Physics::BestIsolatedQps) — and the attainment over those feasible pods.
 
 #include <cstdint>
 #include <optional>
@@ -49,6 +51,7 @@ struct ThesisWorkloadRecord {
   std::string partition;          // uuid of its first slice; empty on the CPU node
   std::string profile;            // "whole" or the MIG profile; empty on the CPU node
   int32_t mps_milli = 0;          // share of that partition (1000 = all of it)
+  bool slo_feasible = true;       // some configuration of the cluster meets the SLO, alone
   double relative_diff() const { return (achieved_qps - slo_qps) / slo_qps; }
 };
 
@@ -67,6 +70,12 @@ struct ThesisRun {
   double gpu_util_mean = 0;
   double power_w_mean = 0;
   double energy_j = 0;
+  // Pods whose SLO some configuration of the cluster can meet, and how many of those met it
+  // (counts for one seed; means over seeds in MeanOf).
+  double slo_feasible = 0;
+  double slo_met_feasible = 0;
+  // slo_met_feasible / slo_feasible (pooled over seeds in MeanOf); NaN when no pod is feasible.
+  double slo_attainment_feasible() const;
   // Per workload: (achieved − SLO) / SLO; −1 for a failure or a pod that never ran.
   std::vector<double> relative_qps_diff;
   // Per workload, in submission order (empty in MeanOf's result).

@@ -152,6 +152,59 @@ TEST(ThesisReportTest, JsonGroupsSeedsUnderTheirMean) {
   EXPECT_EQ(j["results"][1]["policy"], "max");
 }
 
+TEST(ThesisReportTest, JsonAddsFeasiblePodsAndAnAggregateOverEveryRun) {
+  // min: a 20-pod run with mean |diff| 0.1 (16 of 18 feasible pods met) and a 40-pod run with
+  // 0.3 (30 of 30); max: one run with no feasible pod.
+  sim::ThesisRun low = MakeRun("min", 1, 4, 1000, {Record(1, 20, 25)});
+  low.qps_slo_abs_diff_mean = 0.1;
+  low.slo_feasible = 18;
+  low.slo_met_feasible = 16;
+  sim::ThesisRun busy = MakeRun("min", 1, 10, 3000, {Record(1, 20, 25)});
+  busy.scenario = {40, false};
+  busy.qps_slo_abs_diff_mean = 0.3;
+  busy.slo_feasible = 30;
+  busy.slo_met_feasible = 30;
+  sim::ThesisRun none = MakeRun("max", 1, 20, 500, {Record(1, 20, 25)});
+  none.qps_slo_abs_diff_mean = 0.5;
+  const nlohmann::json j = ThesisJson("thesis", 1, std::vector{low, busy, none});
+  ASSERT_EQ(j["results"].size(), 3u);
+  EXPECT_DOUBLE_EQ(j["results"][0]["slo_feasible"].get<double>(), 18);
+  EXPECT_DOUBLE_EQ(j["results"][0]["slo_attainment_feasible"].get<double>(), 16.0 / 18);
+  EXPECT_DOUBLE_EQ(j["results"][0]["per_seed"][0]["slo_attainment_feasible"].get<double>(),
+                   16.0 / 18);
+  EXPECT_TRUE(j["results"][2]["slo_attainment_feasible"].is_null());
+  // Today's fields are still there.
+  EXPECT_DOUBLE_EQ(j["results"][1]["qps_slo_abs_diff_mean"].get<double>(), 0.3);
+  EXPECT_DOUBLE_EQ(j["results"][1]["slo_violations"].get<double>(), 10);
+  const nlohmann::json& agg = j["aggregate"];
+  ASSERT_EQ(agg.size(), 2u);
+  EXPECT_EQ(agg[0]["policy"], "min");
+  EXPECT_EQ(agg[0]["runs"], 2);
+  EXPECT_DOUBLE_EQ(agg[0]["qps_slo_abs_diff_mean"].get<double>(), 0.2);  // (0.1 + 0.3) / 2
+  EXPECT_DOUBLE_EQ(agg[0]["energy_j"].get<double>(), 4000);              // summed, not averaged
+  EXPECT_DOUBLE_EQ(agg[0]["slo_attainment_feasible"].get<double>(), 46.0 / 48);
+  EXPECT_EQ(agg[1]["policy"], "max");
+  EXPECT_DOUBLE_EQ(agg[1]["qps_slo_abs_diff_mean"].get<double>(), 0.5);
+  EXPECT_TRUE(agg[1]["slo_attainment_feasible"].is_null());
+}
+
+TEST(ThesisReportTest, HtmlShowsTheFeasibleCeiling) {
+  sim::ThesisRun a = MakeRun("min", 1, 3, 1000, {Record(1, 20, 25)});
+  a.pods = 20;
+  a.slo_feasible = 17;
+  a.slo_met_feasible = 17;
+  sim::ThesisRun b = MakeRun("max", 1, 5, 1000, {Record(1, 20, 25)});
+  b.pods = 20;
+  b.slo_feasible = 17;
+  b.slo_met_feasible = 15;
+  const std::string html = ThesisHtml("thesis", std::vector{a, b});
+  EXPECT_NE(html.find("SLO-feasible pods"), std::string::npos);
+  EXPECT_NE(html.find("<td>17.0</td><td>88.2</td>"), std::string::npos);  // 15 / 17
+  // One floor mark per bar of the violations chart, at 20 − 17 = 3 pods.
+  EXPECT_EQ(Count(html, "class=\"floor\""), 2u);
+  EXPECT_NE(html.find("can meet the SLO of 3.0 pods per run"), std::string::npos);
+}
+
 class ThesisReportFilesTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -114,6 +114,24 @@ TEST_F(PhysicsTest, MemoryOverflowFailsAndPowerFollowsUtilisation) {
   EXPECT_TRUE(physics_.Rate({unknown, {9, 0, {{0, 100, 0}}}}, c_).fails);
 }
 
+TEST_F(PhysicsTest, TheCeilingIsTheBestConfigurationTheAppFitsIn) {
+  const auto a100 = *model::FindGpuModel("A100-40GB");
+  const auto h100 = *model::FindGpuModel("H100-80GB");
+  const AppSpec& x = physics_.catalog().apps[0];
+  // On A100s alone the whole GPU at 100 % is best: 10 ms, 100/s.
+  EXPECT_NEAR(physics_.BestIsolatedQps(x, std::vector{a100}), 100, 1e-9);
+  // An H100 beside it raises the ceiling to the H100's whole-GPU rate.
+  const double h = 1 / (0.004 * 312 / 989 + 0.002 * 1555 / 3350 + 0.004);
+  EXPECT_NEAR(physics_.BestIsolatedQps(x, std::vector{a100, h100}), h, 1e-9);
+  // An app that fits no configuration has no ceiling.
+  AppSpec huge = x;
+  huge.footprint_mib = 50000;  // more than the A100-40GB's memory
+  EXPECT_EQ(physics_.BestIsolatedQps(huge, std::vector{a100}), 0);
+  // One that fits only in half of an H100's memory under MPS 50 %: 80 GB / 2 = 40,960 MiB.
+  huge.footprint_mib = 40000;
+  EXPECT_NEAR(physics_.BestIsolatedQps(huge, std::vector{a100, h100}), h, 1e-9);
+}
+
 TEST_F(PhysicsTest, NoiseIsPerWorkloadBoundedAndSeeded) {
   // Alone on a whole A100, x runs at 100/s; noise keeps every workload within 100 +- 4%.
   Physics noisy(Catalog(), 7);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "sim/embedded_apps.h"
 #include "sim/physics.h"
 
@@ -44,6 +46,50 @@ TEST(ThesisTest, PodsArriveInBatchesOfEightWithSlosAroundTheQuarterGpuRate) {
     EXPECT_EQ(pods[i].slo_qps, again[i].slo_qps);
     EXPECT_GE(high[i].slo_qps, pods[i].slo_qps);
   }
+}
+
+TEST(ThesisTest, APodIsFeasibleWhenItsBestGpuAloneMeetsItsSlo) {
+  // onnx/mobilenet's ceiling by hand: whole A30, 0.3 ms x 312/165 + 0.4 ms x 1555/933 +
+  // 37.02 ms = 38.254 ms (26.14/s), faster than a whole V100 (0.749 + 0.691 + 37.02 = 38.46 ms).
+  // High SLOs go up to 1.2 x SLO_1, so some pods of every app are out of reach.
+  const AppCatalog catalog = Shipped();
+  const Physics physics(catalog, 4, {.noise_sd = 0});
+  const auto v100 = *model::FindGpuModel("V100-32GB");
+  const auto a30 = *model::FindGpuModel("A30-24GB");
+  EXPECT_NEAR(physics.BestIsolatedQps(*catalog.Find("onnx/mobilenet"), std::vector{v100, a30}),
+              1 / 0.038254, 0.01);
+  auto run = RunThesis("max", {20, true}, 4, catalog);
+  ASSERT_TRUE(run);
+  int feasible = 0, met = 0;
+  for (const ThesisWorkloadRecord& w : run->workloads) {
+    const AppSpec& app = *catalog.Find(w.app);
+    const double ceiling =
+        std::max(physics.IsolatedQps(app, v100, -1, 1000), physics.IsolatedQps(app, a30, -1, 1000));
+    EXPECT_EQ(w.slo_feasible, w.slo_qps <= ceiling) << w.app << " " << w.slo_qps;
+    feasible += w.slo_feasible;
+    met += w.slo_feasible && w.achieved_qps >= w.slo_qps;
+  }
+  EXPECT_GT(feasible, 0);
+  EXPECT_LT(feasible, 20);
+  EXPECT_EQ(run->slo_feasible, feasible);
+  EXPECT_EQ(run->slo_met_feasible, met);
+  EXPECT_DOUBLE_EQ(run->slo_attainment_feasible(), static_cast<double>(met) / feasible);
+  // An infeasible pod never meets its SLO except by noise (at most +4 %).
+  for (const ThesisWorkloadRecord& w : run->workloads) {
+    if (!w.slo_feasible) EXPECT_LT(w.achieved_qps, 1.04 * w.slo_qps) << w.app;
+  }
+}
+
+TEST(ThesisTest, MeanOfPoolsTheFeasiblePods) {
+  ThesisRun a, b;
+  a.slo_feasible = 10;
+  a.slo_met_feasible = 9;
+  b.slo_feasible = 30;
+  b.slo_met_feasible = 15;
+  const ThesisRun m = MeanOf({a, b});
+  EXPECT_DOUBLE_EQ(m.slo_feasible, 20);
+  EXPECT_DOUBLE_EQ(m.slo_attainment_feasible(), 24.0 / 40);  // not (0.9 + 0.5) / 2
+  EXPECT_TRUE(std::isnan(ThesisRun{}.slo_attainment_feasible()));
 }
 
 TEST(ThesisTest, RunsAreDeterministicAndAccountForEveryPod) {
