@@ -44,7 +44,9 @@ std::vector<std::string> Distinct(const std::vector<Group>& groups, std::string 
 }
 
 // A fraction, or null where it does not exist.
-nlohmann::json Fraction(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : v; }
+nlohmann::json Fraction(double v) {
+  return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
+}
 
 nlohmann::json RunJson(const sim::ThesisRun& m) {
   return {{"policy", m.policy},
@@ -173,7 +175,7 @@ std::string BarSvg(const std::string& title, const std::string& y_label,
     if (floor) {
       const double fl = floor(series[i].mean);
       svg += fmt::format(
-          "<line class=\"floor\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" "
+          "<line class=\"floor\" x1=\"{0:.1f}\" x2=\"{1:.1f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" "
           "stroke=\"#000\" stroke-width=\"2\" stroke-dasharray=\"3 2\"><title>no configuration "
           "can meet the SLO of {3:.{4}f} pods per run</title></line>\n",
           x - 2, x + bar + 2, f.Y(fl), fl, decimals);
