@@ -25,7 +25,8 @@ TEST(PolicyListTest, PrintsEachPolicyWithItsOptionsOrNone) {
       "    (no options)\n";
   ASSERT_GE(out.size(), blocks.size());
   EXPECT_EQ(out.substr(out.size() - blocks.size()), blocks) << out;
-  EXPECT_EQ(out.find('\n'), out.size() - blocks.size());  // one header line, then the blocks
+  // One header line, then the blocks (each opens with a blank line).
+  EXPECT_EQ(out.find('\n') + 1, out.size() - blocks.size());
 }
 
 TEST(PolicyListTest, TheRegistryDecidesWhatIsAPolicy) {
