@@ -43,6 +43,13 @@ sim::ThesisRun MakeRun(const std::string& policy, uint64_t seed, double violatio
   return r;
 }
 
+// `run` with `feasible` pods whose SLO the cluster can meet, `met` of which met it.
+sim::ThesisRun WithFeasible(sim::ThesisRun run, double feasible, double met) {
+  run.slo_feasible = feasible;
+  run.slo_met_feasible = met;
+  return run;
+}
+
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -155,15 +162,11 @@ TEST(ThesisReportTest, JsonGroupsSeedsUnderTheirMean) {
 TEST(ThesisReportTest, JsonAddsFeasiblePodsAndAnAggregateOverEveryRun) {
   // min: a 20-pod run with mean |diff| 0.1 (16 of 18 feasible pods met) and a 40-pod run with
   // 0.3 (30 of 30); max: one run with no feasible pod.
-  sim::ThesisRun low = MakeRun("min", 1, 4, 1000, {Record(1, 20, 25)});
+  sim::ThesisRun low = WithFeasible(MakeRun("min", 1, 4, 1000, {Record(1, 20, 25)}), 18, 16);
   low.qps_slo_abs_diff_mean = 0.1;
-  low.slo_feasible = 18;
-  low.slo_met_feasible = 16;
-  sim::ThesisRun busy = MakeRun("min", 1, 10, 3000, {Record(1, 20, 25)});
+  sim::ThesisRun busy = WithFeasible(MakeRun("min", 1, 10, 3000, {Record(1, 20, 25)}), 30, 30);
   busy.scenario = {40, false};
   busy.qps_slo_abs_diff_mean = 0.3;
-  busy.slo_feasible = 30;
-  busy.slo_met_feasible = 30;
   sim::ThesisRun none = MakeRun("max", 1, 20, 500, {Record(1, 20, 25)});
   none.qps_slo_abs_diff_mean = 0.5;
   const nlohmann::json j = ThesisJson("thesis", 1, std::vector{low, busy, none});
@@ -189,14 +192,10 @@ TEST(ThesisReportTest, JsonAddsFeasiblePodsAndAnAggregateOverEveryRun) {
 }
 
 TEST(ThesisReportTest, HtmlShowsTheFeasibleCeiling) {
-  sim::ThesisRun a = MakeRun("min", 1, 3, 1000, {Record(1, 20, 25)});
+  sim::ThesisRun a = WithFeasible(MakeRun("min", 1, 3, 1000, {Record(1, 20, 25)}), 17, 17);
   a.pods = 20;
-  a.slo_feasible = 17;
-  a.slo_met_feasible = 17;
-  sim::ThesisRun b = MakeRun("max", 1, 5, 1000, {Record(1, 20, 25)});
+  sim::ThesisRun b = WithFeasible(MakeRun("max", 1, 5, 1000, {Record(1, 20, 25)}), 17, 15);
   b.pods = 20;
-  b.slo_feasible = 17;
-  b.slo_met_feasible = 15;
   const std::string html = ThesisHtml("thesis", std::vector{a, b});
   EXPECT_NE(html.find("SLO-feasible pods"), std::string::npos);
   EXPECT_NE(html.find("<td>17.0</td><td>88.2</td>"), std::string::npos);  // 15 / 17
