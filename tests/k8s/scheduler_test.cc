@@ -87,13 +87,17 @@ class SchedulerTest : public ::testing::Test {
       }
       auto stored = store_.GetPlacement(p["metadata"]["uid"].get<std::string>());
       EXPECT_TRUE(stored.has_value() && stored->has_value()) << "store lacks " << name;
-      if (stored && *stored) EXPECT_EQ(**stored, *rec);
+      if (stored && *stored) {
+        EXPECT_EQ(**stored, *rec);
+      }
     }
     for (const auto& [uuid, m] : milli) {
       EXPECT_LE(m, 1000) << uuid << " is over-booked";
       auto usage = store_.GetPartition(uuid);
       EXPECT_TRUE(usage.has_value() && usage->has_value()) << uuid;
-      if (usage && *usage) EXPECT_EQ((*usage)->used_milli, m) << uuid;
+      if (usage && *usage) {
+        EXPECT_EQ((*usage)->used_milli, m) << uuid;
+      }
     }
     return milli;
   }
