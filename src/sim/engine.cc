@@ -42,8 +42,10 @@ Engine::Engine(model::ClusterState& cluster, policy::Policy& policy, GroundTruth
   partition_util_.assign(static_cast<size_t>(cluster_.gpu_count()) * model::kMaxPartitions, 0);
   unpublished_flag_.assign(cluster_.gpu_count(), 1);
   for (model::GpuIndex g = 0; g < cluster_.gpu_count(); ++g) unpublished_.push_back(g);
+  gpu_power_.assign(cluster_.gpu_count(), 0);
   for (model::GpuIndex g = 0; g < cluster_.gpu_count(); ++g) {
-    total_power_ += truth_.GpuPower(g, 0, cluster_);
+    gpu_power_[g] = truth_.GpuPower(g, 0, cluster_);
+    total_power_ += gpu_power_[g];
   }
 }
 
@@ -123,10 +125,12 @@ void Engine::Finish(model::WorkloadId id, bool failed, const std::string& why) {
   RequestCycle();
 }
 
-void Engine::SetGpuUtil(model::GpuIndex g, double util) {
+void Engine::SetGpuUtil(model::GpuIndex g, double util, double load) {
   total_util_ += util - gpu_util_[g];
-  total_power_ += truth_.GpuPower(g, util, cluster_) - truth_.GpuPower(g, gpu_util_[g], cluster_);
   gpu_util_[g] = util;
+  const double power = truth_.GpuPower(g, load, cluster_);
+  total_power_ += power - gpu_power_[g];
+  gpu_power_[g] = power;
 }
 
 void Engine::Settle() {
@@ -159,10 +163,12 @@ void Engine::Settle() {
         failures.emplace_back(id, rate.failure);
         r.qps = 0;
         r.busy = 0;
+        r.load = 0;
         continue;
       }
       r.qps = rate.qps;
       r.busy = std::clamp(rate.gpu_busy, 0.0, 1.0);
+      r.load = std::clamp(rate.sm_load, 0.0, 1.0);
       ++r.version;
       if (r.qps > 0) {
         Push(now + r.remaining / r.qps, Kind::kCompletion, static_cast<int64_t>(r.index),
@@ -170,21 +176,25 @@ void Engine::Settle() {
       }
     }
     // Engine utilisation per GPU: each partition is busy for the (capped) sum of its clients'
-    // busy fractions, weighted by its share of the GPU.
+    // busy fractions, weighted by its share of the GPU. Power follows the SM load, the sum of
+    // the clients' sm_load (already weighted by their share).
     for (model::GpuIndex g : gpus) {
-      double util = 0;
+      double util = 0, load = 0;
       for (int slot = 0; slot < cluster_.gpu(g).partition_count; ++slot) {
         const model::PartitionIndex p = model::ClusterState::PartitionOf(g, slot);
         const model::Partition& part = cluster_.partition(p);
         double busy = 0;
         for (const model::Client& c : part.clients) {
           auto it = running_.find(c.workload);
-          if (it != running_.end()) busy += it->second.busy;
+          if (it != running_.end()) {
+            busy += it->second.busy;
+            load += it->second.load;
+          }
         }
         util += part.compute_share * std::min(1.0, busy);
         partition_util_[p] = std::min(1.0, busy);
       }
-      SetGpuUtil(g, util);
+      SetGpuUtil(g, util, std::min(1.0, load));
       if (!unpublished_flag_[g]) {
         unpublished_flag_[g] = 1;
         unpublished_.push_back(g);

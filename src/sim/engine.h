@@ -91,6 +91,7 @@ class Engine {
     double remaining;  // queries
     double qps = 0;
     double busy = 0;
+    double load = 0;   // its sm_load
     double since = 0;  // last progress update
     uint64_t version = 0;
     std::vector<model::GpuIndex> gpus;
@@ -102,7 +103,7 @@ class Engine {
   void Finish(model::WorkloadId id, bool failed, const std::string& why);
   // Recomputes the rates of everything on the GPUs queued in rerate_ (and rerate_ids_).
   void Settle();
-  void SetGpuUtil(model::GpuIndex g, double util);
+  void SetGpuUtil(model::GpuIndex g, double util, double load);
   void RequestCycle();
   void PublishTelemetry();
   std::vector<model::GpuIndex> GpusOf(const model::Placement& p) const;
@@ -123,11 +124,12 @@ class Engine {
   std::vector<model::GpuIndex> rerate_;        // GPUs whose co-location changed
   std::vector<model::WorkloadId> rerate_ids_;  // GPU-less workloads just started
   std::vector<double> gpu_util_;
+  std::vector<double> gpu_power_;             // at its current SM load
   std::vector<double> partition_util_;        // by PartitionIndex
   std::vector<model::GpuIndex> unpublished_;  // re-rated since the last telemetry sample
   std::vector<char> unpublished_flag_;        // by GpuIndex: in unpublished_
   double total_util_ = 0;                     // Σ gpu_util_
-  double total_power_ = 0;                    // Σ power at gpu_util_
+  double total_power_ = 0;                    // Σ gpu_power_
   double end_s_ = 0;
   // Integrals.
   double last_t_ = 0;

@@ -4,7 +4,7 @@
 // predictor only ever sees profiling samples drawn from it).
 //
 // The engine asks for a workload's rate whenever the co-location of any GPU it runs on changes,
-// and for a GPU's power whenever it integrates energy. Implementations must be deterministic
+// and for a GPU's power whenever its load changes. Implementations must be deterministic
 // for a seed (noise drawn from their own seeded Rng, keyed by workload, never by call order).
 
 #include <string>
@@ -18,6 +18,9 @@ struct RunRate {
   double gpu_busy = 0;  // fraction of its partition's time it keeps the engine busy, 0..1
   bool fails = false;   // e.g. its footprint does not fit its memory limit
   std::string failure;  // why, when fails
+  // Its share of the GPU's SMs × the fraction of time it keeps them computing, 0..1: what
+  // power follows (a client on 25 % of the SMs loads the GPU a quarter as much).
+  double sm_load = 0;
 };
 
 class GroundTruth {
@@ -25,8 +28,8 @@ class GroundTruth {
   virtual ~GroundTruth() = default;
   // The rate of `pw` given everything else placed in `cluster` now.
   virtual RunRate Rate(const model::PlacedWorkload& pw, const model::ClusterState& cluster) = 0;
-  // Power draw of GPU g in watts at engine utilisation `util` (0..1).
-  virtual double GpuPower(model::GpuIndex g, double util, const model::ClusterState& cluster) = 0;
+  // Power draw of GPU g in watts at SM load `load` (0..1: Σ of its clients' sm_load).
+  virtual double GpuPower(model::GpuIndex g, double load, const model::ClusterState& cluster) = 0;
 };
 
 }  // namespace tessera::sim

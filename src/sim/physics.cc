@@ -17,6 +17,10 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
   return x ^ (x >> 31);
 }
 
+// The co-runners' load on the shared server is kept below 1: beyond it the first-order model
+// would predict an unbounded wait.
+constexpr double kMaxFrontLoad = 0.9;
+
 }  // namespace
 
 Physics::Physics(AppCatalog catalog, uint64_t seed, PhysicsOptions options)
@@ -42,17 +46,20 @@ Physics::Isolated Physics::IsolatedRate(const AppSpec& app, model::GpuModelId gp
   const double rb = m.opaque ? 1.0 : m.bandwidth_gbs / ref.bandwidth_gbs;
   const double compute = app.compute_s / (compute_share * rc);
   const double memory = app.memory_s / (bandwidth_share * rb);
-  double t = compute + memory + app.fixed_s;
-  const double memory_fraction = compute + memory > 0 ? memory / (compute + memory) : 0;
-  double busy = (compute + memory) / t;
+  Isolated out{.qps = 0,
+               .gpu_s = compute + memory,
+               .fixed_s = app.fixed_s,
+               .memory_fraction = compute + memory > 0 ? memory / (compute + memory) : 0,
+               .compute_share = compute_share};
   const int pct = static_cast<int>(std::lround(milli / 10.0));
   if (auto it = app.measured.find(ConfigKey(m.name, profile_name, pct)); it != app.measured.end()) {
-    // The measurement is the truth; the roofline's split says how busy it keeps the GPU.
+    // The measurement is the truth; the roofline's fixed part stays (at most 95 % of it).
     const double measured_t = 1.0 / it->second;
-    busy = std::clamp(1.0 - app.fixed_s / measured_t, 0.05, 1.0);
-    t = measured_t;
+    out.fixed_s = std::min(app.fixed_s, 0.95 * measured_t);
+    out.gpu_s = measured_t - out.fixed_s;
   }
-  return {1.0 / t, busy, memory_fraction};
+  out.qps = 1.0 / (out.gpu_s + out.fixed_s);
+  return out;
 }
 
 double Physics::BestIsolatedQps(const AppSpec& app,
@@ -89,7 +96,7 @@ RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterSta
   const double noise = NoiseFactor(w.id);
   if (pw.placement.slices.empty()) {
     const double t = app->fixed_s + options_.cpu_slowdown * (app->compute_s + app->memory_s);
-    return {noise / t, 0, false, ""};
+    return {noise / t, 0, false, "", 0};
   }
   const model::Slice& s = pw.placement.slices.front();
   const model::Partition& part = c.partition(s.partition);
@@ -109,10 +116,9 @@ RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterSta
   }
 
   const Isolated self = IsolatedRate(*app, gpu.model, part.profile, s.milli);
-  const double exposure = app->sensitivity * (self.memory_fraction + 0.25);
-  // Bandwidth demand of everyone else on this partition (MPS) and on the GPU's other MIG
-  // instances, from their isolated behaviour (no fixed point: interference is first order).
-  double mps_demand = 0, mig_demand = 0;
+  // What everyone else on this partition (MPS) and on the GPU's other MIG instances does,
+  // from their isolated behaviour (no fixed point: interference is first order).
+  double front = 0, sm = 0, mig_demand = 0;
   for (const model::Partition& p : c.partitions_of(part.gpu)) {
     for (const model::Client& other : p.clients) {
       if (other.workload == w.id) continue;
@@ -120,21 +126,38 @@ RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterSta
       const AppSpec* oapp = opw ? catalog_.Find(opw->workload.app) : nullptr;
       if (!oapp) continue;
       const Isolated o = IsolatedRate(*oapp, gpu.model, p.profile, other.milli);
-      const double demand = o.busy * o.memory_fraction;
-      (&p == &part ? mps_demand : mig_demand) += demand;
+      if (&p == &part) {
+        front += o.fixed_duty();
+        sm += o.gpu_duty();
+      } else {
+        mig_demand += o.gpu_duty() * o.memory_fraction;
+      }
     }
   }
-  double slowdown = 1 + options_.mps_kappa * exposure * mps_demand;
+  // The fixed part waits on a shared server loaded to rho by the co-runners' fixed parts.
+  const double rho = std::min(kMaxFrontLoad, options_.mps_front_kappa * front);
+  const double fixed = self.fixed_s * (1 + app->sensitivity * (1 / (1 - rho) - 1));
+  const double busy_gpu = self.gpu_s * (1 + options_.mps_sm_kappa * app->sensitivity * sm);
+  double t = fixed + busy_gpu;
   if (!part.whole()) {
-    slowdown *= 1 + options_.mig_max * std::min(1.0, mig_demand) * std::min(1.0, app->sensitivity);
+    t *= 1 + options_.mig_max * std::min(1.0, mig_demand) * std::min(1.0, app->sensitivity);
   }
-  const double qps = self.qps / slowdown * noise * static_cast<double>(pw.placement.slices.size());
-  return {qps, self.busy, false, ""};
+  const double qps = noise * static_cast<double>(pw.placement.slices.size()) / t;
+  // Kernels execute during the SM-bound part and the active share of the fixed part; waiting
+  // on co-runners is idle (DCGM GR_ENGINE_ACTIVE).
+  const double active = std::min(1.0, (busy_gpu + options_.fixed_active * self.fixed_s) / t);
+  // Power follows the SMs kept busy: its share of the GPU's SMs for the SM-bound work.
+  const double sm_load = self.compute_share * self.gpu_s / t;
+  return {qps, active, false, "", sm_load};
 }
 
-double Physics::GpuPower(model::GpuIndex g, double util, const model::ClusterState& c) {
+double Physics::GpuPower(model::GpuIndex g, double load, const model::ClusterState& c) {
   const model::GpuModel& m = model::GetGpuModel(c.gpu(g).model);
-  return m.idle_watts + (m.max_watts - m.idle_watts) * std::clamp(util, 0.0, 1.0);
+  load = std::clamp(load, 0.0, 1.0);
+  const auto& flat = options_.flat_power_models;
+  if (options_.flat_power_rise >= 0 && std::find(flat.begin(), flat.end(), m.name) != flat.end())
+    return m.idle_watts * (1 + options_.flat_power_rise * load);
+  return m.idle_watts + (m.max_watts - m.idle_watts) * load;
 }
 
 }  // namespace tessera::sim

@@ -6,22 +6,32 @@
 //    configuration; otherwise the application's roofline (sim/apps.h) on its slice: compute
 //    share = the partition's share of the SMs × its MPS thread share, bandwidth share = a MIG
 //    instance's memory slices / the GPU's (a whole GPU's bandwidth is shared, see below),
-//    scaled by the GPU model's compute and bandwidth relative to the reference GPU.
-//  - MPS co-runners on one partition contend for memory bandwidth and cache: the victim's
-//    query time grows by kappa × its exposure × Σ co-runners' bandwidth demand, where exposure
-//    = sensitivity × (memory fraction + 0.25) and demand = busy × memory fraction.
+//    scaled by the GPU model's compute and bandwidth relative to the reference GPU. A query
+//    is an SM-bound part g (compute + memory) and a fixed part f that no share speeds up.
+//  - MPS co-runners on one partition contend through two channels, calibrated to the thesis's
+//    V100 figures (Ch. 6.4; docs/simulator.md "Interference"): the victim's fixed part
+//    stretches by 1 / (1 − ρ), ρ = front_kappa × Σ co-runners' fixed-part duty (f / t), as on
+//    a shared server; its SM-bound part by 1 + sm_kappa × Σ co-runners' SM-bound duty (g / t).
+//    Both scaled by the victim's sensitivity; first order (co-runners' isolated behaviour).
 //  - MIG instances are isolated but for the shared host path: at most `mig_max` (3%) slowdown.
 //  - A workload whose footprint exceeds its memory limit (its MPS pinned-memory reservation,
 //    or what is left of its partition) fails at start, as in the thesis's "errors".
-//  - Power: idle + (max − idle) × utilisation, per GPU model. Noise: a per-workload factor
-//    1 ± min(|N(0, noise_sd)|, noise_max), seeded by (seed, workload id), so it does not depend
-//    on event order.
+//  - Engine activity (DCGM GR_ENGINE_ACTIVE, what `gpu_busy` reports): a kernel executes
+//    during the SM-bound part and during `fixed_active` of the fixed part (Ch. 6.2, 9.3);
+//    time spent waiting on co-runners is idle.
+//  - Power: on the thesis's GPUs (`flat_power_models`: V100, A30) nearly flat, idle × (1 +
+//    `flat_power_rise` × SM load) (Ch. 6.2); elsewhere idle + (max − idle) × SM load. SM load
+//    = Σ clients' share of the GPU's SMs (MIG slices × MPS threads) × their SM-bound duty.
+//  - Noise: a per-workload factor 1 ± min(|N(0, noise_sd)|, noise_max), seeded by (seed,
+//    workload id), so it does not depend on event order.
 //
 // Only sim:: code can use it: the predictor sees Physics through sim::Profiler's samples only.
 // Immutable after construction; Rate and GpuPower are const in effect (thread-compatible).
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "sim/apps.h"
 #include "sim/ground_truth.h"
@@ -31,9 +41,23 @@ namespace tessera::sim {
 struct PhysicsOptions {
   double noise_sd = 0.015;
   double noise_max = 0.04;
-  double mps_kappa = 1.0;
+  // MPS contention (Ch. 6.4). front_kappa: ONNX MobileNet beside itself at 50 % MPS of a V100
+  // drops to ≈ 15 QPS. sm_kappa: a ResNet costs a ResNet more than a MobileNet does ("intense
+  // models, e.g. ResNet, influence system efficiency more"); 0 keeps only the front channel,
+  // where MobileNets are the strongest aggressors of every engine.
+  double mps_front_kappa = 0.49;
+  double mps_sm_kappa = 1.5;
   double mig_max = 0.03;
   double cpu_slowdown = 20.0;  // a CPU-only run of an app: fixed + 20 × GPU time per query
+  // Fraction of the fixed part during which a kernel executes (GR_ENGINE_ACTIVE). 1: the
+  // fixed part is latency-bound GPU work (Ch. 6.2, 9.3: `max` has the highest utilisation);
+  // 0: host time, the GPU idle (the earlier reading).
+  double fixed_active = 1.0;
+  // Ch. 6.2: "power does not have significant changes when the GPU is empty and when it is
+  // loaded". A fully loaded GPU of these models draws `flat_power_rise` more than an empty
+  // one; a negative rise gives them the datasheet line too.
+  double flat_power_rise = 0.2;
+  std::vector<std::string> flat_power_models = {"V100-32GB", "A30-24GB"};
 };
 
 class Physics final : public GroundTruth {
@@ -41,7 +65,7 @@ class Physics final : public GroundTruth {
   Physics(AppCatalog catalog, uint64_t seed, PhysicsOptions options = {});
 
   RunRate Rate(const model::PlacedWorkload& pw, const model::ClusterState& cluster) override;
-  double GpuPower(model::GpuIndex g, double util, const model::ClusterState& cluster) override;
+  double GpuPower(model::GpuIndex g, double load, const model::ClusterState& cluster) override;
 
   const AppCatalog& catalog() const { return catalog_; }
 
@@ -59,15 +83,16 @@ class Physics final : public GroundTruth {
  private:
   friend class Profiler;
 
-  struct Shares {
-    double compute;  // of the reference GPU's SMs, after the model's relative speed
-    double bandwidth;
-  };
-  // Noise-free isolated queries/s of `app` on the configuration, and its GPU-busy fraction.
+  // Noise-free isolated time per query of `app` on the configuration, split into its SM-bound
+  // part (compute + memory) and its fixed part.
   struct Isolated {
     double qps;
-    double busy;
-    double memory_fraction;
+    double gpu_s;
+    double fixed_s;
+    double memory_fraction;  // of the SM-bound part
+    double compute_share;    // of the GPU's SMs: MIG slices × MPS threads
+    double gpu_duty() const { return gpu_s * qps; }
+    double fixed_duty() const { return fixed_s * qps; }
   };
   Isolated IsolatedRate(const AppSpec& app, model::GpuModelId gpu, int profile,
                         int32_t milli) const;

@@ -9,17 +9,17 @@ namespace tessera::sim {
 namespace {
 
 // A toy ground truth simple enough to follow by hand: a workload completes 10 queries/s when
-// alone on its partition and 10/n when n share it, keeping the engine busy 0.5 each; app "oom"
-// fails at start; a GPU draws 10 W + 60 W x utilisation.
+// alone on its partition and 10/n when n share it, keeping the engine busy 0.5 each and
+// loading the SMs 0.5 each; app "oom" fails at start; a GPU draws 10 W + 60 W x SM load.
 class ToyTruth : public GroundTruth {
  public:
   RunRate Rate(const model::PlacedWorkload& pw, const model::ClusterState& c) override {
     if (pw.workload.app == "oom") return {0, 0, true, "out of memory"};
     const auto& part = c.partition(pw.placement.slices.at(0).partition);
-    return {10.0 / static_cast<double>(part.clients.size()), 0.5, false, ""};
+    return {10.0 / static_cast<double>(part.clients.size()), 0.5, false, "", 0.5};
   }
-  double GpuPower(model::GpuIndex, double util, const model::ClusterState&) override {
-    return 10 + 60 * util;
+  double GpuPower(model::GpuIndex, double load, const model::ClusterState&) override {
+    return 10 + 60 * load;
   }
 };
 

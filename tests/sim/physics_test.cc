@@ -66,11 +66,20 @@ class PhysicsTest : public ::testing::Test {
 TEST_F(PhysicsTest, IsolatedRooflineOnEveryKindOfSlice) {
   Put(1, "x", 0, ClusterState::PartitionOf(0, 0), 1000);
   EXPECT_NEAR(Qps(1), 100, 1e-9);  // 4 + 2 + 4 ms
-  EXPECT_NEAR(physics_.Rate(*c_.Find(1), c_).gpu_busy, 0.6, 1e-12);
+  // A kernel executes through all 10 ms (the fixed part is latency-bound GPU work); read as
+  // host time, only the 6 SM-bound ms are.
+  EXPECT_NEAR(physics_.Rate(*c_.Find(1), c_).gpu_busy, 1.0, 1e-12);
+  EXPECT_NEAR(
+      Physics(Catalog(), 1, {.noise_sd = 0, .fixed_active = 0}).Rate(*c_.Find(1), c_).gpu_busy, 0.6,
+      1e-12);
+  // It keeps all the SMs computing 6 ms of every 10.
+  EXPECT_NEAR(physics_.Rate(*c_.Find(1), c_).sm_load, 0.6, 1e-12);
   ASSERT_TRUE(c_.Remove(1));
   // MPS 25% of a whole A100: 4/0.25 + 2 + 4 = 22 ms.
   Put(2, "x", 0, ClusterState::PartitionOf(0, 0), 250);
   EXPECT_NEAR(Qps(2), 1 / 0.022, 1e-9);
+  // Power counts its quarter of the SMs: 0.25 x 18 ms busy of 22.
+  EXPECT_NEAR(physics_.Rate(*c_.Find(2), c_).sm_load, 0.25 * 18 / 22, 1e-12);
   // 3g.20gb: 3/7 of the SMs, 4/8 of the bandwidth: 4*7/3 + 2*2 + 4 = 17.333 ms.
   Put(3, "x", 1, ClusterState::PartitionOf(1, 0), 1000);
   EXPECT_NEAR(Qps(3), 1 / (0.004 * 7 / 3 + 0.004 + 0.004), 1e-9);
@@ -83,17 +92,26 @@ TEST_F(PhysicsTest, AMeasurementOverridesTheRoofline) {
   // Roofline on 1g.5gb would be 28 + 16 + 4 = 48 ms (20.8/s); the measurement says 30/s.
   Put(1, "measured", 2, ClusterState::PartitionOf(2, 0), 1000);
   EXPECT_NEAR(Qps(1), 30, 1e-9);
-  // busy = 1 - fixed / measured time = 1 - 0.004 * 30.
-  EXPECT_NEAR(physics_.Rate(*c_.Find(1), c_).gpu_busy, 1 - 0.12, 1e-12);
+  // The fixed part stays 4 ms of the measured 33.3: SM-bound 1 - 0.004 * 30 of the time, on
+  // 1/7 of the SMs; a kernel executes throughout.
+  EXPECT_NEAR(physics_.Rate(*c_.Find(1), c_).sm_load, (1 - 0.12) / 7, 1e-12);
+  EXPECT_NEAR(physics_.Rate(*c_.Find(1), c_).gpu_busy, 1.0, 1e-12);
 }
 
 TEST_F(PhysicsTest, MpsNeighboursContendMigNeighboursBarely) {
-  // Two x at 50% MPS on one whole A100: alone each takes 8 + 2 + 4 = 14 ms, busy 10/14,
-  // memory fraction 0.2. Co-runner demand = (10/14)(0.2) = 1/7; exposure = 1 * (0.2 + 0.25).
-  // Slowdown 1 + 0.45/7; rate (1/0.014) / (1 + 0.45/7).
+  // Two x at 50% MPS on one whole A100: alone each takes 8 + 2 = 10 ms SM-bound + 4 ms fixed
+  // (14 ms). The co-runner's fixed duty 4/14 loads the shared server to rho = 0.49 x 4/14 =
+  // 0.14: the fixed part waits, 4 / (1 - 0.14) ms. Its SM duty 10/14 stretches the SM-bound
+  // part by 1 + 1.5 x 10/14.
   Put(1, "x", 0, ClusterState::PartitionOf(0, 0), 500);
   Put(2, "x", 0, ClusterState::PartitionOf(0, 0), 500);
-  EXPECT_NEAR(Qps(1), (1 / 0.014) / (1 + 0.45 / 7), 1e-9);
+  const double fixed = 0.004 / (1 - 0.14), sm = 0.010 * (1 + 1.5 * 10 / 14.0);
+  EXPECT_NEAR(Qps(1), 1 / (fixed + sm), 1e-9);
+  const RunRate r = physics_.Rate(*c_.Find(1), c_);
+  // Waiting is idle: a kernel runs during the stretched SM part and the 4 ms of fixed work.
+  EXPECT_NEAR(r.gpu_busy, (sm + 0.004) / (fixed + sm), 1e-12);
+  // Power: half the SMs, for the 10 ms of SM work per query.
+  EXPECT_NEAR(r.sm_load, 0.5 * 0.010 / (fixed + sm), 1e-12);
   // Two x on the two 3g.20gb instances: the other's demand = busy * memory fraction =
   // (13.333/17.333) * (4/13.333) = 4/17.333; slowdown 1 + 0.03 * 4/17.333 (< 3%).
   Put(3, "x", 1, ClusterState::PartitionOf(1, 0), 1000);
@@ -108,7 +126,7 @@ TEST_F(PhysicsTest, MemoryOverflowFailsAndPowerFollowsUtilisation) {
   const RunRate r = physics_.Rate(*c_.Find(1), c_);
   EXPECT_TRUE(r.fails);
   EXPECT_NE(r.failure.find("4000"), std::string::npos);
-  // A100-40GB: 50 W idle, 400 W max.
+  // A100-40GB: 50 W idle, 400 W max, the datasheet line.
   EXPECT_DOUBLE_EQ(physics_.GpuPower(0, 0.5, c_), 225);
   model::Workload unknown = W(9, "nope");
   EXPECT_TRUE(physics_.Rate({unknown, {9, 0, {{0, 100, 0}}}}, c_).fails);
@@ -146,6 +164,88 @@ TEST_F(PhysicsTest, NoiseIsPerWorkloadBoundedAndSeeded) {
     ASSERT_TRUE(c_.Remove(id));
   }
   EXPECT_TRUE(differs);
+}
+
+TEST(PhysicsPowerTest, TheThesisGpusDrawNearlyTheSameEmptyAndLoaded) {
+  // Ch. 6.2: power barely changes between an empty and a loaded GPU. V100: 40 W idle, at most
+  // 20 % more loaded; A30: 30 W. The literal datasheet line (rise < 0): 40 + 260 x load.
+  ClusterState c;
+  ASSERT_TRUE(c.AddNode(model::UniformNode("v", *model::FindGpuModel("V100-32GB"), 1, 1, 1)));
+  ASSERT_TRUE(c.AddNode(model::UniformNode("a", *model::FindGpuModel("A30-24GB"), 1, 1, 1)));
+  Physics physics(Catalog(), 1);
+  EXPECT_DOUBLE_EQ(physics.GpuPower(0, 0, c), 40);
+  EXPECT_DOUBLE_EQ(physics.GpuPower(0, 0.5, c), 44);
+  EXPECT_DOUBLE_EQ(physics.GpuPower(0, 1, c), 48);
+  EXPECT_DOUBLE_EQ(physics.GpuPower(1, 1, c), 36);
+  Physics datasheet(Catalog(), 1, {.flat_power_rise = -1});
+  EXPECT_DOUBLE_EQ(datasheet.GpuPower(0, 0.5, c), 170);
+}
+
+// The thesis's engines on its V100 (Ch. 6.4, Fig. 6.10): two pods at 50 % MPS each, half the
+// memory each, as in the fixed-workload experiment whose results the chapter analyses.
+class ThesisInterferenceTest : public ::testing::Test {
+ protected:
+  static AppCatalog Shipped() {
+    auto c = LoadAppCatalog(TESSERA_SOURCE_DIR "/data/apps.yaml");
+    EXPECT_TRUE(c) << c.error().message;
+    return *c;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(c_.AddNode(
+        model::UniformNode("v100", *model::FindGpuModel("V100-32GB"), 1, 64000, 1 << 20)));
+  }
+  // QPS of `victim` alone on the whole V100 (milli 1000), or at 50 % beside `aggressor`.
+  double Qps(const std::string& victim, const std::string& aggressor = "") {
+    const model::PartitionIndex p = ClusterState::PartitionOf(0, 0);
+    const int64_t half = c_.partition(p).memory_mib / 2;
+    EXPECT_TRUE(c_.Place(W(1, victim), {1, 0, {{p, aggressor.empty() ? 1000 : 500, half}}}));
+    if (!aggressor.empty()) {
+      EXPECT_TRUE(c_.Place(W(2, aggressor), {2, 0, {{p, 500, half}}}));
+    }
+    const double q = physics_.Rate(*c_.Find(1), c_).qps;
+    (void)c_.Remove(1);
+    (void)c_.Remove(2);
+    return q;
+  }
+  double Loss(const std::string& victim, const std::string& aggressor) {
+    const model::PartitionIndex p = ClusterState::PartitionOf(0, 0);
+    EXPECT_TRUE(c_.Place(W(1, victim), {1, 0, {{p, 500, 0}}}));
+    const double alone = physics_.Rate(*c_.Find(1), c_).qps;
+    (void)c_.Remove(1);
+    return 1 - Qps(victim, aggressor) / alone;
+  }
+  ClusterState c_;
+  Physics physics_{Shipped(), 1, {.noise_sd = 0}};
+};
+
+TEST_F(ThesisInterferenceTest, OnnxMobileNetAloneMakes22To26Qps) {
+  EXPECT_NEAR(Qps("onnx/mobilenet"), 24, 0.1 * 24);
+}
+
+TEST_F(ThesisInterferenceTest, OnnxResNet50AloneMakesAbout22Qps) {
+  EXPECT_NEAR(Qps("onnx/resnet50"), 22, 0.1 * 22);
+}
+
+TEST_F(ThesisInterferenceTest, OnnxMobileNetBesideItselfMakesAbout15Qps) {
+  EXPECT_NEAR(Qps("onnx/mobilenet", "onnx/mobilenet"), 15, 0.1 * 15);
+}
+
+TEST_F(ThesisInterferenceTest, OnnxMobileNetBesideTfResNet50MakesMoreThan20Qps) {
+  const double q = Qps("onnx/mobilenet", "tf/resnet50");
+  EXPECT_GT(q, 20);
+  EXPECT_LT(q, 20 * 1.1);
+}
+
+TEST_F(ThesisInterferenceTest, ResNetsHurtResNetsMoreThanMobileNetsDo) {
+  // "intense models, e.g. Resnet, tend to influence system efficiency more".
+  for (const char* victim : {"onnx/resnet50", "tf/resnet50"}) {
+    for (const char* resnet : {"onnx/resnet50", "tf/resnet50"}) {
+      for (const char* mobilenet : {"onnx/mobilenet", "tf/mobilenet"}) {
+        EXPECT_GT(Loss(victim, resnet), Loss(victim, mobilenet))
+            << victim << " beside " << resnet << " vs " << mobilenet;
+      }
+    }
+  }
 }
 
 TEST(AppCatalogTest, MalformedFilesNameTheLine) {
