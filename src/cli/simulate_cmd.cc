@@ -147,7 +147,9 @@ Status RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& 
   const std::vector<std::string> policies =
       f.policies.empty() ? RegisteredOf({"predictive", "min", "max", "round-robin", "whole-gpu"})
                          : f.policies;
-  std::vector<sim::ThesisScenario> scenarios = {{20, false}, {20, true}, {40, false}, {40, true}};
+  // The thesis's four, then two where 3 of the 6 engines were never profiled (issue #14).
+  std::vector<sim::ThesisScenario> scenarios = {{20, false}, {20, true},        {40, false},
+                                                {40, true},  {20, false, 0, 3}, {20, true, 0, 3}};
   if (f.experiment == "thesis-scale") {
     scenarios = {{f.workloads, false, f.cluster_nodes}, {f.workloads, true, f.cluster_nodes}};
   }

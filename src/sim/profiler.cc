@@ -55,10 +55,20 @@ Expected<ProfileSamples> Profiler::Sample(const std::vector<std::string>& gpu_mo
   }
   const std::vector<Config> configs = Enumerate(ids, options_.mps_percents);
   if (configs.empty()) return Fail("profiler: no GPU models to profile");
+  auto listed = [](const std::vector<std::string>& list, const std::string& key) {
+    return std::find(list.begin(), list.end(), key) != list.end();
+  };
   for (const std::string& app : options_.new_apps) {
     if (!physics_.catalog().Find(app))
       return Fail("profiler: new app '{}' is not in the catalogue", app);
+    if (listed(options_.full_apps, app))
+      return Fail("profiler: app '{}' cannot be both new and fully profiled", app);
   }
+  for (const std::string& app : options_.full_apps) {
+    if (!physics_.catalog().Find(app))
+      return Fail("profiler: fully profiled app '{}' is not in the catalogue", app);
+  }
+  if (options_.full_runs < 1) return Fail("profiler: full_runs must be at least 1");
   const std::optional<model::GpuModelId> pair_gpu = model::FindGpuModel(options_.interference_gpu);
   if (!pair_gpu) return Fail("profiler: unknown interference GPU '{}'", options_.interference_gpu);
 
@@ -69,10 +79,12 @@ Expected<ProfileSamples> Profiler::Sample(const std::vector<std::string>& gpu_mo
   for (const Config& c : configs) out.profile_.AddCol(c.key);
   for (const AppSpec& app : physics_.catalog().apps) {
     const int row = out.profile_.AddRow(app.key);
-    const bool is_new = std::find(options_.new_apps.begin(), options_.new_apps.end(), app.key) !=
-                        options_.new_apps.end();
+    const bool is_new = listed(options_.new_apps, app.key);
+    const bool is_full = listed(options_.full_apps, app.key);
     std::vector<size_t> chosen;
-    if (is_new) {
+    if (is_full) {
+      for (size_t k = 0; k < configs.size(); ++k) chosen.push_back(k);
+    } else if (is_new) {
       const size_t want = 1 + rng.Below(2);
       while (chosen.size() < std::min(want, configs.size())) {
         const size_t k = rng.Below(configs.size());
@@ -87,7 +99,10 @@ Expected<ProfileSamples> Profiler::Sample(const std::vector<std::string>& gpu_mo
     for (size_t k : chosen) {
       const Config& c = configs[k];
       const double qps = physics_.IsolatedRate(app, c.model, c.profile, c.percent * 10).qps;
-      out.profile_.Observe(row, *out.profile_.FindCol(c.key), noisy(qps));
+      double value = 0;
+      const int runs = is_full ? options_.full_runs : 1;
+      for (int i = 0; i < runs; ++i) value += noisy(qps) / runs;
+      out.profile_.Observe(row, *out.profile_.FindCol(c.key), value);
     }
   }
 

@@ -14,11 +14,14 @@
 //  - configurations: every GPU model given × (whole GPU, each plain MIG profile) × each MPS
 //    active-thread percentage (100, 50, 25 — the thesis's 1, 2 and 4 equal splits);
 //  - a known application is measured on each configuration with probability `density`
-//    (default 40 %), and always on at least one; a new application (`new_apps`) on only
-//    1 or 2 configurations, as when a workload arrives that nobody profiled;
+//    (default 40 %), and always on at least one; a characterised application (`full_apps`)
+//    on every configuration, as the thesis did its six engines (Ch. 6.1: all configurations,
+//    each experiment run at least ten times); a new application (`new_apps`) on only 1 or 2
+//    configurations, as when a workload arrives that nobody profiled;
 //  - interference: for a `pair_share` of ordered pairs (victim, aggressor), the fraction of
 //    the victim's QPS lost when both run at 50 % MPS on one `interference_gpu`;
-//  - every measurement is the truth × (1 + N(0, noise_sd)), clamped to ±3 sd.
+//  - every measurement is the truth × (1 + N(0, noise_sd)), clamped to ±3 sd; a full app's
+//    value is the mean of `full_runs` such measurements.
 
 #include <cstdint>
 #include <string>
@@ -32,7 +35,9 @@ namespace tessera::sim {
 
 struct ProfilerOptions {
   double density = 0.4;
-  std::vector<std::string> new_apps;  // measured on 1-2 configurations only
+  std::vector<std::string> new_apps;   // measured on 1-2 configurations only
+  std::vector<std::string> full_apps;  // measured on every configuration, `full_runs` times
+  int full_runs = 10;
   double pair_share = 0.3;
   std::string interference_gpu = "V100-32GB";
   std::vector<int> mps_percents = {100, 50, 25};
@@ -59,7 +64,8 @@ class Profiler {
   Profiler(const Physics& physics, ProfilerOptions options = {});
 
   // Samples every application of the physics' catalogue on `gpu_models`' configurations.
-  // Fails on an unknown GPU model or interference GPU, or a new app not in the catalogue.
+  // Fails on an unknown GPU model or interference GPU, a new or full app not in the
+  // catalogue, or one that is both.
   [[nodiscard]] Expected<ProfileSamples> Sample(const std::vector<std::string>& gpu_models,
                                                 uint64_t seed) const;
 

@@ -27,6 +27,7 @@ constexpr const char* kEngines[] = {"onnx/resnet50", "onnx/mobilenet", "onnx/ssd
 std::string ThesisScenario::name() const {
   std::string n = fmt::format("pods={},slo={}", pods, high_slo ? "high" : "low");
   if (nodes > 0) n += fmt::format(",nodes={}", nodes);
+  if (unprofiled > 0) n += fmt::format(",unprofiled={}", unprofiled);
   return n;
 }
 
@@ -105,6 +106,18 @@ std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& s, uint64_t s
   return out;
 }
 
+std::vector<std::string> ThesisUnprofiledApps(const ThesisScenario& s, uint64_t seed) {
+  std::vector<std::string> pool(std::begin(kEngines), std::end(kEngines));
+  Rng rng(seed ^ 0x0a11ced5ULL);
+  std::vector<std::string> out;
+  while (static_cast<int>(out.size()) < std::min<int>(s.unprofiled, std::ssize(kEngines))) {
+    const size_t k = rng.Below(pool.size());
+    out.push_back(pool[k]);
+    pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+  return out;
+}
+
 Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenario& s,
                               uint64_t seed, const AppCatalog& catalog) {
   for (const char* key : kEngines) {
@@ -126,7 +139,17 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
       const std::string& name = model::GetGpuModel(cluster.gpu(g).model).name;
       if (std::find(models.begin(), models.end(), name) == models.end()) models.push_back(name);
     }
-    Expected<ProfileSamples> samples = Profiler(physics).Sample(models, seed ^ 0x5eedULL);
+    // The thesis characterised its engines on every configuration (Ch. 6.1); the scenario's
+    // unprofiled engines get 1-2 measurements, like any app nobody profiled.
+    ProfilerOptions profiling;
+    profiling.new_apps = ThesisUnprofiledApps(s, seed);
+    for (const char* key : kEngines) {
+      if (std::find(profiling.new_apps.begin(), profiling.new_apps.end(), key) ==
+          profiling.new_apps.end())
+        profiling.full_apps.push_back(key);
+    }
+    Expected<ProfileSamples> samples =
+        Profiler(physics, profiling).Sample(models, seed ^ 0x5eedULL);
     if (!samples) return std::unexpected(samples.error());
     Expected<predict::Predictor> p =
         predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference());

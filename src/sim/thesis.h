@@ -32,7 +32,12 @@ struct ThesisScenario {
   // 8 GPUs (A30, A100-40GB, H100-80GB, V100-32GB in turn, MIG off) and Poisson arrivals at
   // `pods` per hour. SLO_4 and SLO_1 keep the thesis's definition (V100 and A30).
   int nodes = 0;
-  std::string name() const;  // "pods=20,slo=low", "pods=5000,slo=low,nodes=64"
+  // How many of the six engines were never profiled (measured on 1–2 configurations, the
+  // collaborative filter completing the rest); the others are characterised on every
+  // configuration, each value a 10-run mean (Ch. 6.1). Which ones: ThesisUnprofiledApps.
+  int unprofiled = 0;
+  // "pods=20,slo=low", "pods=5000,slo=low,nodes=64", "pods=20,slo=low,unprofiled=3"
+  std::string name() const;
 };
 
 // One pod's life in one run, for the per-workload report (report/thesis_report.h).
@@ -102,6 +107,9 @@ model::Workload ThesisPod(const AppSpec& app, model::WorkloadId id);
 // The pods of one scenario and seed, SLOs from `physics`' noise-free isolated rates.
 std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& scenario, uint64_t seed,
                                              const class Physics& physics);
+
+// The `s.unprofiled` engines a run of this scenario and seed never profiled, drawn by seed.
+std::vector<std::string> ThesisUnprofiledApps(const ThesisScenario& s, uint64_t seed);
 
 [[nodiscard]] Expected<ThesisRun> RunThesis(const std::string& policy, const ThesisScenario& s,
                                             uint64_t seed, const AppCatalog& catalog);

@@ -76,7 +76,9 @@ TEST(ThesisTest, APodIsFeasibleWhenItsBestGpuAloneMeetsItsSlo) {
   EXPECT_DOUBLE_EQ(run->slo_attainment_feasible(), static_cast<double>(met) / feasible);
   // An infeasible pod never meets its SLO except by noise (at most +4 %).
   for (const ThesisWorkloadRecord& w : run->workloads) {
-    if (!w.slo_feasible) EXPECT_LT(w.achieved_qps, 1.04 * w.slo_qps) << w.app;
+    if (!w.slo_feasible) {
+      EXPECT_LT(w.achieved_qps, 1.04 * w.slo_qps) << w.app;
+    }
   }
 }
 
@@ -90,6 +92,44 @@ TEST(ThesisTest, MeanOfPoolsTheFeasiblePods) {
   EXPECT_DOUBLE_EQ(m.slo_feasible, 20);
   EXPECT_DOUBLE_EQ(m.slo_attainment_feasible(), 24.0 / 40);  // not (0.9 + 0.5) / 2
   EXPECT_TRUE(std::isnan(ThesisRun{}.slo_attainment_feasible()));
+}
+
+TEST(ThesisTest, AnUnprofiledScenarioLeavesSomeEnginesToTheCollaborativeFilter) {
+  const ThesisScenario s{20, false, 0, 3};
+  EXPECT_EQ(s.name(), "pods=20,slo=low,unprofiled=3");
+  const std::vector<std::string> apps = ThesisUnprofiledApps(s, 7);
+  ASSERT_EQ(apps.size(), 3u);
+  EXPECT_EQ(apps, ThesisUnprofiledApps(s, 7));  // drawn by seed
+  for (size_t i = 0; i < apps.size(); ++i) {
+    EXPECT_NE(Shipped().Find(apps[i]), nullptr);
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(apps[i], apps[j]);
+  }
+  EXPECT_TRUE(ThesisUnprofiledApps({20, false}, 7).empty());
+  auto run = RunThesis("predictive", s, 7, Shipped());
+  ASSERT_TRUE(run) << run.error().message;
+  EXPECT_EQ(run->scenario.name(), "pods=20,slo=low,unprofiled=3");
+  EXPECT_EQ(run->pods, 20);
+}
+
+TEST(ThesisTest, MaxKeepsTheGpusMostActive) {
+  // Ch. 9.3: "max" has the highest GPU utilisation (a whole GPU per engine, kept busy by its
+  // queue), min and round-robin less; and it spends the most energy (1.4x the thesis's own
+  // scheduler), its power nearly flat and its makespan the longest.
+  const AppCatalog catalog = Shipped();
+  double util[3] = {}, energy[3] = {};
+  const char* policies[] = {"max", "min", "round-robin"};
+  for (uint64_t seed : {1, 2}) {
+    for (int i = 0; i < 3; ++i) {
+      auto run = RunThesis(policies[i], {20, false}, seed, catalog);
+      ASSERT_TRUE(run) << run.error().message;
+      util[i] += run->gpu_util_mean;
+      energy[i] += run->energy_j;
+    }
+  }
+  EXPECT_GT(util[0], util[1]);
+  EXPECT_GT(util[0], util[2]);
+  EXPECT_GT(energy[0], energy[1]);
+  EXPECT_GT(energy[0], energy[2]);
 }
 
 TEST(ThesisTest, RunsAreDeterministicAndAccountForEveryPod) {
