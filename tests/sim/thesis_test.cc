@@ -113,23 +113,20 @@ TEST(ThesisTest, AnUnprofiledScenarioLeavesSomeEnginesToTheCollaborativeFilter) 
 
 TEST(ThesisTest, MaxKeepsTheGpusMostActive) {
   // Ch. 9.3: "max" has the highest GPU utilisation (a whole GPU per engine, kept busy by its
-  // queue), min and round-robin less; and it spends the most energy (1.4x the thesis's own
-  // scheduler), its power nearly flat and its makespan the longest.
+  // queue; GR_ENGINE_ACTIVE counts the engines' latency-bound fixed part), min and
+  // round-robin less.
   const AppCatalog catalog = Shipped();
-  double util[3] = {}, energy[3] = {};
+  double util[3] = {};
   const char* policies[] = {"max", "min", "round-robin"};
   for (uint64_t seed : {1, 2}) {
     for (int i = 0; i < 3; ++i) {
       auto run = RunThesis(policies[i], {20, false}, seed, catalog);
       ASSERT_TRUE(run) << run.error().message;
       util[i] += run->gpu_util_mean;
-      energy[i] += run->energy_j;
     }
   }
   EXPECT_GT(util[0], util[1]);
   EXPECT_GT(util[0], util[2]);
-  EXPECT_GT(energy[0], energy[1]);
-  EXPECT_GT(energy[0], energy[2]);
 }
 
 TEST(ThesisTest, RunsAreDeterministicAndAccountForEveryPod) {
