@@ -23,6 +23,15 @@ AppCatalog Shipped() {
   return *c;
 }
 
+// The physics' noise-free isolated rate of `app` on a profile column "<GPU>/<profile|whole>/<%>".
+double TruthAt(const Physics& physics, const AppSpec& app, const std::string& col) {
+  const std::string gpu = col.substr(0, col.find('/'));
+  const std::string profile = col.substr(gpu.size() + 1, col.rfind('/') - gpu.size() - 1);
+  const model::GpuModelId id = *model::FindGpuModel(gpu);
+  const int prof = profile == "whole" ? -1 : *model::GetGpuModel(id).FindProfile(profile);
+  return physics.IsolatedQps(app, id, prof, std::stoi(col.substr(col.rfind('/') + 1)) * 10);
+}
+
 TEST(ProfilerTest, ConfigurationsAreEveryPlainProfileAtEveryMpsShare) {
   const Physics physics(Shipped(), 1);
   const Profiler profiler(physics);
@@ -60,12 +69,7 @@ TEST(ProfilerTest, SamplesAreSparseNoisyAndTrueOnAverage) {
       // Every value is the physics' rate × (1 ± ≤ 6 %): noise 2 %, clamped at 3 sd.
       const AppSpec* app = catalog.Find(m.row_keys()[r]);
       const std::string& key = m.col_keys()[c];
-      const std::string gpu = key.substr(0, key.find('/'));
-      const std::string profile = key.substr(gpu.size() + 1, key.rfind('/') - gpu.size() - 1);
-      const int pct = std::stoi(key.substr(key.rfind('/') + 1));
-      const model::GpuModelId id = *model::FindGpuModel(gpu);
-      const int prof = profile == "whole" ? -1 : *model::GetGpuModel(id).FindProfile(profile);
-      const double truth = physics.IsolatedQps(*app, id, prof, pct * 10);
+      const double truth = TruthAt(physics, *app, key);
       const double rel = m.Mean(r, c) / truth - 1;
       EXPECT_LE(std::abs(rel), 0.06 + 1e-12) << m.row_keys()[r] << " " << key;
       rel_err_sum += rel;
@@ -119,13 +123,7 @@ TEST(ProfilerTest, CharacterisedAppsAreMeasuredEverywhereAsTenRunMeans) {
     double sq = 0;
     for (int c = 0; c < m.cols(); ++c) {
       ASSERT_TRUE(m.Has(r, c)) << key << " " << m.col_keys()[c];
-      const std::string& col = m.col_keys()[c];
-      const std::string gpu = col.substr(0, col.find('/'));
-      const std::string profile = col.substr(gpu.size() + 1, col.rfind('/') - gpu.size() - 1);
-      const model::GpuModelId id = *model::FindGpuModel(gpu);
-      const int prof = profile == "whole" ? -1 : *model::GetGpuModel(id).FindProfile(profile);
-      const double truth = physics.IsolatedQps(*catalog.Find(key), id, prof,
-                                               std::stoi(col.substr(col.rfind('/') + 1)) * 10);
+      const double truth = TruthAt(physics, *catalog.Find(key), m.col_keys()[c]);
       sq += std::pow(m.Mean(r, c) / truth - 1, 2);
     }
     // RMS of 15 cells: about 0.63 %, far below a single run's 2 %.
@@ -161,12 +159,7 @@ double UnmeasuredRms(const AppCatalog& catalog, int unprofiled, double density) 
       for (int c = 0; c < profile.cols(); ++c) {
         if (profile.Has(r, c)) continue;
         const std::string& col = profile.col_keys()[c];
-        const std::string gpu = col.substr(0, col.find('/'));
-        const std::string part = col.substr(gpu.size() + 1, col.rfind('/') - gpu.size() - 1);
-        const model::GpuModelId id = *model::FindGpuModel(gpu);
-        const int prof = part == "whole" ? -1 : *model::GetGpuModel(id).FindProfile(part);
-        const double truth = physics.IsolatedQps(*catalog.Find(key), id, prof,
-                                                 std::stoi(col.substr(col.rfind('/') + 1)) * 10);
+        const double truth = TruthAt(physics, *catalog.Find(key), col);
         sq += std::pow(*p->Isolated(key, col) / truth - 1, 2);
         ++n;
       }
