@@ -195,14 +195,14 @@ Status RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& 
   // feasible: pods per run whose SLO some configuration meets (alone, noise aside); attain%f:
   // attainment over those.
   std::printf("%s\n",
-              fmt::format("{:<12} {:<26} {:>7} {:>8} {:>8} {:>5} {:>5} {:>11} {:>9} "
+              fmt::format("{:<12} {:<30} {:>7} {:>8} {:>8} {:>5} {:>5} {:>11} {:>9} "
                           "{:>9} {:>6} {:>7} {:>9}",
                           "policy", "scenario", "attain%", "feasible", "attain%f", "viol", "fail",
                           "|q-slo|/slo", "makespan", "pending", "util%", "power W", "energy kJ")
                   .c_str());
   for (const sim::ThesisRun& m : means) {
     std::printf("%s\n",
-                fmt::format("{:<12} {:<26} {:>7.1f} {:>8.1f} {:>8.1f} {:>5.1f} {:>5.1f} {:>11.3f} "
+                fmt::format("{:<12} {:<30} {:>7.1f} {:>8.1f} {:>8.1f} {:>5.1f} {:>5.1f} {:>11.3f} "
                             "{:>8.0f}s {:>8.1f}s {:>6.1f} {:>7.1f} {:>9.1f}",
                             m.policy, m.scenario.name(), 100 * m.slo_attainment, m.slo_feasible,
                             100 * m.slo_attainment_feasible(), m.slo_violations, m.failures,
