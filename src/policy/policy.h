@@ -70,11 +70,19 @@ class Policy {
   // Default: the node is ready, has the CPU and memory, and some GPU that could host it.
   //
   // Contract the core relies on: whether Filter passes and Score makes an offer may depend on
-  // the cluster state and on the workload's request only — its application key, whether it
-  // has an SLO, and its CPU, memory and GPU request (sched::RequestShape) — not on its
-  // identity, SLO value or telemetry (scores may use anything). So when a request shape finds
-  // no node, the core does not retry identical shapes until the cluster changes.
+  // the cluster state and on the workload's request — its application key, whether it has an
+  // SLO, and its CPU, memory and GPU request (sched::RequestShape) — plus what OfferInputs
+  // declares, and on nothing else (scores may use anything). So when a request shape finds no
+  // node, the core does not retry identical shapes until the cluster changes.
   virtual Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const;
+
+  // What beyond the request shape decides whether Filter passes and Score makes an offer: a
+  // policy that admits a workload only where its SLO is met declares the SLO value. Default:
+  // nothing (offers follow the request shape alone).
+  struct OfferInputs {
+    bool slo_value = false;
+  };
+  virtual OfferInputs OffersDependOn() const { return {}; }
 
   // The best this node can offer, or nullopt if it cannot take the workload after all.
   virtual std::optional<Candidate> Score(const Workload& w, NodeIndex node,

@@ -15,11 +15,13 @@ Scheduler::Scheduler(ClusterState& cluster, policy::Policy& policy, const Clock&
       hooks_(std::move(hooks)),
       options_(options) {}
 
-std::string RequestShape(const Workload& w) {
+std::string RequestShape(const Workload& w, policy::Policy::OfferInputs inputs) {
   std::string shape =
       fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|", w.app, w.slo_qps > 0, w.cpu_milli, w.memory_mib,
                   w.gpu.count, w.gpu.milli, w.gpu.memory_mib, w.gpu.mig_profile);
   for (model::GpuModelId m : w.gpu.models) shape += fmt::format("{},", m);
+  // The exact value (shortest round trip): two SLOs are one shape only when they are equal.
+  if (inputs.slo_value) shape += fmt::format("|slo={}", w.slo_qps);
   return shape;
 }
 
@@ -41,7 +43,7 @@ void Scheduler::Enqueue(Workload w) {
   };
   auto it = pending_.end();
   while (it != pending_.begin() && later(*std::prev(it))) --it;
-  std::string shape = RequestShape(w);
+  std::string shape = RequestShape(w, policy_.OffersDependOn());
   ++shapes_[shape];
   const WorkloadId id = w.id;
   queued_[id] = pending_.insert(it, Queued{std::move(w), std::move(shape)});

@@ -77,9 +77,9 @@ struct Hooks {
 enum class TieBreak { kFirst, kRandom };
 
 // What decides whether any node can take a workload (Policy::Filter's contract): application,
-// whether it has an SLO, CPU, memory and the GPU request. Equal shapes are interchangeable for
-// feasibility.
-std::string RequestShape(const Workload& w);
+// whether it has an SLO, CPU, memory and the GPU request, plus what the policy declares in
+// OfferInputs (the SLO value). Equal shapes are interchangeable for feasibility.
+std::string RequestShape(const Workload& w, policy::Policy::OfferInputs inputs = {});
 
 struct SchedulerOptions {
   bool drop_unschedulable = false;  // fail a workload that fits nowhere instead of requeueing
