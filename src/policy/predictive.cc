@@ -7,6 +7,7 @@
 
 #include "model/mig.h"
 #include "policy/fit.h"
+#include "policy/prediction_view.h"
 #include "predict/config_key.h"
 
 namespace tessera::policy {
@@ -94,14 +95,6 @@ struct SetSum {
   }
 };
 
-// Can `part` give a new client `percent` % of its threads and the same share of its memory,
-// and is that share at least `need_mib`?
-bool ShareFits(const model::Partition& part, int percent, int64_t need_mib) {
-  const int64_t memory = part.memory_mib * percent / 100;
-  return percent * 10 <= part.free_milli() && memory <= part.free_memory_mib() &&
-         need_mib <= memory;
-}
-
 }  // namespace
 
 SetScore ScoreSet(const std::vector<MemberScore>& members, double util) {
@@ -111,155 +104,26 @@ SetScore ScoreSet(const std::vector<MemberScore>& members, double util) {
 }
 
 struct Predictive::Impl {
-  const predict::Predictor& predictor;
-  const telemetry::Telemetry* telemetry;
   PredictiveOptions options;
-  std::optional<int> kind;
-
-  // A workload already on a partition, as far as the score needs it (x-independent parts).
-  struct Member {
-    WorkloadId id;
-    AppId app;         // -1: the predictor does not know its application
-    double slo;        // 0: it has none, so it is not scored (only an aggressor)
-    double isolated;   // NaN: no prediction for its configuration
-    double lost_base;  // Σ f(y, z) over the other workloads already there
-  };
-  struct PartitionCache {
-    uint64_t node_version = 0;
-    uint64_t generation = 0;
-    bool valid = false;
-    std::vector<Member> members;
-    // util(p) as read under telemetry version `util_version` (valid while both hold).
-    std::optional<uint64_t> util_version;
-    uint64_t util_node_version = 0;
-    double util = 0;
-  };
-  std::vector<PartitionCache> partitions;
-
-  // (model, profile + 1, MPS %) -> ConfigId, -1 absent, -2 not looked up yet.
-  static constexpr int kProfiles = 16, kPercents = 101;
-  std::vector<int> config_ids;
-  int configs_seen = -1;
-
-  // The telemetry's version, read once per node scored (Offer).
-  std::optional<uint64_t> util_version;
-
-  // The last workload's application handle (handles never change once assigned).
-  std::string x_app_key;
-  AppId x_app = -1;
+  PredictionView view;
+  using Member = PredictionView::Member;
 
   Impl(const predict::Predictor& p, const telemetry::Telemetry* t, PredictiveOptions o)
-      : predictor(p),
-        telemetry(t),
-        options(std::move(o)),
-        kind(p.FindKind(options.interference_kind)) {
+      : options(std::move(o)), view(p, t, {.interference_kind = options.interference_kind}) {
     std::sort(options.mps_percents.begin(), options.mps_percents.end(), std::greater<>());
   }
 
-  ConfigId Config(model::GpuModelId gpu_model, int profile, int percent) {
-    if (configs_seen != predictor.num_configs()) {
-      config_ids.assign(model::AllGpuModels().size() * kProfiles * kPercents, -2);
-      configs_seen = predictor.num_configs();
-    }
-    if (profile + 1 >= kProfiles || percent < 0 || percent >= kPercents) return -1;
-    int& id = config_ids[(static_cast<size_t>(gpu_model) * kProfiles + (profile + 1)) * kPercents +
-                         percent];
-    if (id == -2) {
-      const model::GpuModel& m = model::GetGpuModel(gpu_model);
-      const std::string_view prof =
-          profile < 0 ? predict::kWholeGpu : std::string_view(m.mig_profiles[profile].name);
-      id = predictor.FindConfig(predict::ConfigKey(m.name, prof, percent)).value_or(-1);
-    }
-    return id;
-  }
-
+  AppId AppOf(const std::string& app) { return view.AppOf(app); }
   double Isolated(AppId app, model::GpuModelId gpu_model, int profile, int percent) {
-    if (app < 0) return predict::kMissing;
-    const ConfigId c = Config(gpu_model, profile, percent);
-    return c < 0 ? predict::kMissing : predictor.IsolatedAt(app, c);
+    return view.Isolated(app, gpu_model, profile, percent);
   }
-
-  // f(victim, aggressor): the predictor's, else the kind's mean (0 without interference data).
-  double Lost(AppId victim, AppId aggressor) const {
-    if (!kind) return 0;
-    if (victim >= 0 && aggressor >= 0) {
-      const double f = predictor.InterferenceAt(*kind, victim, aggressor);
-      if (!std::isnan(f)) return f;
-    }
-    return predictor.InterferenceMean(*kind);
-  }
-
-  AppId AppOf(const std::string& app) {
-    if (app.empty()) return -1;
-    if (x_app >= 0 && app == x_app_key) return x_app;
-    const std::optional<AppId> id = predictor.FindApp(app);
-    if (!id) return -1;
-    x_app_key = app;
-    x_app = *id;
-    return x_app;
-  }
+  double Lost(AppId victim, AppId aggressor) const { return view.Lost(victim, aggressor); }
 
   // The throughput the score aims at: the SLO, raised by the headroom option.
   double Target(double slo) const { return slo * (1 + options.slo_headroom); }
 
   bool Predictable(const Workload& w) {
     return w.gpu.count == 1 && w.gpu.mig_profile.empty() && w.slo_qps > 0 && AppOf(w.app) >= 0;
-  }
-
-  const std::vector<Member>& Members(model::PartitionIndex p, const ClusterState& c) {
-    if (partitions.size() < static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions) {
-      partitions.resize(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions);
-    }
-    const model::Partition& part = c.partition(p);
-    const model::Gpu& gpu = c.gpu(part.gpu);
-    PartitionCache& cache = partitions[p];
-    const uint64_t version = c.node(gpu.node).version;
-    if (cache.valid && cache.node_version == version &&
-        cache.generation == predictor.generation()) {
-      return cache.members;
-    }
-    cache.members.clear();
-    for (const model::Client& client : part.clients) {
-      const model::PlacedWorkload* pw = c.Find(client.workload);
-      TESSERA_CHECK(pw != nullptr);
-      Member m{client.workload, -1, Target(pw->workload.slo_qps), predict::kMissing, 0};
-      if (!pw->workload.app.empty()) m.app = predictor.FindApp(pw->workload.app).value_or(-1);
-      m.isolated = Isolated(m.app, gpu.model, part.profile, client.milli / 10);
-      cache.members.push_back(m);
-    }
-    for (Member& y : cache.members) {
-      for (const Member& z : cache.members) {
-        if (&y != &z) y.lost_base += Lost(y.app, z.app);
-      }
-    }
-    cache.node_version = version;
-    cache.generation = predictor.generation();
-    cache.valid = true;
-    return cache.members;
-  }
-
-  // util(p), cached per partition while neither the telemetry snapshot nor the node changed.
-  double CachedUtil(model::PartitionIndex p, const ClusterState& c) {
-    const model::Partition& part = c.partition(p);
-    const std::optional<uint64_t>& version = util_version;
-    if (!telemetry || !version) return Util(part);
-    PartitionCache& cache = partitions[p];  // sized by Members()
-    const uint64_t node_version = c.node(c.gpu(part.gpu).node).version;
-    if (cache.util_version != version || cache.util_node_version != node_version) {
-      cache.util = Util(part);
-      cache.util_version = version;
-      cache.util_node_version = node_version;
-    }
-    return cache.util;
-  }
-
-  double Util(const model::Partition& part) const {
-    if (telemetry) {
-      if (std::optional<double> u = telemetry->Utilization(part.uuid)) {
-        return std::clamp(*u, 0.0, 1.0);
-      }
-    }
-    return part.empty() ? 0.0 : part.used_milli / 1000.0;
   }
 
   // The best MPS share for x on an existing partition: its score, share and memory; or nullopt
@@ -279,17 +143,17 @@ struct Predictive::Impl {
     }
     const model::Gpu& gpu = c.gpu(part.gpu);
     const AppId xa = AppOf(x.app);
-    const std::vector<Member>& members = Members(p, c);
+    const std::vector<Member>& members = view.Members(p, c);
     // Everything but x's own isolated rate is the same for every share x could get.
     SetSum others;
     double x_lost = 0;
     for (const Member& y : members) {
       x_lost += Lost(xa, y.app);
       if (y.slo > 0 && !std::isnan(y.isolated)) {
-        others.Add(y.slo, std::max(0.0, y.isolated * (1 - y.lost_base - Lost(y.app, xa))));
+        others.Add(Target(y.slo), std::max(0.0, y.isolated * (1 - y.lost_base - Lost(y.app, xa))));
       }
     }
-    const double util = CachedUtil(p, c);
+    const double util = view.CachedUtil(p, c);
     std::optional<Best> best;
     for (int pct : options.mps_percents) {
       if (!ShareFits(part, pct, x.gpu.memory_mib)) continue;
@@ -313,8 +177,8 @@ struct Predictive::Impl {
         o.members.push_back(Breakdown(x.id, x.app, Target(x.slo_qps), iso, x_lost));
         for (const Member& y : members) {
           const model::PlacedWorkload* pw = c.Find(y.id);
-          o.members.push_back(
-              Breakdown(y.id, pw->workload.app, y.slo, y.isolated, y.lost_base + Lost(y.app, xa)));
+          o.members.push_back(Breakdown(y.id, pw->workload.app, Target(y.slo), y.isolated,
+                                        y.lost_base + Lost(y.app, xa)));
         }
         o.placement = {x.id, node, {{p, milli, memory}}};
         explain->push_back(std::move(o));
@@ -365,38 +229,12 @@ struct Predictive::Impl {
     return best;
   }
 
-  // For each MIG-capable model: the profiles some valid layout uses, and for each the layout
-  // with the most instances that contains it (and that instance's slot).
-  struct LayoutChoice {
-    MigLayout layout;
-    int slot = 0;
-  };
-  static const std::vector<std::vector<std::optional<LayoutChoice>>>& Layouts() {
-    static const auto table = [] {
-      std::vector<std::vector<std::optional<LayoutChoice>>> t;
-      for (const model::GpuModel& m : model::AllGpuModels()) {
-        std::vector<std::optional<LayoutChoice>> per(m.mig_profiles.size());
-        for (const MigLayout& l : model::ValidLayouts(m)) {
-          for (size_t slot = 0; slot < l.instances.size(); ++slot) {
-            std::optional<LayoutChoice>& choice = per[l.instances[slot].profile];
-            if (!choice || l.instances.size() > choice->layout.instances.size()) {
-              choice = LayoutChoice{l, static_cast<int>(slot)};
-            }
-          }
-        }
-        t.push_back(std::move(per));
-      }
-      return t;
-    }();
-    return table;
-  }
-
   // The node's best offer (and, for Explain, every option). The hot loop keeps the best as
   // plain numbers and builds one Candidate at the end.
   std::optional<Candidate> Offer(const Workload& x, NodeIndex node, const ClusterState& c,
                                  std::vector<PartitionOption>* explain) {
     const model::Node& n = c.node(node);
-    util_version = telemetry ? telemetry->Version() : std::nullopt;
+    view.BeginNode();
     struct Pick {
       double score = -1;
       model::PartitionIndex partition = 0;
@@ -420,7 +258,7 @@ struct Predictive::Impl {
       // Reshaping an empty GPU: the layout whose best partition beats what the GPU has now.
       Alone alone;
       if (gpu.mig) alone = BestAlone(x, gpu.model, -1);
-      const auto& choices = Layouts()[gpu.model];
+      const auto& choices = PredictionView::Layouts()[gpu.model];
       for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
         if (!choices[prof]) continue;
         const Alone a = BestAlone(x, gpu.model, prof);
@@ -435,7 +273,7 @@ struct Predictive::Impl {
         pick.partition = ClusterState::PartitionOf(g, 0);
         pick.memory_mib = m.memory_mib * alone.percent / 100;
       } else {
-        const LayoutChoice& lc = *choices[alone.profile];
+        const PredictionView::LayoutChoice& lc = *choices[alone.profile];
         pick.reshape = ReshapeTo{g, lc.layout};
         pick.partition = ClusterState::PartitionOf(g, lc.slot);
         pick.memory_mib = m.mig_profiles[alone.profile].memory_mib * alone.percent / 100;
@@ -474,7 +312,7 @@ struct Predictive::Impl {
     std::optional<Placement> p = FirstFitPlacement(w, node, c);
     if (!p) return std::nullopt;
     double util = 0;
-    for (const model::Slice& s : p->slices) util += Util(c.partition(s.partition));
+    for (const model::Slice& s : p->slices) util += view.Util(c.partition(s.partition));
     if (!p->slices.empty()) util /= static_cast<double>(p->slices.size());
     return Candidate{100.0 * (1.0 - util), std::move(*p), {}, {}};
   }
@@ -492,23 +330,7 @@ Feasibility Predictive::Filter(const Workload& w, NodeIndex node, const ClusterS
   if (w.cpu_milli > n.free_cpu_milli()) return Feasibility::No("not enough CPU");
   if (w.memory_mib > n.free_memory_mib()) return Feasibility::No("not enough memory");
   if (!impl_->Predictable(w)) return NodeFits(w, node, c);
-  bool any_gpu = false;
-  for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
-    const model::Gpu& gpu = c.gpu(g);
-    if (!gpu.available || !w.gpu.AllowsModel(gpu.model)) continue;
-    any_gpu = true;
-    if (impl_->options.reshape && gpu.idle() && model::GetGpuModel(gpu.model).mig_capable()) {
-      return Feasibility::Yes();
-    }
-    for (int slot = 0; slot < gpu.partition_count; ++slot) {
-      const model::Partition& part = c.partition(ClusterState::PartitionOf(g, slot));
-      for (int pct : impl_->options.mps_percents) {
-        if (ShareFits(part, pct, w.gpu.memory_mib)) return Feasibility::Yes();
-      }
-    }
-  }
-  return Feasibility::No(any_gpu ? "no partition has a free MPS share with enough GPU memory"
-                                 : "no available GPU of an allowed model");
+  return SharesFilter(w, node, c, impl_->options.mps_percents, impl_->options.reshape);
 }
 
 std::optional<Candidate> Predictive::Score(const Workload& w, NodeIndex node,

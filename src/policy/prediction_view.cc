@@ -1,0 +1,217 @@
+#include "policy/prediction_view.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/mig.h"
+#include "predict/config_key.h"
+
+namespace tessera::policy {
+
+using predict::AppId;
+using predict::ConfigId;
+
+bool ShareFits(const model::Partition& part, int percent, int64_t need_mib) {
+  const int64_t memory = part.memory_mib * percent / 100;
+  return percent * 10 <= part.free_milli() && memory <= part.free_memory_mib() &&
+         need_mib <= memory;
+}
+
+Feasibility SharesFilter(const model::Workload& w, model::NodeIndex node,
+                         const model::ClusterState& c, const std::vector<int>& percents,
+                         bool reshape) {
+  const model::Node& n = c.node(node);
+  bool any_gpu = false;
+  for (model::GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
+    const model::Gpu& gpu = c.gpu(g);
+    if (!gpu.available || !w.gpu.AllowsModel(gpu.model)) continue;
+    any_gpu = true;
+    if (reshape && gpu.idle() && model::GetGpuModel(gpu.model).mig_capable()) {
+      return Feasibility::Yes();
+    }
+    for (int slot = 0; slot < gpu.partition_count; ++slot) {
+      const model::Partition& part = c.partition(model::ClusterState::PartitionOf(g, slot));
+      for (int pct : percents) {
+        if (ShareFits(part, pct, w.gpu.memory_mib)) return Feasibility::Yes();
+      }
+    }
+  }
+  return Feasibility::No(any_gpu ? "no partition has a free MPS share with enough GPU memory"
+                                 : "no available GPU of an allowed model");
+}
+
+PredictionView::PredictionView(const predict::Predictor& predictor,
+                               const telemetry::Telemetry* telemetry, Options options)
+    : predictor_(predictor),
+      telemetry_(telemetry),
+      options_(std::move(options)),
+      kind_(predictor.FindKind(options_.interference_kind)) {}
+
+ConfigId PredictionView::Config(model::GpuModelId gpu_model, int profile, int percent) {
+  if (configs_seen_ != predictor_.num_configs()) {
+    config_ids_.assign(model::AllGpuModels().size() * kProfiles * kPercents, -2);
+    configs_seen_ = predictor_.num_configs();
+  }
+  if (profile + 1 >= kProfiles || percent < 0 || percent >= kPercents) return -1;
+  int& id = config_ids_[(static_cast<size_t>(gpu_model) * kProfiles + (profile + 1)) * kPercents +
+                        percent];
+  if (id == -2) {
+    const model::GpuModel& m = model::GetGpuModel(gpu_model);
+    const std::string_view prof =
+        profile < 0 ? predict::kWholeGpu : std::string_view(m.mig_profiles[profile].name);
+    id = predictor_.FindConfig(predict::ConfigKey(m.name, prof, percent)).value_or(-1);
+  }
+  return id;
+}
+
+std::optional<std::pair<int, int>> PredictionView::Bracket(model::GpuModelId gpu_model, int profile,
+                                                           int percent) {
+  int below = -1, above = -1;
+  for (int q = percent - 1; q >= 1 && below < 0; --q) {
+    if (Config(gpu_model, profile, q) >= 0) below = q;
+  }
+  for (int q = percent + 1; q <= 100 && above < 0; ++q) {
+    if (Config(gpu_model, profile, q) >= 0) above = q;
+  }
+  if (below < 0 || above < 0) return std::nullopt;
+  return std::pair{below, above};
+}
+
+double PredictionView::Isolated(AppId app, model::GpuModelId gpu_model, int profile, int percent) {
+  if (app < 0) return predict::kMissing;
+  const ConfigId c = Config(gpu_model, profile, percent);
+  if (c >= 0) return predictor_.IsolatedAt(app, c);
+  if (!options_.interpolate) return predict::kMissing;
+  const auto b = Bracket(gpu_model, profile, percent);
+  if (!b) return predict::kMissing;
+  const double q_lo = predictor_.IsolatedAt(app, Config(gpu_model, profile, b->first));
+  const double q_hi = predictor_.IsolatedAt(app, Config(gpu_model, profile, b->second));
+  if (!(q_lo > 0) || !(q_hi > 0)) return predict::kMissing;
+  // Time per query t(s) = a / s + b between the two profiled shares.
+  const double x_lo = 1.0 / b->first, x_hi = 1.0 / b->second, x = 1.0 / percent;
+  const double w = (x - x_lo) / (x_hi - x_lo);
+  const double t = (1 - w) / q_lo + w / q_hi;
+  return 1.0 / t;
+}
+
+double PredictionView::CellSigma(AppId app, ConfigId config) const {
+  const predict::ProfileMatrix& m = predictor_.profile();
+  if (app < m.rows() && config < m.cols() && m.Count(app, config) >= 2) {
+    return std::sqrt(m.Variance(app, config)) / m.Mean(app, config);
+  }
+  return options_.completed_sigma;
+}
+
+double PredictionView::Sigma(AppId app, model::GpuModelId gpu_model, int profile, int percent) {
+  if (app < 0) return options_.completed_sigma;
+  const ConfigId c = Config(gpu_model, profile, percent);
+  if (c >= 0) return CellSigma(app, c);
+  const auto b = Bracket(gpu_model, profile, percent);
+  if (!options_.interpolate || !b) return options_.completed_sigma;
+  return std::max(CellSigma(app, Config(gpu_model, profile, b->first)),
+                  CellSigma(app, Config(gpu_model, profile, b->second)));
+}
+
+double PredictionView::Lost(AppId victim, AppId aggressor) const {
+  if (!kind_) return 0;
+  if (victim >= 0 && aggressor >= 0) {
+    const double f = predictor_.InterferenceAt(*kind_, victim, aggressor);
+    if (!std::isnan(f)) return f;
+  }
+  return predictor_.InterferenceMean(*kind_);
+}
+
+AppId PredictionView::AppOf(const std::string& app) {
+  if (app.empty()) return -1;
+  if (app_ >= 0 && app == app_key_) return app_;
+  const std::optional<AppId> id = predictor_.FindApp(app);
+  if (!id) return -1;
+  app_key_ = app;
+  app_ = *id;
+  return app_;
+}
+
+const std::vector<PredictionView::Member>& PredictionView::Members(model::PartitionIndex p,
+                                                                   const model::ClusterState& c) {
+  if (partitions_.size() < static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions) {
+    partitions_.resize(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions);
+  }
+  const model::Partition& part = c.partition(p);
+  const model::Gpu& gpu = c.gpu(part.gpu);
+  PartitionCache& cache = partitions_[p];
+  const uint64_t version = c.node(gpu.node).version;
+  if (cache.valid && cache.node_version == version && cache.generation == predictor_.generation()) {
+    return cache.members;
+  }
+  cache.members.clear();
+  for (const model::Client& client : part.clients) {
+    const model::PlacedWorkload* pw = c.Find(client.workload);
+    TESSERA_CHECK(pw != nullptr);
+    Member m{client.workload, -1, pw->workload.slo_qps, predict::kMissing, 0, 0};
+    if (!pw->workload.app.empty()) m.app = predictor_.FindApp(pw->workload.app).value_or(-1);
+    m.isolated = Isolated(m.app, gpu.model, part.profile, client.milli / 10);
+    m.sigma = Sigma(m.app, gpu.model, part.profile, client.milli / 10);
+    cache.members.push_back(m);
+  }
+  for (Member& y : cache.members) {
+    for (const Member& z : cache.members) {
+      if (&y != &z) y.lost_base += Lost(y.app, z.app);
+    }
+  }
+  cache.node_version = version;
+  cache.generation = predictor_.generation();
+  cache.valid = true;
+  return cache.members;
+}
+
+void PredictionView::BeginNode() {
+  util_version_ = telemetry_ ? telemetry_->Version() : std::nullopt;
+}
+
+double PredictionView::Util(const model::Partition& part) const {
+  if (telemetry_) {
+    if (std::optional<double> u = telemetry_->Utilization(part.uuid)) {
+      return std::clamp(*u, 0.0, 1.0);
+    }
+  }
+  return part.empty() ? 0.0 : part.used_milli / 1000.0;
+}
+
+double PredictionView::CachedUtil(model::PartitionIndex p, const model::ClusterState& c) {
+  const model::Partition& part = c.partition(p);
+  if (!telemetry_ || !util_version_) return Util(part);
+  if (partitions_.size() < static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions) {
+    partitions_.resize(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions);
+  }
+  PartitionCache& cache = partitions_[p];
+  const uint64_t node_version = c.node(c.gpu(part.gpu).node).version;
+  if (cache.util_version != util_version_ || cache.util_node_version != node_version) {
+    cache.util = Util(part);
+    cache.util_version = util_version_;
+    cache.util_node_version = node_version;
+  }
+  return cache.util;
+}
+
+const std::vector<std::vector<std::optional<PredictionView::LayoutChoice>>>&
+PredictionView::Layouts() {
+  static const auto table = [] {
+    std::vector<std::vector<std::optional<LayoutChoice>>> t;
+    for (const model::GpuModel& m : model::AllGpuModels()) {
+      std::vector<std::optional<LayoutChoice>> per(m.mig_profiles.size());
+      for (const model::MigLayout& l : model::ValidLayouts(m)) {
+        for (size_t slot = 0; slot < l.instances.size(); ++slot) {
+          std::optional<LayoutChoice>& choice = per[l.instances[slot].profile];
+          if (!choice || l.instances.size() > choice->layout.instances.size()) {
+            choice = LayoutChoice{l, static_cast<int>(slot)};
+          }
+        }
+      }
+      t.push_back(std::move(per));
+    }
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace tessera::policy

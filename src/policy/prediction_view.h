@@ -1,0 +1,121 @@
+#pragma once
+// PredictionView: the predictor and the telemetry as the predicting policies (`predictive`,
+// `slo-aware`) read them while scoring — one implementation of the lookups and caches they
+// share, so neither copies the other:
+//   - isolated(app, GPU model, MIG profile, MPS %): the predictor's cell for the configuration
+//     key "<GPU>/<profile|whole>/<MPS %>" (predict/config_key.h); with `interpolate`, a share
+//     the profile has no column for is read between the two nearest profiled shares of the
+//     same partition, linearly in time per query against 1 / share (a query's SM-bound part
+//     scales with 1 / share and its fixed part does not: exact for a roofline application);
+//     never extrapolated outside the profiled shares;
+//   - the relative uncertainty of that value: a measured cell's run-to-run spread (its sample
+//     standard deviation over its mean, with at least two runs), else `completed_sigma`;
+//   - f(victim, aggressor) on a shared partition: the predictor's, else the kind's mean;
+//   - util(p): the telemetry's, else an empty partition 0 and an occupied one its MPS share;
+//   - the workloads already on a partition (application, SLO, isolated rate, Σ f over the
+//     others), cached per partition and invalidated by the node's version counter and the
+//     predictor's generation;
+//   - for each MIG-capable model, the layout with the most instances that holds each profile.
+// Not thread-safe; the predictor and telemetry must outlive it.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/cluster.h"
+#include "policy/policy.h"
+#include "predict/predictor.h"
+#include "telemetry/telemetry.h"
+
+namespace tessera::policy {
+
+// Can `part` give a new client `percent` % of its threads and the same share of its memory,
+// and is that share at least `need_mib`?
+bool ShareFits(const model::Partition& part, int percent, int64_t need_mib);
+
+// The GPU half of the predicting policies' Filter: some available GPU of an allowed model has a
+// partition with a free share of one of `percents` that holds the workload's GPU memory, or
+// (with `reshape`) is idle and MIG-capable.
+Feasibility SharesFilter(const model::Workload& w, model::NodeIndex node,
+                         const model::ClusterState& c, const std::vector<int>& percents,
+                         bool reshape);
+
+class PredictionView {
+ public:
+  struct Options {
+    std::string interference_kind = "mps";
+    bool interpolate = false;
+    double completed_sigma = 0.10;
+  };
+  PredictionView(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
+                 Options options);
+
+  const predict::Predictor& predictor() const { return predictor_; }
+
+  // A workload already on a partition, as far as a score needs it (independent of x).
+  struct Member {
+    model::WorkloadId id = 0;
+    predict::AppId app = -1;  // -1: the predictor does not know its application
+    double slo = 0;           // 0: it has none, so it is not scored (only an aggressor)
+    double isolated = 0;      // NaN: no prediction for its configuration
+    double sigma = 0;         // relative uncertainty of `isolated`
+    double lost_base = 0;     // Σ f(y, z) over the other workloads already there
+  };
+  const std::vector<Member>& Members(model::PartitionIndex p, const model::ClusterState& c);
+
+  // The application handle of `app` (-1 when empty or unknown).
+  predict::AppId AppOf(const std::string& app);
+  // NaN when there is no prediction.
+  double Isolated(predict::AppId app, model::GpuModelId gpu_model, int profile, int percent);
+  double Sigma(predict::AppId app, model::GpuModelId gpu_model, int profile, int percent);
+  // f(victim, aggressor): the predictor's, else the kind's mean (0 without interference data).
+  double Lost(predict::AppId victim, predict::AppId aggressor) const;
+
+  // Call once per node scored: reads the telemetry's version for CachedUtil.
+  void BeginNode();
+  double Util(const model::Partition& part) const;
+  double CachedUtil(model::PartitionIndex p, const model::ClusterState& c);
+
+  struct LayoutChoice {
+    model::MigLayout layout;
+    int slot = 0;
+  };
+  // [model][profile]: the layout with the most instances containing that profile, if any.
+  static const std::vector<std::vector<std::optional<LayoutChoice>>>& Layouts();
+
+ private:
+  predict::ConfigId Config(model::GpuModelId gpu_model, int profile, int percent);
+  // The profiled shares of (model, profile) just below and above `percent`, or nullopt.
+  std::optional<std::pair<int, int>> Bracket(model::GpuModelId gpu_model, int profile, int percent);
+  double CellSigma(predict::AppId app, predict::ConfigId config) const;
+
+  const predict::Predictor& predictor_;
+  const telemetry::Telemetry* telemetry_;
+  Options options_;
+  std::optional<int> kind_;
+
+  struct PartitionCache {
+    uint64_t node_version = 0;
+    uint64_t generation = 0;
+    bool valid = false;
+    std::vector<Member> members;
+    // util(p) as read under telemetry version `util_version` (valid while both hold).
+    std::optional<uint64_t> util_version;
+    uint64_t util_node_version = 0;
+    double util = 0;
+  };
+  std::vector<PartitionCache> partitions_;
+
+  // (model, profile + 1, MPS %) -> ConfigId, -1 absent, -2 not looked up yet.
+  static constexpr int kProfiles = 16, kPercents = 101;
+  std::vector<int> config_ids_;
+  int configs_seen_ = -1;
+
+  std::optional<uint64_t> util_version_;  // the telemetry's version, read by BeginNode
+
+  // The last application looked up (handles never change once assigned).
+  std::string app_key_;
+  predict::AppId app_ = -1;
+};
+
+}  // namespace tessera::policy
