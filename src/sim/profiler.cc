@@ -99,10 +99,11 @@ Expected<ProfileSamples> Profiler::Sample(const std::vector<std::string>& gpu_mo
     for (size_t k : chosen) {
       const Config& c = configs[k];
       const double qps = physics_.IsolatedRate(app, c.model, c.profile, c.percent * 10).qps;
-      double value = 0;
+      // Every run is its own observation: the cell keeps their mean, count and spread (the
+      // run-to-run variance a policy's margin reads).
       const int runs = is_full ? options_.full_runs : 1;
-      for (int i = 0; i < runs; ++i) value += noisy(qps) / runs;
-      out.profile_.Observe(row, *out.profile_.FindCol(c.key), value);
+      const int col = *out.profile_.FindCol(c.key);
+      for (int i = 0; i < runs; ++i) out.profile_.Observe(row, col, noisy(qps));
     }
   }
 

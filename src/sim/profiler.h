@@ -21,7 +21,7 @@
 //  - interference: for a `pair_share` of ordered pairs (victim, aggressor), the fraction of
 //    the victim's QPS lost when both run at 50 % MPS on one `interference_gpu`;
 //  - every measurement is the truth × (1 + N(0, noise_sd)), clamped to ±3 sd; a full app's
-//    value is the mean of `full_runs` such measurements.
+//    cell holds `full_runs` such measurements (their mean, count and variance).
 
 #include <cstdint>
 #include <string>
