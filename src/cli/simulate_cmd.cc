@@ -145,8 +145,9 @@ Status RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& 
   Expected<sim::AppCatalog> catalog = CatalogOf(f);
   if (!catalog) return Failed(catalog.error());
   const std::vector<std::string> policies =
-      f.policies.empty() ? RegisteredOf({"predictive", "min", "max", "round-robin", "whole-gpu"})
-                         : f.policies;
+      f.policies.empty()
+          ? RegisteredOf({"slo-aware", "predictive", "min", "max", "round-robin", "whole-gpu"})
+          : f.policies;
   // The thesis's four, then two where 3 of the 6 engines were never profiled (issue #14).
   std::vector<sim::ThesisScenario> scenarios = {{20, false}, {20, true},        {40, false},
                                                 {40, true},  {20, false, 0, 3}, {20, true, 0, 3}};

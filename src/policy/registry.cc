@@ -15,6 +15,7 @@
 #include "policy/predictive.h"
 #include "policy/random.h"
 #include "policy/round_robin.h"
+#include "policy/slo_aware.h"
 #include "policy/whole_gpu.h"
 
 namespace tessera::policy {
@@ -56,6 +57,10 @@ const std::vector<Entry>& Registry() {
         "thesis Ch. 8.3: predicted QPS vs SLO score, MPS limits, idle-GPU MIG reshape", true,
         PredictiveOptionList()},
        MakePredictive},
+      {{"slo-aware",
+        "Ch. 8.3's score on a lower bound of predicted QPS, admission control (waits), finer MPS",
+        true, SloAwareOptionList()},
+       MakeSloAware},
       {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
        NoOptions<FirstFit>()},
       {{"whole-gpu", "Kubernetes default + NVIDIA device plugin: whole GPUs, first fit"},

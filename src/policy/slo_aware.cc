@@ -1,0 +1,487 @@
+#include "policy/slo_aware.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/mig.h"
+#include "policy/fit.h"
+#include "policy/prediction_view.h"
+#include "predict/config_key.h"
+
+namespace tessera::policy {
+
+using predict::AppId;
+
+std::vector<OptionInfo> SloAwareOptionList() {
+  const SloAwareOptions d;
+  auto j = [](const auto& v) { return nlohmann::json(v).dump(); };
+  return {
+      {"admission", j(d.admission),
+       "wait rather than bind where the SLO is not predicted to be met (Score makes no offer)"},
+      {"protect_neighbours", j(d.protect_neighbours),
+       "an option is not admissible if it pushes a co-runner below its target"},
+      {"margin_z", j(d.margin_z),
+       "score on mean - z x the prediction's standard deviation, 0..5; 0: on the mean"},
+      {"completed_sigma", j(d.completed_sigma),
+       "relative uncertainty of a completed (never measured) cell, 0..1"},
+      {"co_runner_sigma", j(d.co_runner_sigma),
+       "uncertainty each co-runner's interference term adds (fraction of isolated), 0..1"},
+      {"mps_step", j(d.mps_step),
+       "MPS shares tried in steps of this many percent, interpolated between profiled shares; "
+       "0: the thesis's 100/50/25"},
+      {"reshape", j(d.reshape), "reshape an idle MIG-capable GPU (as predictive, Ch. 8.3)"},
+      {"interference_kind", j(d.interference_kind),
+       "the predictor's interference kind for co-runners on one partition"},
+  };
+}
+
+Expected<SloAwareOptions> ParseSloAwareOptions(const nlohmann::json& options) {
+  constexpr std::string_view kName = "slo-aware";
+  SloAwareOptions o;
+  for (const Expected<void>& read :
+       {ReadOption(kName, options, "admission", o.admission),
+        ReadOption(kName, options, "protect_neighbours", o.protect_neighbours),
+        ReadOption(kName, options, "margin_z", o.margin_z),
+        ReadOption(kName, options, "completed_sigma", o.completed_sigma),
+        ReadOption(kName, options, "co_runner_sigma", o.co_runner_sigma),
+        ReadOption(kName, options, "mps_step", o.mps_step),
+        ReadOption(kName, options, "reshape", o.reshape),
+        ReadOption(kName, options, "interference_kind", o.interference_kind)}) {
+    if (!read) return std::unexpected(read.error());
+  }
+  auto within = [&](const char* key, double v, double lo, double hi) -> Expected<void> {
+    if (v >= lo && v <= hi) return {};
+    return Fail("policy {}: option '{}': {} is outside {}..{}", kName, key, v, lo, hi);
+  };
+  for (const Expected<void>& check :
+       {within("margin_z", o.margin_z, 0, 5), within("completed_sigma", o.completed_sigma, 0, 1),
+        within("co_runner_sigma", o.co_runner_sigma, 0, 1),
+        within("mps_step", o.mps_step, 0, 100)}) {
+    if (!check) return std::unexpected(check.error());
+  }
+  return o;
+}
+
+Expected<std::unique_ptr<Policy>> MakeSloAware(const PolicyContext& context,
+                                               const nlohmann::json& options) {
+  if (context.predictor == nullptr) {
+    return Fail("policy slo-aware: needs a predictor (a profile matrix to predict from)");
+  }
+  auto o = ParseSloAwareOptions(options);
+  if (!o) return std::unexpected(o.error());
+  return std::make_unique<SloAware>(*context.predictor, context.telemetry, std::move(*o));
+}
+
+struct SloAware::Impl {
+  SloAwareOptions options;
+  PredictionView view;
+  std::vector<int> percents;  // tried, largest first
+  using Member = PredictionView::Member;
+
+  // The cluster's GPU models (GPUs never change model; relisted when GPUs are added).
+  std::vector<model::GpuModelId> models;
+  int models_seen = -1;
+  // Ceilings by application (any memory), refreshed with the predictor's generation.
+  std::vector<double> app_ceiling;
+  uint64_t ceiling_generation = ~uint64_t{0};
+  // x's own ceiling (its GPU memory restricts the configurations).
+  model::WorkloadId x_id = 0;
+  uint64_t x_generation = ~uint64_t{0};
+  double x_ceiling = 0;
+
+  Impl(const predict::Predictor& p, const telemetry::Telemetry* t, SloAwareOptions o)
+      : options(std::move(o)),
+        view(p, t,
+             {.interference_kind = options.interference_kind,
+              .interpolate = options.mps_step > 0,
+              .completed_sigma = options.completed_sigma}) {
+    if (options.mps_step > 0) {
+      for (int pct = 100; pct >= 1; pct -= options.mps_step) percents.push_back(pct);
+    } else {
+      percents = {100, 50, 25};
+    }
+  }
+
+  bool Predictable(const Workload& w) {
+    return w.gpu.count == 1 && w.gpu.mig_profile.empty() && w.slo_qps > 0 && view.AppOf(w.app) >= 0;
+  }
+
+  // The lower bound the score uses.
+  double Lower(double iso, double sigma, double lost, int co_runners) const {
+    if (std::isnan(iso)) return iso;
+    const double mean = iso * std::max(0.0, 1 - lost);
+    const double sd = iso * std::sqrt(sigma * sigma + co_runners * options.co_runner_sigma *
+                                                          options.co_runner_sigma);
+    return std::max(0.0, mean - options.margin_z * sd);
+  }
+
+  const std::vector<model::GpuModelId>& Models(const ClusterState& c) {
+    if (models_seen != c.gpu_count()) {
+      models.clear();
+      for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
+        if (std::find(models.begin(), models.end(), c.gpu(g).model) == models.end()) {
+          models.push_back(c.gpu(g).model);
+        }
+      }
+      models_seen = c.gpu_count();
+    }
+    return models;
+  }
+
+  // Best lower bound of `app` alone at 100 % on any configuration of the cluster's models
+  // whose memory holds `memory_mib`.
+  double CeilingOf(AppId app, int64_t memory_mib, const ClusterState& c) {
+    double best = 0;
+    for (model::GpuModelId m : Models(c)) {
+      const model::GpuModel& gm = model::GetGpuModel(m);
+      auto consider = [&](int profile, int64_t partition_mib) {
+        if (memory_mib > partition_mib) return;
+        const double lb =
+            Lower(view.Isolated(app, m, profile, 100), view.Sigma(app, m, profile, 100), 0, 0);
+        if (lb > best) best = lb;
+      };
+      consider(-1, gm.memory_mib);
+      if (!gm.mig_capable() || !options.reshape) continue;
+      const auto& choices = PredictionView::Layouts()[m];
+      for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
+        if (choices[prof]) consider(prof, gm.mig_profiles[prof].memory_mib);
+      }
+    }
+    return best;
+  }
+
+  double XCeiling(const Workload& x, const ClusterState& c) {
+    if (x.id != x_id || x_generation != view.predictor().generation() ||
+        models_seen != c.gpu_count()) {
+      x_ceiling = CeilingOf(view.AppOf(x.app), x.gpu.memory_mib, c);
+      x_id = x.id;
+      x_generation = view.predictor().generation();
+    }
+    return x_ceiling;
+  }
+
+  // A co-runner's target: min(SLO, its application's ceiling).
+  double MemberTarget(const Member& y, const ClusterState& c) {
+    if (y.app < 0) return y.slo;
+    if (ceiling_generation != view.predictor().generation() || models_seen != c.gpu_count()) {
+      app_ceiling.assign(static_cast<size_t>(view.predictor().num_apps()), predict::kMissing);
+      ceiling_generation = view.predictor().generation();
+    }
+    if (static_cast<size_t>(y.app) >= app_ceiling.size()) return y.slo;
+    double& ceiling = app_ceiling[static_cast<size_t>(y.app)];
+    if (std::isnan(ceiling)) ceiling = CeilingOf(y.app, 0, c);
+    return std::min(y.slo, ceiling);
+  }
+
+  static double Score2(double target, double lower) {
+    return 1.0 / (1.0 + std::abs(target - lower) / target);
+  }
+  static double Score1(double target, double lower) {
+    const double e = std::abs(target - lower) / target + 1;
+    return 1.0 / (1.0 + e * e);
+  }
+
+  // The thesis's set score on (target, lower bound).
+  struct Set {
+    double s1 = 0, s2 = 0;
+    int neg = 0, pos = 0;
+    void Add(double target, double lower) {
+      if (lower < target) {
+        s1 += Score1(target, lower);
+        ++neg;
+      } else {
+        s2 += Score2(target, lower);
+        ++pos;
+      }
+    }
+    double Finish(double util) const {
+      const int n = neg + pos;
+      if (n == 0) return 0;
+      const double k = static_cast<double>(neg) / n;
+      double inner = 0;
+      if (neg > 0) inner += k * s1 / neg;
+      if (pos > 0) inner += (1 - k) * s2 / pos;
+      return 100.0 * (1 - util) * inner;
+    }
+  };
+
+  struct Pick {
+    bool admissible = false;
+    double score = -1;
+    model::PartitionIndex partition = 0;
+    int percent = 0;
+    int64_t memory_mib = 0;
+    std::optional<ReshapeTo> reshape;
+    bool Beats(const Pick& o) const {
+      return admissible != o.admissible ? admissible : score > o.score;
+    }
+  };
+
+  // x on an existing partition at each share that fits.
+  void ScorePartition(const Workload& x, NodeIndex node, model::PartitionIndex p,
+                      const ClusterState& c, Pick& best, std::vector<SloOption>* explain) {
+    const model::Partition& part = c.partition(p);
+    if (std::none_of(percents.begin(), percents.end(),
+                     [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); })) {
+      return;
+    }
+    const model::Gpu& gpu = c.gpu(part.gpu);
+    const AppId xa = view.AppOf(x.app);
+    const double x_target = std::min(x.slo_qps, XCeiling(x, c));
+    const std::vector<Member>& members = view.Members(p, c);
+    const int n = static_cast<int>(members.size());
+    // Everything but x's own rate is the same for every share x could get (first order).
+    Set others;
+    double x_lost = 0;
+    std::string why_not;
+    std::vector<SloMember> rows;
+    for (const Member& y : members) {
+      x_lost += view.Lost(xa, y.app);
+      if (y.slo <= 0 || std::isnan(y.isolated)) continue;
+      const double target = MemberTarget(y, c);
+      const double lost = y.lost_base + view.Lost(y.app, xa);
+      const double after = Lower(y.isolated, y.sigma, lost, n);
+      others.Add(target, after);
+      if (options.protect_neighbours && why_not.empty() && after < target &&
+          Lower(y.isolated, y.sigma, y.lost_base, n - 1) >= target) {
+        why_not = fmt::format("pushes workload {} below its target ({:.2f} < {:.2f})", y.id, after,
+                              target);
+      }
+      if (explain) rows.push_back({y.id, target, y.isolated, y.sigma, lost, n, after});
+    }
+    const double util = view.CachedUtil(p, c);
+    for (int pct : percents) {
+      if (!ShareFits(part, pct, x.gpu.memory_mib)) continue;
+      const double iso = view.Isolated(xa, gpu.model, part.profile, pct);
+      if (std::isnan(iso)) continue;
+      const double sigma = view.Sigma(xa, gpu.model, part.profile, pct);
+      const double lower = Lower(iso, sigma, x_lost, n);
+      Set set = others;
+      set.Add(x_target, lower);
+      Pick pick{lower >= x_target && why_not.empty(), set.Finish(util), p, pct,
+                part.memory_mib * pct / 100,          std::nullopt};
+      if (pick.Beats(best)) best = pick;
+      if (explain) {
+        SloOption o;
+        o.node = node;
+        o.gpu = part.gpu;
+        o.partition = part.uuid;
+        o.mps_percent = pct;
+        o.util = util;
+        o.score = pick.score;
+        o.admissible = pick.admissible;
+        o.why_not = !why_not.empty() ? why_not
+                    : pick.admissible
+                        ? ""
+                        : fmt::format("x below its target ({:.2f} < {:.2f})", lower, x_target);
+        o.members.push_back({x.id, x_target, iso, sigma, x_lost, n, lower});
+        o.members.insert(o.members.end(), rows.begin(), rows.end());
+        o.placement = {x.id, node, {{p, pct * 10, pick.memory_mib}}};
+        explain->push_back(std::move(o));
+      }
+    }
+  }
+
+  // x alone on an instance of `profile` (-1: MIG off) of the idle GPU `g`, after a reshape.
+  void ScoreReshape(const Workload& x, NodeIndex node, GpuIndex g, int profile,
+                    const ClusterState& c, Pick& best, std::vector<SloOption>* explain) {
+    const model::Gpu& gpu = c.gpu(g);
+    const model::GpuModel& m = model::GetGpuModel(gpu.model);
+    const AppId xa = view.AppOf(x.app);
+    const double x_target = std::min(x.slo_qps, XCeiling(x, c));
+    const int64_t partition_mib = profile < 0 ? m.memory_mib : m.mig_profiles[profile].memory_mib;
+    const auto& choice = PredictionView::Layouts()[gpu.model];
+    for (int pct : percents) {
+      const int64_t memory = partition_mib * pct / 100;
+      if (x.gpu.memory_mib > memory) continue;
+      const double iso = view.Isolated(xa, gpu.model, profile, pct);
+      if (std::isnan(iso)) continue;
+      const double sigma = view.Sigma(xa, gpu.model, profile, pct);
+      const double lower = Lower(iso, sigma, 0, 0);
+      Set set;
+      set.Add(x_target, lower);
+      Pick pick{lower >= x_target, set.Finish(0), 0, pct, memory, std::nullopt};
+      if (profile < 0) {
+        pick.reshape = ReshapeTo{g, std::nullopt};
+        pick.partition = ClusterState::PartitionOf(g, 0);
+      } else {
+        pick.reshape = ReshapeTo{g, choice[profile]->layout};
+        pick.partition = ClusterState::PartitionOf(g, choice[profile]->slot);
+      }
+      if (explain) {
+        SloOption o;
+        o.node = node;
+        o.gpu = g;
+        o.partition = fmt::format(
+            "{} (reshape: {})",
+            profile < 0 ? std::string(predict::kWholeGpu) : m.mig_profiles[profile].name,
+            profile < 0 ? std::string("MIG off")
+                        : model::LayoutToString(m, choice[profile]->layout));
+        o.mps_percent = pct;
+        o.score = pick.score;
+        o.admissible = pick.admissible;
+        if (!pick.admissible) {
+          o.why_not = fmt::format("x below its target ({:.2f} < {:.2f})", lower, x_target);
+        }
+        o.members.push_back({x.id, x_target, iso, sigma, 0, 0, lower});
+        o.reshape = pick.reshape;
+        o.placement = {x.id, node, {{pick.partition, pct * 10, memory}}};
+        explain->push_back(std::move(o));
+      }
+      if (pick.Beats(best)) best = std::move(pick);
+    }
+  }
+
+  std::optional<Candidate> Offer(const Workload& x, NodeIndex node, const ClusterState& c,
+                                 std::vector<SloOption>* explain) {
+    const model::Node& n = c.node(node);
+    view.BeginNode();
+    Pick best;
+    for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
+      const model::Gpu& gpu = c.gpu(g);
+      if (!gpu.available || !x.gpu.AllowsModel(gpu.model)) continue;
+      Pick here;
+      for (int slot = 0; slot < gpu.partition_count; ++slot) {
+        ScorePartition(x, node, ClusterState::PartitionOf(g, slot), c, here, explain);
+      }
+      const model::GpuModel& m = model::GetGpuModel(gpu.model);
+      if (options.reshape && m.mig_capable() && gpu.idle()) {
+        // A reshape only where it beats what the GPU offers as it is.
+        Pick reshaped;
+        if (gpu.mig) ScoreReshape(x, node, g, -1, c, reshaped, explain);
+        const auto& choices = PredictionView::Layouts()[gpu.model];
+        for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
+          if (choices[prof]) ScoreReshape(x, node, g, prof, c, reshaped, explain);
+        }
+        if (reshaped.score >= 0 && reshaped.Beats(here)) here = std::move(reshaped);
+      }
+      if (here.score >= 0 && here.Beats(best)) best = std::move(here);
+    }
+    if (best.score < 0 || (options.admission && !best.admissible)) return std::nullopt;
+    return Candidate{best.score,
+                     {x.id, node, {{best.partition, best.percent * 10, best.memory_mib}}},
+                     std::move(best.reshape),
+                     {}};
+  }
+
+  std::optional<Candidate> Fallback(const Workload& w, NodeIndex node, const ClusterState& c) {
+    if (!NodeFits(w, node, c).ok()) return std::nullopt;
+    std::optional<Placement> p = FirstFitPlacement(w, node, c);
+    if (!p) return std::nullopt;
+    double util = 0;
+    for (const model::Slice& s : p->slices) util += view.Util(c.partition(s.partition));
+    if (!p->slices.empty()) util /= static_cast<double>(p->slices.size());
+    return Candidate{100.0 * (1.0 - util), std::move(*p), {}, {}};
+  }
+};
+
+SloAware::SloAware(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
+                   SloAwareOptions options)
+    : impl_(std::make_unique<Impl>(predictor, telemetry, std::move(options))) {}
+
+SloAware::~SloAware() = default;
+
+Policy::OfferInputs SloAware::OffersDependOn() const {
+  return {.slo_value = impl_->options.admission};
+}
+
+Feasibility SloAware::Filter(const Workload& w, NodeIndex node, const ClusterState& c) const {
+  const model::Node& n = c.node(node);
+  if (!n.ready) return Feasibility::No("node not ready");
+  if (w.cpu_milli > n.free_cpu_milli()) return Feasibility::No("not enough CPU");
+  if (w.memory_mib > n.free_memory_mib()) return Feasibility::No("not enough memory");
+  if (!impl_->Predictable(w)) return NodeFits(w, node, c);
+  return SharesFilter(w, node, c, impl_->percents, impl_->options.reshape);
+}
+
+std::optional<Candidate> SloAware::Score(const Workload& w, NodeIndex node, const ClusterState& c) {
+  if (!impl_->Predictable(w)) return impl_->Fallback(w, node, c);
+  return impl_->Offer(w, node, c, nullptr);
+}
+
+double SloAware::Ceiling(const Workload& w, const ClusterState& c) {
+  return impl_->Predictable(w) ? impl_->XCeiling(w, c) : 0;
+}
+
+std::vector<SloOption> SloAware::Options(const Workload& w, NodeIndex node, const ClusterState& c) {
+  std::vector<SloOption> out;
+  if (impl_->Predictable(w)) impl_->Offer(w, node, c, &out);
+  std::stable_sort(out.begin(), out.end(), [](const SloOption& a, const SloOption& b) {
+    return a.admissible != b.admissible ? a.admissible : a.score > b.score;
+  });
+  return out;
+}
+
+std::string SloAware::Explain(const Workload& w, const ClusterState& c) {
+  if (!impl_->Predictable(w)) {
+    return fmt::format("slo-aware: workload {} ({}) is outside the model; placed first-fit\n", w.id,
+                       w.name) +
+           Policy::Explain(w, c);
+  }
+  std::vector<SloOption> all;
+  std::vector<std::string> filtered;
+  for (NodeIndex n = 0; n < c.node_count(); ++n) {
+    const Feasibility f = Filter(w, n, c);
+    if (!f.ok()) {
+      filtered.push_back(fmt::format("  {}: {}", c.node(n).name, f.reason));
+      continue;
+    }
+    std::vector<SloOption> opts = Options(w, n, c);
+    all.insert(all.end(), std::make_move_iterator(opts.begin()),
+               std::make_move_iterator(opts.end()));
+  }
+  std::stable_sort(all.begin(), all.end(), [](const SloOption& a, const SloOption& b) {
+    return a.admissible != b.admissible ? a.admissible : a.score > b.score;
+  });
+  const double ceiling = Ceiling(w, c);
+  const double target = std::min(w.slo_qps, ceiling);
+  const SloAwareOptions& o = impl_->options;
+  std::string out = fmt::format(
+      "slo-aware: workload {} ({}), app {}, SLO {:.2f} QPS, GPU memory {} MiB\n"
+      "  ceiling {:.2f} QPS (best lower bound alone on the cluster's GPU models) -> target "
+      "{:.2f}{}\n"
+      "  margin: lower = iso x (1 - interference) - {:.2f} x iso x sqrt(sigma^2 + co-runners x "
+      "{:.3f}^2)\n",
+      w.id, w.name, w.app, w.slo_qps, w.gpu.memory_mib, ceiling, target,
+      ceiling < w.slo_qps ? " (no configuration is predicted to meet the SLO: aims at its best)"
+                          : "",
+      o.margin_z, o.co_runner_sigma);
+  const bool any = !all.empty() && all.front().admissible;
+  if (!any) {
+    out += o.admission ? fmt::format(
+                             "  WAITS: no free configuration is predicted to reach {:.2f} QPS "
+                             "without pushing a co-runner below its target\n",
+                             target)
+                       : "  no admissible option; admission is off, so the best is bound anyway\n";
+  }
+  out += fmt::format("{} options, admissible first, best first (x = the workload being placed):\n",
+                     all.size());
+  size_t shown = 0;
+  for (const SloOption& opt : all) {
+    if (++shown > 20) {
+      out += fmt::format("\n  ... {} more\n", all.size() - 20);
+      break;
+    }
+    out += fmt::format(
+        "\n  score {:6.2f}  {}  node {}  gpu {}  partition {}  MPS {}%  util {:.2f}\n", opt.score,
+        opt.admissible ? "admissible" : "not: " + opt.why_not, c.node(opt.node).name,
+        c.gpu(opt.gpu).index, opt.partition, opt.mps_percent, opt.util);
+    out += fmt::format("    {:<3} {:<10} {:>9} {:>9} {:>7} {:>8} {:>4} {:>9}\n", "", "workload",
+                       "target", "isolated", "sigma", "interf", "n", "lower");
+    for (size_t i = 0; i < opt.members.size(); ++i) {
+      const SloMember& m = opt.members[i];
+      out += fmt::format("    {:<3} {:<10} {:9.2f} {:9.2f} {:7.3f} {:8.3f} {:4} {:9.2f}\n",
+                         i == 0 ? "x" : "", m.workload, m.target, m.isolated, m.sigma,
+                         m.interference, m.co_runners, m.lower);
+    }
+  }
+  if (!filtered.empty()) {
+    out += "\nfiltered nodes:\n";
+    for (const std::string& f : filtered) out += f + "\n";
+  }
+  return out;
+}
+
+}  // namespace tessera::policy

@@ -1,0 +1,110 @@
+#pragma once
+// slo-aware — the thesis's score (seed 000, Ch. 8.3; see predictive.h) plus what it needs to
+// keep the SLOs it can keep (issue #14 Part 2). Every mechanism is an option that turns it off
+// (docs/policies.md has the ablation):
+//
+//  - A margin sized by what the predictor knows (`margin_z`): each member y of X is scored on
+//    the lower bound
+//        lb(y) = iso(y)·(1 − Σ f(y, z)) − z · iso(y) · √(σ_iso(y)² + n(y) · σ_f²)
+//    where σ_iso is the cell's relative uncertainty (PredictionView: a measured cell's
+//    run-to-run spread, `completed_sigma` for a completed one), n(y) the number of its
+//    co-runners and σ_f (`co_runner_sigma`) the uncertainty each pairwise interference term
+//    adds. z = 0 scores on the mean, as the thesis does.
+//  - Admission control (`admission`): an option is admissible when lb(x) ≥ target(x) and, with
+//    `protect_neighbours`, no co-runner predicted to meet its target falls below it once x
+//    joins. target(y) = min(SLO(y), ceiling(y)), where ceiling(y) is y's best lower bound alone
+//    on any configuration of the cluster's GPU models (whole GPU or a MIG instance, 100 %): a
+//    pod no configuration is predicted to serve aims at its best one. When no node has an
+//    admissible option the pod waits (Score makes no offer; `explain` says what for) instead of
+//    binding below its SLO. Since whether an offer exists now depends on the SLO value, the
+//    policy declares it (Policy::OffersDependOn). Without admission the best option is bound
+//    whatever it predicts, as `predictive` does.
+//  - Finer MPS limits (`mps_step`): x is tried at every multiple of the step from 100 % down;
+//    a share the profile has no column for is interpolated between the profiled shares of the
+//    partition (PredictionView), never extrapolated; 0 keeps the thesis's 100/50/25 %.
+//  - Among admissible options, the thesis's score on (target, lb): 100 · (1 − util(p)) · mean
+//    1 / (1 + err) — the least surplus above the targets on the idlest partition. An idle
+//    MIG-capable GPU may be reshaped as in `predictive`.
+//
+// Outside the model (several GPUs, a named MIG profile, no SLO, an unknown application) the
+// workload is placed first-fit, as `predictive` does. Not thread-safe; the predictor and the
+// telemetry must outlive it.
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "policy/policy.h"
+#include "policy/registry.h"
+
+namespace tessera::policy {
+
+struct SloAwareOptions {
+  bool admission = true;
+  bool protect_neighbours = true;
+  double margin_z = 2.0;
+  double completed_sigma = 0.20;
+  double co_runner_sigma = 0.05;
+  int mps_step = 5;
+  bool reshape = true;
+  std::string interference_kind = "mps";
+};
+
+std::vector<OptionInfo> SloAwareOptionList();
+[[nodiscard]] Expected<SloAwareOptions> ParseSloAwareOptions(const nlohmann::json& options);
+// The registry's factory: needs PolicyContext::predictor; telemetry is optional.
+[[nodiscard]] Expected<std::unique_ptr<Policy>> MakeSloAware(const PolicyContext& context,
+                                                             const nlohmann::json& options);
+
+// One member of X on one option, as Explain prints it.
+struct SloMember {
+  WorkloadId workload = 0;
+  double target = 0;        // min(SLO, ceiling)
+  double isolated = 0;      // predicted QPS alone on its slice
+  double sigma = 0;         // relative uncertainty of `isolated`
+  double interference = 0;  // Σ f over its co-runners once x joins
+  int co_runners = 0;
+  double lower = 0;  // the lower bound the score uses
+};
+
+// One option weighed: x at `mps_percent` on a partition (existing, or after a reshape).
+struct SloOption {
+  NodeIndex node = 0;
+  GpuIndex gpu = 0;
+  std::string partition;  // uuid, or "<profile> (reshape: <layout>)"
+  int mps_percent = 100;
+  double util = 0;
+  double score = 0;
+  bool admissible = false;
+  std::string why_not;             // when not admissible
+  std::vector<SloMember> members;  // x first
+  std::optional<ReshapeTo> reshape;
+  Placement placement;
+};
+
+class SloAware final : public Policy {
+ public:
+  SloAware(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
+           SloAwareOptions options = {});
+  ~SloAware() override;
+
+  std::string_view name() const override { return "slo-aware"; }
+  OfferInputs OffersDependOn() const override;
+  Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
+  std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
+  std::string Explain(const Workload& w, const ClusterState& c) override;
+
+  // Every option on `node`, best first (admissible before the rest).
+  std::vector<SloOption> Options(const Workload& w, NodeIndex node, const ClusterState& c);
+  // x's target and ceiling (predicted best lower bound alone on the cluster's GPU models).
+  double Ceiling(const Workload& w, const ClusterState& c);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::policy
