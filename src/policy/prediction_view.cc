@@ -96,8 +96,11 @@ double PredictionView::Isolated(AppId app, model::GpuModelId gpu_model, int prof
 
 double PredictionView::CellSigma(AppId app, ConfigId config) const {
   const predict::ProfileMatrix& m = predictor_.profile();
-  if (app < m.rows() && config < m.cols() && m.Count(app, config) >= 2) {
-    return std::sqrt(m.Variance(app, config)) / m.Mean(app, config);
+  const int count = app < m.rows() && config < m.cols() ? m.Count(app, config) : 0;
+  // A new run deviates from the mean of n runs by the run spread s and the mean's own error
+  // s / √n: a prediction interval of s · √(1 + 1/n).
+  if (count >= 2) {
+    return std::sqrt(m.Variance(app, config) * (1 + 1.0 / count)) / m.Mean(app, config);
   }
   return options_.completed_sigma;
 }

@@ -8,8 +8,10 @@
 //     same partition, linearly in time per query against 1 / share (a query's SM-bound part
 //     scales with 1 / share and its fixed part does not: exact for a roofline application);
 //     never extrapolated outside the profiled shares;
-//   - the relative uncertainty of that value: a measured cell's run-to-run spread (its sample
-//     standard deviation over its mean, with at least two runs), else `completed_sigma`;
+//   - the relative uncertainty of that value, as a prediction interval for one new run: a cell
+//     measured n ≥ 2 times, its run-to-run spread s (sample standard deviation over the mean)
+//     × √(1 + 1/n); a cell measured once (no spread known; the completion may also move it)
+//     or completed, `completed_sigma`;
 //   - f(victim, aggressor) on a shared partition: the predictor's, else the kind's mean;
 //   - util(p): the telemetry's, else an empty partition 0 and an occupied one its MPS share;
 //   - the workloads already on a partition (application, SLO, isolated rate, Σ f over the

@@ -44,6 +44,9 @@ struct PolicyContext {
   // (openb: 95% of the trace). The fragmentation policies use it unless their "typical_pods"
   // option overrides it; null: they learn the mix online from the arrivals.
   const ShapeDistribution* typical_pods = nullptr;
+  // Optional: where a policy may fold what it observes (Predictor::Observe) — the same
+  // predictor as `predictor` when the driver lets policies learn (slo-aware's `observe`).
+  predict::Predictor* learner = nullptr;
 };
 
 // One option a policy accepts, for `tessera simulate --list-policies`.

@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "model/mig.h"
 #include "policy/fit.h"
 #include "policy/prediction_view.h"
 #include "predict/config_key.h"
+#include "predict/predictor.h"
+#include "telemetry/telemetry.h"
 
 namespace tessera::policy {
 
@@ -31,6 +34,8 @@ std::vector<OptionInfo> SloAwareOptionList() {
       {"mps_step", j(d.mps_step),
        "MPS shares tried in steps of this many percent, interpolated between profiled shares; "
        "0: the thesis's 100/50/25"},
+      {"observe", j(d.observe),
+       "fold a lone pod's QPS from telemetry into the predictor (needs a learner and telemetry)"},
       {"reshape", j(d.reshape), "reshape an idle MIG-capable GPU (as predictive, Ch. 8.3)"},
       {"interference_kind", j(d.interference_kind),
        "the predictor's interference kind for co-runners on one partition"},
@@ -47,6 +52,7 @@ Expected<SloAwareOptions> ParseSloAwareOptions(const nlohmann::json& options) {
         ReadOption(kName, options, "completed_sigma", o.completed_sigma),
         ReadOption(kName, options, "co_runner_sigma", o.co_runner_sigma),
         ReadOption(kName, options, "mps_step", o.mps_step),
+        ReadOption(kName, options, "observe", o.observe),
         ReadOption(kName, options, "reshape", o.reshape),
         ReadOption(kName, options, "interference_kind", o.interference_kind)}) {
     if (!read) return std::unexpected(read.error());
@@ -71,12 +77,22 @@ Expected<std::unique_ptr<Policy>> MakeSloAware(const PolicyContext& context,
   }
   auto o = ParseSloAwareOptions(options);
   if (!o) return std::unexpected(o.error());
-  return std::make_unique<SloAware>(*context.predictor, context.telemetry, std::move(*o));
+  if (context.learner != nullptr && context.learner != context.predictor) {
+    return Fail("policy slo-aware: the learner must be the predictor it reads");
+  }
+  return std::make_unique<SloAware>(*context.predictor, context.telemetry, std::move(*o),
+                                    context.learner);
 }
 
 struct SloAware::Impl {
   SloAwareOptions options;
   PredictionView view;
+  const telemetry::Telemetry* telemetry;
+  predict::Predictor* learner;
+  // Pods seen since their bind: true while alone every time (still to observe), false once
+  // seen shared or observed.
+  std::unordered_map<WorkloadId, bool> watch;
+  int observed = 0;
   std::vector<int> percents;  // tried, largest first
   using Member = PredictionView::Member;
 
@@ -91,12 +107,15 @@ struct SloAware::Impl {
   uint64_t x_generation = ~uint64_t{0};
   double x_ceiling = 0;
 
-  Impl(const predict::Predictor& p, const telemetry::Telemetry* t, SloAwareOptions o)
+  Impl(const predict::Predictor& p, const telemetry::Telemetry* t, SloAwareOptions o,
+       predict::Predictor* l)
       : options(std::move(o)),
         view(p, t,
              {.interference_kind = options.interference_kind,
               .interpolate = options.mps_step > 0,
-              .completed_sigma = options.completed_sigma}) {
+              .completed_sigma = options.completed_sigma}),
+        telemetry(t),
+        learner(l) {
     if (options.mps_step > 0) {
       for (int pct = 100; pct >= 1; pct -= options.mps_step) percents.push_back(pct);
     } else {
@@ -251,7 +270,9 @@ struct SloAware::Impl {
       }
       if (explain) rows.push_back({y.id, target, y.isolated, y.sigma, lost, n, after});
     }
-    const double util = view.CachedUtil(p, c);
+    // An empty partition is idle whatever the telemetry last saw (it lags the pod that just
+    // left); a busy one keeps 5 % of the score so that its options still rank by their members.
+    const double util = part.empty() ? 0.0 : std::min(view.CachedUtil(p, c), 0.95);
     for (int pct : percents) {
       if (!ShareFits(part, pct, x.gpu.memory_mib)) continue;
       const double iso = view.Isolated(xa, gpu.model, part.profile, pct);
@@ -366,6 +387,36 @@ struct SloAware::Impl {
                      {}};
   }
 
+  void Learn(const ClusterState& c) {
+    if (!options.observe || learner == nullptr || telemetry == nullptr) return;
+    std::erase_if(watch, [&](const auto& entry) { return c.Find(entry.first) == nullptr; });
+    for (const auto& [id, pw] : c.placed()) {
+      const Workload& w = pw.workload;
+      if (!Predictable(w) || pw.placement.slices.size() != 1) continue;
+      const model::Partition& part = c.partition(pw.placement.slices[0].partition);
+      const bool alone = part.clients.size() == 1;
+      auto [it, fresh] = watch.try_emplace(id, alone);
+      if (!it->second) continue;
+      if (!alone) {
+        it->second = false;
+        continue;
+      }
+      const std::optional<double> qps = telemetry->WorkloadQps(w.name);
+      if (!qps || !(*qps > 0)) continue;
+      const model::GpuModel& m = model::GetGpuModel(c.gpu(part.gpu).model);
+      const std::string config =
+          predict::ConfigKey(m.name,
+                             part.profile < 0 ? predict::kWholeGpu
+                                              : std::string_view(m.mig_profiles[part.profile].name),
+                             pw.placement.slices[0].milli / 10);
+      // Only where the profile has a column: a new column would be completed for every other
+      // application from this one cell.
+      if (!learner->FindConfig(config)) continue;
+      it->second = false;
+      if (learner->Observe(w.app, config, *qps)) ++observed;
+    }
+  }
+
   std::optional<Candidate> Fallback(const Workload& w, NodeIndex node, const ClusterState& c) {
     if (!NodeFits(w, node, c).ok()) return std::nullopt;
     std::optional<Placement> p = FirstFitPlacement(w, node, c);
@@ -378,8 +429,15 @@ struct SloAware::Impl {
 };
 
 SloAware::SloAware(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
-                   SloAwareOptions options)
-    : impl_(std::make_unique<Impl>(predictor, telemetry, std::move(options))) {}
+                   SloAwareOptions options, predict::Predictor* learner)
+    : impl_(std::make_unique<Impl>(predictor, telemetry, std::move(options), learner)) {}
+
+std::vector<WorkloadId> SloAware::Evict(const ClusterState& c) {
+  impl_->Learn(c);
+  return {};
+}
+
+int SloAware::observations() const { return impl_->observed; }
 
 SloAware::~SloAware() = default;
 

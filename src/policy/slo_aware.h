@@ -23,8 +23,17 @@
 //    a share the profile has no column for is interpolated between the profiled shares of the
 //    partition (PredictionView), never extrapolated; 0 keeps the thesis's 100/50/25 %.
 //  - Among admissible options, the thesis's score on (target, lb): 100 · (1 − util(p)) · mean
-//    1 / (1 + err) — the least surplus above the targets on the idlest partition. An idle
-//    MIG-capable GPU may be reshaped as in `predictive`.
+//    1 / (1 + err) — the least surplus above the targets on the idlest partition. Two
+//    departures: an empty partition has util 0 whatever the telemetry last saw (it lags the pod
+//    that just left, and predictive's score is then 0 for every share, so the largest wins),
+//    and util is capped at 0.95 so that a busy partition's options still rank by their members.
+//    An idle MIG-capable GPU may be reshaped as in `predictive`.
+//  - Learning from what it observes (`observe`, with PolicyContext::learner and telemetry):
+//    every cycle (Policy::Evict's call), a pod that has been alone on its partition since it
+//    was bound, on a configuration the profile has a column for, has the QPS the telemetry
+//    reports for it (Telemetry::WorkloadQps) folded into the predictor once
+//    (Predictor::Observe); its cell gains a measurement, later scores read it. A pod ever seen
+//    with co-runners is not observed (its rate is not an isolated one).
 //
 // Outside the model (several GPUs, a named MIG profile, no SLO, an unknown application) the
 // workload is placed first-fit, as `predictive` does. Not thread-safe; the predictor and the
@@ -49,6 +58,7 @@ struct SloAwareOptions {
   double completed_sigma = 0.20;
   double co_runner_sigma = 0.05;
   int mps_step = 5;
+  bool observe = true;
   bool reshape = true;
   std::string interference_kind = "mps";
 };
@@ -87,8 +97,9 @@ struct SloOption {
 
 class SloAware final : public Policy {
  public:
+  // `learner` (may be null: nothing is learnt) must be `predictor` itself.
   SloAware(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
-           SloAwareOptions options = {});
+           SloAwareOptions options = {}, predict::Predictor* learner = nullptr);
   ~SloAware() override;
 
   std::string_view name() const override { return "slo-aware"; }
@@ -96,6 +107,9 @@ class SloAware final : public Policy {
   Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
   std::string Explain(const Workload& w, const ClusterState& c) override;
+  // Observes the running pods (see `observe`); evicts nothing yet.
+  std::vector<WorkloadId> Evict(const ClusterState& c) override;
+  int observations() const;  // folded into the predictor so far
 
   // Every option on `node`, best first (admissible before the rest).
   std::vector<SloOption> Options(const Workload& w, NodeIndex node, const ClusterState& c);

@@ -117,6 +117,7 @@ void Engine::Finish(model::WorkloadId id, bool failed, const std::string& why) {
   o.end_s = now;
   o.failed = failed;
   o.failure = why;
+  if (options_.telemetry) options_.telemetry->Forget(o.workload.name);
   if (cluster_.Find(id)) TESSERA_CHECK(scheduler_.Finish(id).has_value());
   rerate_.insert(rerate_.end(), r.gpus.begin(), r.gpus.end());
   running_.erase(it);
@@ -211,7 +212,16 @@ void Engine::PublishTelemetry() {
     const model::Gpu& gpu = cluster_.gpu(g);
     for (int slot = 0; slot < gpu.partition_count; ++slot) {
       const model::PartitionIndex p = model::ClusterState::PartitionOf(g, slot);
-      options_.telemetry->SetUtilization(cluster_.partition(p).uuid, partition_util_[p]);
+      const model::Partition& part = cluster_.partition(p);
+      options_.telemetry->SetUtilization(part.uuid, partition_util_[p]);
+      // The rate each client serves now (its inference server's request counter).
+      for (const model::Client& client : part.clients) {
+        auto r = running_.find(client.workload);
+        if (r != running_.end()) {
+          options_.telemetry->SetWorkloadQps(outcomes_[r->second.index].workload.name,
+                                             r->second.qps);
+        }
+      }
     }
     options_.telemetry->SetUtilization(gpu.uuid, gpu_util_[g]);  // the whole GPU's partition
   }

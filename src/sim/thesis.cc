@@ -157,8 +157,10 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
     predictor.emplace(std::move(*p));
   }
   telemetry::StaticTelemetry telemetry;
+  predict::Predictor* learner = predictor ? &*predictor : nullptr;
   auto policy = policy::MakePolicy(
-      spec->name, {&rng, nullptr, predictor ? &*predictor : nullptr, &telemetry}, spec->options);
+      spec->name, {.rng = &rng, .predictor = learner, .telemetry = &telemetry, .learner = learner},
+      spec->options);
   if (!policy) return std::unexpected(policy.error());
   Engine engine(cluster, **policy, physics, rng, {.horizon_s = 48 * 3600, .telemetry = &telemetry});
   for (model::Workload& w : ThesisWorkloads(s, seed, physics)) {

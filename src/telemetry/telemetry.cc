@@ -28,8 +28,9 @@ void StaticTelemetry::AddMemorySample(std::string_view uuid, double t, double mi
   ++version_;
 }
 
-void StaticTelemetry::Forget(std::string_view uuid) {
-  const std::string key(uuid);
+void StaticTelemetry::Forget(std::string_view name) {
+  const std::string key(name);
+  qps_.erase(key);
   util_.erase(key);
   mem_.erase(key);
   power_.erase(key);
@@ -45,6 +46,9 @@ std::optional<double> StaticTelemetry::MemoryUsedMib(std::string_view uuid) cons
 }
 std::optional<double> StaticTelemetry::PowerWatts(std::string_view uuid) const {
   return Get(power_, uuid);
+}
+std::optional<double> StaticTelemetry::WorkloadQps(std::string_view workload) const {
+  return Get(qps_, workload);
 }
 std::optional<Series> StaticTelemetry::MemoryUsed(std::string_view uuid, double window_s) const {
   auto it = series_.find(uuid);

@@ -40,6 +40,10 @@ class Telemetry {
   // Board power draw, W (DCGM_FI_DEV_POWER_USAGE): a property of the GPU, so a MIG instance has
   // none of its own (ask for its GPU's uuid).
   virtual std::optional<double> PowerWatts(std::string_view) const { return std::nullopt; }
+  // Queries per second a running workload serves now, by its name (Workload::name; in
+  // Kubernetes "<namespace>/<pod>"): what the inference server's own request counter gives
+  // through Prometheus. The simulator publishes it; PrometheusTelemetry does not read it yet.
+  virtual std::optional<double> WorkloadQps(std::string_view) const { return std::nullopt; }
   // Names the data lookups answer from now: while it stays the same value, every lookup returns
   // what it returned before, so a caller may cache per uuid (the policies' hot path does).
   // nullopt: no such promise (the default; also while the data is stale).
@@ -71,20 +75,28 @@ class StaticTelemetry final : public Telemetry {
     power_[std::string(uuid)] = w;
     ++version_;
   }
+  void SetWorkloadQps(std::string_view workload, double qps) {
+    auto it = qps_.find(workload);
+    if (it != qps_.end() && it->second == qps) return;
+    qps_[std::string(workload)] = qps;
+    ++version_;
+  }
   // Appends to the memory series (t ascending) and sets the current memory in use.
   void AddMemorySample(std::string_view uuid, double t, double mib);
-  void Forget(std::string_view uuid);
+  // Drops everything known under `key` (a partition's uuid or a workload's name).
+  void Forget(std::string_view key);
 
   std::optional<double> Utilization(std::string_view uuid) const override;
   std::optional<double> MemoryUsedMib(std::string_view uuid) const override;
   // Relative to the series' newest sample: those with t ≥ newest − window_s.
   std::optional<Series> MemoryUsed(std::string_view uuid, double window_s) const override;
   std::optional<double> PowerWatts(std::string_view uuid) const override;
+  std::optional<double> WorkloadQps(std::string_view workload) const override;
   std::optional<uint64_t> Version() const override { return version_; }
 
  private:
   uint64_t version_ = 0;  // bumped by every change
-  UuidMap<double> util_, mem_, power_;
+  UuidMap<double> util_, mem_, power_, qps_;
   UuidMap<Series> series_;
 };
 

@@ -313,6 +313,48 @@ TEST_F(SchedulerTest, LongQueuesAreNotRescannedWhenNothingCanChange) {
   EXPECT_EQ(s.pending_count(), 8u);
 }
 
+// Offers only to workloads whose SLO is at most 10 QPS (as slo-aware admits only where the SLO
+// is predicted to be met), declaring it when `declares`.
+class SloGate final : public policy::Policy {
+ public:
+  explicit SloGate(bool declares) : declares_(declares) {}
+  std::string_view name() const override { return "slo-gate"; }
+  OfferInputs OffersDependOn() const override { return {.slo_value = declares_}; }
+  std::optional<Candidate> Score(const Workload& w, model::NodeIndex node,
+                                 const ClusterState& c) override {
+    if (w.slo_qps > 10) return std::nullopt;
+    std::optional<model::Placement> p = policy::FirstFitPlacement(w, node, c);
+    if (!p) return std::nullopt;
+    return Candidate{50, std::move(*p), {}, {}};
+  }
+
+ private:
+  bool declares_;
+};
+
+TEST_F(SchedulerTest, OffersThatDependOnTheSloAreNotSkippedByTheShapeMemo) {
+  // Same request shape, SLOs 20 (no offer) then 5. A policy that declares the SLO gets the
+  // second one tried and bound in the same cycle; one that does not declare it breaks the
+  // contract, and the core (rightly, by that contract) skips the second as the same shape.
+  for (bool declares : {true, false}) {
+    ClusterState c = c_;
+    SloGate gate(declares);
+    bound_.clear();
+    Scheduler s(c, gate, clock_, rng_, hooks_);
+    Workload high = Share(1, 500, 1), low = Share(2, 500, 2);
+    high.slo_qps = 20;
+    low.slo_qps = 5;
+    ASSERT_TRUE(s.Submit(high));
+    ASSERT_TRUE(s.Submit(low));
+    const CycleStats st = s.RunCycle();
+    EXPECT_EQ(st.attempted, declares ? 2 : 1) << declares;
+    EXPECT_EQ(st.bound, declares ? 1 : 0) << declares;
+    EXPECT_EQ(
+        RequestShape(high, {.slo_value = declares}) == RequestShape(low, {.slo_value = declares}),
+        !declares);
+  }
+}
+
 TEST_F(SchedulerTest, DroppingStillFailsEveryIdenticalShapeWithItsReason) {
   CountingFirstFit ff;
   std::vector<WorkloadId> dropped;

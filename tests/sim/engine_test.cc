@@ -93,6 +93,29 @@ TEST_F(EngineTest, QueuedWorkloadStartsWhenTheGpuFreesAndFailuresAreRecorded) {
 }
 
 // Cuts the idle A30 into four 1g.6gb instances and places on the first.
+TEST_F(EngineTest, TelemetryCarriesEachRunningWorkloadsRateUntilItEnds) {
+  // As in RatesMoveWhenCoLocationChanges: w1 alone at 10/s, at 5/s beside w2 from t=5 to 11,
+  // alone at 10/s again, done at t=13. Samples every second; once a workload ends its name
+  // is forgotten.
+  auto at = [this](double horizon) {
+    telemetry::StaticTelemetry telemetry;
+    model::ClusterState c = c_;
+    model::Workload w1 = W(1, 0, 100, 500), w2 = W(2, 5, 30, 500);
+    w1.name = "w1";
+    w2.name = "w2";
+    Engine e(c, ff_, truth_, rng_, {.horizon_s = horizon, .telemetry = &telemetry});
+    EXPECT_TRUE(e.Add(w1));
+    EXPECT_TRUE(e.Add(w2));
+    e.Run();
+    return std::pair{telemetry.WorkloadQps("w1"), telemetry.WorkloadQps("w2")};
+  };
+  using Q = std::optional<double>;
+  EXPECT_EQ(at(3.5), (std::pair<Q, Q>{10.0, std::nullopt}));
+  EXPECT_EQ(at(8.5), (std::pair<Q, Q>{5.0, 5.0}));
+  EXPECT_EQ(at(12.5), (std::pair<Q, Q>{10.0, std::nullopt}));
+  EXPECT_EQ(at(100), (std::pair<Q, Q>{std::nullopt, std::nullopt}));
+}
+
 class ReshapeFirst : public policy::Policy {
  public:
   std::string_view name() const override { return "reshape-first"; }

@@ -111,6 +111,28 @@ TEST(ThesisTest, AnUnprofiledScenarioLeavesSomeEnginesToTheCollaborativeFilter) 
   EXPECT_EQ(run->pods, 20);
 }
 
+TEST(ThesisTest, SloAwareKeepsTheSlosItCanAndWaitsInsteadOfBindingBelowThem) {
+  // Issue #14: where predictive binds pods below their SLOs (Ch. 6.4's interference makes
+  // co-location cost 19-42 %), slo-aware waits for a configuration predicted to keep them.
+  // Seeds 1-3, 20 pods, low SLO: every feasible pod but at most one meets its SLO (the bar is
+  // 98 % over ten seeds), and the pods wait for it: a longer mean pending time than predictive.
+  const AppCatalog catalog = Shipped();
+  double feasible = 0, met = 0, pending_slo = 0, pending_pred = 0;
+  for (uint64_t seed : {1, 2, 3}) {
+    auto slo = RunThesis("slo-aware", {20, false}, seed, catalog);
+    auto pred = RunThesis("predictive", {20, false}, seed, catalog);
+    ASSERT_TRUE(slo && pred);
+    feasible += slo->slo_feasible;
+    met += slo->slo_met_feasible;
+    pending_slo += slo->pending_s_mean;
+    pending_pred += pred->pending_s_mean;
+    EXPECT_GT(slo->slo_attainment, pred->slo_attainment) << seed;
+    EXPECT_EQ(slo->failures, 0) << seed;
+  }
+  EXPECT_GE(met, feasible - 1);
+  EXPECT_GT(pending_slo, pending_pred);
+}
+
 TEST(ThesisTest, MaxKeepsTheGpusMostActive) {
   // Ch. 9.3: "max" has the highest GPU utilisation (a whole GPU per engine, kept busy by its
   // queue; GR_ENGINE_ACTIVE counts the engines' latency-bound fixed part), min and

@@ -1,0 +1,233 @@
+// slo-aware (issue #14 Part 2) against numbers worked out by hand. Every cell is measured twice,
+// so its relative uncertainty is a prediction interval for one new run: its sample standard
+// deviation over its mean × √(1 + 1/2) = × 1.224745:
+//
+//   app a, V100-32GB whole:  100 %: 38, 42 (mean 40, sd 2.828, σ 0.086603, σ·mean 3.4641)
+//                             50 %: 29, 31 (mean 30, sd 1.414, σ 0.057735, σ·mean 1.7321)
+//                             25 %: 19, 21 (mean 20, sd 1.414, σ 0.086603, σ·mean 1.7321)
+//   app b, V100-32GB whole:  100 %: 59, 61; 50 %: 49, 51 (σ 0.034641); 25 %: 39, 41
+//   interference ("mps"): f(a, b) = 0.1, f(b, a) = 0.4, f(a, a) = f(b, b) = 0.2
+//
+// Options: margin_z 1, co_runner_sigma 0.1, so lower = iso·(1 − Σf) − iso·√(σ² + n·0.01).
+#include "policy/slo_aware.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "policy/registry.h"
+#include "predict/predictor.h"
+#include "telemetry/telemetry.h"
+
+namespace tessera::policy {
+namespace {
+
+using model::ClusterState;
+using model::PartitionIndex;
+
+predict::Predictor MakePredictor() {
+  predict::ProfileMatrix m;
+  auto runs = [&m](const std::string& app, int percent, double x, double y) {
+    const int r = m.AddRow(app);
+    const int c = m.AddCol("V100-32GB/whole/" + std::to_string(percent));
+    m.Observe(r, c, x);
+    m.Observe(r, c, y);
+  };
+  runs("a", 100, 38, 42);
+  runs("a", 50, 29, 31);
+  runs("a", 25, 19, 21);
+  runs("b", 100, 59, 61);
+  runs("b", 50, 49, 51);
+  runs("b", 25, 39, 41);
+  predict::InterferenceMatrices im;
+  EXPECT_TRUE(im.Observe("mps", "a", "b", 0.1));
+  EXPECT_TRUE(im.Observe("mps", "b", "a", 0.4));
+  EXPECT_TRUE(im.Observe("mps", "a", "a", 0.2));
+  EXPECT_TRUE(im.Observe("mps", "b", "b", 0.2));
+  auto p = predict::Predictor::Create(std::move(m), std::move(im),
+                                      {.method = "baseline", .interference_method = "baseline"});
+  EXPECT_TRUE(p.has_value());
+  return std::move(*p);
+}
+
+Workload App(model::WorkloadId id, const std::string& app, double slo) {
+  Workload w;
+  w.id = id;
+  w.name = app + "-" + std::to_string(id);
+  w.app = app;
+  w.slo_qps = slo;
+  w.gpu.count = 1;
+  return w;
+}
+
+class SloAwareTest : public ::testing::Test {
+ protected:
+  SloAwareTest() : predictor_(MakePredictor()) {
+    EXPECT_TRUE(c_.AddNode(
+        model::UniformNode("v100", *model::FindGpuModel("V100-32GB"), 1, 64000, 1 << 20)));
+  }
+  SloAware Make(SloAwareOptions o = {}) {
+    o.margin_z = 1;
+    o.co_runner_sigma = 0.1;
+    return SloAware(predictor_, nullptr, o);
+  }
+  void Put(const Workload& w, int percent) {
+    const PartitionIndex p = ClusterState::PartitionOf(0, 0);
+    ASSERT_TRUE(
+        c_.Place(w, {w.id, 0, {{p, percent * 10, c_.partition(p).memory_mib * percent / 100}}}));
+  }
+  const SloOption* Find(const std::vector<SloOption>& options, int percent) {
+    for (const SloOption& o : options) {
+      if (o.mps_percent == percent) return &o;
+    }
+    return nullptr;
+  }
+
+  predict::Predictor predictor_;
+  ClusterState c_;
+};
+
+TEST_F(SloAwareTest, TakesTheSmallestInterpolatedShareWhoseLowerBoundMeetsTheSlo) {
+  SloAware policy = Make();
+  const Workload x = App(1, "a", 24);
+  // 40 %: between the profiled 25 % and 50 %, linear in 1/share: w = (1/40 − 1/25) / (1/50 −
+  // 1/25) = 0.75, time 0.25/20 + 0.75/30 = 0.0375 s → 26.667 QPS; σ = max of the two, 0.086603;
+  // lower = 26.667 · (1 − 0.086603) = 24.357 ≥ 24. Score 100 / (1 + 0.357/24) = 98.533.
+  // 35 %: w = 0.5714, 24.706 QPS, lower 22.566 < 24: not admissible.
+  const std::vector<SloOption> options = policy.Options(x, 0, c_);
+  const SloOption* at40 = Find(options, 40);
+  const SloOption* at35 = Find(options, 35);
+  ASSERT_NE(at40, nullptr);
+  ASSERT_NE(at35, nullptr);
+  EXPECT_NEAR(at40->members[0].isolated, 26.6667, 1e-3);
+  EXPECT_NEAR(at40->members[0].sigma, 0.086603, 1e-5);
+  EXPECT_NEAR(at40->members[0].lower, 24.3573, 1e-3);
+  EXPECT_TRUE(at40->admissible);
+  EXPECT_NEAR(at35->members[0].lower, 22.5663, 1e-3);
+  EXPECT_FALSE(at35->admissible);
+  EXPECT_EQ(Find(options, 20), nullptr);  // below the smallest profiled share: never tried
+  const std::optional<Candidate> cand = policy.Score(x, 0, c_);
+  ASSERT_TRUE(cand);
+  EXPECT_EQ(cand->placement.slices[0].milli, 400);
+  EXPECT_NEAR(cand->score, 98.5332, 1e-3);
+}
+
+TEST_F(SloAwareTest, ThesisSharesOnlyWithStepZero) {
+  SloAware policy = Make({.mps_step = 0});
+  // 100/50/25 only: the SLO of 24 is first met at 50 % (lower 30 − 1.7321 = 28.2679).
+  const std::optional<Candidate> cand = policy.Score(App(1, "a", 24), 0, c_);
+  ASSERT_TRUE(cand);
+  EXPECT_EQ(cand->placement.slices[0].milli, 500);
+  EXPECT_NEAR(cand->score, 100 / (1 + 4.26795 / 24), 1e-3);
+}
+
+TEST_F(SloAwareTest, AnSloAboveTheCeilingAimsAtTheBestConfigurationAndWaitsForIt) {
+  SloAware policy = Make();
+  const Workload x = App(1, "a", 39);
+  // Ceiling: a's best lower bound alone, 40 − 3.4641 = 36.536 < 39: the target.
+  EXPECT_NEAR(policy.Ceiling(x, c_), 36.5359, 1e-3);
+  const std::optional<Candidate> alone = policy.Score(x, 0, c_);
+  ASSERT_TRUE(alone);
+  EXPECT_EQ(alone->placement.slices[0].milli, 1000);
+  // A neighbour without an application holds 30 %: at most 70 % is left (35 QPS before any
+  // interference), below the target, so the pod waits rather than bind below it...
+  Workload other;
+  other.id = 9;
+  other.name = "other";
+  other.gpu.count = 1;
+  Put(other, 30);
+  EXPECT_FALSE(policy.Score(x, 0, c_).has_value());
+  EXPECT_NE(policy.Explain(x, c_).find("WAITS"), std::string::npos);
+  EXPECT_TRUE(policy.OffersDependOn().slo_value);
+  // ...unless admission control is off: then the best option is bound anyway.
+  SloAware no_admission = Make({.admission = false});
+  EXPECT_TRUE(no_admission.Score(x, 0, c_).has_value());
+  EXPECT_FALSE(no_admission.OffersDependOn().slo_value);
+}
+
+TEST_F(SloAwareTest, DoesNotPushACoRunnerBelowItsTarget) {
+  Put(App(1, "b", 40), 50);
+  // b alone at 50 %: 50 − 1.732 = 48.268 ≥ 40. With a beside it: 50 · (1 − 0.4) − 50 ·
+  // √(0.034641² + 1 · 0.1²) = 30 − 5.2915 = 24.7085 < 40.
+  SloAware policy = Make();
+  const Workload x = App(2, "a", 10);
+  EXPECT_FALSE(policy.Score(x, 0, c_).has_value());
+  const std::string why = policy.Explain(x, c_);
+  EXPECT_NE(why.find("pushes workload 1 below its target (24.71 < 40.00)"), std::string::npos)
+      << why;
+  // Without the protection x is admissible at 25 %: 20 · 0.9 − 20 · √(0.086603² + 0.01) =
+  // 15.354 ≥ 10. Score: util 0.5 (b's share), k = 1/2, b's score1 = 1 / (1 + 1.382288²) =
+  // 0.343559, x's score2 = 1 / (1 + 0.535425) = 0.651286 → 100 · 0.5 · 0.497423 = 24.871.
+  SloAware unprotected = Make({.protect_neighbours = false});
+  const std::optional<Candidate> cand = unprotected.Score(x, 0, c_);
+  ASSERT_TRUE(cand);
+  EXPECT_EQ(cand->placement.slices[0].milli, 250);
+  EXPECT_NEAR(cand->score, 24.8711, 1e-3);
+}
+
+TEST_F(SloAwareTest, LearnsOnceFromAPodAloneOnAProfiledShare) {
+  telemetry::StaticTelemetry telemetry;
+  SloAware policy(predictor_, &telemetry, {.margin_z = 1, .co_runner_sigma = 0.1}, &predictor_);
+  const Workload x = App(1, "a", 20);
+  Put(x, 50);
+  EXPECT_TRUE(policy.Evict(c_).empty());  // no telemetry for it yet: nothing observed
+  EXPECT_EQ(policy.observations(), 0);
+  telemetry.SetWorkloadQps(x.name, 33);
+  const predict::AppId a = *predictor_.FindApp("a");
+  const predict::ConfigId half = *predictor_.FindConfig("V100-32GB/whole/50");
+  EXPECT_TRUE(policy.Evict(c_).empty());
+  EXPECT_EQ(policy.observations(), 1);
+  // The cell had 29 and 31; with 33 its mean is 31 over three runs.
+  EXPECT_EQ(predictor_.profile().Count(a, half), 3);
+  EXPECT_DOUBLE_EQ(predictor_.IsolatedAt(a, half), 31);
+  policy.Evict(c_);  // once per pod
+  EXPECT_EQ(policy.observations(), 1);
+  // A pod seen with a co-runner is never observed, nor one on a share with no column (40 %).
+  Put(App(2, "b", 10), 25);
+  telemetry.SetWorkloadQps("b-2", 30);
+  policy.Evict(c_);
+  EXPECT_EQ(policy.observations(), 1);
+  EXPECT_EQ(predictor_.profile().Count(*predictor_.FindApp("b"),
+                                       *predictor_.FindConfig("V100-32GB/whole/25")),
+            2);
+  // Without a learner, or with `observe` off, nothing is learnt.
+  SloAware off(predictor_, &telemetry, {.observe = false}, &predictor_);
+  ClusterState fresh;
+  ASSERT_TRUE(fresh.AddNode(
+      model::UniformNode("v100", *model::FindGpuModel("V100-32GB"), 1, 64000, 1 << 20)));
+  ASSERT_TRUE(
+      fresh.Place(x, {x.id,
+                      0,
+                      {{ClusterState::PartitionOf(0, 0), 500,
+                        fresh.partition(ClusterState::PartitionOf(0, 0)).memory_mib / 2}}}));
+  off.Evict(fresh);
+  EXPECT_EQ(off.observations(), 0);
+}
+
+TEST_F(SloAwareTest, OutsideTheModelItPlacesFirstFit) {
+  SloAware policy = Make();
+  Workload unknown = App(1, "zzz", 10);
+  const std::optional<Candidate> cand = policy.Score(unknown, 0, c_);
+  ASSERT_TRUE(cand);
+  EXPECT_NE(policy.Explain(unknown, c_).find("outside the model"), std::string::npos);
+}
+
+TEST(SloAwareOptionsTest, ParsesAndRejectsWithThePolicyAndOptionNamed) {
+  Expected<SloAwareOptions> o =
+      ParseSloAwareOptions({{"margin_z", 1.5}, {"mps_step", 10}, {"admission", false}});
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->margin_z, 1.5);
+  EXPECT_EQ(o->mps_step, 10);
+  EXPECT_FALSE(o->admission);
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"margin_z", 6}, {"completed_sigma", -0.1}, {"mps_step", 101}, {"admission", "yes"}}) {
+    Expected<SloAwareOptions> bad = ParseSloAwareOptions({{key, value}});
+    ASSERT_FALSE(bad.has_value()) << key;
+    EXPECT_NE(bad.error().message.find("slo-aware"), std::string::npos);
+    EXPECT_NE(bad.error().message.find(key), std::string::npos);
+  }
+  EXPECT_FALSE(MakePolicy("slo-aware", {}).has_value());  // needs a predictor
+}
+
+}  // namespace
+}  // namespace tessera::policy
