@@ -475,9 +475,9 @@ void Scheduler::StartCore(std::unique_ptr<model::ClusterState> cluster) {
           .reshape = [this](model::GpuIndex g,
                             const std::optional<model::MigLayout>& l) { RequestReshape(g, l); },
           .evict =
-              [this](const model::Workload& w) {
-                spdlog::warn("policy {} evicts {}; eviction is left to the operator",
-                             config_.policy, w.name);
+              [this](const model::Workload& w, const policy::Eviction& e) {
+                spdlog::warn("policy {} {} {} ({}); eviction is left to the operator",
+                             config_.policy, e.requeue ? "would move" : "evicts", w.name, e.reason);
               },
           .unschedulable = [this](const model::Workload& w, const std::string& why,
                                   bool) { Unschedulable(w, why); },

@@ -31,7 +31,7 @@ std::optional<std::optional<MigLayout>> Policy::Reshape(GpuIndex, const ClusterS
   return std::nullopt;
 }
 
-std::vector<WorkloadId> Policy::Evict(const ClusterState&) { return {}; }
+std::vector<Eviction> Policy::Evict(const ClusterState&) { return {}; }
 
 std::string Policy::Explain(const Workload& w, const ClusterState& c) {
   struct Row {

@@ -48,6 +48,15 @@ struct ResizeTo {
   std::vector<model::Slice> slices;
 };
 
+// A running workload a policy wants off its slice. A move (`requeue`) asks the driver to start
+// it again through the queue — the simulator resumes it after a restart, Kubernetes evicts the
+// pod for its controller to recreate — rather than to end it.
+struct Eviction {
+  WorkloadId workload = 0;
+  bool requeue = false;
+  std::string reason;  // for the driver's log and Event
+};
+
 // A node's offer for one workload.
 struct Candidate {
   double score = 0;     // 0..100, higher is better
@@ -97,8 +106,9 @@ class Policy {
   // (nullopt inside: MIG off), or nullopt to leave it. Default: leave it.
   virtual std::optional<std::optional<MigLayout>> Reshape(GpuIndex idle_gpu, const ClusterState& c);
 
-  // Workloads to evict now (MuxFlow's SysMonitor). Default: none.
-  virtual std::vector<WorkloadId> Evict(const ClusterState& c);
+  // Workloads to evict now (MuxFlow's SysMonitor; slo-aware's moves), called at the end of
+  // every cycle. Default: none.
+  virtual std::vector<Eviction> Evict(const ClusterState& c);
 
   // Human-readable breakdown of how this policy judges `w` on every node (DESIGN §3 explain).
   // Default: each feasible node's score, or its filter reason.

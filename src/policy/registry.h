@@ -47,6 +47,9 @@ struct PolicyContext {
   // Optional: where a policy may fold what it observes (Predictor::Observe) — the same
   // predictor as `predictor` when the driver lets policies learn (slo-aware's `observe`).
   predict::Predictor* learner = nullptr;
+  // The driver restarts a workload a policy moves (Eviction::requeue): the simulator does;
+  // Kubernetes only behind its flag. Policies propose moves only when it is set.
+  bool can_move = false;
 };
 
 // One option a policy accepts, for `tessera simulate --list-policies`.

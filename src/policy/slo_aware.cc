@@ -36,6 +36,9 @@ std::vector<OptionInfo> SloAwareOptionList() {
        "0: the thesis's 100/50/25"},
       {"observe", j(d.observe),
        "fold a lone pod's QPS from telemetry into the predictor (needs a learner and telemetry)"},
+      {"replace", j(d.replace),
+       "move a pod running below its target to a free option predicted to meet it"},
+      {"max_moves", j(d.max_moves), "moves per pod at most, 0..10"},
       {"reshape", j(d.reshape), "reshape an idle MIG-capable GPU (as predictive, Ch. 8.3)"},
       {"interference_kind", j(d.interference_kind),
        "the predictor's interference kind for co-runners on one partition"},
@@ -53,6 +56,8 @@ Expected<SloAwareOptions> ParseSloAwareOptions(const nlohmann::json& options) {
         ReadOption(kName, options, "co_runner_sigma", o.co_runner_sigma),
         ReadOption(kName, options, "mps_step", o.mps_step),
         ReadOption(kName, options, "observe", o.observe),
+        ReadOption(kName, options, "replace", o.replace),
+        ReadOption(kName, options, "max_moves", o.max_moves),
         ReadOption(kName, options, "reshape", o.reshape),
         ReadOption(kName, options, "interference_kind", o.interference_kind)}) {
     if (!read) return std::unexpected(read.error());
@@ -63,8 +68,8 @@ Expected<SloAwareOptions> ParseSloAwareOptions(const nlohmann::json& options) {
   };
   for (const Expected<void>& check :
        {within("margin_z", o.margin_z, 0, 5), within("completed_sigma", o.completed_sigma, 0, 1),
-        within("co_runner_sigma", o.co_runner_sigma, 0, 1),
-        within("mps_step", o.mps_step, 0, 100)}) {
+        within("co_runner_sigma", o.co_runner_sigma, 0, 1), within("mps_step", o.mps_step, 0, 100),
+        within("max_moves", o.max_moves, 0, 10)}) {
     if (!check) return std::unexpected(check.error());
   }
   return o;
@@ -81,7 +86,7 @@ Expected<std::unique_ptr<Policy>> MakeSloAware(const PolicyContext& context,
     return Fail("policy slo-aware: the learner must be the predictor it reads");
   }
   return std::make_unique<SloAware>(*context.predictor, context.telemetry, std::move(*o),
-                                    context.learner);
+                                    context.learner, context.can_move);
 }
 
 struct SloAware::Impl {
@@ -93,6 +98,19 @@ struct SloAware::Impl {
   // seen shared or observed.
   std::unordered_map<WorkloadId, bool> watch;
   int observed = 0;
+  // Re-placement: per running pod, its moves so far and what was seen when it was last found
+  // below its target (node version, telemetry version) or found nowhere better (cluster
+  // version).
+  bool can_move;
+  struct Track {
+    int moves = 0;
+    std::optional<std::pair<uint64_t, uint64_t>> below;
+    std::optional<uint64_t> nowhere;
+  };
+  std::unordered_map<WorkloadId, Track> tracks;
+  int moved = 0;
+  // The partition Offer must not consider (the pod's own, while judging a move).
+  std::optional<model::PartitionIndex> skip;
   std::vector<int> percents;  // tried, largest first
   using Member = PredictionView::Member;
 
@@ -108,14 +126,15 @@ struct SloAware::Impl {
   double x_ceiling = 0;
 
   Impl(const predict::Predictor& p, const telemetry::Telemetry* t, SloAwareOptions o,
-       predict::Predictor* l)
+       predict::Predictor* l, bool m)
       : options(std::move(o)),
         view(p, t,
              {.interference_kind = options.interference_kind,
               .interpolate = options.mps_step > 0,
               .completed_sigma = options.completed_sigma}),
         telemetry(t),
-        learner(l) {
+        learner(l),
+        can_move(m) {
     if (options.mps_step > 0) {
       for (int pct = 100; pct >= 1; pct -= options.mps_step) percents.push_back(pct);
     } else {
@@ -356,7 +375,7 @@ struct SloAware::Impl {
   }
 
   std::optional<Candidate> Offer(const Workload& x, NodeIndex node, const ClusterState& c,
-                                 std::vector<SloOption>* explain) {
+                                 std::vector<SloOption>* explain, bool admissible_only = false) {
     const model::Node& n = c.node(node);
     view.BeginNode();
     Pick best;
@@ -365,7 +384,8 @@ struct SloAware::Impl {
       if (!gpu.available || !x.gpu.AllowsModel(gpu.model)) continue;
       Pick here;
       for (int slot = 0; slot < gpu.partition_count; ++slot) {
-        ScorePartition(x, node, ClusterState::PartitionOf(g, slot), c, here, explain);
+        const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
+        if (p != skip) ScorePartition(x, node, p, c, here, explain);
       }
       const model::GpuModel& m = model::GetGpuModel(gpu.model);
       if (options.reshape && m.mig_capable() && gpu.idle()) {
@@ -380,7 +400,9 @@ struct SloAware::Impl {
       }
       if (here.score >= 0 && here.Beats(best)) best = std::move(here);
     }
-    if (best.score < 0 || (options.admission && !best.admissible)) return std::nullopt;
+    if (best.score < 0 || ((options.admission || admissible_only) && !best.admissible)) {
+      return std::nullopt;
+    }
     return Candidate{best.score,
                      {x.id, node, {{best.partition, best.percent * 10, best.memory_mib}}},
                      std::move(best.reshape),
@@ -417,6 +439,56 @@ struct SloAware::Impl {
     }
   }
 
+  std::vector<Eviction> Moves(const ClusterState& c) {
+    std::vector<Eviction> out;
+    if (!options.replace || !can_move || telemetry == nullptr) return out;
+    std::erase_if(tracks, [&](const auto& entry) { return c.Find(entry.first) == nullptr; });
+    const std::optional<uint64_t> sample = telemetry->Version();
+    for (const auto& [id, pw] : c.placed()) {
+      const Workload& w = pw.workload;
+      if (!Predictable(w) || pw.placement.slices.size() != 1) continue;
+      Track& t = tracks[id];
+      if (t.moves >= options.max_moves) continue;
+      const std::optional<double> qps = telemetry->WorkloadQps(w.name);
+      const double target = std::min(w.slo_qps, XCeiling(w, c));
+      if (!qps || *qps >= target || !sample) {
+        t.below.reset();
+        continue;
+      }
+      // Below target on a sample taken after its node last changed: the first sighting only
+      // notes the versions; a later one with the node unchanged and a newer sample decides.
+      const std::pair<uint64_t, uint64_t> now{c.node(pw.placement.node).version, *sample};
+      if (!t.below || t.below->first != now.first || t.below->second == now.second) {
+        if (!t.below || t.below->first != now.first) t.below = now;
+        continue;
+      }
+      if (t.nowhere == c.version()) continue;
+      skip = pw.placement.slices[0].partition;
+      std::optional<Candidate> best;
+      for (NodeIndex n = 0; n < c.node_count() && !best; ++n) {
+        if (!NodeReady(w, n, c)) continue;
+        best = Offer(w, n, c, nullptr, /*admissible_only=*/true);
+      }
+      skip.reset();
+      if (!best) {
+        t.nowhere = c.version();
+        continue;
+      }
+      ++t.moves;
+      ++moved;
+      out.push_back({id, true,
+                     fmt::format("runs at {:.2f} QPS, below its target {:.2f}; node {} is "
+                                 "predicted to keep it",
+                                 *qps, target, c.node(best->placement.node).name)});
+    }
+    return out;
+  }
+
+  bool NodeReady(const Workload& w, NodeIndex node, const ClusterState& c) const {
+    const model::Node& n = c.node(node);
+    return n.ready && w.cpu_milli <= n.free_cpu_milli() && w.memory_mib <= n.free_memory_mib();
+  }
+
   std::optional<Candidate> Fallback(const Workload& w, NodeIndex node, const ClusterState& c) {
     if (!NodeFits(w, node, c).ok()) return std::nullopt;
     std::optional<Placement> p = FirstFitPlacement(w, node, c);
@@ -429,15 +501,16 @@ struct SloAware::Impl {
 };
 
 SloAware::SloAware(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
-                   SloAwareOptions options, predict::Predictor* learner)
-    : impl_(std::make_unique<Impl>(predictor, telemetry, std::move(options), learner)) {}
+                   SloAwareOptions options, predict::Predictor* learner, bool can_move)
+    : impl_(std::make_unique<Impl>(predictor, telemetry, std::move(options), learner, can_move)) {}
 
-std::vector<WorkloadId> SloAware::Evict(const ClusterState& c) {
+std::vector<Eviction> SloAware::Evict(const ClusterState& c) {
   impl_->Learn(c);
-  return {};
+  return impl_->Moves(c);
 }
 
 int SloAware::observations() const { return impl_->observed; }
+int SloAware::moves() const { return impl_->moved; }
 
 SloAware::~SloAware() = default;
 

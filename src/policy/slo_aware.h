@@ -34,6 +34,11 @@
 //    reports for it (Telemetry::WorkloadQps) folded into the predictor once
 //    (Predictor::Observe); its cell gains a measurement, later scores read it. A pod ever seen
 //    with co-runners is not observed (its rate is not an isolated one).
+//  - Re-placement (`replace`, where the driver restarts moved pods: PolicyContext::can_move):
+//    a pod whose telemetry QPS is below its target — seen so on a sample taken after its
+//    partition last changed — while some other free option is admissible for it, is moved
+//    there (Eviction::requeue; at most `max_moves` times per pod). The simulator charges a
+//    restart (EngineOptions::move_restart_s); Kubernetes evicts the pod for its controller.
 //
 // Outside the model (several GPUs, a named MIG profile, no SLO, an unknown application) the
 // workload is placed first-fit, as `predictive` does. Not thread-safe; the predictor and the
@@ -59,6 +64,8 @@ struct SloAwareOptions {
   double co_runner_sigma = 0.05;
   int mps_step = 5;
   bool observe = true;
+  bool replace = true;
+  int max_moves = 1;
   bool reshape = true;
   std::string interference_kind = "mps";
 };
@@ -99,7 +106,8 @@ class SloAware final : public Policy {
  public:
   // `learner` (may be null: nothing is learnt) must be `predictor` itself.
   SloAware(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
-           SloAwareOptions options = {}, predict::Predictor* learner = nullptr);
+           SloAwareOptions options = {}, predict::Predictor* learner = nullptr,
+           bool can_move = false);
   ~SloAware() override;
 
   std::string_view name() const override { return "slo-aware"; }
@@ -107,9 +115,10 @@ class SloAware final : public Policy {
   Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
   std::string Explain(const Workload& w, const ClusterState& c) override;
-  // Observes the running pods (see `observe`); evicts nothing yet.
-  std::vector<WorkloadId> Evict(const ClusterState& c) override;
+  // Observes the running pods (`observe`) and moves those below their target (`replace`).
+  std::vector<Eviction> Evict(const ClusterState& c) override;
   int observations() const;  // folded into the predictor so far
+  int moves() const;         // proposed so far
 
   // Every option on `node`, best first (admissible before the rest).
   std::vector<SloOption> Options(const Workload& w, NodeIndex node, const ClusterState& c);

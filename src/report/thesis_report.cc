@@ -59,6 +59,7 @@ nlohmann::json RunJson(const sim::ThesisRun& m) {
           {"makespan_s", m.makespan_s},
           {"pending_s_mean", m.pending_s_mean},
           {"execution_s_mean", m.execution_s_mean},
+          {"moves", m.moves},
           {"gpu_util_mean", m.gpu_util_mean},
           {"power_w_mean", m.power_w_mean},
           {"energy_j", m.energy_j},
@@ -295,11 +296,12 @@ std::string ThesisWorkloadsCsv(std::span<const sim::ThesisRun> runs) {
         fmt::format("{},{},{}", CsvField(r.policy), CsvField(r.scenario.name()), r.seed);
     for (const sim::ThesisWorkloadRecord& w : r.workloads) {
       csv +=
-          fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", prefix, w.id,
+          fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", prefix, w.id,
                       CsvField(w.app), Num(w.slo_qps), Num(w.achieved_qps), Num(w.relative_diff()),
                       w.failed ? 1 : 0, CsvField(w.failure), Num(w.arrival_s), Opt(w.start_s),
                       Opt(w.end_s), Num(w.pending_s), CsvField(w.node), CsvField(w.partition),
-                      CsvField(w.profile), w.partition.empty() ? "" : std::to_string(w.mps_milli));
+                      CsvField(w.profile), w.partition.empty() ? "" : std::to_string(w.mps_milli),
+                      w.moves);
     }
   }
   return csv;

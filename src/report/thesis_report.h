@@ -50,7 +50,7 @@ nlohmann::json ThesisJson(const std::string& experiment, size_t seeds,
 // Header: kThesisCsvHeader; one row per ThesisWorkloadRecord of every run.
 inline constexpr const char* kThesisCsvHeader =
     "policy,scenario,seed,workload,app,slo_qps,achieved_qps,relative_diff,failed,failure,"
-    "arrival_s,start_s,end_s,pending_s,node,partition,profile,mps_milli";
+    "arrival_s,start_s,end_s,pending_s,node,partition,profile,mps_milli,moves";
 std::string ThesisWorkloadsCsv(std::span<const sim::ThesisRun> runs);
 
 // The empirical CDF of a sample: one point per distinct value x, y = fraction of the sample

@@ -283,7 +283,8 @@ void Scheduler::ProactiveReshapes(CycleStats& stats) {
 }
 
 void Scheduler::Evictions(CycleStats& stats) {
-  for (WorkloadId id : policy_.Evict(cluster_)) {
+  for (const policy::Eviction& e : policy_.Evict(cluster_)) {
+    const WorkloadId id = e.workload;
     const model::PlacedWorkload* pw = cluster_.Find(id);
     if (!pw) {
       ++stats.policy_errors;
@@ -292,7 +293,7 @@ void Scheduler::Evictions(CycleStats& stats) {
     const Workload w = pw->workload;
     TESSERA_CHECK(cluster_.Remove(id).has_value());
     ++stats.evicted;
-    if (hooks_.evict) hooks_.evict(w);
+    if (hooks_.evict) hooks_.evict(w, e);
   }
 }
 

@@ -62,8 +62,10 @@ struct Hooks {
   // A reshape of an idle GPU started; the driver calls ReshapeDone(gpu) when it is done. When
   // unset, reshapes complete at once.
   std::function<void(GpuIndex, const std::optional<model::MigLayout>&)> reshape;
-  // The policy evicted a running workload (it has already left the cluster state).
-  std::function<void(const Workload&)> evict;
+  // The policy evicted a running workload (it has already left the cluster state); a move
+  // (`e.requeue`) is the driver's to restart — Submit it again, or leave it to whatever
+  // recreates it.
+  std::function<void(const Workload&, const policy::Eviction& e)> evict;
   // A workload found no node this cycle; `why` summarises the filter reasons.
   std::function<void(const Workload&, const std::string& why, bool dropped)> unschedulable;
   // Per-workload scoring picked `chosen` among `offers` (every node that made one, in node

@@ -36,7 +36,12 @@ Engine::Engine(model::ClusterState& cluster, policy::Policy& policy, GroundTruth
                            [this](model::GpuIndex g, const std::optional<model::MigLayout>&) {
                              Push(clock_.Now() + options_.reshape_s, Kind::kReshapeDone, g);
                            },
-                       .evict = [this](const model::Workload& w) { Finish(w.id, true, "evicted"); },
+                       .evict =
+                           [this](const model::Workload& w, const policy::Eviction& e) {
+                             if (!e.requeue) return Finish(w.id, true, "evicted: " + e.reason);
+                             Suspend(w.id);
+                             TESSERA_CHECK(scheduler_.Submit(w).has_value());
+                           },
                        .unschedulable = {}}) {
   gpu_util_.assign(cluster_.gpu_count(), 0);
   partition_util_.assign(static_cast<size_t>(cluster_.gpu_count()) * model::kMaxPartitions, 0);
@@ -84,7 +89,7 @@ std::vector<model::GpuIndex> Engine::GpusOf(const model::Placement& p) const {
 void Engine::Bind(const model::Workload& w, const model::Placement& p) {
   WorkloadOutcome& o = outcomes_[index_of_.at(w.id)];
   const double now = clock_.Now();
-  o.start_s = now;
+  if (!o.start_s) o.start_s = now;  // a moved workload's execution runs from its first start
   o.node = p.node;
   if (!p.slices.empty()) {
     const model::Partition& part = cluster_.partition(p.slices[0].partition);
@@ -99,6 +104,12 @@ void Engine::Bind(const model::Workload& w, const model::Placement& p) {
   r.index = index_of_.at(w.id);
   r.remaining = static_cast<double>(w.queries);
   r.since = now;
+  if (auto moved = suspended_.find(w.id); moved != suspended_.end()) {
+    r.remaining = moved->second.first;
+    r.version = moved->second.second;
+    r.resume_at = now + options_.move_restart_s;
+    suspended_.erase(moved);
+  }
   r.gpus = GpusOf(p);
   running_.emplace(w.id, std::move(r));
   rerate_.insert(rerate_.end(), running_.at(w.id).gpus.begin(), running_.at(w.id).gpus.end());
@@ -111,7 +122,7 @@ void Engine::Finish(model::WorkloadId id, bool failed, const std::string& why) {
   Running& r = it->second;
   WorkloadOutcome& o = outcomes_[r.index];
   const double now = clock_.Now();
-  r.remaining -= r.qps * (now - r.since);
+  r.remaining -= Progress(r, now);
   o.queries_done = failed ? std::max(0.0, static_cast<double>(o.workload.queries) - r.remaining)
                           : static_cast<double>(o.workload.queries);
   o.end_s = now;
@@ -123,6 +134,24 @@ void Engine::Finish(model::WorkloadId id, bool failed, const std::string& why) {
   running_.erase(it);
   ++settled_;
   end_s_ = now;
+  RequestCycle();
+}
+
+double Engine::Progress(const Running& r, double now) const {
+  return r.qps * std::max(0.0, now - std::max(r.since, r.resume_at));
+}
+
+void Engine::Suspend(model::WorkloadId id) {
+  auto it = running_.find(id);
+  if (it == running_.end()) return;
+  Running& r = it->second;
+  WorkloadOutcome& o = outcomes_[r.index];
+  r.remaining = std::max(0.0, r.remaining - Progress(r, clock_.Now()));
+  suspended_[id] = {r.remaining, r.version};
+  ++o.moves;
+  if (options_.telemetry) options_.telemetry->Forget(o.workload.name);
+  rerate_.insert(rerate_.end(), r.gpus.begin(), r.gpus.end());
+  running_.erase(it);
   RequestCycle();
 }
 
@@ -157,7 +186,7 @@ void Engine::Settle() {
       auto it = running_.find(id);
       if (it == running_.end()) continue;
       Running& r = it->second;
-      r.remaining = std::max(0.0, r.remaining - r.qps * (now - r.since));
+      r.remaining = std::max(0.0, r.remaining - Progress(r, now));
       r.since = now;
       const RunRate rate = truth_.Rate(*cluster_.Find(id), cluster_);
       if (rate.fails) {
@@ -172,8 +201,8 @@ void Engine::Settle() {
       r.load = std::clamp(rate.sm_load, 0.0, 1.0);
       ++r.version;
       if (r.qps > 0) {
-        Push(now + r.remaining / r.qps, Kind::kCompletion, static_cast<int64_t>(r.index),
-             r.version);
+        Push(std::max(now, r.resume_at) + r.remaining / r.qps, Kind::kCompletion,
+             static_cast<int64_t>(r.index), r.version);
       }
     }
     // Engine utilisation per GPU: each partition is busy for the (capped) sum of its clients'

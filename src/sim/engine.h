@@ -36,6 +36,10 @@ struct EngineOptions {
   // policies read, as stale between samples as a real scrape.
   telemetry::StaticTelemetry* telemetry = nullptr;
   double telemetry_interval_s = 1.0;
+  // A workload a policy moves (Eviction::requeue) keeps the queries it has done, goes back to
+  // the queue with its arrival time, and once bound again serves nothing for this long: its
+  // container starting and its model loading (chosen: no seed gives it).
+  double move_restart_s = 10.0;
 };
 
 // One workload's life, for reports.
@@ -49,8 +53,10 @@ struct WorkloadOutcome {
   std::string partition;  // uuid of its first slice
   std::string profile;    // that partition's MIG profile ("1g.6gb"), or "whole"
   int32_t milli = 0;      // its share of that partition (MPS active threads x 10; 1000 = all)
+  int moves = 0;          // times a policy moved it (the slice above is the last one)
   double queries_done = 0;
   // Mean QPS over its execution: queries / (end - start); 0 if it never ran.
+  // Moves count: their restarts and time back in the queue are part of the execution.
   double achieved_qps() const;
   double pending_s() const;  // start - arrival (or end - arrival if it never started)
 };
@@ -91,8 +97,9 @@ class Engine {
     double remaining;  // queries
     double qps = 0;
     double busy = 0;
-    double load = 0;   // its sm_load
-    double since = 0;  // last progress update
+    double load = 0;       // its sm_load
+    double since = 0;      // last progress update
+    double resume_at = 0;  // after a move: no progress before this (restart)
     uint64_t version = 0;
     std::vector<model::GpuIndex> gpus;
   };
@@ -101,6 +108,10 @@ class Engine {
   void AdvanceTo(double t);  // integrates energy/utilisation up to t
   void Bind(const model::Workload& w, const model::Placement& p);
   void Finish(model::WorkloadId id, bool failed, const std::string& why);
+  // A policy moved it: progress kept, back to the queue (its outcome stays open).
+  void Suspend(model::WorkloadId id);
+  // Queries served since the last progress update.
+  double Progress(const Running& r, double now) const;
   // Recomputes the rates of everything on the GPUs queued in rerate_ (and rerate_ids_).
   void Settle();
   void SetGpuUtil(model::GpuIndex g, double util, double load);
@@ -119,7 +130,10 @@ class Engine {
   std::vector<WorkloadOutcome> outcomes_;
   std::unordered_map<model::WorkloadId, size_t> index_of_;
   std::unordered_map<model::WorkloadId, Running> running_;
-  size_t settled_ = 0;  // finished or failed
+  // Moved workloads: queries still to do, and the version their completions had reached (a new
+  // run continues it, so a completion pushed for the old run stays stale).
+  std::unordered_map<model::WorkloadId, std::pair<double, uint64_t>> suspended_;
+  size_t settled_ = 0;                                       // finished or failed
   bool cycle_pending_ = false;
   std::vector<model::GpuIndex> rerate_;        // GPUs whose co-location changed
   std::vector<model::WorkloadId> rerate_ids_;  // GPU-less workloads just started

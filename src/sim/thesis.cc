@@ -158,9 +158,13 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
   }
   telemetry::StaticTelemetry telemetry;
   predict::Predictor* learner = predictor ? &*predictor : nullptr;
-  auto policy = policy::MakePolicy(
-      spec->name, {.rng = &rng, .predictor = learner, .telemetry = &telemetry, .learner = learner},
-      spec->options);
+  auto policy = policy::MakePolicy(spec->name,
+                                   {.rng = &rng,
+                                    .predictor = learner,
+                                    .telemetry = &telemetry,
+                                    .learner = learner,
+                                    .can_move = true},
+                                   spec->options);
   if (!policy) return std::unexpected(policy.error());
   Engine engine(cluster, **policy, physics, rng, {.horizon_s = 48 * 3600, .telemetry = &telemetry});
   for (model::Workload& w : ThesisWorkloads(s, seed, physics)) {
@@ -207,7 +211,9 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
          .partition = o.partition,
          .profile = o.profile,
          .mps_milli = o.milli,
+         .moves = o.moves,
          .slo_feasible = feasible});
+    run.moves += o.moves;
     diff_sum += std::abs(ran ? rel : -1);
     pending_sum += o.start_s ? o.pending_s() : r.end_s - o.workload.arrival_s;
     if (ran) {
@@ -248,6 +254,7 @@ ThesisRun MeanOf(const std::vector<ThesisRun>& runs) {
     m.makespan_s += r.makespan_s / n;
     m.pending_s_mean += r.pending_s_mean / n;
     m.execution_s_mean += r.execution_s_mean / n;
+    m.moves += r.moves / n;
     m.gpu_util_mean += r.gpu_util_mean / n;
     m.power_w_mean += r.power_w_mean / n;
     m.energy_j += r.energy_j / n;

@@ -56,6 +56,7 @@ struct ThesisWorkloadRecord {
   std::string partition;          // uuid of its first slice; empty on the CPU node
   std::string profile;            // "whole" or the MIG profile; empty on the CPU node
   int32_t mps_milli = 0;          // share of that partition (1000 = all of it)
+  int moves = 0;                  // times a policy moved it (the slice above is the last)
   bool slo_feasible = true;       // some configuration of the cluster meets the SLO, alone
   double relative_diff() const { return (achieved_qps - slo_qps) / slo_qps; }
 };
@@ -72,6 +73,7 @@ struct ThesisRun {
   double makespan_s = 0;
   double pending_s_mean = 0;
   double execution_s_mean = 0;
+  double moves = 0;  // pods a policy moved (restarts), per run; means over seeds in MeanOf
   double gpu_util_mean = 0;
   double power_w_mean = 0;
   double energy_j = 0;

@@ -45,7 +45,7 @@ TEST_F(RegistryTest, PoliciesAdvertiseTheOptionsTheirFactoriesRead) {
       {"predictive", {"mps_percents", "reshape", "interference_kind", "slo_headroom"}},
       {"slo-aware",
        {"admission", "protect_neighbours", "margin_z", "completed_sigma", "co_runner_sigma",
-        "mps_step", "observe", "reshape", "interference_kind"}},
+        "mps_step", "observe", "replace", "max_moves", "reshape", "interference_kind"}},
       {"fgd", {"typical_pods"}},
       {"frag-pack", {"typical_pods"}},
   };

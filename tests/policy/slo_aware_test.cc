@@ -204,6 +204,42 @@ TEST_F(SloAwareTest, LearnsOnceFromAPodAloneOnAProfiledShare) {
   EXPECT_EQ(off.observations(), 0);
 }
 
+TEST_F(SloAwareTest, MovesAPodBelowItsTargetOnceAFreeOptionIsPredictedToKeepIt) {
+  telemetry::StaticTelemetry telemetry;
+  SloAwareOptions o{.margin_z = 1, .co_runner_sigma = 0.1, .observe = false};
+  SloAware policy(predictor_, &telemetry, o, nullptr, /*can_move=*/true);
+  const Workload x = App(1, "a", 24);
+  Put(x, 50);
+  // It runs at 20 QPS, below its target of 24 (50 % was predicted at 30 − 1.73 = 28.27).
+  telemetry.SetWorkloadQps(x.name, 20);
+  // The first sighting only notes the sample; on a newer one its own V100 is still the only
+  // GPU: nowhere else to go.
+  EXPECT_TRUE(policy.Evict(c_).empty());
+  telemetry.SetUtilization("bump", 1);
+  EXPECT_TRUE(policy.Evict(c_).empty());
+  // A second, empty V100: 40 % there is admissible (lower 24.36). The pod has been seen below
+  // its target on a sample newer than the first sighting, its node unchanged: it moves.
+  ASSERT_TRUE(c_.AddNode(
+      model::UniformNode("v100-b", *model::FindGpuModel("V100-32GB"), 1, 64000, 1 << 20)));
+  const std::vector<Eviction> moves = policy.Evict(c_);
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].workload, 1);
+  EXPECT_TRUE(moves[0].requeue);
+  EXPECT_NE(moves[0].reason.find("below its target 24.00"), std::string::npos) << moves[0].reason;
+  EXPECT_EQ(policy.moves(), 1);
+  // At most max_moves (1) per pod.
+  telemetry.SetUtilization("bump", 4);
+  EXPECT_TRUE(policy.Evict(c_).empty());
+  // A driver that cannot restart pods (can_move false) or `replace` off: never.
+  SloAware fixed(predictor_, &telemetry, o, nullptr, /*can_move=*/false);
+  SloAware off(predictor_, &telemetry, {.replace = false}, nullptr, true);
+  for (int i = 5; i < 8; ++i) {
+    telemetry.SetUtilization("bump", i);
+    EXPECT_TRUE(fixed.Evict(c_).empty());
+    EXPECT_TRUE(off.Evict(c_).empty());
+  }
+}
+
 TEST_F(SloAwareTest, OutsideTheModelItPlacesFirstFit) {
   SloAware policy = Make();
   Workload unknown = App(1, "zzz", 10);

@@ -90,19 +90,19 @@ TEST(ThesisReportTest, CsvHasOneRowPerWorkloadWithItsValues) {
   ASSERT_EQ(lines.size(), 4u);  // header + 3 workloads
   EXPECT_EQ(lines[0],
             "policy,scenario,seed,workload,app,slo_qps,achieved_qps,relative_diff,failed,failure,"
-            "arrival_s,start_s,end_s,pending_s,node,partition,profile,mps_milli");
+            "arrival_s,start_s,end_s,pending_s,node,partition,profile,mps_milli,moves");
   // (25 − 20) / 20 = 0.25; the scenario name holds commas, so it is quoted.
   EXPECT_EQ(lines[1],
             "min,\"pods=20,slo=low\",1,1,onnx/resnet50,20.0000,25.0000,0.2500,0,,10.0000,"
-            "12.0000,72.0000,2.0000,v100,GPU-0,whole,250");
+            "12.0000,72.0000,2.0000,v100,GPU-0,whole,250,0");
   EXPECT_EQ(lines[2],
             "min,\"pods=20,slo=low\",1,2,onnx/resnet50,20.0000,0.0000,-1.0000,1,"
             "\"out of memory, pinned 0=2048M\",20.0000,22.0000,22.0000,2.0000,v100,MIG-a30-0,"
-            "1g.6gb,250");
+            "1g.6gb,250,0");
   // (15 − 20) / 20 = −0.25.
   EXPECT_EQ(lines[3],
             "max,\"pods=20,slo=low\",3,1,onnx/resnet50,20.0000,15.0000,-0.2500,0,,10.0000,"
-            "12.0000,72.0000,2.0000,v100,GPU-0,whole,250");
+            "12.0000,72.0000,2.0000,v100,GPU-0,whole,250,0");
 }
 
 TEST(ThesisReportTest, CsvLeavesUnknownCellsEmptyForAPodThatNeverRan) {
@@ -117,7 +117,7 @@ TEST(ThesisReportTest, CsvLeavesUnknownCellsEmptyForAPodThatNeverRan) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[1],
             "min,\"pods=20,slo=low\",1,7,tf/mobilenet,10.0000,0.0000,-1.0000,0,,5.0000,,,95.0000,"
-            ",,,");
+            ",,,,0");
 }
 
 TEST(ThesisReportTest, HtmlHasFourPlotsPerScenarioNoScriptsAndEscapedNames) {

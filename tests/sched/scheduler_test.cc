@@ -165,8 +165,9 @@ class Batchy : public policy::Policy {
     return std::optional<model::MigLayout>(
         *ParseLayout(GetGpuModel(c.gpu(g).model), "2g.12gb,2g.12gb"));
   }
-  std::vector<WorkloadId> Evict(const ClusterState& c) override {
-    return c.Find(1) && ++cycles_ == 2 ? std::vector<WorkloadId>{1} : std::vector<WorkloadId>{};
+  std::vector<policy::Eviction> Evict(const ClusterState& c) override {
+    if (c.Find(1) && ++cycles_ == 2) return {{1, false, "test"}};
+    return {};
   }
   int cycles_ = 0;
 };
@@ -174,7 +175,7 @@ class Batchy : public policy::Policy {
 TEST_F(SchedulerTest, BatchReshapeAndEvictHooks) {
   Batchy policy;
   std::vector<WorkloadId> evicted;
-  hooks_.evict = [&](const Workload& w) { evicted.push_back(w.id); };
+  hooks_.evict = [&](const Workload& w, const policy::Eviction&) { evicted.push_back(w.id); };
   Scheduler s(c_, policy, clock_, rng_, hooks_);
   ASSERT_TRUE(s.Submit(Share(1, 500)));
   ASSERT_TRUE(s.Submit(Share(2, 500)));
@@ -510,7 +511,11 @@ class EvictOnce : public policy::Policy {
                                  const ClusterState& c) override {
     return inner_.Score(w, n, c);
   }
-  std::vector<WorkloadId> Evict(const ClusterState&) override { return std::exchange(armed, {}); }
+  std::vector<policy::Eviction> Evict(const ClusterState&) override {
+    std::vector<policy::Eviction> out;
+    for (WorkloadId id : std::exchange(armed, {})) out.push_back({id, id == 1, "armed"});
+    return out;
+  }
   std::vector<WorkloadId> armed;
 
  private:
@@ -520,7 +525,9 @@ class EvictOnce : public policy::Policy {
 TEST_F(SchedulerTest, EvictRemovesRunningWorkloadsAndTellsTheDriver) {
   EvictOnce policy;
   std::vector<std::string> evicted;
-  hooks_.evict = [&](const Workload& w) {
+  hooks_.evict = [&](const Workload& w, const policy::Eviction& e) {
+    EXPECT_EQ(e.reason, "armed");
+    EXPECT_EQ(e.requeue, w.id == 1);
     evicted.push_back(w.name);
     EXPECT_EQ(c_.Find(w.id), nullptr);  // it has already left the cluster state
   };

@@ -116,6 +116,44 @@ TEST_F(EngineTest, TelemetryCarriesEachRunningWorkloadsRateUntilItEnds) {
   EXPECT_EQ(at(100), (std::pair<Q, Q>{std::nullopt, std::nullopt}));
 }
 
+// First fit that moves workload 1 (Eviction::requeue) the first time it shares the cluster.
+class MoveOnce : public policy::Policy {
+ public:
+  std::string_view name() const override { return "move-once"; }
+  std::optional<policy::Candidate> Score(const model::Workload& w, model::NodeIndex node,
+                                         const model::ClusterState& c) override {
+    return inner_.Score(w, node, c);
+  }
+  std::vector<policy::Eviction> Evict(const model::ClusterState& c) override {
+    if (moved_ || c.placed_count() < 2 || !c.Find(1)) return {};
+    moved_ = true;
+    return {{1, true, "test"}};
+  }
+
+ private:
+  bool moved_ = false;
+  policy::FirstFit inner_;
+};
+
+TEST_F(EngineTest, AMovedWorkloadKeepsItsProgressAndPaysTheRestart) {
+  // w1: 100 queries alone at 10/s from t=0. w2 arrives at t=5 and binds; w1 is moved then,
+  // with 50 done, and bound again at once beside w2 (both 5/s by the toy truth), but serves
+  // nothing until t=5+10. w2's 30 queries end at t=11; w1's last 50 run alone from t=15 at
+  // 10/s: done at t=20, 100 queries over 20 s from its first start, one move, not a failure.
+  MoveOnce policy;
+  Engine e(c_, policy, truth_, rng_, {.move_restart_s = 10});
+  ASSERT_TRUE(e.Add(W(1, 0, 100, 500)));
+  ASSERT_TRUE(e.Add(W(2, 5, 30, 500)));
+  const EngineResult r = e.Run();
+  const WorkloadOutcome& w1 = r.workloads[0];
+  EXPECT_FALSE(w1.failed);
+  EXPECT_EQ(w1.moves, 1);
+  EXPECT_DOUBLE_EQ(*w1.start_s, 0);
+  EXPECT_DOUBLE_EQ(*w1.end_s, 20);
+  EXPECT_DOUBLE_EQ(w1.achieved_qps(), 5);
+  EXPECT_DOUBLE_EQ(*r.workloads[1].end_s, 11);
+}
+
 class ReshapeFirst : public policy::Policy {
  public:
   std::string_view name() const override { return "reshape-first"; }
