@@ -1,4 +1,5 @@
-// The predictive policy's cost (issue: thesis scheduler): Filter + Score of one workload
+// The predicting policies' cost (predictive, issue: thesis scheduler; slo-aware, issue #14, with
+// its 5 % MPS steps interpolated between the profiled shares): Filter + Score of one workload
 // against every node of a 1,000-node × 8-GPU cluster (A100-80GB, H100-80GB, A30, V100 in turn,
 // MIG off) holding 20,000 placed workloads — 2 or 3 MPS clients on every GPU, 25% each — with
 // a predictor over 6 applications × every (model, profile, MPS %) configuration and a
@@ -7,6 +8,8 @@
 //    not change since the last decision reuse their cached neighbour terms.
 //  - BM_PredictiveScoreAllNodesCold: every node changed since (the cache is invalidated by
 //    touching every node before each iteration, outside the timing).
+//  - BM_SloAwareScoreAllNodes / …Cold: the same for slo-aware (default options), for an SLO no
+//    node can admit (25 QPS: the pod waits) and one every node can (8 QPS).
 #include <benchmark/benchmark.h>
 #include <fmt/core.h>
 
@@ -15,6 +18,7 @@
 #include "base/rng.h"
 #include "model/cluster.h"
 #include "policy/predictive.h"
+#include "policy/slo_aware.h"
 #include "predict/config_key.h"
 
 namespace tessera {
@@ -88,18 +92,18 @@ std::unique_ptr<Setup> Build() {
   return s;
 }
 
-model::Workload Incoming() {
+model::Workload Incoming(double slo = 25) {
   model::Workload w;
   w.id = 1'000'000;
   w.app = "app2";
-  w.slo_qps = 25;
+  w.slo_qps = slo;
   w.cpu_milli = 100;
   w.memory_mib = 256;
   w.gpu.count = 1;
   return w;
 }
 
-int ScoreAll(policy::Predictive& p, const model::Workload& w, const model::ClusterState& c) {
+int ScoreAll(policy::Policy& p, const model::Workload& w, const model::ClusterState& c) {
   int feasible = 0;
   double best = -1;
   for (model::NodeIndex n = 0; n < c.node_count(); ++n) {
@@ -113,24 +117,25 @@ int ScoreAll(policy::Predictive& p, const model::Workload& w, const model::Clust
   return feasible;
 }
 
-void BM_PredictiveScoreAllNodes(benchmark::State& state) {
+template <typename P>
+void ScoreAllNodes(benchmark::State& state, double slo = 25) {
   const predict::Predictor predictor = MakePredictor();
   std::unique_ptr<Setup> s = Build();
-  policy::Predictive p(predictor, &s->telemetry);
-  const model::Workload w = Incoming();
+  P p(predictor, &s->telemetry);
+  const model::Workload w = Incoming(slo);
   ScoreAll(p, w, s->cluster);  // warm the per-partition caches
   int feasible = 0;
   for (auto _ : state) feasible = ScoreAll(p, w, s->cluster);
   state.counters["feasible_nodes"] = feasible;
   state.counters["placed"] = static_cast<double>(s->cluster.placed_count());
 }
-BENCHMARK(BM_PredictiveScoreAllNodes)->Unit(benchmark::kMicrosecond);
 
-void BM_PredictiveScoreAllNodesCold(benchmark::State& state) {
+template <typename P>
+void ScoreAllNodesCold(benchmark::State& state, double slo = 25) {
   const predict::Predictor predictor = MakePredictor();
   std::unique_ptr<Setup> s = Build();
-  policy::Predictive p(predictor, &s->telemetry);
-  const model::Workload w = Incoming();
+  P p(predictor, &s->telemetry);
+  const model::Workload w = Incoming(slo);
   model::Workload probe = Incoming();
   probe.id = 2'000'000;
   probe.gpu.memory_mib = 0;
@@ -151,7 +156,25 @@ void BM_PredictiveScoreAllNodesCold(benchmark::State& state) {
   }
   state.counters["feasible_nodes"] = feasible;
 }
+
+void BM_PredictiveScoreAllNodes(benchmark::State& state) {
+  ScoreAllNodes<policy::Predictive>(state);
+}
+BENCHMARK(BM_PredictiveScoreAllNodes)->Unit(benchmark::kMicrosecond);
+void BM_PredictiveScoreAllNodesCold(benchmark::State& state) {
+  ScoreAllNodesCold<policy::Predictive>(state);
+}
 BENCHMARK(BM_PredictiveScoreAllNodesCold)->Unit(benchmark::kMicrosecond);
+// Arg: the SLO. At 25 QPS no node is admissible for slo-aware (the pod would wait); at 8 every
+// node is.
+void BM_SloAwareScoreAllNodes(benchmark::State& state) {
+  ScoreAllNodes<policy::SloAware>(state, static_cast<double>(state.range(0)));
+}
+BENCHMARK(BM_SloAwareScoreAllNodes)->Arg(25)->Arg(8)->Unit(benchmark::kMicrosecond);
+void BM_SloAwareScoreAllNodesCold(benchmark::State& state) {
+  ScoreAllNodesCold<policy::SloAware>(state, static_cast<double>(state.range(0)));
+}
+BENCHMARK(BM_SloAwareScoreAllNodesCold)->Arg(25)->Arg(8)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace tessera

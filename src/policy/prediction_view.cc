@@ -50,6 +50,8 @@ PredictionView::PredictionView(const predict::Predictor& predictor,
 ConfigId PredictionView::Config(model::GpuModelId gpu_model, int profile, int percent) {
   if (configs_seen_ != predictor_.num_configs()) {
     config_ids_.assign(model::AllGpuModels().size() * kProfiles * kPercents, -2);
+    brackets_.assign(config_ids_.size(), {-2, -2});
+    profiled_.assign(model::AllGpuModels().size() * kProfiles, std::nullopt);
     configs_seen_ = predictor_.num_configs();
   }
   if (profile + 1 >= kProfiles || percent < 0 || percent >= kPercents) return -1;
@@ -66,15 +68,23 @@ ConfigId PredictionView::Config(model::GpuModelId gpu_model, int profile, int pe
 
 std::optional<std::pair<int, int>> PredictionView::Bracket(model::GpuModelId gpu_model, int profile,
                                                            int percent) {
-  int below = -1, above = -1;
-  for (int q = percent - 1; q >= 1 && below < 0; --q) {
-    if (Config(gpu_model, profile, q) >= 0) below = q;
+  if (profile + 1 >= kProfiles || percent < 0 || percent >= kPercents) return std::nullopt;
+  Config(gpu_model, profile, percent);  // sizes the tables for the current columns
+  std::pair<int8_t, int8_t>& cached =
+      brackets_[(static_cast<size_t>(gpu_model) * kProfiles + (profile + 1)) * kPercents + percent];
+  if (cached.first == -2) {
+    int below = -1, above = -1;
+    for (int q = percent - 1; q >= 1 && below < 0; --q) {
+      if (Config(gpu_model, profile, q) >= 0) below = q;
+    }
+    for (int q = percent + 1; q <= 100 && above < 0; ++q) {
+      if (Config(gpu_model, profile, q) >= 0) above = q;
+    }
+    cached = below < 0 || above < 0 ? std::pair<int8_t, int8_t>{-1, -1}
+                                    : std::pair<int8_t, int8_t>(below, above);
   }
-  for (int q = percent + 1; q <= 100 && above < 0; ++q) {
-    if (Config(gpu_model, profile, q) >= 0) above = q;
-  }
-  if (below < 0 || above < 0) return std::nullopt;
-  return std::pair{below, above};
+  if (cached.first < 0) return std::nullopt;
+  return std::pair<int, int>{cached.first, cached.second};
 }
 
 double PredictionView::Isolated(AppId app, model::GpuModelId gpu_model, int profile, int percent) {
@@ -92,6 +102,37 @@ double PredictionView::Isolated(AppId app, model::GpuModelId gpu_model, int prof
   const double w = (x - x_lo) / (x_hi - x_lo);
   const double t = (1 - w) / q_lo + w / q_hi;
   return 1.0 / t;
+}
+
+PredictionView::Bounds PredictionView::SharesBounds(AppId app, model::GpuModelId gpu_model,
+                                                    int profile) {
+  if (app < 0 || profile + 1 >= kProfiles) return {};
+  Config(gpu_model, profile, 100);  // sizes the tables for the current columns
+  const size_t per_app = model::AllGpuModels().size() * kProfiles;
+  if (bounds_generation_ != predictor_.generation()) {
+    bounds_.assign(static_cast<size_t>(predictor_.num_apps()) * per_app, std::nullopt);
+    bounds_generation_ = predictor_.generation();
+  }
+  const size_t key = static_cast<size_t>(app) * per_app +
+                     static_cast<size_t>(gpu_model) * kProfiles + (profile + 1);
+  if (key < bounds_.size() && bounds_[key]) return *bounds_[key];
+  std::optional<std::vector<int>>& shares =
+      profiled_[static_cast<size_t>(gpu_model) * kProfiles + (profile + 1)];
+  if (!shares) {
+    shares.emplace();
+    for (int q = 1; q <= 100; ++q) {
+      if (Config(gpu_model, profile, q) >= 0) shares->push_back(q);
+    }
+  }
+  Bounds b{predict::kMissing, options_.completed_sigma, shares->empty() ? 101 : shares->front()};
+  for (int q : *shares) {
+    const predict::ConfigId c = Config(gpu_model, profile, q);
+    const double v = predictor_.IsolatedAt(app, c);
+    if (std::isnan(b.max_isolated) || v > b.max_isolated) b.max_isolated = v;
+    b.min_sigma = std::min(b.min_sigma, CellSigma(app, c));
+  }
+  if (key < bounds_.size()) bounds_[key] = b;
+  return b;
 }
 
 double PredictionView::CellSigma(AppId app, ConfigId config) const {

@@ -70,6 +70,15 @@ class PredictionView {
   // NaN when there is no prediction.
   double Isolated(predict::AppId app, model::GpuModelId gpu_model, int profile, int percent);
   double Sigma(predict::AppId app, model::GpuModelId gpu_model, int profile, int percent);
+  // Over the shares the profile has columns for, the highest prediction and the smallest
+  // uncertainty: no share, profiled or interpolated, predicts more or is surer (max NaN when
+  // there are none).
+  struct Bounds {
+    double max_isolated = predict::kMissing;
+    double min_sigma = 0;
+    int min_share = 101;  // the smallest profiled share: none below it is predicted
+  };
+  Bounds SharesBounds(predict::AppId app, model::GpuModelId gpu_model, int profile);
   // f(victim, aggressor): the predictor's, else the kind's mean (0 without interference data).
   double Lost(predict::AppId victim, predict::AppId aggressor) const;
 
@@ -108,9 +117,16 @@ class PredictionView {
   };
   std::vector<PartitionCache> partitions_;
 
-  // (model, profile + 1, MPS %) -> ConfigId, -1 absent, -2 not looked up yet.
+  // (model, profile + 1, MPS %) -> ConfigId, -1 absent, -2 not looked up yet; and the
+  // profiled shares around it (Bracket), {-2, -2} not looked up yet, {-1, -1} none.
   static constexpr int kProfiles = 16, kPercents = 101;
   std::vector<int> config_ids_;
+  std::vector<std::pair<int8_t, int8_t>> brackets_;
+  // (model, profile + 1) -> the shares with a column, looked up once per column count.
+  std::vector<std::optional<std::vector<int>>> profiled_;
+  // SharesBounds by (app, model, profile + 1), valid for the predictor's generation.
+  std::vector<std::optional<Bounds>> bounds_;
+  std::optional<uint64_t> bounds_generation_;
   int configs_seen_ = -1;
 
   std::optional<uint64_t> util_version_;  // the telemetry's version, read by BeginNode

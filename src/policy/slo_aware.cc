@@ -111,7 +111,7 @@ struct SloAware::Impl {
   int moved = 0;
   // The partition Offer must not consider (the pod's own, while judging a move).
   std::optional<model::PartitionIndex> skip;
-  std::vector<int> percents;  // tried, largest first
+  std::vector<int> percents;  // tried, smallest first (the first admissible one is taken)
   using Member = PredictionView::Member;
 
   // The cluster's GPU models (GPUs never change model; relisted when GPUs are added).
@@ -140,6 +140,7 @@ struct SloAware::Impl {
     } else {
       percents = {100, 50, 25};
     }
+    std::reverse(percents.begin(), percents.end());
   }
 
   bool Predictable(const Workload& w) {
@@ -213,6 +214,49 @@ struct SloAware::Impl {
     return std::min(y.slo, ceiling);
   }
 
+  // Per member of a partition, what does not depend on the workload being placed: its target,
+  // its lower bound as it is, and its margin (z · √(σ² + n · σ_f²), as a fraction of its
+  // isolated rate) once one more co-runner joins. Cached like PredictionView::Members.
+  struct MemberTerms {
+    double target = 0;
+    double lower_before = 0;
+    double margin_after = 0;
+  };
+  struct TermsCache {
+    uint64_t node_version = 0;
+    uint64_t generation = 0;
+    bool valid = false;
+    std::vector<MemberTerms> terms;
+  };
+  std::vector<TermsCache> terms_cache;
+  const std::vector<MemberTerms>& Terms(model::PartitionIndex p, const ClusterState& c,
+                                        const std::vector<Member>& members) {
+    if (terms_cache.size() < static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions) {
+      terms_cache.resize(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions);
+    }
+    TermsCache& cache = terms_cache[p];
+    const uint64_t version = c.node(c.gpu(c.partition(p).gpu).node).version;
+    if (cache.valid && cache.node_version == version &&
+        cache.generation == view.predictor().generation() && models_seen == c.gpu_count()) {
+      return cache.terms;
+    }
+    const int n = static_cast<int>(members.size());
+    cache.terms.clear();
+    for (const Member& y : members) {
+      MemberTerms t;
+      t.target = MemberTarget(y, c);
+      t.lower_before = Lower(y.isolated, y.sigma, y.lost_base, n - 1);
+      t.margin_after =
+          options.margin_z *
+          std::sqrt(y.sigma * y.sigma + n * options.co_runner_sigma * options.co_runner_sigma);
+      cache.terms.push_back(t);
+    }
+    cache.node_version = version;
+    cache.generation = view.predictor().generation();
+    cache.valid = true;
+    return cache.terms;
+  }
+
   static double Score2(double target, double lower) {
     return 1.0 / (1.0 + std::abs(target - lower) / target);
   }
@@ -269,40 +313,62 @@ struct SloAware::Impl {
     const AppId xa = view.AppOf(x.app);
     const double x_target = std::min(x.slo_qps, XCeiling(x, c));
     const std::vector<Member>& members = view.Members(p, c);
+    const std::vector<MemberTerms>& terms = Terms(p, c, members);
     const int n = static_cast<int>(members.size());
     // Everything but x's own rate is the same for every share x could get (first order).
     Set others;
     double x_lost = 0;
-    std::string why_not;
+    const bool only_admissible = options.admission && explain == nullptr;
+    std::string why_not;  // formatted for explain only; `pushes` decides
+    bool pushes = false;
     std::vector<SloMember> rows;
-    for (const Member& y : members) {
+    for (size_t i = 0; i < members.size(); ++i) {
+      const Member& y = members[i];
       x_lost += view.Lost(xa, y.app);
       if (y.slo <= 0 || std::isnan(y.isolated)) continue;
-      const double target = MemberTarget(y, c);
+      const double target = terms[i].target;
       const double lost = y.lost_base + view.Lost(y.app, xa);
-      const double after = Lower(y.isolated, y.sigma, lost, n);
+      const double after = y.isolated * std::max(0.0, 1 - lost - terms[i].margin_after);
       others.Add(target, after);
-      if (options.protect_neighbours && why_not.empty() && after < target &&
-          Lower(y.isolated, y.sigma, y.lost_base, n - 1) >= target) {
-        why_not = fmt::format("pushes workload {} below its target ({:.2f} < {:.2f})", y.id, after,
-                              target);
+      if (options.protect_neighbours && !pushes && after < target &&
+          terms[i].lower_before >= target) {
+        pushes = true;
+        if (only_admissible) return;  // no share of this partition is admissible
+        if (explain) {
+          why_not = fmt::format("pushes workload {} below its target ({:.2f} < {:.2f})", y.id,
+                                after, target);
+        }
       }
       if (explain) rows.push_back({y.id, target, y.isolated, y.sigma, lost, n, after});
     }
     // An empty partition is idle whatever the telemetry last saw (it lags the pod that just
     // left); a busy one keeps 5 % of the score so that its options still rank by their members.
     const double util = part.empty() ? 0.0 : std::min(view.CachedUtil(p, c), 0.95);
-    for (int pct : percents) {
-      if (!ShareFits(part, pct, x.gpu.memory_mib)) continue;
+    const auto fits = [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); };
+    const PredictionView::Bounds bounds = view.SharesBounds(xa, gpu.model, part.profile);
+    // No share predicts more than the best profiled one, nor is surer than the surest: if even
+    // that bound misses the target, no share is admissible.
+    if (only_admissible && !(Lower(bounds.max_isolated, bounds.min_sigma, x_lost, n) >= x_target)) {
+      return;
+    }
+    bool admitted = false;
+    // Smallest share first: the first admissible one is the partition's choice.
+    for (auto it = percents.begin(); it != percents.end(); ++it) {
+      const int pct = *it;
+      if (pct < bounds.min_share || !fits(pct)) continue;
       const double iso = view.Isolated(xa, gpu.model, part.profile, pct);
       if (std::isnan(iso)) continue;
       const double sigma = view.Sigma(xa, gpu.model, part.profile, pct);
       const double lower = Lower(iso, sigma, x_lost, n);
       Set set = others;
       set.Add(x_target, lower);
-      Pick pick{lower >= x_target && why_not.empty(), set.Finish(util), p, pct,
-                part.memory_mib * pct / 100,          std::nullopt};
-      if (pick.Beats(best)) best = pick;
+      Pick pick{lower >= x_target && !pushes, set.Finish(util), p, pct,
+                part.memory_mib * pct / 100,  std::nullopt};
+      if (!admitted && pick.Beats(best)) best = pick;
+      if (pick.admissible && !admitted) {
+        admitted = true;
+        if (explain == nullptr) break;
+      }
       if (explain) {
         SloOption o;
         o.node = node;
@@ -312,7 +378,7 @@ struct SloAware::Impl {
         o.util = util;
         o.score = pick.score;
         o.admissible = pick.admissible;
-        o.why_not = !why_not.empty() ? why_not
+        o.why_not = pushes ? why_not
                     : pick.admissible
                         ? ""
                         : fmt::format("x below its target ({:.2f} < {:.2f})", lower, x_target);
@@ -333,7 +399,10 @@ struct SloAware::Impl {
     const double x_target = std::min(x.slo_qps, XCeiling(x, c));
     const int64_t partition_mib = profile < 0 ? m.memory_mib : m.mig_profiles[profile].memory_mib;
     const auto& choice = PredictionView::Layouts()[gpu.model];
-    for (int pct : percents) {
+    bool admitted = false;
+    // Smallest share first: the first admissible one is this profile's choice.
+    for (auto it = percents.begin(); it != percents.end(); ++it) {
+      const int pct = *it;
       const int64_t memory = partition_mib * pct / 100;
       if (x.gpu.memory_mib > memory) continue;
       const double iso = view.Isolated(xa, gpu.model, profile, pct);
@@ -370,7 +439,12 @@ struct SloAware::Impl {
         o.placement = {x.id, node, {{pick.partition, pct * 10, memory}}};
         explain->push_back(std::move(o));
       }
-      if (pick.Beats(best)) best = std::move(pick);
+      const bool admissible = pick.admissible;
+      if (!admitted && pick.Beats(best)) best = std::move(pick);
+      if (admissible && !admitted) {
+        admitted = true;
+        if (explain == nullptr) break;
+      }
     }
   }
 
