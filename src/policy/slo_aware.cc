@@ -257,12 +257,14 @@ struct SloAware::Impl {
     return cache.terms;
   }
 
+  // Score2 = 1 / (1 + err) and Score1 = 1 / (1 + (err + 1)²) with err = |t − l| / t, each
+  // written with one division (the hot loop's cost).
   static double Score2(double target, double lower) {
-    return 1.0 / (1.0 + std::abs(target - lower) / target);
+    return target / (target + std::abs(target - lower));
   }
   static double Score1(double target, double lower) {
-    const double e = std::abs(target - lower) / target + 1;
-    return 1.0 / (1.0 + e * e);
+    const double e = std::abs(target - lower) + target;
+    return target * target / (target * target + e * e);
   }
 
   // The thesis's set score on (target, lower bound).
