@@ -37,8 +37,10 @@ Status RunExplain(const ExplainFlags& f) {
   if (!app) return Usage("--app: unknown application '{}'", f.app);
   Expected<policy::PolicySpec> spec = ParseRegisteredPolicy(f.policy);
   if (!spec) return Usage(spec.error());
-  Expected<sim::ProfileSamples> samples =
-      sim::Profiler(physics).Sample({"V100-32GB", "A30-24GB"}, f.seed);
+  // Profiled as a run of the thesis experiment is (its engines on every configuration, ten runs
+  // each), so the explanation shows the predictions and margins that experiment decides on.
+  Expected<sim::ProfileSamples> samples = sim::Profiler(physics, sim::ThesisProfiling({}, f.seed))
+                                              .Sample({"V100-32GB", "A30-24GB"}, f.seed);
   if (!samples) return Failed(samples.error());
   Expected<predict::Predictor> predictor =
       predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference());

@@ -665,11 +665,13 @@ std::string SloAware::Explain(const Workload& w, const ClusterState& c) {
   }
   out += fmt::format("{} options, admissible first, best first (x = the workload being placed):\n",
                      all.size());
-  size_t shown = 0;
+  // The best 10 admissible options and the best 10 others.
+  constexpr int kShown = 10;
+  int shown[2] = {0, 0}, hidden[2] = {0, 0};
   for (const SloOption& opt : all) {
-    if (++shown > 20) {
-      out += fmt::format("\n  ... {} more\n", all.size() - 20);
-      break;
+    if (shown[opt.admissible]++ >= kShown) {
+      ++hidden[opt.admissible];
+      continue;
     }
     out += fmt::format(
         "\n  score {:6.2f}  {}  node {}  gpu {}  partition {}  MPS {}%  util {:.2f}\n", opt.score,
@@ -683,6 +685,9 @@ std::string SloAware::Explain(const Workload& w, const ClusterState& c) {
                          i == 0 ? "x" : "", m.workload, m.target, m.isolated, m.sigma,
                          m.interference, m.co_runners, m.lower);
     }
+  }
+  if (hidden[1] + hidden[0] > 0) {
+    out += fmt::format("\n  ... and {} more admissible, {} more not\n", hidden[1], hidden[0]);
   }
   if (!filtered.empty()) {
     out += "\nfiltered nodes:\n";

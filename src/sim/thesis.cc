@@ -118,6 +118,20 @@ std::vector<std::string> ThesisUnprofiledApps(const ThesisScenario& s, uint64_t 
   return out;
 }
 
+ProfilerOptions ThesisProfiling(const ThesisScenario& s, uint64_t seed) {
+  // The thesis characterised its engines on every configuration (Ch. 6.1); the scenario's
+  // unprofiled engines get 1-2 measurements, like any app nobody profiled.
+  ProfilerOptions profiling;
+  profiling.new_apps = ThesisUnprofiledApps(s, seed);
+  for (const char* key : kEngines) {
+    if (std::find(profiling.new_apps.begin(), profiling.new_apps.end(), key) ==
+        profiling.new_apps.end()) {
+      profiling.full_apps.push_back(key);
+    }
+  }
+  return profiling;
+}
+
 Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenario& s,
                               uint64_t seed, const AppCatalog& catalog) {
   for (const char* key : kEngines) {
@@ -139,17 +153,8 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
       const std::string& name = model::GetGpuModel(cluster.gpu(g).model).name;
       if (std::find(models.begin(), models.end(), name) == models.end()) models.push_back(name);
     }
-    // The thesis characterised its engines on every configuration (Ch. 6.1); the scenario's
-    // unprofiled engines get 1-2 measurements, like any app nobody profiled.
-    ProfilerOptions profiling;
-    profiling.new_apps = ThesisUnprofiledApps(s, seed);
-    for (const char* key : kEngines) {
-      if (std::find(profiling.new_apps.begin(), profiling.new_apps.end(), key) ==
-          profiling.new_apps.end())
-        profiling.full_apps.push_back(key);
-    }
     Expected<ProfileSamples> samples =
-        Profiler(physics, profiling).Sample(models, seed ^ 0x5eedULL);
+        Profiler(physics, ThesisProfiling(s, seed)).Sample(models, seed ^ 0x5eedULL);
     if (!samples) return std::unexpected(samples.error());
     Expected<predict::Predictor> p =
         predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference());

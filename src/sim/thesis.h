@@ -22,6 +22,7 @@
 #include "base/error.h"
 #include "sim/apps.h"
 #include "sim/engine.h"
+#include "sim/profiler.h"
 
 namespace tessera::sim {
 
@@ -112,6 +113,9 @@ std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& scenario, uin
 
 // The `s.unprofiled` engines a run of this scenario and seed never profiled, drawn by seed.
 std::vector<std::string> ThesisUnprofiledApps(const ThesisScenario& s, uint64_t seed);
+// The characterisation a run of this scenario starts from (Ch. 6.1): the six engines on every
+// configuration, ten runs each, except the scenario's unprofiled ones (1-2 configurations).
+ProfilerOptions ThesisProfiling(const ThesisScenario& s, uint64_t seed);
 
 [[nodiscard]] Expected<ThesisRun> RunThesis(const std::string& policy, const ThesisScenario& s,
                                             uint64_t seed, const AppCatalog& catalog);

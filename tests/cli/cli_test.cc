@@ -128,6 +128,28 @@ std::vector<std::string> Words(const std::string& line) {
   return words;
 }
 
+TEST(CliTest, ExplainSloAwareShowsTargetMarginAndWhyNot) {
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"explain", "--policy", "slo-aware"}), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("slo-aware: workload 3 (onnx/resnet50-3)"), std::string::npos) << out;
+  EXPECT_NE(out.find("ceiling "), std::string::npos) << out;
+  EXPECT_NE(out.find("margin: lower = iso x (1 - interference) - 2.00 x iso"), std::string::npos);
+  // Admissible options come first, then those that miss, each saying why.
+  const size_t admissible = out.find("  admissible  ");
+  const size_t missed = out.find("not: x below its target");
+  ASSERT_NE(admissible, std::string::npos) << out;
+  ASSERT_NE(missed, std::string::npos) << out;
+  EXPECT_LT(admissible, missed);
+  // An SLO no configuration can be predicted to meet: it aims at its best one.
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"explain", "--policy", "slo-aware", "--slo", "1000"}), 0);
+  const std::string high = testing::internal::GetCapturedStdout();
+  EXPECT_NE(high.find("no configuration is predicted to meet the SLO: aims at its best"),
+            std::string::npos)
+      << high;
+}
+
 // The breakdown's values and their order; how the columns are spaced is not the contract.
 TEST(CliTest, ExplainPrintsTheBreakdownBestFirst) {
   testing::internal::CaptureStdout();
