@@ -12,6 +12,7 @@
 #include "predict/config_key.h"
 #include "predict/predictor.h"
 #include "sched/scheduler.h"
+#include "telemetry/telemetry.h"
 
 namespace tessera::policy {
 namespace {
@@ -89,16 +90,28 @@ void ExpectSlicesWithinPartitions(const model::ClusterState& c) {
 TEST(ThesisPoliciesPropertyTest, NoPlacementEverBreaksAnInvariant) {
   const predict::Predictor predictor = SyntheticPredictor();
   const char* policies[] = {"predictive", "slo-aware", "min", "max", "round-robin", "whole-gpu"};
-  int bound_total = 0;
+  int bound_total = 0, moves_total = 0;
   for (int seq = 0; seq < 1000; ++seq) {
     for (const char* name : policies) {
       Rng rng(static_cast<uint64_t>(seq) + 1);
-      PolicyContext ctx{&rng, nullptr, &predictor, nullptr};
+      // Telemetry reports each running pod at 0.5-1.2 x its SLO, so slo-aware moves some: the
+      // driver resubmits a move, as the simulator does.
+      telemetry::StaticTelemetry telemetry;
+      PolicyContext ctx{
+          .rng = &rng, .predictor = &predictor, .telemetry = &telemetry, .can_move = true};
       auto policy = MakePolicy(name, ctx);
       ASSERT_TRUE(policy.has_value()) << policy.error().message;
       model::ClusterState c = MixedCluster();
       ManualClock clock;
-      sched::Scheduler s(c, **policy, clock, rng, {});
+      sched::Scheduler* core = nullptr;
+      sched::Hooks hooks;
+      hooks.evict = [&](const Workload& w, const Eviction& e) {
+        ASSERT_TRUE(e.requeue);
+        ++moves_total;
+        ASSERT_TRUE(core->Submit(w).has_value());
+      };
+      sched::Scheduler s(c, **policy, clock, rng, hooks);
+      core = &s;
       // The same sequence for every policy: a fresh generator per (sequence, policy).
       Rng draw(static_cast<uint64_t>(seq) * 7919 + 3);
       std::vector<model::WorkloadId> running;
@@ -110,6 +123,7 @@ TEST(ThesisPoliciesPropertyTest, NoPlacementEverBreaksAnInvariant) {
         } else {
           Workload w;
           w.id = seq * 100 + step + 1;
+          w.name = fmt::format("w{}", w.id);
           w.app = fmt::format("app{}", draw.Below(kApps + 1));  // app6 is unknown
           w.slo_qps = draw.Uniform(5, 80);
           w.cpu_milli = 1000;
@@ -120,18 +134,26 @@ TEST(ThesisPoliciesPropertyTest, NoPlacementEverBreaksAnInvariant) {
             w.gpu.milli = 250 + 250 * static_cast<int>(draw.Below(3));
           ASSERT_TRUE(s.Submit(w).has_value());
         }
-        s.RunCycle();
         for (const auto& [id, pw] : c.placed()) {
-          if (std::find(running.begin(), running.end(), id) == running.end()) {
-            running.push_back(id);
-            ++bound_total;
-          }
+          telemetry.SetWorkloadQps(pw.workload.name, pw.workload.slo_qps * draw.Uniform(0.5, 1.2));
         }
+        s.RunCycle();
+        // What runs now: a moved workload left (it is queued again) until it is bound anew.
+        std::vector<model::WorkloadId> now;
+        for (const auto& [id, pw] : c.placed()) {
+          now.push_back(id);
+          if (std::find(running.begin(), running.end(), id) == running.end()) ++bound_total;
+        }
+        running = std::move(now);
         const Expected<void> ok = c.CheckInvariants();
         ASSERT_TRUE(ok.has_value())
             << name << " sequence " << seq << " step " << step << ": " << ok.error().message;
         ExpectSlicesWithinPartitions(c);
         ASSERT_EQ(s.totals().policy_errors, 0) << name << " sequence " << seq;
+      }
+      // No telemetry from here on: nothing is seen below its SLO, so nothing moves.
+      for (int step = 0; step < 16; ++step) {
+        telemetry.Forget(fmt::format("w{}", seq * 100 + step + 1));
       }
       // slo-aware waits rather than bind below an SLO, but never forever: once everything
       // running finishes, each cycle binds at least the queue's head (on an empty cluster its
@@ -148,8 +170,9 @@ TEST(ThesisPoliciesPropertyTest, NoPlacementEverBreaksAnInvariant) {
       }
     }
   }
-  // The sequences exercise placement, not just refusal.
+  // The sequences exercise placement, not just refusal, and slo-aware's moves.
   EXPECT_GT(bound_total, 20000);
+  EXPECT_GT(moves_total, 100);
 }
 
 }  // namespace
