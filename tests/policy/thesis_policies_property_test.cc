@@ -3,7 +3,9 @@
 // random arrival/departure sequences on a mixed cluster — A30, A100-40GB, H100-80GB (one of each
 // with MIG on, one off) and V100-32GB — each replayed under every policy through the scheduler
 // core, with reshapes taking effect at once. After every cycle: CheckInvariants, and every
-// placement's MPS shares and pinned memory stay within its partition.
+// placement's MPS shares and pinned memory stay within its partition. Telemetry reports each
+// running pod at a random 0.5-1.2 x its SLO, so slo-aware also moves pods (resubmitted, as the
+// simulator does).
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
