@@ -135,15 +135,25 @@ PredictionView::Bounds PredictionView::SharesBounds(AppId app, model::GpuModelId
   return b;
 }
 
-double PredictionView::CellSigma(AppId app, ConfigId config) const {
+double PredictionView::CellSigma(AppId app, ConfigId config) {
   const predict::ProfileMatrix& m = predictor_.profile();
-  const int count = app < m.rows() && config < m.cols() ? m.Count(app, config) : 0;
-  // A new run deviates from the mean of n runs by the run spread s and the mean's own error
-  // s / √n: a prediction interval of s · √(1 + 1/n).
-  if (count >= 2) {
-    return std::sqrt(m.Variance(app, config) * (1 + 1.0 / count)) / m.Mean(app, config);
+  if (app >= m.rows() || config >= m.cols()) return options_.completed_sigma;
+  if (sigma_generation_ != predictor_.generation()) {
+    cell_sigma_.assign(static_cast<size_t>(m.rows()) * static_cast<size_t>(m.cols()),
+                       predict::kMissing);
+    sigma_generation_ = predictor_.generation();
   }
-  return options_.completed_sigma;
+  double& cached = cell_sigma_[static_cast<size_t>(app) * static_cast<size_t>(m.cols()) +
+                               static_cast<size_t>(config)];
+  if (std::isnan(cached)) {
+    // A new run deviates from the mean of n runs by the run spread s and the mean's own error
+    // s / √n: a prediction interval of s · √(1 + 1/n).
+    const int count = m.Count(app, config);
+    cached = count >= 2
+                 ? std::sqrt(m.Variance(app, config) * (1 + 1.0 / count)) / m.Mean(app, config)
+                 : options_.completed_sigma;
+  }
+  return cached;
 }
 
 double PredictionView::Sigma(AppId app, model::GpuModelId gpu_model, int profile, int percent) {

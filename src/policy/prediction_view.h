@@ -98,7 +98,7 @@ class PredictionView {
   predict::ConfigId Config(model::GpuModelId gpu_model, int profile, int percent);
   // The profiled shares of (model, profile) just below and above `percent`, or nullopt.
   std::optional<std::pair<int, int>> Bracket(model::GpuModelId gpu_model, int profile, int percent);
-  double CellSigma(predict::AppId app, predict::ConfigId config) const;
+  double CellSigma(predict::AppId app, predict::ConfigId config);
 
   const predict::Predictor& predictor_;
   const telemetry::Telemetry* telemetry_;
@@ -127,6 +127,9 @@ class PredictionView {
   // SharesBounds by (app, model, profile + 1), valid for the predictor's generation.
   std::vector<std::optional<Bounds>> bounds_;
   std::optional<uint64_t> bounds_generation_;
+  // CellSigma by (app, config), NaN until computed; valid for `sigma_generation_`.
+  std::vector<double> cell_sigma_;
+  std::optional<uint64_t> sigma_generation_;
   int configs_seen_ = -1;
 
   std::optional<uint64_t> util_version_;  // the telemetry's version, read by BeginNode

@@ -89,6 +89,10 @@ Expected<std::unique_ptr<Policy>> MakeSloAware(const PolicyContext& context,
                                     context.learner, context.can_move);
 }
 
+// A cell with this many runs is known well enough; the thesis ran each configuration at
+// least ten times (Ch. 6.1).
+constexpr int kObserveUntil = 10;
+
 struct SloAware::Impl {
   SloAwareOptions options;
   PredictionView view;
@@ -401,12 +405,19 @@ struct SloAware::Impl {
     const double x_target = std::min(x.slo_qps, XCeiling(x, c));
     const int64_t partition_mib = profile < 0 ? m.memory_mib : m.mig_profiles[profile].memory_mib;
     const auto& choice = PredictionView::Layouts()[gpu.model];
+    const PredictionView::Bounds bounds = view.SharesBounds(xa, gpu.model, profile);
+    // As in ScorePartition: when only an admissible option counts, a profile whose best
+    // profiled share cannot reach the target offers nothing.
+    if (options.admission && explain == nullptr &&
+        !(Lower(bounds.max_isolated, bounds.min_sigma, 0, 0) >= x_target)) {
+      return;
+    }
     bool admitted = false;
     // Smallest share first: the first admissible one is this profile's choice.
     for (auto it = percents.begin(); it != percents.end(); ++it) {
       const int pct = *it;
       const int64_t memory = partition_mib * pct / 100;
-      if (x.gpu.memory_mib > memory) continue;
+      if (pct < bounds.min_share || x.gpu.memory_mib > memory) continue;
       const double iso = view.Isolated(xa, gpu.model, profile, pct);
       if (std::isnan(iso)) continue;
       const double sigma = view.Sigma(xa, gpu.model, profile, pct);
@@ -450,6 +461,48 @@ struct SloAware::Impl {
     }
   }
 
+  // x alone on the idle MIG-capable GPU `g` after the best reshape. Every idle GPU of one model
+  // and MIG state offers the same, so without `explain` the answer is kept for the workload
+  // being placed and rebased onto the GPU asked about.
+  struct ReshapeMemo {
+    model::WorkloadId id = 0;
+    double slo = 0;
+    uint64_t generation = 0;
+    std::vector<std::optional<std::pair<Pick, int>>> picks;  // [model · 2 + mig]: pick, slot
+  } reshape_memo;
+  Pick BestReshape(const Workload& x, NodeIndex node, GpuIndex g, const ClusterState& c,
+                   std::vector<SloOption>* explain) {
+    const model::Gpu& gpu = c.gpu(g);
+    auto compute = [&] {
+      Pick reshaped;
+      if (gpu.mig) ScoreReshape(x, node, g, -1, c, reshaped, explain);
+      const auto& choices = PredictionView::Layouts()[gpu.model];
+      for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
+        if (choices[prof]) ScoreReshape(x, node, g, prof, c, reshaped, explain);
+      }
+      return reshaped;
+    };
+    if (explain != nullptr) return compute();
+    ReshapeMemo& memo = reshape_memo;
+    if (memo.id != x.id || memo.slo != x.slo_qps ||
+        memo.generation != view.predictor().generation()) {
+      memo = {x.id, x.slo_qps, view.predictor().generation(), {}};
+      memo.picks.resize(model::AllGpuModels().size() * 2);
+    }
+    std::optional<std::pair<Pick, int>>& kept =
+        memo.picks[static_cast<size_t>(gpu.model) * 2 + (gpu.mig ? 1 : 0)];
+    if (!kept) {
+      const Pick p = compute();
+      kept = {p, p.score >= 0 ? p.partition - ClusterState::PartitionOf(g, 0) : 0};
+    }
+    Pick p = kept->first;
+    if (p.score >= 0) {
+      p.partition = ClusterState::PartitionOf(g, kept->second);
+      if (p.reshape) p.reshape->gpu = g;
+    }
+    return p;
+  }
+
   std::optional<Candidate> Offer(const Workload& x, NodeIndex node, const ClusterState& c,
                                  std::vector<SloOption>* explain, bool admissible_only = false) {
     const model::Node& n = c.node(node);
@@ -466,12 +519,7 @@ struct SloAware::Impl {
       const model::GpuModel& m = model::GetGpuModel(gpu.model);
       if (options.reshape && m.mig_capable() && gpu.idle()) {
         // A reshape only where it beats what the GPU offers as it is.
-        Pick reshaped;
-        if (gpu.mig) ScoreReshape(x, node, g, -1, c, reshaped, explain);
-        const auto& choices = PredictionView::Layouts()[gpu.model];
-        for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
-          if (choices[prof]) ScoreReshape(x, node, g, prof, c, reshaped, explain);
-        }
+        Pick reshaped = BestReshape(x, node, g, c, explain);
         if (reshaped.score >= 0 && reshaped.Beats(here)) here = std::move(reshaped);
       }
       if (here.score >= 0 && here.Beats(best)) best = std::move(here);
@@ -507,10 +555,14 @@ struct SloAware::Impl {
                              part.profile < 0 ? predict::kWholeGpu
                                               : std::string_view(m.mig_profiles[part.profile].name),
                              pw.placement.slices[0].milli / 10);
-      // Only where the profile has a column: a new column would be completed for every other
-      // application from this one cell.
-      if (!learner->FindConfig(config)) continue;
+      // Only where the profile has a column (a new column would be completed for every other
+      // application from this one cell), and only while the cell has fewer runs than the
+      // thesis's characterisation gave (each observation re-completes the matrix).
+      const std::optional<predict::ConfigId> column = learner->FindConfig(config);
       it->second = false;
+      if (!column) continue;
+      const std::optional<predict::AppId> row = learner->FindApp(w.app);
+      if (row && learner->profile().Count(*row, *column) >= kObserveUntil) continue;
       if (learner->Observe(w.app, config, *qps)) ++observed;
     }
   }
@@ -526,7 +578,9 @@ struct SloAware::Impl {
       Track& t = tracks[id];
       if (t.moves >= options.max_moves) continue;
       const std::optional<double> qps = telemetry->WorkloadQps(w.name);
-      const double target = std::min(w.slo_qps, XCeiling(w, c));
+      // At or above its SLO it is at or above its target: no ceiling to work out.
+      const double target =
+          qps && *qps < w.slo_qps ? std::min(w.slo_qps, XCeiling(w, c)) : w.slo_qps;
       if (!qps || *qps >= target || !sample) {
         t.below.reset();
         continue;

@@ -32,8 +32,10 @@
 //    every cycle (Policy::Evict's call), a pod that has been alone on its partition since it
 //    was bound, on a configuration the profile has a column for, has the QPS the telemetry
 //    reports for it (Telemetry::WorkloadQps) folded into the predictor once
-//    (Predictor::Observe); its cell gains a measurement, later scores read it. A pod ever seen
-//    with co-runners is not observed (its rate is not an isolated one).
+//    (Predictor::Observe) while the cell has fewer than ten runs (Ch. 6.1's characterisation;
+//    each observation re-completes the matrix); its cell gains a measurement, later scores
+//    read it. A pod ever seen with co-runners is not observed (its rate is not an isolated
+//    one).
 //  - Re-placement (`replace`, where the driver restarts moved pods: PolicyContext::can_move):
 //    a pod whose telemetry QPS is below its target — seen so on a sample taken after its
 //    partition last changed — while some other free option is admissible for it, is moved
