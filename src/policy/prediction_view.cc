@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/mig.h"
+#include "policy/fit.h"
 #include "predict/config_key.h"
 
 namespace tessera::policy {
@@ -17,10 +18,14 @@ bool ShareFits(const model::Partition& part, int percent, int64_t need_mib) {
          need_mib <= memory;
 }
 
-Feasibility SharesFilter(const model::Workload& w, model::NodeIndex node,
-                         const model::ClusterState& c, const std::vector<int>& percents,
-                         bool reshape) {
+Feasibility PredictingFilter(const model::Workload& w, model::NodeIndex node,
+                             const model::ClusterState& c, bool predictable,
+                             const std::vector<int>& percents, bool reshape) {
   const model::Node& n = c.node(node);
+  if (!n.ready) return Feasibility::No("node not ready");
+  if (w.cpu_milli > n.free_cpu_milli()) return Feasibility::No("not enough CPU");
+  if (w.memory_mib > n.free_memory_mib()) return Feasibility::No("not enough memory");
+  if (!predictable) return NodeFits(w, node, c);
   bool any_gpu = false;
   for (model::GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
     const model::Gpu& gpu = c.gpu(g);
@@ -216,6 +221,18 @@ const std::vector<PredictionView::Member>& PredictionView::Members(model::Partit
   cache.generation = predictor_.generation();
   cache.valid = true;
   return cache.members;
+}
+
+std::optional<Candidate> PredictionView::FirstFitOffer(const model::Workload& w,
+                                                       model::NodeIndex node,
+                                                       const model::ClusterState& c) const {
+  if (!NodeFits(w, node, c).ok()) return std::nullopt;
+  std::optional<model::Placement> p = FirstFitPlacement(w, node, c);
+  if (!p) return std::nullopt;
+  double util = 0;
+  for (const model::Slice& s : p->slices) util += Util(c.partition(s.partition));
+  if (!p->slices.empty()) util /= static_cast<double>(p->slices.size());
+  return Candidate{100.0 * (1.0 - util), std::move(*p), {}, {}};
 }
 
 void PredictionView::BeginNode() {

@@ -35,12 +35,32 @@ namespace tessera::policy {
 // and is that share at least `need_mib`?
 bool ShareFits(const model::Partition& part, int percent, int64_t need_mib);
 
-// The GPU half of the predicting policies' Filter: some available GPU of an allowed model has a
-// partition with a free share of one of `percents` that holds the workload's GPU memory, or
-// (with `reshape`) is idle and MIG-capable.
-Feasibility SharesFilter(const model::Workload& w, model::NodeIndex node,
-                         const model::ClusterState& c, const std::vector<int>& percents,
-                         bool reshape);
+// The predicting policies' Filter: the node is ready with the CPU and memory; then, for a
+// workload outside their model (`predictable` false), NodeFits; otherwise some available GPU of
+// an allowed model has a partition with a free share of one of `percents` that holds the
+// workload's GPU memory, or (with `reshape`) is idle and MIG-capable.
+Feasibility PredictingFilter(const model::Workload& w, model::NodeIndex node,
+                             const model::ClusterState& c, bool predictable,
+                             const std::vector<int>& percents, bool reshape);
+
+// Every feasible node's options for an Explain (`options_of(node)` returns a vector), and into
+// `filtered` one "  <node>: <reason>" line per node the policy's Filter refuses.
+template <typename OptionsOf>
+auto AllOptions(const Policy& policy, const model::Workload& w, const model::ClusterState& c,
+                OptionsOf options_of, std::vector<std::string>& filtered) {
+  decltype(options_of(model::NodeIndex{})) all;
+  for (model::NodeIndex n = 0; n < c.node_count(); ++n) {
+    const Feasibility f = policy.Filter(w, n, c);
+    if (!f.ok()) {
+      filtered.push_back("  " + c.node(n).name + ": " + std::string(f.reason));
+      continue;
+    }
+    auto opts = options_of(n);
+    all.insert(all.end(), std::make_move_iterator(opts.begin()),
+               std::make_move_iterator(opts.end()));
+  }
+  return all;
+}
 
 class PredictionView {
  public:
@@ -81,6 +101,10 @@ class PredictionView {
   Bounds SharesBounds(predict::AppId app, model::GpuModelId gpu_model, int profile);
   // f(victim, aggressor): the predictor's, else the kind's mean (0 without interference data).
   double Lost(predict::AppId victim, predict::AppId aggressor) const;
+
+  // Outside the model: first fit, scored 100 · (1 − the chosen partitions' mean util).
+  std::optional<Candidate> FirstFitOffer(const model::Workload& w, model::NodeIndex node,
+                                         const model::ClusterState& c) const;
 
   // Call once per node scored: reads the telemetry's version for CachedUtil.
   void BeginNode();

@@ -305,17 +305,6 @@ struct Predictive::Impl {
                      std::move(best.reshape),
                      {}};
   }
-
-  // Outside the model: first fit, scored by how idle the chosen partitions are.
-  std::optional<Candidate> Fallback(const Workload& w, NodeIndex node, const ClusterState& c) {
-    if (!NodeFits(w, node, c).ok()) return std::nullopt;
-    std::optional<Placement> p = FirstFitPlacement(w, node, c);
-    if (!p) return std::nullopt;
-    double util = 0;
-    for (const model::Slice& s : p->slices) util += view.Util(c.partition(s.partition));
-    if (!p->slices.empty()) util /= static_cast<double>(p->slices.size());
-    return Candidate{100.0 * (1.0 - util), std::move(*p), {}, {}};
-  }
 };
 
 Predictive::Predictive(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
@@ -325,17 +314,13 @@ Predictive::Predictive(const predict::Predictor& predictor, const telemetry::Tel
 Predictive::~Predictive() = default;
 
 Feasibility Predictive::Filter(const Workload& w, NodeIndex node, const ClusterState& c) const {
-  const model::Node& n = c.node(node);
-  if (!n.ready) return Feasibility::No("node not ready");
-  if (w.cpu_milli > n.free_cpu_milli()) return Feasibility::No("not enough CPU");
-  if (w.memory_mib > n.free_memory_mib()) return Feasibility::No("not enough memory");
-  if (!impl_->Predictable(w)) return NodeFits(w, node, c);
-  return SharesFilter(w, node, c, impl_->options.mps_percents, impl_->options.reshape);
+  return PredictingFilter(w, node, c, impl_->Predictable(w), impl_->options.mps_percents,
+                          impl_->options.reshape);
 }
 
 std::optional<Candidate> Predictive::Score(const Workload& w, NodeIndex node,
                                            const ClusterState& c) {
-  if (!impl_->Predictable(w)) return impl_->Fallback(w, node, c);
+  if (!impl_->Predictable(w)) return impl_->view.FirstFitOffer(w, node, c);
   return impl_->Offer(w, node, c, nullptr);
 }
 
@@ -359,18 +344,9 @@ std::string Predictive::Explain(const Workload& w, const ClusterState& c) {
                        w.name, why) +
            Policy::Explain(w, c);
   }
-  std::vector<PartitionOption> all;
   std::vector<std::string> filtered;
-  for (NodeIndex n = 0; n < c.node_count(); ++n) {
-    const Feasibility f = Filter(w, n, c);
-    if (!f.ok()) {
-      filtered.push_back(fmt::format("  {}: {}", c.node(n).name, f.reason));
-      continue;
-    }
-    std::vector<PartitionOption> opts = Options(w, n, c);
-    all.insert(all.end(), std::make_move_iterator(opts.begin()),
-               std::make_move_iterator(opts.end()));
-  }
+  std::vector<PartitionOption> all = AllOptions(
+      *this, w, c, [&](NodeIndex n) { return Options(w, n, c); }, filtered);
   std::stable_sort(all.begin(), all.end(), [](const PartitionOption& a, const PartitionOption& b) {
     return a.set.score > b.set.score;
   });

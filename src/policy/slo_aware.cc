@@ -596,7 +596,7 @@ struct SloAware::Impl {
       skip = pw.placement.slices[0].partition;
       std::optional<Candidate> best;
       for (NodeIndex n = 0; n < c.node_count() && !best; ++n) {
-        if (!NodeReady(w, n, c)) continue;
+        if (!PredictingFilter(w, n, c, true, percents, options.reshape).ok()) continue;
         best = Offer(w, n, c, nullptr, /*admissible_only=*/true);
       }
       skip.reset();
@@ -612,21 +612,6 @@ struct SloAware::Impl {
                                  *qps, target, c.node(best->placement.node).name)});
     }
     return out;
-  }
-
-  bool NodeReady(const Workload& w, NodeIndex node, const ClusterState& c) const {
-    const model::Node& n = c.node(node);
-    return n.ready && w.cpu_milli <= n.free_cpu_milli() && w.memory_mib <= n.free_memory_mib();
-  }
-
-  std::optional<Candidate> Fallback(const Workload& w, NodeIndex node, const ClusterState& c) {
-    if (!NodeFits(w, node, c).ok()) return std::nullopt;
-    std::optional<Placement> p = FirstFitPlacement(w, node, c);
-    if (!p) return std::nullopt;
-    double util = 0;
-    for (const model::Slice& s : p->slices) util += view.Util(c.partition(s.partition));
-    if (!p->slices.empty()) util /= static_cast<double>(p->slices.size());
-    return Candidate{100.0 * (1.0 - util), std::move(*p), {}, {}};
   }
 };
 
@@ -649,16 +634,12 @@ Policy::OfferInputs SloAware::OffersDependOn() const {
 }
 
 Feasibility SloAware::Filter(const Workload& w, NodeIndex node, const ClusterState& c) const {
-  const model::Node& n = c.node(node);
-  if (!n.ready) return Feasibility::No("node not ready");
-  if (w.cpu_milli > n.free_cpu_milli()) return Feasibility::No("not enough CPU");
-  if (w.memory_mib > n.free_memory_mib()) return Feasibility::No("not enough memory");
-  if (!impl_->Predictable(w)) return NodeFits(w, node, c);
-  return SharesFilter(w, node, c, impl_->percents, impl_->options.reshape);
+  return PredictingFilter(w, node, c, impl_->Predictable(w), impl_->percents,
+                          impl_->options.reshape);
 }
 
 std::optional<Candidate> SloAware::Score(const Workload& w, NodeIndex node, const ClusterState& c) {
-  if (!impl_->Predictable(w)) return impl_->Fallback(w, node, c);
+  if (!impl_->Predictable(w)) return impl_->view.FirstFitOffer(w, node, c);
   return impl_->Offer(w, node, c, nullptr);
 }
 
@@ -681,18 +662,9 @@ std::string SloAware::Explain(const Workload& w, const ClusterState& c) {
                        w.name) +
            Policy::Explain(w, c);
   }
-  std::vector<SloOption> all;
   std::vector<std::string> filtered;
-  for (NodeIndex n = 0; n < c.node_count(); ++n) {
-    const Feasibility f = Filter(w, n, c);
-    if (!f.ok()) {
-      filtered.push_back(fmt::format("  {}: {}", c.node(n).name, f.reason));
-      continue;
-    }
-    std::vector<SloOption> opts = Options(w, n, c);
-    all.insert(all.end(), std::make_move_iterator(opts.begin()),
-               std::make_move_iterator(opts.end()));
-  }
+  std::vector<SloOption> all = AllOptions(
+      *this, w, c, [&](NodeIndex n) { return Options(w, n, c); }, filtered);
   std::stable_sort(all.begin(), all.end(), [](const SloOption& a, const SloOption& b) {
     return a.admissible != b.admissible ? a.admissible : a.score > b.score;
   });
