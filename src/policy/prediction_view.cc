@@ -92,21 +92,24 @@ std::optional<std::pair<int, int>> PredictionView::Bracket(model::GpuModelId gpu
   return std::pair<int, int>{cached.first, cached.second};
 }
 
-double PredictionView::Isolated(AppId app, model::GpuModelId gpu_model, int profile, int percent) {
-  if (app < 0) return predict::kMissing;
+PredictionView::Prediction PredictionView::At(AppId app, model::GpuModelId gpu_model, int profile,
+                                              int percent) {
+  const Prediction none{predict::kMissing, options_.completed_sigma};
+  if (app < 0) return none;
   const ConfigId c = Config(gpu_model, profile, percent);
-  if (c >= 0) return predictor_.IsolatedAt(app, c);
-  if (!options_.interpolate) return predict::kMissing;
+  if (c >= 0) return {predictor_.IsolatedAt(app, c), CellSigma(app, c)};
+  if (!options_.interpolate) return none;
   const auto b = Bracket(gpu_model, profile, percent);
-  if (!b) return predict::kMissing;
-  const double q_lo = predictor_.IsolatedAt(app, Config(gpu_model, profile, b->first));
-  const double q_hi = predictor_.IsolatedAt(app, Config(gpu_model, profile, b->second));
-  if (!(q_lo > 0) || !(q_hi > 0)) return predict::kMissing;
+  if (!b) return none;
+  const ConfigId lo = Config(gpu_model, profile, b->first);
+  const ConfigId hi = Config(gpu_model, profile, b->second);
+  const double q_lo = predictor_.IsolatedAt(app, lo), q_hi = predictor_.IsolatedAt(app, hi);
+  const double sigma = std::max(CellSigma(app, lo), CellSigma(app, hi));
+  if (!(q_lo > 0) || !(q_hi > 0)) return {predict::kMissing, sigma};
   // Time per query t(s) = a / s + b between the two profiled shares.
   const double x_lo = 1.0 / b->first, x_hi = 1.0 / b->second, x = 1.0 / percent;
   const double w = (x - x_lo) / (x_hi - x_lo);
-  const double t = (1 - w) / q_lo + w / q_hi;
-  return 1.0 / t;
+  return {1.0 / ((1 - w) / q_lo + w / q_hi), sigma};
 }
 
 PredictionView::Bounds PredictionView::SharesBounds(AppId app, model::GpuModelId gpu_model,
@@ -161,16 +164,6 @@ double PredictionView::CellSigma(AppId app, ConfigId config) {
   return cached;
 }
 
-double PredictionView::Sigma(AppId app, model::GpuModelId gpu_model, int profile, int percent) {
-  if (app < 0) return options_.completed_sigma;
-  const ConfigId c = Config(gpu_model, profile, percent);
-  if (c >= 0) return CellSigma(app, c);
-  const auto b = Bracket(gpu_model, profile, percent);
-  if (!options_.interpolate || !b) return options_.completed_sigma;
-  return std::max(CellSigma(app, Config(gpu_model, profile, b->first)),
-                  CellSigma(app, Config(gpu_model, profile, b->second)));
-}
-
 double PredictionView::Lost(AppId victim, AppId aggressor) const {
   if (!kind_) return 0;
   if (victim >= 0 && aggressor >= 0) {
@@ -199,7 +192,7 @@ const std::vector<PredictionView::Member>& PredictionView::Members(model::Partit
   const model::Gpu& gpu = c.gpu(part.gpu);
   PartitionCache& cache = partitions_[p];
   const uint64_t version = c.node(gpu.node).version;
-  if (cache.valid && cache.node_version == version && cache.generation == predictor_.generation()) {
+  if (cache.stamp.Holds(version, predictor_.generation())) {
     return cache.members;
   }
   cache.members.clear();
@@ -208,8 +201,9 @@ const std::vector<PredictionView::Member>& PredictionView::Members(model::Partit
     TESSERA_CHECK(pw != nullptr);
     Member m{client.workload, -1, pw->workload.slo_qps, predict::kMissing, 0, 0};
     if (!pw->workload.app.empty()) m.app = predictor_.FindApp(pw->workload.app).value_or(-1);
-    m.isolated = Isolated(m.app, gpu.model, part.profile, client.milli / 10);
-    m.sigma = Sigma(m.app, gpu.model, part.profile, client.milli / 10);
+    const Prediction at = At(m.app, gpu.model, part.profile, client.milli / 10);
+    m.isolated = at.isolated;
+    m.sigma = at.sigma;
     cache.members.push_back(m);
   }
   for (Member& y : cache.members) {
@@ -217,9 +211,7 @@ const std::vector<PredictionView::Member>& PredictionView::Members(model::Partit
       if (&y != &z) y.lost_base += Lost(y.app, z.app);
     }
   }
-  cache.node_version = version;
-  cache.generation = predictor_.generation();
-  cache.valid = true;
+  cache.stamp.Set(version, predictor_.generation());
   return cache.members;
 }
 

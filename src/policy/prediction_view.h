@@ -62,6 +62,18 @@ auto AllOptions(const Policy& policy, const model::Workload& w, const model::Clu
   return all;
 }
 
+// When a per-partition cache entry was filled: it holds while its node's version and the
+// predictor's generation do (what the predicting policies' per-partition caches key on).
+struct CacheStamp {
+  uint64_t node_version = 0;
+  uint64_t generation = 0;
+  bool valid = false;
+  bool Holds(uint64_t node, uint64_t gen) const {
+    return valid && node_version == node && generation == gen;
+  }
+  void Set(uint64_t node, uint64_t gen) { *this = {node, gen, true}; }
+};
+
 class PredictionView {
  public:
   struct Options {
@@ -73,6 +85,7 @@ class PredictionView {
                  Options options);
 
   const predict::Predictor& predictor() const { return predictor_; }
+  const telemetry::Telemetry* telemetry() const { return telemetry_; }
 
   // A workload already on a partition, as far as a score needs it (independent of x).
   struct Member {
@@ -87,9 +100,16 @@ class PredictionView {
 
   // The application handle of `app` (-1 when empty or unknown).
   predict::AppId AppOf(const std::string& app);
-  // NaN when there is no prediction.
-  double Isolated(predict::AppId app, model::GpuModelId gpu_model, int profile, int percent);
-  double Sigma(predict::AppId app, model::GpuModelId gpu_model, int profile, int percent);
+  // The isolated rate (NaN when there is no prediction) and its relative uncertainty, read
+  // with one configuration lookup.
+  struct Prediction {
+    double isolated = predict::kMissing;
+    double sigma = 0;
+  };
+  Prediction At(predict::AppId app, model::GpuModelId gpu_model, int profile, int percent);
+  double Isolated(predict::AppId app, model::GpuModelId gpu_model, int profile, int percent) {
+    return At(app, gpu_model, profile, percent).isolated;
+  }
   // Over the shares the profile has columns for, the highest prediction and the smallest
   // uncertainty: no share, profiled or interpolated, predicts more or is surer (max NaN when
   // there are none).
@@ -130,9 +150,7 @@ class PredictionView {
   std::optional<int> kind_;
 
   struct PartitionCache {
-    uint64_t node_version = 0;
-    uint64_t generation = 0;
-    bool valid = false;
+    CacheStamp stamp;
     std::vector<Member> members;
     // util(p) as read under telemetry version `util_version` (valid while both hold).
     std::optional<uint64_t> util_version;

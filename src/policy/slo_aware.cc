@@ -96,7 +96,6 @@ constexpr int kObserveUntil = 10;
 struct SloAware::Impl {
   SloAwareOptions options;
   PredictionView view;
-  const telemetry::Telemetry* telemetry;
   predict::Predictor* learner;
   // Pods seen since their bind: true while alone every time (still to observe), false once
   // seen shared or observed.
@@ -136,7 +135,6 @@ struct SloAware::Impl {
              {.interference_kind = options.interference_kind,
               .interpolate = options.mps_step > 0,
               .completed_sigma = options.completed_sigma}),
-        telemetry(t),
         learner(l),
         can_move(m) {
     if (options.mps_step > 0) {
@@ -181,8 +179,8 @@ struct SloAware::Impl {
       const model::GpuModel& gm = model::GetGpuModel(m);
       auto consider = [&](int profile, int64_t partition_mib) {
         if (memory_mib > partition_mib) return;
-        const double lb =
-            Lower(view.Isolated(app, m, profile, 100), view.Sigma(app, m, profile, 100), 0, 0);
+        const PredictionView::Prediction at = view.At(app, m, profile, 100);
+        const double lb = Lower(at.isolated, at.sigma, 0, 0);
         if (lb > best) best = lb;
       };
       consider(-1, gm.memory_mib);
@@ -227,9 +225,7 @@ struct SloAware::Impl {
     double margin_after = 0;
   };
   struct TermsCache {
-    uint64_t node_version = 0;
-    uint64_t generation = 0;
-    bool valid = false;
+    CacheStamp stamp;
     std::vector<MemberTerms> terms;
   };
   std::vector<TermsCache> terms_cache;
@@ -240,8 +236,7 @@ struct SloAware::Impl {
     }
     TermsCache& cache = terms_cache[p];
     const uint64_t version = c.node(c.gpu(c.partition(p).gpu).node).version;
-    if (cache.valid && cache.node_version == version &&
-        cache.generation == view.predictor().generation() && models_seen == c.gpu_count()) {
+    if (cache.stamp.Holds(version, view.predictor().generation()) && models_seen == c.gpu_count()) {
       return cache.terms;
     }
     const int n = static_cast<int>(members.size());
@@ -255,9 +250,7 @@ struct SloAware::Impl {
           std::sqrt(y.sigma * y.sigma + n * options.co_runner_sigma * options.co_runner_sigma);
       cache.terms.push_back(t);
     }
-    cache.node_version = version;
-    cache.generation = view.predictor().generation();
-    cache.valid = true;
+    cache.stamp.Set(version, view.predictor().generation());
     return cache.terms;
   }
 
@@ -362,9 +355,8 @@ struct SloAware::Impl {
     for (auto it = percents.begin(); it != percents.end(); ++it) {
       const int pct = *it;
       if (pct < bounds.min_share || !fits(pct)) continue;
-      const double iso = view.Isolated(xa, gpu.model, part.profile, pct);
+      const auto [iso, sigma] = view.At(xa, gpu.model, part.profile, pct);
       if (std::isnan(iso)) continue;
-      const double sigma = view.Sigma(xa, gpu.model, part.profile, pct);
       const double lower = Lower(iso, sigma, x_lost, n);
       Set set = others;
       set.Add(x_target, lower);
@@ -418,9 +410,8 @@ struct SloAware::Impl {
       const int pct = *it;
       const int64_t memory = partition_mib * pct / 100;
       if (pct < bounds.min_share || x.gpu.memory_mib > memory) continue;
-      const double iso = view.Isolated(xa, gpu.model, profile, pct);
+      const auto [iso, sigma] = view.At(xa, gpu.model, profile, pct);
       if (std::isnan(iso)) continue;
-      const double sigma = view.Sigma(xa, gpu.model, profile, pct);
       const double lower = Lower(iso, sigma, 0, 0);
       Set set;
       set.Add(x_target, lower);
@@ -468,6 +459,7 @@ struct SloAware::Impl {
     model::WorkloadId id = 0;
     double slo = 0;
     uint64_t generation = 0;
+    int gpus = 0;  // the cluster's GPU count: x's target follows the cluster's models
     std::vector<std::optional<std::pair<Pick, int>>> picks;  // [model · 2 + mig]: pick, slot
   } reshape_memo;
   Pick BestReshape(const Workload& x, NodeIndex node, GpuIndex g, const ClusterState& c,
@@ -485,8 +477,8 @@ struct SloAware::Impl {
     if (explain != nullptr) return compute();
     ReshapeMemo& memo = reshape_memo;
     if (memo.id != x.id || memo.slo != x.slo_qps ||
-        memo.generation != view.predictor().generation()) {
-      memo = {x.id, x.slo_qps, view.predictor().generation(), {}};
+        memo.generation != view.predictor().generation() || memo.gpus != c.gpu_count()) {
+      memo = {x.id, x.slo_qps, view.predictor().generation(), c.gpu_count(), {}};
       memo.picks.resize(model::AllGpuModels().size() * 2);
     }
     std::optional<std::pair<Pick, int>>& kept =
@@ -534,6 +526,7 @@ struct SloAware::Impl {
   }
 
   void Learn(const ClusterState& c) {
+    const telemetry::Telemetry* telemetry = view.telemetry();
     if (!options.observe || learner == nullptr || telemetry == nullptr) return;
     std::erase_if(watch, [&](const auto& entry) { return c.Find(entry.first) == nullptr; });
     for (const auto& [id, pw] : c.placed()) {
@@ -569,6 +562,7 @@ struct SloAware::Impl {
 
   std::vector<Eviction> Moves(const ClusterState& c) {
     std::vector<Eviction> out;
+    const telemetry::Telemetry* telemetry = view.telemetry();
     if (!options.replace || !can_move || telemetry == nullptr) return out;
     std::erase_if(tracks, [&](const auto& entry) { return c.Find(entry.first) == nullptr; });
     const std::optional<uint64_t> sample = telemetry->Version();
@@ -585,13 +579,14 @@ struct SloAware::Impl {
         t.below.reset();
         continue;
       }
-      // Below target on a sample taken after its node last changed: the first sighting only
-      // notes the versions; a later one with the node unchanged and a newer sample decides.
+      // Below target on a sample taken after its node last changed: the first sighting since
+      // the change notes the versions; a newer sample, the node unchanged, decides.
       const std::pair<uint64_t, uint64_t> now{c.node(pw.placement.node).version, *sample};
-      if (!t.below || t.below->first != now.first || t.below->second == now.second) {
-        if (!t.below || t.below->first != now.first) t.below = now;
+      if (!t.below || t.below->first != now.first) {
+        t.below = now;
         continue;
       }
+      if (t.below->second == now.second) continue;
       if (t.nowhere == c.version()) continue;
       skip = pw.placement.slices[0].partition;
       std::optional<Candidate> best;

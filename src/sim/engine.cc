@@ -105,8 +105,8 @@ void Engine::Bind(const model::Workload& w, const model::Placement& p) {
   r.remaining = static_cast<double>(w.queries);
   r.since = now;
   if (auto moved = suspended_.find(w.id); moved != suspended_.end()) {
-    r.remaining = moved->second.first;
-    r.version = moved->second.second;
+    r.remaining = moved->second.remaining;
+    r.version = moved->second.version;
     r.resume_at = now + options_.move_restart_s;
     suspended_.erase(moved);
   }
@@ -116,25 +116,31 @@ void Engine::Bind(const model::Workload& w, const model::Placement& p) {
   if (p.slices.empty()) rerate_ids_.push_back(w.id);
 }
 
-void Engine::Finish(model::WorkloadId id, bool failed, const std::string& why) {
+std::optional<Engine::Running> Engine::Stop(model::WorkloadId id) {
   auto it = running_.find(id);
-  if (it == running_.end()) return;
-  Running& r = it->second;
-  WorkloadOutcome& o = outcomes_[r.index];
+  if (it == running_.end()) return std::nullopt;
+  Running r = std::move(it->second);
+  running_.erase(it);
+  r.remaining = std::max(0.0, r.remaining - Progress(r, clock_.Now()));
+  if (options_.telemetry) options_.telemetry->Forget(outcomes_[r.index].workload.name);
+  rerate_.insert(rerate_.end(), r.gpus.begin(), r.gpus.end());
+  RequestCycle();
+  return r;
+}
+
+void Engine::Finish(model::WorkloadId id, bool failed, const std::string& why) {
+  const std::optional<Running> r = Stop(id);
+  if (!r) return;
+  WorkloadOutcome& o = outcomes_[r->index];
   const double now = clock_.Now();
-  r.remaining -= Progress(r, now);
-  o.queries_done = failed ? std::max(0.0, static_cast<double>(o.workload.queries) - r.remaining)
+  o.queries_done = failed ? static_cast<double>(o.workload.queries) - r->remaining
                           : static_cast<double>(o.workload.queries);
   o.end_s = now;
   o.failed = failed;
   o.failure = why;
-  if (options_.telemetry) options_.telemetry->Forget(o.workload.name);
   if (cluster_.Find(id)) TESSERA_CHECK(scheduler_.Finish(id).has_value());
-  rerate_.insert(rerate_.end(), r.gpus.begin(), r.gpus.end());
-  running_.erase(it);
   ++settled_;
   end_s_ = now;
-  RequestCycle();
 }
 
 double Engine::Progress(const Running& r, double now) const {
@@ -142,17 +148,10 @@ double Engine::Progress(const Running& r, double now) const {
 }
 
 void Engine::Suspend(model::WorkloadId id) {
-  auto it = running_.find(id);
-  if (it == running_.end()) return;
-  Running& r = it->second;
-  WorkloadOutcome& o = outcomes_[r.index];
-  r.remaining = std::max(0.0, r.remaining - Progress(r, clock_.Now()));
-  suspended_[id] = {r.remaining, r.version};
-  ++o.moves;
-  if (options_.telemetry) options_.telemetry->Forget(o.workload.name);
-  rerate_.insert(rerate_.end(), r.gpus.begin(), r.gpus.end());
-  running_.erase(it);
-  RequestCycle();
+  std::optional<Running> r = Stop(id);
+  if (!r) return;
+  ++outcomes_[r->index].moves;
+  suspended_.insert_or_assign(id, std::move(*r));
 }
 
 void Engine::SetGpuUtil(model::GpuIndex g, double util, double load) {

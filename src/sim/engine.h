@@ -110,6 +110,9 @@ class Engine {
   void Finish(model::WorkloadId id, bool failed, const std::string& why);
   // A policy moved it: progress kept, back to the queue (its outcome stays open).
   void Suspend(model::WorkloadId id);
+  // Takes a running workload off: its progress counted up to now, its GPUs re-rated, its
+  // telemetry forgotten, a cycle requested. nullopt when it is not running.
+  std::optional<Running> Stop(model::WorkloadId id);
   // Queries served since the last progress update.
   double Progress(const Running& r, double now) const;
   // Recomputes the rates of everything on the GPUs queued in rerate_ (and rerate_ids_).
@@ -130,10 +133,10 @@ class Engine {
   std::vector<WorkloadOutcome> outcomes_;
   std::unordered_map<model::WorkloadId, size_t> index_of_;
   std::unordered_map<model::WorkloadId, Running> running_;
-  // Moved workloads: queries still to do, and the version their completions had reached (a new
-  // run continues it, so a completion pushed for the old run stays stale).
-  std::unordered_map<model::WorkloadId, std::pair<double, uint64_t>> suspended_;
-  size_t settled_ = 0;                                       // finished or failed
+  // Moved workloads as they stopped: the queries still to do, and the version their completions
+  // had reached (a new run continues it, so a completion pushed for the old run stays stale).
+  std::unordered_map<model::WorkloadId, Running> suspended_;
+  size_t settled_ = 0;  // finished or failed
   bool cycle_pending_ = false;
   std::vector<model::GpuIndex> rerate_;        // GPUs whose co-location changed
   std::vector<model::WorkloadId> rerate_ids_;  // GPU-less workloads just started
