@@ -17,7 +17,9 @@
 
 #include <CLI/CLI.hpp>
 #include <expected>
+#include <cstdint>
 #include <string>
+#include <vector>
 #include <utility>
 
 #include "base/error.h"
@@ -53,6 +55,9 @@ template <typename... Args>
 [[nodiscard]] std::unexpected<Failure> Usage(fmt::format_string<Args...> format, Args&&... args) {
   return Usage(Error{fmt::format(format, std::forward<Args>(args)...)});
 }
+
+// A seed list: "N" = 1..N, "A-B" = A..B (at most 10,000 seeds); an Error naming the text.
+[[nodiscard]] Expected<std::vector<uint64_t>> ParseSeedRange(const std::string& text);
 
 // Parses argv and runs the chosen subcommand; returns the process exit code.
 int Run(int argc, const char* const* argv);

@@ -46,27 +46,12 @@ struct SimulateFlags {
 // "10" -> 1..10; "42-51" -> 42..51.
 Expected<std::vector<uint64_t>> ParseSeeds(const SimulateFlags& f) {
   if (f.seed) return std::vector<uint64_t>{*f.seed};
-  std::vector<uint64_t> out;
   const std::string text = !f.seeds.empty()                 ? f.seeds
                            : f.experiment == "thesis"       ? "10"
                            : f.experiment == "thesis-scale" ? "1"
                            : f.experiment == "openb-alloc"  ? "42"
                                                             : "3";
-  try {
-    const size_t dash = text.find('-');
-    uint64_t lo = 1, hi = 0;
-    if (dash == std::string::npos) {
-      hi = std::stoull(text);
-    } else {
-      lo = std::stoull(text.substr(0, dash));
-      hi = std::stoull(text.substr(dash + 1));
-    }
-    if (hi < lo || hi - lo >= 10000) return Fail("--seeds {}: empty or too large a range", text);
-    for (uint64_t s = lo; s <= hi; ++s) out.push_back(s);
-  } catch (const std::exception&) {
-    return Fail("--seeds {}: expected N or A-B", text);
-  }
-  return out;
+  return ParseSeedRange(text);
 }
 
 // Progress on stderr, only when a person is watching.

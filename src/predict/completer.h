@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "predict/features.h"
 
 namespace tessera::predict {
 
@@ -28,6 +29,15 @@ class Completer {
   // Fails only when the matrix has no observed cell at all (nothing to learn from).
   [[nodiscard]] virtual Expected<Eigen::MatrixXd> Complete(
       const Eigen::MatrixXd& observed) const = 0;
+  // With side information (features.h), one row of `features.x` per matrix row. Methods that
+  // read features override it; the others complete from the matrix alone.
+  [[nodiscard]] virtual Expected<Eigen::MatrixXd> CompleteWith(
+      const Eigen::MatrixXd& observed, const EncodedFeatures& features) const {
+    (void)features;
+    return Complete(observed);
+  }
+  // True when CompleteWith reads the features.
+  virtual bool UsesFeatures() const { return false; }
 };
 
 // Helpers shared by the methods.

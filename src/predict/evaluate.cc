@@ -4,8 +4,11 @@
 #include <cmath>
 #include <map>
 
+#include <regex>
+
 #include "base/rng.h"
 #include "predict/registry.h"
+#include "predict/uncertainty.h"
 
 namespace tessera::predict {
 namespace {
@@ -14,22 +17,12 @@ struct Cell {
   int row, col;
 };
 
-struct Errors {
-  std::vector<double> truth, predicted;
-  std::vector<int> known;  // cells the hidden cell's row kept
-  void Add(double t, double p, int k) {
-    truth.push_back(t);
-    predicted.push_back(p);
-    known.push_back(k);
-  }
-};
-
-std::vector<SparsityBucket> ByKnown(const Errors& errors) {
+std::vector<SparsityBucket> ByKnown(const std::vector<HiddenCell>& cells) {
   std::map<int, std::pair<std::vector<double>, std::vector<double>>> groups;
-  for (size_t i = 0; i < errors.truth.size(); ++i) {
-    auto& [truth, predicted] = groups[errors.known[i]];
-    truth.push_back(errors.truth[i]);
-    predicted.push_back(errors.predicted[i]);
+  for (const HiddenCell& cell : cells) {
+    auto& [truth, predicted] = groups[cell.known];
+    truth.push_back(cell.truth);
+    predicted.push_back(cell.predicted);
   }
   std::vector<SparsityBucket> buckets;
   for (const auto& [known, cells] : groups)
@@ -37,18 +30,27 @@ std::vector<SparsityBucket> ByKnown(const Errors& errors) {
   return buckets;
 }
 
-// Completes `log_values` with the hidden cells set to NaN and scores them; `kept[row]` is the
-// number of cells that row kept.
-Expected<void> Score(const Completer& method, const Eigen::MatrixXd& log_values,
+// Completes `log_values` with the hidden cells set to NaN, calibrates the uncertainty on what is
+// left, and records every hidden cell; `kept[row]` is the number of cells that row kept.
+Expected<void> Score(const Completer& method, const ProfileMatrix& matrix,
+                     const Eigen::MatrixXd& log_values, const EncodedFeatures& features,
                      const std::vector<Cell>& hidden, const std::vector<int>& kept,
-                     Errors* errors) {
+                     bool intervals, std::vector<HiddenCell>* cells) {
   Eigen::MatrixXd input = log_values;
   for (const Cell& h : hidden) input(h.row, h.col) = kMissing;
-  Expected<Eigen::MatrixXd> completed = method.Complete(input);
+  Expected<Eigen::MatrixXd> completed = method.CompleteWith(input, features);
   if (!completed) return std::unexpected(completed.error());
+  Expected<UncertaintyModel> uncertainty =
+      intervals ? Calibrate(method, input, features) : Expected<UncertaintyModel>();
+  if (!uncertainty) return std::unexpected(uncertainty.error());
+  const Eigen::MatrixXd sigma = CellSigmas(*uncertainty, input, *completed);
   for (const Cell& h : hidden) {
-    errors->Add(std::exp(log_values(h.row, h.col)), std::exp((*completed)(h.row, h.col)),
-                kept[static_cast<size_t>(h.row)]);
+    const double x = (*completed)(h.row, h.col);
+    const double half = uncertainty->z90 * sigma(h.row, h.col);
+    cells->push_back({matrix.row_keys()[static_cast<size_t>(h.row)],
+                      matrix.col_keys()[static_cast<size_t>(h.col)],
+                      std::exp(log_values(h.row, h.col)), std::exp(x), std::exp(x - half),
+                      std::exp(x + half), kept[static_cast<size_t>(h.row)]});
   }
   return {};
 }
@@ -63,6 +65,13 @@ ErrorSummary SummariseErrors(const std::vector<double>& truth,
   if (s.n == 0) return s;
   std::vector<double> ape(truth.size());
   double sum = 0, sq_log = 0;
+  // The q-quantile of the sorted APEs, linear between order statistics.
+  const auto quantile = [&](double q) {
+    const double pos = q * static_cast<double>(ape.size() - 1);
+    const size_t lo = static_cast<size_t>(pos);
+    const size_t hi = std::min(lo + 1, ape.size() - 1);
+    return ape[lo] + (pos - static_cast<double>(lo)) * (ape[hi] - ape[lo]);
+  };
   for (size_t i = 0; i < truth.size(); ++i) {
     ape[i] = std::abs(predicted[i] - truth[i]) / truth[i];
     sum += ape[i];
@@ -70,14 +79,15 @@ ErrorSummary SummariseErrors(const std::vector<double>& truth,
     sq_log += d * d;
   }
   std::sort(ape.begin(), ape.end());
-  const size_t mid = ape.size() / 2;
   s.mape = 100.0 * sum / s.n;
-  s.median_ape = 100.0 * (ape.size() % 2 ? ape[mid] : 0.5 * (ape[mid - 1] + ape[mid]));
+  s.median_ape = 100.0 * quantile(0.5);
+  s.p90_ape = 100.0 * quantile(0.9);
   s.rmse_log = std::sqrt(sq_log / s.n);
   return s;
 }
 
-Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& options) {
+Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& options,
+                              const FeatureTable* features) {
   Expected<std::unique_ptr<Completer>> method = MakeCompleter(options.method);
   if (!method) return std::unexpected(method.error());
   if (options.protocol != "random" && options.protocol != "leave-one-row-out") {
@@ -87,6 +97,18 @@ Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& op
     return Fail("--missing must lie strictly between 0 and 1, got {}", options.missing);
   }
   if (options.keep < 1) return Fail("--keep must be at least 1, got {}", options.keep);
+  std::regex rows_pattern;
+  if (!options.rows.empty()) {
+    try {
+      rows_pattern = std::regex(options.rows, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return Fail("--rows '{}' is not a regular expression: {}", options.rows, e.what());
+    }
+  }
+  const auto chosen = [&](int row) {
+    return options.rows.empty() ||
+           std::regex_match(matrix.row_keys()[static_cast<size_t>(row)], rows_pattern);
+  };
 
   Eigen::MatrixXd log_values = matrix.ToDense();
   std::vector<std::vector<Cell>> by_row(static_cast<size_t>(matrix.rows()));
@@ -99,18 +121,29 @@ Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& op
                     matrix.col_keys()[c], matrix.Mean(r, c));
       }
       log_values(r, c) = std::log(matrix.Mean(r, c));
+      if (!chosen(r)) continue;
       known.push_back({r, c});
       by_row[static_cast<size_t>(r)].push_back({r, c});
     }
   }
-  if (known.empty()) return Fail("the matrix has no observed cell");
+  if (known.empty()) {
+    return options.rows.empty()
+               ? Fail("the matrix has no observed cell")
+               : Fail("--rows '{}' matches no application with an observed cell", options.rows);
+  }
 
+  const EncodedFeatures encoded =
+      features != nullptr ? Encode(*features, matrix.row_keys()) : EncodedFeatures{};
   Rng rng(options.seed);
-  Errors errors;
+  std::vector<HiddenCell> cells;
   if (options.protocol == "random") {
     rng.Shuffle(known);
     const size_t count = static_cast<size_t>(std::llround(options.missing * known.size()));
     std::vector<int> kept(static_cast<size_t>(matrix.rows()), 0);
+    for (int r = 0; r < matrix.rows(); ++r) {
+      if (chosen(r)) continue;
+      for (int c = 0; c < matrix.cols(); ++c) kept[static_cast<size_t>(r)] += matrix.Has(r, c);
+    }
     for (size_t i = count; i < known.size(); ++i) ++kept[static_cast<size_t>(known[i].row)];
     std::vector<Cell> hidden;
     // Walking the hidden cells from the last, a row with nothing kept keeps that cell instead.
@@ -122,7 +155,9 @@ Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& op
       }
       hidden.push_back(known[i]);
     }
-    if (Expected<void> ok = Score(**method, log_values, hidden, kept, &errors); !ok) {
+    if (Expected<void> ok = Score(**method, matrix, log_values, encoded, hidden, kept,
+                                    options.intervals, &cells);
+        !ok) {
       return std::unexpected(ok.error());
     }
   } else {
@@ -131,17 +166,33 @@ Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& op
       if (static_cast<int>(row.size()) <= options.keep) continue;
       rng.Shuffle(row);
       const std::vector<Cell> hidden(row.begin() + options.keep, row.end());
-      if (Expected<void> ok = Score(**method, log_values, hidden, kept, &errors); !ok) {
+      if (Expected<void> ok = Score(**method, matrix, log_values, encoded, hidden, kept,
+                                    options.intervals, &cells);
+          !ok) {
         return std::unexpected(ok.error());
       }
     }
   }
-  const ErrorSummary summary = SummariseErrors(errors.truth, errors.predicted);
-  if (summary.n == 0) return Fail("no cell could be hidden under protocol {}", options.protocol);
-  EvalResult result{
-      options.method,   options.protocol, options.protocol == "random" ? options.missing : 0.0,
-      summary.n,        summary.mape,     summary.median_ape,
-      summary.rmse_log, ByKnown(errors)};
+  std::vector<double> truth, predicted;
+  int covered = 0;
+  for (const HiddenCell& cell : cells) {
+    truth.push_back(cell.truth);
+    predicted.push_back(cell.predicted);
+    covered += cell.low <= cell.truth && cell.truth <= cell.high;
+  }
+  EvalResult result;
+  result.errors = SummariseErrors(truth, predicted);
+  if (result.errors.n == 0) {
+    return Fail("no cell could be hidden under protocol {}", options.protocol);
+  }
+  result.method = options.method;
+  result.protocol = options.protocol;
+  result.missing = options.protocol == "random" ? options.missing : 0.0;
+  result.seed = options.seed;
+  result.coverage90 =
+      options.intervals ? static_cast<double>(covered) / result.errors.n : kMissing;
+  result.by_known = ByKnown(cells);
+  result.cells = std::move(cells);
   return result;
 }
 

@@ -9,8 +9,12 @@
 //   - "leave-one-row-out": for each application with more than `keep` known cells, hide all but
 //     `keep` of them (chosen at random) while every other row stays complete: the cold start of a
 //     new application seen on `keep` configurations (seed 000 Ch. 7.5 protocol).
-// Metrics over all hidden cells: count, MAPE and median APE (percent, |pred - true| / true) and
-// RMSE of natural-log throughput; the same metrics again per number of cells the hidden cell's
+// `rows` (a regular expression, ECMAScript, whole key) limits the hiding, and so the scoring, to
+// the matching applications (e.g. a model the project has never seen); the other rows stay
+// complete.
+// Metrics over all hidden cells: count, MAPE, median and 90th-percentile APE (percent,
+// |pred - true| / true), RMSE of natural-log throughput, and the share of hidden cells inside
+// their calibrated 90 % interval (uncertainty.h: calibrated on the input's observed cells only); the same metrics again per number of cells the hidden cell's
 // row kept ("error by sparsity", DESIGN §4): a row with one known cell is the cold start, where
 // a linear or low-rank method can only return the bias model's guess.
 
@@ -19,6 +23,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "predict/features.h"
 #include "predict/matrix.h"
 
 namespace tessera::predict {
@@ -29,12 +34,21 @@ struct EvalOptions {
   double missing = 0.5;             // random protocol
   int keep = 2;                     // leave-one-row-out
   uint64_t seed = 1;
+  std::string rows;                 // regex of the rows to hide cells in; empty: all
+  bool intervals = true;            // calibrate and score 90 % intervals (2 more completions)
 };
 
 // The metrics over pairs of positive (truth, prediction); n = 0 when empty.
 struct ErrorSummary {
   int n = 0;
-  double mape = 0, median_ape = 0, rmse_log = 0;  // percent, percent, log units
+  double mape = 0, median_ape = 0, p90_ape = 0, rmse_log = 0;  // percent ×3, log units
+};
+
+// One hidden cell: what was measured, what the method said, and its 90 % interval.
+struct HiddenCell {
+  std::string app, config;
+  double truth = 0, predicted = 0, low = 0, high = 0;
+  int known = 0;  // cells its row kept
 };
 
 // The hidden cells of rows that kept `known` observed cells.
@@ -46,15 +60,19 @@ struct SparsityBucket {
 struct EvalResult {
   std::string method, protocol;
   double missing = 0;
-  int n = 0;
-  double mape = 0, median_ape = 0, rmse_log = 0;  // percent, percent, log units
-  std::vector<SparsityBucket> by_known;           // ascending `known`, only non-empty buckets
+  uint64_t seed = 0;
+  ErrorSummary errors;
+  double coverage90 = 0;  // share of hidden cells inside their 90 % interval (NaN: not asked)
+  std::vector<SparsityBucket> by_known;   // ascending `known`, only non-empty buckets
+  std::vector<HiddenCell> cells;          // in the order they were scored
 };
 ErrorSummary SummariseErrors(const std::vector<double>& truth,
                              const std::vector<double>& predicted);
 
-// Values must be positive (throughputs). Fails on a bad option or an empty matrix.
+// Values must be positive (throughputs). Fails on a bad option (a bad regex, a regex that
+// matches no row) or an empty matrix. `features` (optional) reach methods that read them.
 [[nodiscard]] Expected<EvalResult> Evaluate(const ProfileMatrix& matrix,
-                                            const EvalOptions& options);
+                                            const EvalOptions& options,
+                                            const FeatureTable* features = nullptr);
 
 }  // namespace tessera::predict

@@ -80,6 +80,7 @@ struct Run {
   double throughput;
   long long start;
   double fb_used_mib;  // 0 when the table has no fb_used_mean
+  AppFeatures features;
 };
 
 Expected<void> ReadTable(const Source& source, std::vector<Run>* runs) {
@@ -92,7 +93,8 @@ Expected<void> ReadTable(const Source& source, std::vector<Run>* runs) {
                            start = table->FindColumn("start_timestamp"),
                            mem = table->FindColumn("instance_memory"),
                            profile = table->FindColumn("mig_profile"),
-                           fb = table->FindColumn("fb_used_mean");
+                           fb = table->FindColumn("fb_used_mean"),
+                           params = table->FindColumn("total_params");
   if (!model || !batch || !tput || !start || (!mem && !profile)) {
     return FailAt(source.path, table->header_line(),
                   "header lacks model_name, batch_size, throughput, start_timestamp and "
@@ -107,11 +109,22 @@ Expected<void> ReadTable(const Source& source, std::vector<Run>* runs) {
     if (!bs) return std::unexpected(bs.error());
     if (*bs < 1) return table->FailAt(row, "batch_size must be at least 1");
     std::string app = fmt::format("{}/bs{}", name, *bs);
+    AppFeatures features{{"model", name},
+                         {"task", std::string(seq ? "nlp" : "cv")},
+                         {"batch", static_cast<double>(*bs)}};
     if (seq) {
       Expected<long long> tokens = table->Int(row, *seq);
       if (!tokens) return std::unexpected(tokens.error());
       if (*tokens < 1) return table->FailAt(row, "seq_length must be at least 1");
       app += fmt::format("/seq{}", *tokens);
+      features["seq"] = static_cast<double>(*tokens);
+      features["tokens"] = static_cast<double>(*tokens * *bs);
+    }
+    if (params) {
+      Expected<long long> p = table->Int(row, *params);
+      if (!p) return std::unexpected(p.error());
+      if (*p < 1) return table->FailAt(row, "total_params must be at least 1");
+      features["params"] = static_cast<double>(*p);
     }
     std::string instance;
     if (mem) {
@@ -141,16 +154,15 @@ Expected<void> ReadTable(const Source& source, std::vector<Run>* runs) {
       if (!v) return std::unexpected(v.error());
       fb_used = *v;
     }
-    runs->push_back(
-        {std::move(app), fmt::format("{}/{}/100", source.gpu, instance), *qps, *t0, fb_used});
+    runs->push_back({std::move(app), fmt::format("{}/{}/100", source.gpu, instance), *qps, *t0,
+                     fb_used, std::move(features)});
   }
   return {};
 }
 
 }  // namespace
 
-Expected<ProfileMatrix> LoadMigProfiler(const std::string& dir, MigProfilerStats* stats,
-                                        std::map<std::string, double>* min_memory_mib) {
+Expected<ProfileMatrix> LoadMigProfiler(const std::string& dir, MigProfilerExtras* extras) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Fail("{}: not a directory", dir);
   const std::vector<Source> sources = FindSources(dir);
@@ -166,19 +178,29 @@ Expected<ProfileMatrix> LoadMigProfiler(const std::string& dir, MigProfilerStats
   }
   ProfileMatrix matrix;
   std::set<std::tuple<std::string, std::string, long long>> seen;
-  MigProfilerStats s{static_cast<int>(sources.size()), static_cast<int>(runs.size()), 0};
+  MigProfilerExtras out;
+  out.stats = {static_cast<int>(sources.size()), static_cast<int>(runs.size()), 0};
+  std::map<std::string, const AppFeatures*> declared;
   for (const Run& run : runs) {
     if (!seen.emplace(run.app, run.config, run.start).second) {
-      ++s.duplicate_runs;
+      ++out.stats.duplicate_runs;
       continue;
     }
     matrix.Observe(matrix.AddRow(run.app), matrix.AddCol(run.config), run.throughput);
-    if (min_memory_mib != nullptr && run.fb_used_mib > 0) {
-      auto [it, fresh] = min_memory_mib->emplace(run.app, run.fb_used_mib);
+    if (run.fb_used_mib > 0) {
+      auto [it, fresh] = out.min_memory_mib.emplace(run.app, run.fb_used_mib);
       if (!fresh) it->second = std::min(it->second, run.fb_used_mib);
     }
+    auto [it, fresh] = declared.emplace(run.app, &run.features);
+    if (fresh) {
+      if (Expected<void> ok = out.features.Set(run.app, run.features); !ok) {
+        return Fail("{}: {}", dir, ok.error().message);
+      }
+    } else if (*it->second != run.features) {
+      return Fail("{}: the runs of {} disagree on model, batch, seq or params", dir, run.app);
+    }
   }
-  if (stats != nullptr) *stats = s;
+  if (extras != nullptr) *extras = std::move(out);
   return matrix;
 }
 

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "predict/features.h"
 #include "predict/matrix.h"
 
 namespace tessera::predict {
@@ -35,10 +36,19 @@ struct MigProfilerStats {
   int duplicate_runs = 0;  // rows skipped as a run already counted
 };
 
-// `min_memory_mib`, when given, receives per application the smallest `fb_used_mean` (MiB) among
-// its runs: it demonstrably ran in that much (frameworks take more on bigger instances).
-[[nodiscard]] Expected<ProfileMatrix> LoadMigProfiler(
-    const std::string& dir, MigProfilerStats* stats = nullptr,
-    std::map<std::string, double>* min_memory_mib = nullptr);
+// What the tables say besides throughput.
+struct MigProfilerExtras {
+  MigProfilerStats stats;
+  // Per application the smallest `fb_used_mean` (MiB) among its runs: it demonstrably ran in
+  // that much (frameworks take more on bigger instances).
+  std::map<std::string, double> min_memory_mib;
+  // Per application what it declares (features.h): `model` (model_name), `task` (`nlp` when the
+  // table has seq_length, else `cv`), `batch`, `seq` and `tokens` (batch × seq, the tokens a
+  // batch carries; NLP only) and `params` (total_params, in the A100-40GB tables only).
+  FeatureTable features;
+};
+
+[[nodiscard]] Expected<ProfileMatrix> LoadMigProfiler(const std::string& dir,
+                                                      MigProfilerExtras* extras = nullptr);
 
 }  // namespace tessera::predict

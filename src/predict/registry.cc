@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "predict/baseline.h"
+#include "predict/feature_kernel.h"
 #include "predict/hybrid.h"
 #include "predict/imputer.h"
 #include "predict/neighbours.h"
@@ -24,6 +25,7 @@ const std::vector<std::pair<std::string, Factory>>& Registry() {
       {"hybrid", [] { return std::make_unique<HybridCompleter>(); }},
       {"knn", [] { return std::make_unique<NeighboursCompleter>(); }},
       {"baseline", [] { return std::make_unique<BaselineCompleter>(); }},
+      {"features", [] { return std::make_unique<FeatureKernelCompleter>(); }},
   };
   return registry;
 }

@@ -88,9 +88,10 @@ Expected<CalibrationReport> CalibrateMigProfiler(const std::string& dir,
                                                  const std::string& reference_gpu) {
   const std::optional<model::GpuModelId> reference = model::FindGpuModel(reference_gpu);
   if (!reference) return Fail("unknown reference GPU {}", reference_gpu);
-  std::map<std::string, double> least_memory;
-  auto matrix = predict::LoadMigProfiler(dir, nullptr, &least_memory);
+  predict::MigProfilerExtras extras;
+  auto matrix = predict::LoadMigProfiler(dir, &extras);
   if (!matrix) return std::unexpected(matrix.error());
+  std::map<std::string, double>& least_memory = extras.min_memory_mib;
   CalibrationReport report;
   report.catalog.reference_gpu = reference_gpu;
   for (int r = 0; r < matrix->rows(); ++r) {

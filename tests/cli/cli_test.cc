@@ -53,7 +53,7 @@ TEST(CliTest, AnUnknownSubcommandIsNamedWithTheKnownOnes) {
   testing::internal::CaptureStderr();
   EXPECT_EQ(RunArgs({"predict", "bogus"}), 2);
   err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("tessera predict: unknown subcommand 'bogus' (known: evaluate, complete)"),
+  EXPECT_NE(err.find("tessera predict: unknown subcommand 'bogus' (known: methods, evaluate, sweep, complete)"),
             std::string::npos)
       << err;
 }
@@ -228,7 +228,8 @@ TEST(CliTest, PredictEvaluateReportsTheIssueFieldsAndErrorBySparsity) {
   const nlohmann::json j = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
   ASSERT_TRUE(j.is_object()) << out;
   for (const char* field :
-       {"method", "protocol", "missing", "n", "mape", "median_ape", "rmse_log", "by_known"}) {
+       {"method", "protocol", "keep", "n", "mape", "median_ape", "p90_ape", "rmse_log",
+        "coverage90", "by_known"}) {
     EXPECT_TRUE(j.contains(field)) << field;
   }
   EXPECT_EQ(j["protocol"], "leave-one-row-out");
@@ -244,6 +245,99 @@ TEST(CliTest, PredictEvaluateReportsTheIssueFieldsAndErrorBySparsity) {
   testing::internal::CaptureStderr();
   EXPECT_EQ(RunArgs({"predict", "evaluate", "--data", bad}), 1);
   EXPECT_NE(testing::internal::GetCapturedStderr().find(bad + ":3"), std::string::npos);
+}
+
+// Throughput 100 * 2^row * 3^col for 6 apps on 4 configurations, as a long CSV.
+std::string ExactProfile(const std::string& name) {
+  const std::string path = testing::TempDir() + "/" + name;
+  std::ofstream out(path);
+  out << "row,column,value\n";
+  for (int r = 0; r < 6; ++r)
+    for (int c = 0; c < 4; ++c)
+      out << "app" << r << ",cfg" << c << "," << 100.0 * (1 << r) * std::pow(3.0, c) << "\n";
+  return path;
+}
+
+TEST(CliTest, PredictMethodsSeedsRowsOutAndFeatures) {
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"predict", "methods"}), 0);
+  const std::string names = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(names, "svd\nimputer\nhybrid\nknn\nbaseline\nfeatures\n");
+
+  const std::string path = ExactProfile("cli_profile_seeds.csv");
+  // --missing means nothing to leave-one-row-out: a usage error, not a silent ignore.
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"predict", "evaluate", "--data", path, "--protocol", "leave-one-row-out",
+                     "--missing", "0.3"}),
+            2);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("--missing applies to --protocol random"),
+            std::string::npos);
+
+  // Three seeds: three per-seed results and their median; --out lists every hidden cell.
+  const std::string cells = testing::TempDir() + "/cli_cells.csv";
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"predict", "evaluate", "--data", path, "--method", "baseline", "--seeds",
+                     "3", "--rows", "app[0-2]", "--missing", "0.5", "--out", cells, "--json"}),
+            0);
+  const nlohmann::json j = nlohmann::json::parse(testing::internal::GetCapturedStdout(), nullptr,
+                                                 /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_object());
+  ASSERT_EQ(j["seeds"].size(), 3u);
+  EXPECT_EQ(j["seeds"][2]["seed"], 3);
+  EXPECT_TRUE(j["median_over_seeds"].contains("p90_ape"));
+  std::ifstream in(cells);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "seed,app,config,known,truth,predicted,low90,high90");
+  int rows = 0;
+  while (std::getline(in, line)) {
+    ++rows;
+    // Only app0..app2 had cells hidden.
+    EXPECT_TRUE(line.find(",app0,") != std::string::npos ||
+                line.find(",app1,") != std::string::npos ||
+                line.find(",app2,") != std::string::npos)
+        << line;
+  }
+  int hidden = 0;
+  for (const auto& seed : j["seeds"]) hidden += seed["n"].get<int>();
+  EXPECT_EQ(rows, hidden);
+
+  // A malformed feature file: exit 1 and file:line.
+  const std::string features = testing::TempDir() + "/cli_features.csv";
+  std::ofstream(features) << "app,feature,value\napp0,batch,8\napp1,Batch!,8\n";
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"predict", "evaluate", "--data", path, "--features", features}), 1);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find(features + ":3"), std::string::npos);
+}
+
+TEST(CliTest, PredictSweepWritesThePlotAndTheTable) {
+  const std::string path = ExactProfile("cli_profile_sweep.csv");
+  const std::string dir = testing::TempDir() + "/cli_sweep";
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"predict", "sweep", "--data", path, "--methods", "baseline", "svd",
+                     "--missing", "0.25", "0.5", "--seeds", "2", "--out", dir, "--json"}),
+            0);
+  testing::internal::GetCapturedStderr();
+  const nlohmann::json j = nlohmann::json::parse(testing::internal::GetCapturedStdout(), nullptr,
+                                                 /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_object());
+  ASSERT_EQ(j["points"].size(), 4u);  // 2 methods x 2 sparsities
+  EXPECT_EQ(j["points"][0]["method"], "baseline");
+  EXPECT_EQ(j["points"][1]["missing"], 0.5);
+  EXPECT_EQ(j["points"][0]["per_seed"]["median_ape"].size(), 2u);
+  // The bias model is exact here (up to its tiny shrinkage).
+  EXPECT_LT(j["points"][0]["median_ape"].get<double>(), 0.5);
+  std::ifstream svg(dir + "/fig7_1.svg");
+  std::stringstream text;
+  text << svg.rdbuf();
+  EXPECT_NE(text.str().find("<svg"), std::string::npos);
+  EXPECT_EQ(std::count(text.str().begin(), text.str().end(), '\n') > 5, true);
+  EXPECT_NE(text.str().find("baseline"), std::string::npos);
+  // An unknown method is a usage error.
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"predict", "sweep", "--data", path, "--methods", "magic"}), 2);
+  testing::internal::GetCapturedStderr();
 }
 
 }  // namespace

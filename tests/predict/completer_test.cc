@@ -20,12 +20,12 @@ namespace {
 const double kNaN = kMissing;
 
 TEST(RegistryTest, KnowsEveryMethodByName) {
-  for (const std::string name : {"svd", "imputer", "knn", "hybrid", "baseline"}) {
+  for (const std::string name : {"svd", "imputer", "knn", "hybrid", "baseline", "features"}) {
     Expected<std::unique_ptr<Completer>> m = MakeCompleter(name);
     ASSERT_TRUE(m.has_value()) << name;
     EXPECT_EQ((*m)->name(), name);
   }
-  EXPECT_EQ(CompleterNames().size(), 5u);
+  EXPECT_EQ(CompleterNames().size(), 6u);
   Expected<std::unique_ptr<Completer>> bad = MakeCompleter("magic");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message.find("svd"), std::string::npos);  // lists the known names

@@ -15,8 +15,9 @@ const std::string kData = TESSERA_SHARED_DIR "/data/migprofiler";
 
 TEST(MigProfilerTest, RealDataEachRunCountedOnce) {
   TESSERA_NEED_DATA(kData);
-  MigProfilerStats stats;
-  Expected<ProfileMatrix> m = LoadMigProfiler(kData, &stats);
+  MigProfilerExtras extras;
+  Expected<ProfileMatrix> m = LoadMigProfiler(kData, &extras);
+  const MigProfilerStats& stats = extras.stats;
   ASSERT_TRUE(m.has_value()) << m.error().message;
   // A100-40GB: 4 models x (9 batch sizes at seq 64 + 5 sequence lengths at batch 32, sharing
   // bs32/seq64) = 52 apps on 4 instances; A100-80GB: bert-base 13 apps and resnet50 9 batch
@@ -30,6 +31,23 @@ TEST(MigProfilerTest, RealDataEachRunCountedOnce) {
   EXPECT_EQ(stats.rows, 316);
   // The 80 GB bert-base bs32/seq64 runs sit in both its sweeps with the same start time.
   EXPECT_EQ(stats.duplicate_runs, 4);
+
+  // Every application declares what the tables say about it (bert_base_bsz.csv line 2:
+  // bert-base-multilingual-cased, 177853440 parameters, seq 64, batch 1; the 80 GB CV table has
+  // neither seq_length nor total_params).
+  EXPECT_EQ(extras.features.size(), 74u);
+  const AppFeatures* bert = extras.features.Find("bert-base-multilingual-cased/bs1/seq64");
+  ASSERT_NE(bert, nullptr);
+  EXPECT_EQ(std::get<std::string>(bert->at("model")), "bert-base-multilingual-cased");
+  EXPECT_EQ(std::get<std::string>(bert->at("task")), "nlp");
+  EXPECT_DOUBLE_EQ(std::get<double>(bert->at("params")), 177853440.0);
+  EXPECT_DOUBLE_EQ(std::get<double>(bert->at("batch")), 1.0);
+  EXPECT_DOUBLE_EQ(std::get<double>(bert->at("seq")), 64.0);
+  const AppFeatures* resnet = extras.features.Find("resnet50/bs8");
+  ASSERT_NE(resnet, nullptr);
+  EXPECT_EQ(std::get<std::string>(resnet->at("task")), "cv");
+  EXPECT_EQ(resnet->count("seq"), 0u);
+  EXPECT_EQ(resnet->count("params"), 0u);
 
   const auto at = [&](const std::string& app, const std::string& config) {
     const std::optional<int> r = m->FindRow(app), c = m->FindCol(config);

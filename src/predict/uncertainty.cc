@@ -1,0 +1,130 @@
+#include "predict/uncertainty.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "predict/baseline.h"
+
+namespace tessera::predict {
+namespace {
+
+int Bucket(int known) { return std::clamp(known, 1, 4) - 1; }
+
+struct Residual {
+  double error;         // log prediction - log truth
+  int known;            // cells the row kept in the training matrix
+  double disagreement;  // |method - bias model|
+};
+
+double Quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+// s_k for a given β: the RMS of error / (1 + β d) per bucket, pooled where a bucket is thin.
+std::array<double, 4> FitScales(const std::vector<Residual>& rs, double beta) {
+  std::array<double, 4> sum{}, count{};
+  double pooled = 0;
+  for (const Residual& r : rs) {
+    const double e = r.error / (1 + beta * r.disagreement);
+    sum[Bucket(r.known)] += e * e;
+    count[Bucket(r.known)] += 1;
+    pooled += e * e;
+  }
+  pooled = std::sqrt(pooled / static_cast<double>(rs.size()));
+  std::array<double, 4> scale{};
+  for (size_t k = 0; k < 4; ++k)
+    scale[k] = count[k] >= 8 ? std::sqrt(sum[k] / count[k]) : pooled;
+  for (double& s : scale) s = std::max(s, 1e-3);
+  return scale;
+}
+
+}  // namespace
+
+double UncertaintyModel::Completed(int known, double d) const {
+  return scale[Bucket(known)] * (1 + disagreement * d);
+}
+
+double UncertaintyModel::Measured(double mean, double variance, int count) const {
+  if (count < 2 || !(mean > 0)) return measured_floor;
+  const double sd_log = std::sqrt(variance) / mean;
+  return std::max(measured_floor, sd_log * std::sqrt(1 + 1.0 / count));
+}
+
+double UncertaintyModel::Z(double coverage) const {
+  // Φ⁻¹((1 + p) / 2) by bisection on erf; the ratio to the 90 % value rescales z90.
+  const double target = std::clamp(coverage, 1e-6, 1 - 1e-9);
+  double lo = 0, hi = 10;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (std::erf(mid / std::sqrt(2.0)) < target ? lo : hi) = mid;
+  }
+  return z90 * (0.5 * (lo + hi)) / 1.6448536269514722;
+}
+
+Expected<UncertaintyModel> Calibrate(const Completer& method, const Eigen::MatrixXd& observed,
+                                     const EncodedFeatures& features,
+                                     const CalibrationOptions& options) {
+  std::vector<Residual> residuals;
+  for (int s = 0; s < options.splits; ++s) {
+    const HoldOut split =
+        SplitObserved(observed, options.fraction, options.seed + static_cast<uint64_t>(s));
+    if (split.held.empty()) continue;
+    Expected<Eigen::MatrixXd> completed = method.CompleteWith(split.train, features);
+    if (!completed) return std::unexpected(completed.error());
+    const Biases bias = FitBiases(split.train);
+    const Eigen::VectorXd kept = KnownMask(split.train).rowwise().sum();
+    for (const auto& [r, c] : split.held) {
+      residuals.push_back({(*completed)(r, c) - observed(r, c), static_cast<int>(kept(r)),
+                           std::abs((*completed)(r, c) - bias.At(r, c))});
+    }
+  }
+  UncertaintyModel model;
+  if (residuals.size() < 8) return model;
+  model.held_cells = static_cast<int>(residuals.size());
+  double best_nll = INFINITY;
+  for (const double beta : {0.0, 0.5, 1.0, 2.0}) {
+    const std::array<double, 4> scale = FitScales(residuals, beta);
+    double nll = 0;
+    for (const Residual& r : residuals) {
+      const double sigma = scale[Bucket(r.known)] * (1 + beta * r.disagreement);
+      nll += std::log(sigma) + 0.5 * (r.error / sigma) * (r.error / sigma);
+    }
+    if (nll < best_nll) {
+      best_nll = nll;
+      model.scale = scale;
+      model.disagreement = beta;
+    }
+  }
+  std::vector<double> normalised;
+  for (const Residual& r : residuals)
+    normalised.push_back(std::abs(r.error) / model.Completed(r.known, r.disagreement));
+  model.z90 = Quantile(std::move(normalised), 0.9);
+  return model;
+}
+
+Eigen::MatrixXd CellSigmas(const UncertaintyModel& model, const Eigen::MatrixXd& observed,
+                           const Eigen::MatrixXd& completed) {
+  const Eigen::MatrixXd mask = KnownMask(observed);
+  const Eigen::VectorXd kept = mask.rowwise().sum();
+  const bool any = mask.any();
+  const Biases bias = any ? FitBiases(observed) : Biases{};
+  Eigen::MatrixXd sigma(observed.rows(), observed.cols());
+  for (Eigen::Index c = 0; c < observed.cols(); ++c) {
+    for (Eigen::Index r = 0; r < observed.rows(); ++r) {
+      if (mask(r, c) > 0) {
+        sigma(r, c) = model.measured_floor;
+        continue;
+      }
+      const double d = any ? std::abs(completed(r, c) - bias.At(r, c)) : 0.0;
+      sigma(r, c) = model.Completed(static_cast<int>(kept(r)), d);
+    }
+  }
+  return sigma;
+}
+
+}  // namespace tessera::predict
