@@ -156,10 +156,16 @@ double PredictionView::CellSigma(AppId app, ConfigId config) {
   if (std::isnan(cached)) {
     // A new run deviates from the mean of n runs by the run spread s and the mean's own error
     // s / √n: a prediction interval of s · √(1 + 1/n).
+    // One run, or none: the predictor's calibrated σ (a completed cell's calibrated error, a
+    // single run's floor) when asked for and known, else `completed_sigma`.
     const int count = m.Count(app, config);
+    const double calibrated = predictor_.SigmaAt(app, config);
+    const double other = options_.calibrated_sigma && std::isfinite(calibrated)
+                             ? calibrated
+                             : options_.completed_sigma;
     cached = count >= 2
                  ? std::sqrt(m.Variance(app, config) * (1 + 1.0 / count)) / m.Mean(app, config)
-                 : options_.completed_sigma;
+                 : other;
   }
   return cached;
 }

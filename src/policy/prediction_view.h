@@ -11,7 +11,8 @@
 //   - the relative uncertainty of that value, as a prediction interval for one new run: a cell
 //     measured n ≥ 2 times, its run-to-run spread s (sample standard deviation over the mean)
 //     × √(1 + 1/n); a cell measured once (no spread known; the completion may also move it)
-//     or completed, `completed_sigma`;
+//     or completed, the predictor's calibrated σ (`calibrated_sigma`), else
+//     `completed_sigma` (also where the predictor has none: a row new since the last refit);
 //   - f(victim, aggressor) on a shared partition: the predictor's, else the kind's mean;
 //   - util(p): the telemetry's, else an empty partition 0 and an occupied one its MPS share;
 //   - the workloads already on a partition (application, SLO, isolated rate, Σ f over the
@@ -80,6 +81,9 @@ class PredictionView {
     std::string interference_kind = "mps";
     bool interpolate = false;
     double completed_sigma = 0.10;
+    // A cell run fewer than twice takes the predictor's calibrated σ (Predictor::SigmaAt);
+    // false: `completed_sigma` for every such cell.
+    bool calibrated_sigma = false;
   };
   PredictionView(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
                  Options options);

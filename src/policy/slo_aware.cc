@@ -28,7 +28,10 @@ std::vector<OptionInfo> SloAwareOptionList() {
       {"margin_z", j(d.margin_z),
        "score on mean - z x the prediction's standard deviation, 0..5; 0: on the mean"},
       {"completed_sigma", j(d.completed_sigma),
-       "relative uncertainty of a completed (never measured) cell, 0..1"},
+       "relative uncertainty of a completed (never measured) cell, 0..1, where the predictor "
+       "gives none or calibrated_sigma is false"},
+      {"calibrated_sigma", j(d.calibrated_sigma),
+       "a cell run fewer than twice takes the predictor's calibrated uncertainty"},
       {"co_runner_sigma", j(d.co_runner_sigma),
        "uncertainty each co-runner's interference term adds (fraction of isolated), 0..1"},
       {"mps_step", j(d.mps_step),
@@ -53,6 +56,7 @@ Expected<SloAwareOptions> ParseSloAwareOptions(const nlohmann::json& options) {
         ReadOption(kName, options, "protect_neighbours", o.protect_neighbours),
         ReadOption(kName, options, "margin_z", o.margin_z),
         ReadOption(kName, options, "completed_sigma", o.completed_sigma),
+        ReadOption(kName, options, "calibrated_sigma", o.calibrated_sigma),
         ReadOption(kName, options, "co_runner_sigma", o.co_runner_sigma),
         ReadOption(kName, options, "mps_step", o.mps_step),
         ReadOption(kName, options, "observe", o.observe),
@@ -134,7 +138,8 @@ struct SloAware::Impl {
         view(p, t,
              {.interference_kind = options.interference_kind,
               .interpolate = options.mps_step > 0,
-              .completed_sigma = options.completed_sigma}),
+              .completed_sigma = options.completed_sigma,
+              .calibrated_sigma = options.calibrated_sigma}),
         learner(l),
         can_move(m) {
     if (options.mps_step > 0) {

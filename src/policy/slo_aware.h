@@ -7,7 +7,8 @@
 //    the lower bound
 //        lb(y) = iso(y)·(1 − Σ f(y, z)) − z · iso(y) · √(σ_iso(y)² + n(y) · σ_f²)
 //    where σ_iso is the cell's relative uncertainty (PredictionView: a measured cell's
-//    run-to-run spread, `completed_sigma` for a completed one), n(y) the number of its
+//    run-to-run spread; for a completed one the predictor's calibrated σ, or the fixed
+//    `completed_sigma` with calibrated_sigma=false), n(y) the number of its
 //    co-runners and σ_f (`co_runner_sigma`) the uncertainty each pairwise interference term
 //    adds. z = 0 scores on the mean, as the thesis does.
 //  - Admission control (`admission`): an option is admissible when lb(x) ≥ target(x) and, with
@@ -63,6 +64,7 @@ struct SloAwareOptions {
   bool protect_neighbours = true;
   double margin_z = 2.0;
   double completed_sigma = 0.20;
+  bool calibrated_sigma = false;
   double co_runner_sigma = 0.05;
   int mps_step = 5;
   bool observe = true;

@@ -8,8 +8,9 @@
 namespace tessera::predict {
 
 Expected<Predictor> Predictor::Create(ProfileMatrix profile, InterferenceMatrices interference,
-                                      PredictorOptions options) {
+                                      PredictorOptions options, FeatureTable features) {
   if (options.refit_every < 1) return Fail("refit_every must be at least 1");
+  if (options.calibrate_every < 0) return Fail("calibrate_every must not be negative");
   Predictor p;
   Expected<std::unique_ptr<Completer>> profile_method = MakeCompleter(options.method);
   if (!profile_method) return std::unexpected(profile_method.error());
@@ -28,6 +29,7 @@ Expected<Predictor> Predictor::Create(ProfileMatrix profile, InterferenceMatrice
   p.profile_method_ = std::move(*profile_method);
   p.interference_method_ = std::move(*interference_method);
   p.profile_ = std::move(profile);
+  p.features_ = std::move(features);
   p.interference_ = std::move(interference);
   if (Expected<void> ok = p.Refit(); !ok) return std::unexpected(ok.error());
   return p;
@@ -44,6 +46,7 @@ Expected<void> Predictor::RefitProfile() {
   stride_ = profile_.cols();
   isolated_.assign(static_cast<size_t>(profile_.rows()) * static_cast<size_t>(stride_), kMissing);
   supported_.assign(isolated_.size(), 0);
+  sigma_.assign(isolated_.size(), kMissing);
   if (profile_.ObservedCount() == 0) return {};
   // (app, c) is supported when some application was measured on c and on a configuration the
   // app was measured on: (mask * overlap)(a, c) > 0 with overlap = mask^T mask.
@@ -55,11 +58,26 @@ Expected<void> Predictor::RefitProfile() {
     }
   }
   Eigen::MatrixXd log_values = profile_.ToDense().array().log();
-  Expected<Eigen::MatrixXd> completed = profile_method_->Complete(log_values);
+  const EncodedFeatures encoded = Encode(features_, profile_.row_keys());
+  Expected<Eigen::MatrixXd> completed = profile_method_->CompleteWith(log_values, encoded);
   if (!completed) return std::unexpected(completed.error());
+  if (!calibrated_ || (options_.calibrate_every > 0 &&
+                       ++refits_since_calibration_ >= options_.calibrate_every)) {
+    Expected<UncertaintyModel> model = Calibrate(*profile_method_, log_values, encoded);
+    if (!model) return std::unexpected(model.error());
+    uncertainty_ = *model;
+    calibrated_ = true;
+    refits_since_calibration_ = 0;
+  }
+  const Eigen::MatrixXd sigma = CellSigmas(uncertainty_, log_values, *completed);
   for (int r = 0; r < profile_.rows(); ++r) {
     for (int c = 0; c < stride_; ++c) {
-      isolated_[static_cast<size_t>(r) * stride_ + c] = std::exp((*completed)(r, c));
+      const size_t i = static_cast<size_t>(r) * stride_ + c;
+      isolated_[i] = std::exp((*completed)(r, c));
+      sigma_[i] = profile_.Has(r, c) ? uncertainty_.Measured(profile_.Mean(r, c),
+                                                             profile_.Variance(r, c),
+                                                             profile_.Count(r, c))
+                                     : sigma(r, c);
     }
   }
   return {};
@@ -125,7 +143,7 @@ void Predictor::ResizeCache() {
     return;
   }
   const size_t size = static_cast<size_t>(profile_.rows()) * profile_.cols();
-  std::vector<double> cache(size, kMissing);
+  std::vector<double> cache(size, kMissing), sigma(size, kMissing);
   std::vector<unsigned char> supported(size, 0);
   const int old_rows = stride_ == 0 ? 0 : static_cast<int>(isolated_.size()) / stride_;
   for (int r = 0; r < old_rows; ++r) {
@@ -133,10 +151,12 @@ void Predictor::ResizeCache() {
       const size_t from = static_cast<size_t>(r) * stride_ + c;
       const size_t to = static_cast<size_t>(r) * profile_.cols() + c;
       cache[to] = isolated_[from];
+      sigma[to] = sigma_[from];
       supported[to] = supported_[from];
     }
   }
   isolated_ = std::move(cache);
+  sigma_ = std::move(sigma);
   supported_ = std::move(supported);
   stride_ = profile_.cols();
 }
@@ -157,6 +177,8 @@ Expected<void> Predictor::Observe(const std::string& app, const std::string& con
   profile_.Observe(r, c, qps);
   ResizeCache();
   isolated_[static_cast<size_t>(r) * stride_ + c] = profile_.Mean(r, c);
+  sigma_[static_cast<size_t>(r) * stride_ + c] =
+      uncertainty_.Measured(profile_.Mean(r, c), profile_.Variance(r, c), profile_.Count(r, c));
   ++generation_;
   supported_[static_cast<size_t>(r) * stride_ + c] = 1;
   return AfterObservation();
@@ -168,6 +190,18 @@ Expected<void> Predictor::ObserveInterference(const std::string& kind, const std
     return ok;
   }
   return AfterObservation();
+}
+
+Interval Predictor::IntervalAt(AppId app, ConfigId config, double coverage) const {
+  const double q = IsolatedAt(app, config);
+  const double half = uncertainty_.Z(coverage) * SigmaAt(app, config);
+  return {q * std::exp(-half), q * std::exp(half)};
+}
+
+Expected<void> Predictor::SetFeatures(const std::string& app, AppFeatures features) {
+  if (Expected<void> ok = features_.Set(app, std::move(features)); !ok) return ok;
+  ++generation_;
+  return {};
 }
 
 std::optional<double> Predictor::Isolated(const std::string& app, const std::string& config) const {

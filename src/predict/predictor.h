@@ -12,7 +12,13 @@
 // predicted row as soon as Observe returns (Paragon-style cold start).
 //
 // Profiles are completed in log space (throughput spans four orders of magnitude); interference
-// fractions in linear space, clamped to [0, 1].
+// fractions in linear space, clamped to [0, 1]. What each application declares (features.h)
+// reaches a method that reads it (`features`, the default); an application that declares nothing
+// is completed from its cells alone.
+//
+// Every isolated prediction has an uncertainty (uncertainty.h): σ of the log value, a measured
+// cell's from its runs, a completed cell's from a model calibrated on held-out observed cells at
+// Create and every `calibrate_every`-th refit; IntervalAt turns it into a central interval.
 //
 // Not thread-safe: Observe/Refit must not run concurrently with anything else; concurrent const
 // lookups are fine.
@@ -28,13 +34,19 @@
 #include "predict/completer.h"
 #include "predict/interference.h"
 #include "predict/matrix.h"
+#include "predict/uncertainty.h"
 
 namespace tessera::predict {
 
 struct PredictorOptions {
-  std::string method = "hybrid";            // profile completion (registry.h)
+  std::string method = "features";          // profile completion (registry.h)
   std::string interference_method = "svd";  // interference completion
   int refit_every = 1;                      // observations between re-completions (>= 1)
+  int calibrate_every = 100;                // refits between re-calibrations (0: Create only)
+};
+
+struct Interval {
+  double low = 0, high = 0;  // QPS
 };
 
 using AppId = int;
@@ -45,7 +57,8 @@ class Predictor {
   // Completes `profile` (values must be positive) and `interference` once.
   [[nodiscard]] static Expected<Predictor> Create(ProfileMatrix profile,
                                                   InterferenceMatrices interference = {},
-                                                  PredictorOptions options = {});
+                                                  PredictorOptions options = {},
+                                                  FeatureTable features = {});
 
   std::optional<AppId> FindApp(const std::string& app) const { return profile_.FindRow(app); }
   std::optional<ConfigId> FindConfig(const std::string& config) const {
@@ -61,6 +74,14 @@ class Predictor {
                      static_cast<size_t>(config)];
   }
   bool IsObserved(AppId app, ConfigId config) const { return profile_.Has(app, config); }
+  // σ of the log of IsolatedAt (about its relative error); NaN where IsolatedAt is NaN.
+  double SigmaAt(AppId app, ConfigId config) const {
+    return sigma_[static_cast<size_t>(app) * static_cast<size_t>(stride_) +
+                  static_cast<size_t>(config)];
+  }
+  // The central interval holding the true QPS with probability `coverage` (calibrated at 0.9).
+  Interval IntervalAt(AppId app, ConfigId config, double coverage = 0.9) const;
+  const UncertaintyModel& uncertainty() const { return uncertainty_; }
   // False when no application was measured both on `config` and on one of `app`'s measured
   // configurations: the value is then only the bias model's extrapolation (in MIGProfiler, any
   // A100-40GB application on an A100-80GB profile). Policies should not trust such a cell.
@@ -96,6 +117,10 @@ class Predictor {
                                                    const std::string& victim,
                                                    const std::string& aggressor,
                                                    double lost_fraction);
+  // Declares (replaces) what an application is; it takes effect at the next refit. An Error,
+  // and no change, for a malformed feature (features.h).
+  [[nodiscard]] Expected<void> SetFeatures(const std::string& app, AppFeatures features);
+  const FeatureTable& features() const { return features_; }
   // Re-completes every matrix now.
   [[nodiscard]] Expected<void> Refit();
 
@@ -118,7 +143,12 @@ class Predictor {
   std::unique_ptr<Completer> profile_method_, interference_method_;
   ProfileMatrix profile_;
   InterferenceMatrices interference_;
+  FeatureTable features_;
+  UncertaintyModel uncertainty_;
+  int refits_since_calibration_ = 0;
+  bool calibrated_ = false;
   std::vector<double> isolated_;          // rows × stride_, row-major
+  std::vector<double> sigma_;             // same layout: σ of log isolated
   std::vector<unsigned char> supported_;  // same layout
   int stride_ = 0;
   std::map<std::string, Eigen::MatrixXd> interference_completed_;

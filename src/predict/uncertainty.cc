@@ -4,12 +4,15 @@
 #include <cmath>
 #include <vector>
 
+#include "base/rng.h"
 #include "predict/baseline.h"
+#include "predict/matrix.h"
 
 namespace tessera::predict {
 namespace {
 
 int Bucket(int known) { return std::clamp(known, 1, 4) - 1; }
+constexpr int kThinBucket = 8;  // fewer held cells than this: the bucket borrows
 
 struct Residual {
   double error;         // log prediction - log truth
@@ -38,7 +41,7 @@ std::array<double, 4> FitScales(const std::vector<Residual>& rs, double beta) {
   pooled = std::sqrt(pooled / static_cast<double>(rs.size()));
   std::array<double, 4> scale{};
   for (size_t k = 0; k < 4; ++k)
-    scale[k] = count[k] >= 8 ? std::sqrt(sum[k] / count[k]) : pooled;
+    scale[k] = count[k] >= kThinBucket ? std::sqrt(sum[k] / count[k]) : pooled;
   for (double& s : scale) s = std::max(s, 1e-3);
   return scale;
 }
@@ -80,6 +83,43 @@ Expected<UncertaintyModel> Calibrate(const Completer& method, const Eigen::Matri
     const Eigen::VectorXd kept = KnownMask(split.train).rowwise().sum();
     for (const auto& [r, c] : split.held) {
       residuals.push_back({(*completed)(r, c) - observed(r, c), static_cast<int>(kept(r)),
+                           std::abs((*completed)(r, c) - bias.At(r, c))});
+    }
+  }
+  // A bucket the random hold-outs left thin (dense rows rarely lose all but one or two cells):
+  // thin up to 16 rows that have more to exactly k cells, as a new application would be.
+  for (int k = 1; k <= 3; ++k) {
+    int have = 0;
+    for (const Residual& r : residuals) have += Bucket(r.known) == Bucket(k);
+    if (have >= kThinBucket) continue;
+    Rng rng(options.seed + 100 + static_cast<uint64_t>(k));
+    std::vector<Eigen::Index> rows;
+    for (Eigen::Index r = 0; r < observed.rows(); ++r) {
+      int known = 0;
+      for (Eigen::Index c = 0; c < observed.cols(); ++c) known += IsKnown(observed(r, c));
+      if (known > k) rows.push_back(r);
+    }
+    if (rows.empty()) continue;
+    rng.Shuffle(rows);
+    rows.resize(std::min<size_t>(rows.size(), 16));
+    Eigen::MatrixXd train = observed;
+    std::vector<std::pair<Eigen::Index, Eigen::Index>> held;
+    for (const Eigen::Index r : rows) {
+      std::vector<Eigen::Index> cols;
+      for (Eigen::Index c = 0; c < observed.cols(); ++c) {
+        if (IsKnown(observed(r, c))) cols.push_back(c);
+      }
+      rng.Shuffle(cols);
+      for (size_t i = static_cast<size_t>(k); i < cols.size(); ++i) {
+        train(r, cols[i]) = kMissing;
+        held.emplace_back(r, cols[i]);
+      }
+    }
+    Expected<Eigen::MatrixXd> completed = method.CompleteWith(train, features);
+    if (!completed) return std::unexpected(completed.error());
+    const Biases bias = FitBiases(train);
+    for (const auto& [r, c] : held) {
+      residuals.push_back({(*completed)(r, c) - observed(r, c), k,
                            std::abs((*completed)(r, c) - bias.At(r, c))});
     }
   }

@@ -12,8 +12,10 @@
 // Calibrate fits s_k, β and z on held-out *observed* cells: `splits` seeded hold-outs of 20 %
 // of the observed cells (every row keeps one), each completed by the method itself; β from
 // {0, 0.5, 1, 2} by the Gaussian likelihood, z = the 90th percentile of |error| / σ (the errors
-// have heavier tails than a Gaussian's, so z is usually above 1.645). Buckets with fewer than 8
-// held cells borrow the pooled s.
+// have heavier tails than a Gaussian's, so z is usually above 1.645). Random hold-outs rarely
+// leave a dense row with one or two cells, so a bucket k ≤ 3 with fewer than 8 held cells gets
+// more from one thinning: up to 16 rows with more than k cells keep k of them, the rest are
+// held out (the cold start of a new application). A bucket still thin borrows the pooled s.
 
 #include <array>
 #include <cstdint>
