@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "predict/features.h"
 #include "predict/predictor.h"
 #include "predict/registry.h"
 
@@ -78,6 +79,54 @@ BENCHMARK_CAPTURE(BM_Complete, hybrid, std::string("hybrid"))
 BENCHMARK_CAPTURE(BM_Complete, knn, std::string("knn"))
     ->Args({kRows, kCols})
     ->Unit(benchmark::kMillisecond);
+
+// Features that half explain the synthetic rows: two noisy readings of the first latent
+// factors' row means and a family of 20 levels.
+FeatureTable SyntheticFeatures(int m, uint64_t seed) {
+  Rng rng(seed);
+  FeatureTable t;
+  for (int i = 0; i < m; ++i) {
+    (void)t.Set(fmt::format("app{}", i), {{"size", rng.Uniform(1, 100)},
+                                          {"batch", std::pow(2.0, static_cast<double>(i % 9))},
+                                          {"family", fmt::format("f{}", i % 20)}});
+  }
+  return t;
+}
+
+// Completion with side information (`features`), same matrix.
+void BM_CompleteWithFeatures(benchmark::State& state) {
+  const int m = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1));
+  const Eigen::MatrixXd x = SyntheticLogProfile(m, n, 0.7, 42);
+  std::vector<std::string> rows;
+  for (int i = 0; i < m; ++i) rows.push_back(fmt::format("app{}", i));
+  const EncodedFeatures f = Encode(SyntheticFeatures(m, 5), rows);
+  std::unique_ptr<Completer> completer = std::move(*MakeCompleter("features"));
+  for (auto _ : state) {
+    Expected<Eigen::MatrixXd> out = completer->CompleteWith(x, f);
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetLabel(fmt::format("features {}x{} 70% missing", m, n));
+}
+BENCHMARK(BM_CompleteWithFeatures)->Args({kRows, kCols})->Unit(benchmark::kMillisecond);
+
+// A cached prediction with its 90% interval (two array reads, two exp).
+void BM_CachedInterval(benchmark::State& state) {
+  PredictorOptions options;
+  options.method = "baseline";
+  Expected<Predictor> p =
+      Predictor::Create(ToProfile(SyntheticLogProfile(kRows, kCols, 0.7, 7)), {}, options);
+  Rng rng(1);
+  std::vector<std::pair<AppId, ConfigId>> queries(4096);
+  for (auto& q : queries) {
+    q = {static_cast<AppId>(rng.Below(kRows)), static_cast<ConfigId>(rng.Below(kCols))};
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    const auto [a, c] = queries[i++ & 4095];
+    benchmark::DoNotOptimize(p->IntervalAt(a, c));
+  }
+}
+BENCHMARK(BM_CachedInterval);
 
 // The hot path: a policy holding integer handles reads one cached cell.
 void BM_CachedLookup(benchmark::State& state) {

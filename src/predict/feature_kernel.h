@@ -5,7 +5,8 @@
 //     x(a, c) = o_a + g_c(phi_a)
 // g_c is a Nadaraya-Watson kernel regression, over the applications measured on c, of their
 // level-corrected values, with the Gaussian kernel K(a, b) = exp(-d²(a, b) / 2h²) on the encoded
-// features (features.h; a row never weighs itself); o_a is the mean over a's measured cells of
+// features (features.h) over a's `neighbours` nearest other applications (a row never weighs
+// itself); o_a is the mean over a's measured cells of
 // x(a, k) - g_k(phi_a). The two are fitted by a few rounds of backfitting. One measured cell
 // sets a new application's level, and its neighbours in feature space (the next batch size, the
 // sibling model at the same batch) give the shape of its row: whether a bigger slice helps
@@ -14,10 +15,12 @@
 //
 // The bandwidth h is chosen per completion by internal validation: a seeded `validation`
 // fraction of the observed cells is hidden (every row keeps one) and the h of `bandwidths` with
-// the least mean absolute error on them wins (ties: the wider). A row that states no feature,
+// the least mean absolute error on them wins (ties: the wider). Above 100,000 cells only every
+// other bandwidth is tried, each with one backfitting round (the benchmark's budget). A row that states no feature,
 // or a call without features, is completed by `fallback` (default hybrid, completer registry).
 //
-// Cost: one m × m kernel and two (m × m)(m × n) products per backfitting round and bandwidth.
+// Cost: the m × m distances once, then per bandwidth and backfitting round one m · neighbours · n
+// kernel product.
 
 #include <cstdint>
 #include <string>
@@ -34,6 +37,7 @@ struct FeatureKernelOptions {
   double prior_weight = 1e-3;    // pseudo-weight of the column mean in g_c
   double level_lambda = 1e-3;    // shrinks o_a towards 0 (as the bias model's lambda)
   double missing_penalty = 1.0;  // squared distance of a feature one row lacks
+  int neighbours = 64;           // the kernel's support: each row's nearest other rows
   std::string fallback = "hybrid";
   uint64_t seed = 20240601;
 };
@@ -48,12 +52,32 @@ class FeatureKernelCompleter final : public Completer {
   Expected<Eigen::MatrixXd> Complete(const Eigen::MatrixXd& observed) const override;
   Expected<Eigen::MatrixXd> CompleteWith(const Eigen::MatrixXd& observed,
                                          const EncodedFeatures& features) const override;
+  // Each row's `neighbours` nearest other rows (ties: the lower index) and their squared
+  // distances: the kernel's support.
+  struct Neighbours {
+    Eigen::MatrixXi index;
+    Eigen::MatrixXd sq_dist;
+  };
+  Neighbours Nearest(const Eigen::MatrixXd& sq_dist) const;
   // The bandwidth internal validation picks (for tests and docs).
-  double ChooseBandwidth(const Eigen::MatrixXd& observed, const Eigen::MatrixXd& sq_dist) const;
+  double ChooseBandwidth(const Eigen::MatrixXd& observed, const Neighbours& nb) const;
+
+  using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using RowMatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
  private:
-  Eigen::MatrixXd Fit(const Eigen::MatrixXd& observed, const Eigen::MatrixXd& mask,
-                      const Eigen::MatrixXd& sq_dist, double h) const;
+  // Matrices with more cells are validated on every other bandwidth, with one round.
+  static constexpr Eigen::Index kLargeCells = 100'000;
+  // Buffers one completion reuses across its fits (large matrices: no fresh pages per round).
+  struct Workspace {
+    RowMatrix y, mask, weight, z, g;
+    RowMatrixF vf, sum;
+  };
+  double ChooseBandwidth(const Eigen::MatrixXd& observed, const Neighbours& nb,
+                         Workspace& ws) const;
+  // The prediction for every cell of `observed`, left in ws.g.
+  void Fit(const Eigen::MatrixXd& observed, const Neighbours& nb, double h, int rounds,
+           Workspace& ws) const;
   FeatureKernelOptions options_;
 };
 

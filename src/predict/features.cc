@@ -196,26 +196,22 @@ Eigen::MatrixXd SquaredDistances(const EncodedFeatures& f, double missing_penalt
   const Eigen::Index m = f.x.rows();
   Eigen::MatrixXd d = Eigen::MatrixXd::Zero(m, m);
   // Per feature group: the squared difference of its columns, or the penalty when either row
-  // lacks it (a row lacks a whole group at once: Encode writes NaN into all its columns).
+  // lacks it (a row lacks a whole group at once: Encode writes NaN into all its columns, and
+  // NaN propagates through the difference).
   size_t begin = 0;
   while (begin < f.group.size()) {
     size_t end = begin;
     while (end < f.group.size() && f.group[end] == f.group[begin]) ++end;
-    const auto cols = f.x.middleCols(static_cast<Eigen::Index>(begin),
-                                     static_cast<Eigen::Index>(end - begin));
-    std::vector<char> has(static_cast<size_t>(m));
-    for (Eigen::Index r = 0; r < m; ++r) has[static_cast<size_t>(r)] = !std::isnan(cols(r, 0));
+    const Eigen::MatrixXd cols = f.x.middleCols(static_cast<Eigen::Index>(begin),
+                                                static_cast<Eigen::Index>(end - begin));
+    Eigen::ArrayXd part(m);
     for (Eigen::Index a = 0; a < m; ++a) {
-      for (Eigen::Index b = a + 1; b < m; ++b) {
-        const double add = has[static_cast<size_t>(a)] && has[static_cast<size_t>(b)]
-                               ? (cols.row(a) - cols.row(b)).squaredNorm()
-                               : missing_penalty;
-        d(a, b) += add;
-        d(b, a) += add;
-      }
+      part = (cols.rowwise() - cols.row(a)).array().square().rowwise().sum();
+      d.col(a).array() += part.isNaN().select(missing_penalty, part);
     }
     begin = end;
   }
+  d.diagonal().setZero();
   return d;
 }
 

@@ -194,7 +194,8 @@ Expected<void> Predictor::ObserveInterference(const std::string& kind, const std
 
 Interval Predictor::IntervalAt(AppId app, ConfigId config, double coverage) const {
   const double q = IsolatedAt(app, config);
-  const double half = uncertainty_.Z(coverage) * SigmaAt(app, config);
+  const double z = coverage == 0.9 ? uncertainty_.z90 : uncertainty_.Z(coverage);
+  const double half = z * SigmaAt(app, config);
   return {q * std::exp(-half), q * std::exp(half)};
 }
 
