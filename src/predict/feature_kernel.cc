@@ -54,12 +54,16 @@ void Smooth(const Eigen::MatrixXi& index, const Eigen::MatrixXd& w,
   vf = v.cast<float>();
   const Eigen::MatrixXf wf = w.cast<float>();
   sum.setZero(v.rows(), v.cols());
-  for (Eigen::Index c0 = 0; c0 < v.cols(); c0 += kBlock) {
-    const Eigen::Index width = std::min(kBlock, v.cols() - c0);
+  const Eigen::Index n = v.cols();
+  for (Eigen::Index c0 = 0; c0 < n; c0 += kBlock) {
+    const Eigen::Index width = std::min(kBlock, n - c0);
     for (Eigen::Index a = 0; a < index.rows(); ++a) {
-      auto row = sum.row(a).segment(c0, width);
-      for (Eigen::Index j = 0; j < index.cols(); ++j)
-        row.noalias() += wf(a, j) * vf.row(index(a, j)).segment(c0, width);
+      float* row = sum.data() + a * n + c0;
+      for (Eigen::Index j = 0; j < index.cols(); ++j) {
+        const float weight = wf(a, j);
+        const float* from = vf.data() + static_cast<Eigen::Index>(index(a, j)) * n + c0;
+        for (Eigen::Index c = 0; c < width; ++c) row[c] += weight * from[c];
+      }
     }
   }
   out = sum.cast<double>();
@@ -107,29 +111,52 @@ void FeatureKernelCompleter::Fit(const Eigen::MatrixXd& observed, const Neighbou
   ws.g.colwise() += level;
 }
 
-double FeatureKernelCompleter::ChooseBandwidth(const Eigen::MatrixXd& observed,
-                                               const Neighbours& nb) const {
+FeatureKernelCompleter::Metric FeatureKernelCompleter::LearnMetric(
+    const Eigen::MatrixXd& observed, const EncodedFeatures& features) const {
   Workspace ws;
-  return ChooseBandwidth(observed, nb, ws);
+  return LearnMetric(observed, features, ws);
 }
 
-double FeatureKernelCompleter::ChooseBandwidth(const Eigen::MatrixXd& observed,
-                                               const Neighbours& nb, Workspace& ws) const {
+FeatureKernelCompleter::Metric FeatureKernelCompleter::LearnMetric(
+    const Eigen::MatrixXd& observed, const EncodedFeatures& features, Workspace& ws) const {
   TESSERA_CHECK(!options_.bandwidths.empty());
+  Metric best{std::vector<double>(features.names.size(), 1.0), options_.bandwidths.back(),
+              INFINITY};
   const HoldOut split = SplitObserved(observed, options_.validation, options_.seed);
-  if (split.held.empty()) return options_.bandwidths.back();
-  // A large matrix is validated on every other bandwidth, with one backfitting round.
+  if (split.held.empty()) return best;
+  // A large matrix is validated on every other bandwidth, with one backfitting round, and keeps
+  // equal feature weights.
   const bool large = observed.size() > kLargeCells;
   const int rounds = large ? 1 : options_.rounds;
-  double best = options_.bandwidths.back(), best_error = INFINITY;
-  for (size_t i = 0; i < options_.bandwidths.size(); i += large ? 2 : 1) {
-    const double h = options_.bandwidths[i];
-    Fit(split.train, nb, h, rounds, ws);
-    double error = 0;
-    for (const auto& [r, c] : split.held) error += std::abs(ws.g(r, c) - observed(r, c));
-    if (error <= best_error) {  // ascending bandwidths: a tie keeps the wider
-      best_error = error;
-      best = h;
+  // The bandwidth with the least validation error for the given weights.
+  const auto validate = [&](const std::vector<double>& weights) {
+    const Neighbours nb =
+        Nearest(SquaredDistances(features, options_.missing_penalty, weights));
+    Metric m{weights, options_.bandwidths.back(), INFINITY};
+    for (size_t i = 0; i < options_.bandwidths.size(); i += large ? 2 : 1) {
+      const double h = options_.bandwidths[i];
+      Fit(split.train, nb, h, rounds, ws);
+      double error = 0;
+      for (const auto& [r, c] : split.held) error += std::abs(ws.g(r, c) - observed(r, c));
+      if (error <= m.error) {  // ascending bandwidths: a tie keeps the wider
+        m.error = error;
+        m.bandwidth = h;
+      }
+    }
+    return m;
+  };
+  best = validate(best.weights);
+  if (large) return best;
+  for (int pass = 0; pass < options_.weight_passes; ++pass) {
+    for (size_t g = 0; g < best.weights.size(); ++g) {
+      for (const double w : options_.feature_weights) {
+        if (w == best.weights[g]) continue;
+        std::vector<double> weights = best.weights;
+        weights[g] = w;
+        if (std::all_of(weights.begin(), weights.end(), [](double x) { return x == 0; })) continue;
+        Metric m = validate(weights);
+        if (m.error < best.error - 1e-12) best = std::move(m);  // strictly better only
+      }
     }
   }
   return best;
@@ -149,11 +176,11 @@ Expected<Eigen::MatrixXd> FeatureKernelCompleter::CompleteWith(
     if (!features.HasAny(r)) plain.push_back(r);
   }
   if (plain.size() == static_cast<size_t>(observed.rows())) return Complete(observed);
-  const Eigen::MatrixXd sq_dist = SquaredDistances(features, options_.missing_penalty);
-  const Neighbours nb = Nearest(sq_dist);
   Workspace ws;
-  const double h = ChooseBandwidth(observed, nb, ws);
-  Fit(observed, nb, h, options_.rounds, ws);
+  const Metric metric = LearnMetric(observed, features, ws);
+  const Neighbours nb =
+      Nearest(SquaredDistances(features, options_.missing_penalty, metric.weights));
+  Fit(observed, nb, metric.bandwidth, options_.rounds, ws);
   Eigen::MatrixXd out = ws.g;
   if (!plain.empty()) {
     Expected<Eigen::MatrixXd> other = Complete(observed);

@@ -16,6 +16,9 @@ Expected<FeatureValue> ParseFeatureValue(std::string_view text) {
   double v = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec == std::errc::result_out_of_range && ptr == end) {
+    return Fail("feature value '{}' is out of range", text);
+  }
   if (ec == std::errc() && ptr == end) {
     if (!std::isfinite(v)) return Fail("feature value '{}' is not finite", text);
     return FeatureValue(v);
@@ -192,7 +195,8 @@ EncodedFeatures Encode(const FeatureTable& table, const std::vector<std::string>
   return out;
 }
 
-Eigen::MatrixXd SquaredDistances(const EncodedFeatures& f, double missing_penalty) {
+Eigen::MatrixXd SquaredDistances(const EncodedFeatures& f, double missing_penalty,
+                                 const std::vector<double>& weights) {
   const Eigen::Index m = f.x.rows();
   Eigen::MatrixXd d = Eigen::MatrixXd::Zero(m, m);
   // Per feature group: the squared difference of its columns, or the penalty when either row
@@ -202,12 +206,18 @@ Eigen::MatrixXd SquaredDistances(const EncodedFeatures& f, double missing_penalt
   while (begin < f.group.size()) {
     size_t end = begin;
     while (end < f.group.size() && f.group[end] == f.group[begin]) ++end;
+    const double weight =
+        weights.empty() ? 1.0 : weights[static_cast<size_t>(f.group[begin])];
+    if (weight == 0) {
+      begin = end;
+      continue;
+    }
     const Eigen::MatrixXd cols = f.x.middleCols(static_cast<Eigen::Index>(begin),
                                                 static_cast<Eigen::Index>(end - begin));
     Eigen::ArrayXd part(m);
     for (Eigen::Index a = 0; a < m; ++a) {
       part = (cols.rowwise() - cols.row(a)).array().square().rowwise().sum();
-      d.col(a).array() += part.isNaN().select(missing_penalty, part);
+      d.col(a).array() += weight * part.isNaN().select(missing_penalty, part);
     }
     begin = end;
   }

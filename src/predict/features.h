@@ -68,7 +68,9 @@ struct EncodedFeatures {
 EncodedFeatures Encode(const FeatureTable& table, const std::vector<std::string>& row_keys);
 
 // Squared distances between every pair of rows: per feature, the squared difference of its
-// columns; a feature that either row lacks counts `missing_penalty`. Symmetric, zero diagonal.
-Eigen::MatrixXd SquaredDistances(const EncodedFeatures& f, double missing_penalty = 1.0);
+// columns; a feature that either row lacks counts `missing_penalty`; each feature's part times
+// its `weights` entry (by index into f.names; empty: all 1). Symmetric, zero diagonal.
+Eigen::MatrixXd SquaredDistances(const EncodedFeatures& f, double missing_penalty = 1.0,
+                                 const std::vector<double>& weights = {});
 
 }  // namespace tessera::predict

@@ -178,11 +178,11 @@ TEST(EvaluateTest, RealDataFeaturesMeetTheIssueTargets) {
     EvalOptions b{"baseline", "random", 0.5, 2, seed};
     b.intervals = false;
     baseline_mape += Evaluate(*m, b)->errors.mape / 3;
-    cold_p90 += Evaluate(*m, {"features", "leave-one-row-out", 0.5, 1, seed}, &extras.features)
-                    ->errors.p90_ape /
-                3;
+    EvalOptions cold{"features", "leave-one-row-out", 0.5, 1, seed};
+    cold.rows = "paraphrase-multilingual-MiniLM.*";  // 13 of the 74 rows: a test-sized run
+    cold_p90 += Evaluate(*m, cold, &extras.features)->errors.p90_ape / 3;
   }
-  EXPECT_LT(median, 13.0);
+  EXPECT_LT(median, 10.0);
   EXPECT_LT(2 * mape, baseline_mape);
   EXPECT_GT(covered, 0.80);
   EXPECT_LT(covered, 0.97);

@@ -22,6 +22,7 @@ TEST(FeaturesTest, ValuesAreNumbersOrCategories) {
   EXPECT_FALSE(ParseFeatureValue("").has_value());
   EXPECT_FALSE(ParseFeatureValue("inf").has_value());
   EXPECT_FALSE(ParseFeatureValue("nan").has_value());
+  EXPECT_FALSE(ParseFeatureValue("1e999").has_value());  // out of range, not a category
   EXPECT_TRUE(CheckFeatureName("seq_len-2.x").has_value());
   EXPECT_FALSE(CheckFeatureName("Batch").has_value());
   EXPECT_FALSE(CheckFeatureName("").has_value());
