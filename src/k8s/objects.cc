@@ -3,14 +3,20 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <iterator>
+#include <type_traits>
 
 #include "model/gpu_model.h"
+#include "predict/features.h"
 
 namespace tessera::k8s {
 namespace {
+
+static_assert(std::is_same_v<model::AppFeatures, predict::AppFeatures>,
+              "a pod's features go to the predictor as they are");
 
 using nlohmann::json;
 
@@ -292,6 +298,20 @@ Expected<void> ParseGpuMemory(const std::string& value, model::Workload&, Annota
   return {};
 }
 
+// `tessera.io/feature.<name>`: one feature the pod declares (predict/features.h). The errors
+// quote the name or the value; the caller names the pod and the annotation.
+Expected<void> ParseFeature(std::string_view name, const std::string& value, model::Workload& w) {
+  if (auto ok = predict::CheckFeatureName(name); !ok) return ok;
+  if (!value.empty() && (std::isspace(static_cast<unsigned char>(value.front())) ||
+                         std::isspace(static_cast<unsigned char>(value.back())))) {
+    return Fail("feature value '{}' has leading or trailing spaces", value);
+  }
+  auto v = predict::ParseFeatureValue(value);
+  if (!v) return std::unexpected(v.error());
+  w.features.emplace(name, std::move(*v));
+  return {};
+}
+
 // Every Tessera annotation (docs/kubernetes.md "Annotations"); any other under tessera.io/ is
 // refused as a typo. The scheduler's outputs have no parser: a bound pod carries them.
 constexpr std::pair<std::string_view, AnnotationParser> kAnnotations[] = {
@@ -320,6 +340,13 @@ Expected<model::Workload> WorkloadFromPod(const Pod& pod, model::WorkloadId id) 
   AnnotatedGpu annotated;
   for (const auto& [key, value] : pod.annotations) {
     if (!key.starts_with(kPrefix)) continue;
+    if (key.starts_with(kAnnotationFeaturePrefix)) {
+      const std::string_view name = std::string_view(key).substr(kAnnotationFeaturePrefix.size());
+      if (auto ok = ParseFeature(name, value, w); !ok) {
+        return Fail("pod {}: annotation {}: {}", pod.Key(), key, ok.error().message);
+      }
+      continue;
+    }
     const auto* rule = std::find_if(std::begin(kAnnotations), std::end(kAnnotations),
                                     [&key](const auto& a) { return a.first == key; });
     if (rule == std::end(kAnnotations)) {

@@ -31,6 +31,8 @@ inline constexpr std::string_view kAnnotationPriority = "tessera.io/priority";
 inline constexpr std::string_view kAnnotationGpuModels = "tessera.io/gpu-models";
 inline constexpr std::string_view kAnnotationGpuMilli = "tessera.io/gpu-milli";
 inline constexpr std::string_view kAnnotationGpuMemory = "tessera.io/gpu-memory";
+// `tessera.io/feature.<name>: <value>`, one per feature the pod declares (Workload::features).
+inline constexpr std::string_view kAnnotationFeaturePrefix = "tessera.io/feature.";
 // Outputs (written by the scheduler before it binds).
 inline constexpr std::string_view kAnnotationPlacement = "tessera.io/placement";
 inline constexpr std::string_view kAnnotationVisibleDevices = "tessera.io/cuda-visible-devices";

@@ -1,12 +1,16 @@
 #pragma once
 // Workload: one inference job as the scheduler sees it (DESIGN §2) — what it is (application
-// key, the "user" of the collaborative filter), what it must achieve (SLO), and what it asks
-// for (CPU, memory, GPUs, GPU share, GPU memory, GPU-type constraints). A plain value.
+// key, the "user" of the collaborative filter), what it declares about itself (features), what
+// it must achieve (SLO), and what it asks for (CPU, memory, GPUs, GPU share, GPU memory,
+// GPU-type constraints). A plain value.
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "base/error.h"
@@ -15,6 +19,11 @@
 namespace tessera::model {
 
 using WorkloadId = int64_t;
+
+// Side information (issue #15): feature name -> a number or a category, e.g. {model: bert-base,
+// batch: 32}. The very type predict::AppFeatures names (predict/features.h, which model may not
+// include); whoever fills it checks names and values there (k8s annotations, apps.yaml).
+using AppFeatures = std::map<std::string, std::variant<double, std::string>, std::less<>>;
 
 enum class WorkloadClass { kOnline, kOffline };  // latency-critical | best-effort
 std::string_view ToString(WorkloadClass c);
@@ -36,7 +45,8 @@ struct GpuRequest {
 struct Workload {
   WorkloadId id = 0;
   std::string name;
-  std::string app;  // application key, e.g. "onnx/resnet50/bs1"; may be empty
+  std::string app;       // application key, e.g. "onnx/resnet50/bs1"; may be empty
+  AppFeatures features;  // what it declares about itself; empty = nothing
   WorkloadClass klass = WorkloadClass::kOnline;
   double slo_qps = 0;         // target throughput; 0 = no SLO
   double slo_latency_ms = 0;  // optional; 0 = none

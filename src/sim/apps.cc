@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <variant>
 
 namespace tessera::sim {
 namespace {
@@ -28,6 +29,34 @@ Expected<T> Get(const std::string& file, const YAML::Node& map, const char* key,
   } catch (const YAML::Exception&) {
     return At(file, v, fmt::format("'{}' has the wrong type", key));
   }
+}
+
+// `features:` of app `key`: a map of feature name to a scalar (predict/features.h).
+Expected<predict::AppFeatures> ParseFeatures(const std::string& file, const std::string& key,
+                                             const YAML::Node& map) {
+  if (!map.IsMap()) return At(file, map, fmt::format("app {}: 'features' must be a map", key));
+  predict::AppFeatures features;
+  for (const auto& kv : map) {
+    const std::string name = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+    if (auto ok = predict::CheckFeatureName(name); !ok) {
+      return At(file, kv.first, fmt::format("app {}: {}", key, ok.error().message));
+    }
+    // Errors point at the feature's name: a missing value has no line of its own.
+    if (!kv.second.IsScalar()) {
+      return At(file, kv.first,
+                fmt::format("app {}: feature '{}' {}", key, name,
+                            kv.second.IsNull() ? "has no value" : "must be a number or a word"));
+    }
+    auto value = predict::ParseFeatureValue(kv.second.Scalar());
+    if (!value) {
+      return At(file, kv.first,
+                fmt::format("app {}: feature '{}': {}", key, name, value.error().message));
+    }
+    if (!features.emplace(name, std::move(*value)).second) {
+      return At(file, kv.first, fmt::format("app {}: feature '{}' given twice", key, name));
+    }
+  }
+  return features;
 }
 
 }  // namespace
@@ -54,6 +83,7 @@ Expected<AppCatalog> ParseAppCatalog(const std::string& text, const std::string&
   if (!ref) return std::unexpected(ref.error());
   catalog.reference_gpu = *ref;
   std::set<std::string> keys;
+  predict::FeatureTable declared;  // checks that a feature has one kind across the apps
   for (const YAML::Node& n : root["apps"]) {
     if (!n.IsMap()) return At(file, n, "an app must be a map");
     AppSpec a;
@@ -96,6 +126,12 @@ Expected<AppCatalog> ParseAppCatalog(const std::string& text, const std::string&
         a.measured[kv.first.as<std::string>()] = qps;
       }
     }
+    if (const YAML::Node f = n["features"]) {
+      auto features = ParseFeatures(file, a.key, f);
+      if (!features) return std::unexpected(features.error());
+      if (auto ok = declared.Set(a.key, *features); !ok) return At(file, f, ok.error().message);
+      a.features = std::move(*features);
+    }
     catalog.apps.push_back(std::move(a));
   }
   return catalog;
@@ -130,6 +166,18 @@ Expected<void> SaveAppCatalog(const AppCatalog& catalog, const std::string& path
       for (const auto& [k, v] : a.measured) out << YAML::Key << k << YAML::Value << v;
       out << YAML::EndMap;
     }
+    if (!a.features.empty()) {
+      out << YAML::Key << "features" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const auto& [name, value] : a.features) {
+        out << YAML::Key << name << YAML::Value;
+        if (const double* d = std::get_if<double>(&value)) {
+          out << *d;
+        } else {
+          out << std::get<std::string>(value);
+        }
+      }
+      out << YAML::EndMap;
+    }
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;
@@ -142,6 +190,15 @@ Expected<void> SaveAppCatalog(const AppCatalog& catalog, const std::string& path
     << out.c_str() << "\n";
   if (!f) return Fail("{}: write failed", path);
   return {};
+}
+
+predict::FeatureTable CatalogFeatures(const AppCatalog& catalog) {
+  predict::FeatureTable table;
+  for (const AppSpec& a : catalog.apps) {
+    if (a.features.empty()) continue;
+    if (auto ok = table.Set(a.key, a.features); !ok) Die("CatalogFeatures: " + ok.error().message);
+  }
+  return table;
 }
 
 }  // namespace tessera::sim

@@ -9,7 +9,9 @@
 // fixed_s is the part no GPU share speeds up (host work, launches, I/O): an application whose
 // fixed_s dominates loses almost nothing on a small slice (thesis Ch. 6.2). `measured` holds
 // real throughputs (samples/s) by configuration key `<GPU>/<profile|whole>/<MPS %>`; where one
-// exists it is the truth and the roofline only fills the rest.
+// exists it is the truth and the roofline only fills the rest. `features` is what the
+// application declares about itself (predict/features.h; issue #15): the predictor may read it,
+// Physics never does.
 //
 // Loading is all or nothing: a malformed file is one Error naming file and line.
 
@@ -19,6 +21,7 @@
 
 #include "base/error.h"
 #include "predict/config_key.h"
+#include "predict/features.h"
 
 namespace tessera::sim {
 
@@ -33,6 +36,7 @@ struct AppSpec {
   int64_t queries_min = 0;    // work per job for experiment generators
   int64_t queries_max = 0;
   std::map<std::string, double> measured;  // config key -> samples/s
+  predict::AppFeatures features;           // `features:`, e.g. {model: resnet50, batch: 8}
 
   // Fraction of a query's GPU time spent on memory traffic, on the reference GPU.
   double memory_fraction() const {
@@ -51,6 +55,11 @@ struct AppCatalog {
 [[nodiscard]] Expected<AppCatalog> ParseAppCatalog(const std::string& yaml_text,
                                                    const std::string& name_for_errors);
 [[nodiscard]] Expected<void> SaveAppCatalog(const AppCatalog& catalog, const std::string& path);
+
+// The features the catalogue's applications declare, one entry per application that states
+// any. A parsed catalogue always yields one (the parser refuses a feature numeric in one app
+// and categorical in another); a hand-built catalogue that mixes kinds is a bug and aborts.
+predict::FeatureTable CatalogFeatures(const AppCatalog& catalog);
 
 // Measured points are keyed like the profile matrix's columns (predict/config_key.h).
 using predict::ConfigKey;

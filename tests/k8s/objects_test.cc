@@ -99,6 +99,29 @@ TEST(ObjectsTest, GpuRequestsAndAnnotationsBecomeTheWorkload) {
   EXPECT_EQ(w->gpu.models.size(), 2u);
 }
 
+// Issue #15: `tessera.io/feature.<name>` annotations; a number is a number, other text a category.
+TEST(ObjectsTest, FeatureAnnotationsBecomeTheWorkloadsFeatures) {
+  auto pod = PodFromJson(PodJson({}, {{"tessera.io/app", "bert-base/bs32/seq128"},
+                                      {"tessera.io/feature.model", "bert-base"},
+                                      {"tessera.io/feature.task", "nlp"},
+                                      {"tessera.io/feature.batch", "32"},
+                                      {"tessera.io/feature.seq", "128"},
+                                      {"tessera.io/feature.params", "1.1e8"},
+                                      {"tessera.io/feature.framework", "onnx runtime"}}));
+  ASSERT_TRUE(pod.has_value());
+  auto w = WorkloadFromPod(*pod, 1);
+  ASSERT_TRUE(w.has_value()) << w.error().message;
+  const model::AppFeatures want{{"model", "bert-base"}, {"task", "nlp"},
+                                {"batch", 32.0},        {"seq", 128.0},
+                                {"params", 1.1e8},      {"framework", "onnx runtime"}};
+  EXPECT_EQ(w->features, want);
+  EXPECT_EQ(w->app, "bert-base/bs32/seq128");
+
+  auto plain = WorkloadFromPod(*PodFromJson(PodJson({{"nvidia.com/gpu", "1"}})), 2);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_TRUE(plain->features.empty());  // features are optional
+}
+
 TEST(ObjectsTest, MalformedInputNamesThePodAndTheAnnotation) {
   struct Case {
     json requests;
@@ -128,6 +151,27 @@ TEST(ObjectsTest, MalformedInputNamesThePodAndTheAnnotation) {
       {{{"tessera.io/gpu-milli", "300"}},
        {{"tessera.io/gpu-milli", "300"}},
        "pod ns/p: annotation tessera.io/gpu-milli: the share is also requested as a resource"},
+      {{},
+       {{"tessera.io/feature.Batch", "32"}},
+       "pod ns/p: annotation tessera.io/feature.Batch: feature name 'Batch' may hold only a-z, "
+       "0-9, '_', '-' and '.'"},
+      {{},
+       {{"tessera.io/feature.", "32"}},
+       "pod ns/p: annotation tessera.io/feature.: feature name '' must be 1-63 characters"},
+      {{},
+       {{"tessera.io/feature.batch", ""}},
+       "pod ns/p: annotation tessera.io/feature.batch: empty feature value"},
+      {{},
+       {{"tessera.io/feature.batch", "inf"}},
+       "pod ns/p: annotation tessera.io/feature.batch: feature value 'inf' is not finite"},
+      {{},
+       {{"tessera.io/feature.model", "bert "}},
+       "pod ns/p: annotation tessera.io/feature.model: feature value 'bert ' has leading or "
+       "trailing spaces"},
+      {{},
+       {{"tessera.io/features.model", "bert"}},
+       "pod ns/p: annotation tessera.io/features.model: unknown Tessera annotation (see "
+       "docs/kubernetes.md)"},
       {{{"nvidia.com/gpu", "1"}, {"nvidia.com/mig-1g.5gb", "1"}},
        {},
        "pod ns/p: resource nvidia.com/mig-1g.5gb: cannot be combined with nvidia.com/gpu"},
