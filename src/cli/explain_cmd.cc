@@ -42,8 +42,8 @@ Status RunExplain(const ExplainFlags& f) {
   Expected<sim::ProfileSamples> samples = sim::Profiler(physics, sim::ThesisProfiling({}, f.seed))
                                               .Sample({"V100-32GB", "A30-24GB"}, f.seed);
   if (!samples) return Failed(samples.error());
-  Expected<predict::Predictor> predictor =
-      predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference());
+  Expected<predict::Predictor> predictor = predict::Predictor::Create(
+      samples->TakeProfile(), samples->TakeInterference(), {}, sim::CatalogFeatures(*catalog));
   if (!predictor) return Failed(predictor.error());
 
   model::ClusterState cluster = sim::ThesisCluster();

@@ -44,28 +44,36 @@ FeatureKernelCompleter::Neighbours FeatureKernelCompleter::Nearest(
 namespace {
 
 // out(a, :) = Σ_j w(a, j) · v(index(a, j), :): the kernel product over each row's neighbours,
-// in single precision (a weighted mean of log values needs no more, and it halves the work).
-// Done in blocks of 64 columns, so that the rows it gathers stay in the cache.
-// `vf` and `sum` are scratch buffers.
-void Smooth(const Eigen::MatrixXi& index, const Eigen::MatrixXd& w,
-            const FeatureKernelCompleter::RowMatrix& v, FeatureKernelCompleter::RowMatrix& out,
-            FeatureKernelCompleter::RowMatrixF& vf, FeatureKernelCompleter::RowMatrixF& sum) {
+// in blocks of 64 columns so that the rows it gathers stay in the cache. With many neighbours it
+// runs in single precision (a weighted mean of log values needs no more, and it halves the
+// work); with few, converting would cost more than it saves. `vf` and `sum` are scratch.
+template <typename T, typename M>
+void Accumulate(const Eigen::MatrixXi& index, const Eigen::MatrixXd& w, const M& v, M& sum) {
   constexpr Eigen::Index kBlock = 64;
-  vf = v.cast<float>();
-  const Eigen::MatrixXf wf = w.cast<float>();
   sum.setZero(v.rows(), v.cols());
   const Eigen::Index n = v.cols();
   for (Eigen::Index c0 = 0; c0 < n; c0 += kBlock) {
     const Eigen::Index width = std::min(kBlock, n - c0);
     for (Eigen::Index a = 0; a < index.rows(); ++a) {
-      float* row = sum.data() + a * n + c0;
+      T* row = sum.data() + a * n + c0;
       for (Eigen::Index j = 0; j < index.cols(); ++j) {
-        const float weight = wf(a, j);
-        const float* from = vf.data() + static_cast<Eigen::Index>(index(a, j)) * n + c0;
+        const T weight = static_cast<T>(w(a, j));
+        const T* from = v.data() + static_cast<Eigen::Index>(index(a, j)) * n + c0;
         for (Eigen::Index c = 0; c < width; ++c) row[c] += weight * from[c];
       }
     }
   }
+}
+
+void Smooth(const Eigen::MatrixXi& index, const Eigen::MatrixXd& w,
+            const FeatureKernelCompleter::RowMatrix& v, FeatureKernelCompleter::RowMatrix& out,
+            FeatureKernelCompleter::RowMatrixF& vf, FeatureKernelCompleter::RowMatrixF& sum) {
+  if (index.cols() < 16) {
+    Accumulate<double>(index, w, v, out);
+    return;
+  }
+  vf = v.cast<float>();
+  Accumulate<float>(index, w, vf, sum);
   out = sum.cast<double>();
 }
 
@@ -128,12 +136,13 @@ FeatureKernelCompleter::Metric FeatureKernelCompleter::LearnMetric(
   // equal feature weights.
   const bool large = observed.size() > kLargeCells;
   const int rounds = large ? 1 : options_.rounds;
-  // The bandwidth with the least validation error for the given weights.
-  const auto validate = [&](const std::vector<double>& weights) {
+  // The bandwidth with the least validation error for the given weights, trying every
+  // `stride`-th of the grid.
+  const auto validate = [&](const std::vector<double>& weights, size_t stride) {
     const Neighbours nb =
         Nearest(SquaredDistances(features, options_.missing_penalty, weights));
     Metric m{weights, options_.bandwidths.back(), INFINITY};
-    for (size_t i = 0; i < options_.bandwidths.size(); i += large ? 2 : 1) {
+    for (size_t i = 0; i < options_.bandwidths.size(); i += stride) {
       const double h = options_.bandwidths[i];
       Fit(split.train, nb, h, rounds, ws);
       double error = 0;
@@ -145,8 +154,11 @@ FeatureKernelCompleter::Metric FeatureKernelCompleter::LearnMetric(
     }
     return m;
   };
-  best = validate(best.weights);
-  if (large) return best;
+  if (large || observed.rows() < options_.weights_min_rows) {
+    return validate(best.weights, large ? 2 : 1);
+  }
+  // The weights are searched on every third bandwidth, the bandwidth then on the whole grid.
+  best = validate(best.weights, 3);
   for (int pass = 0; pass < options_.weight_passes; ++pass) {
     for (size_t g = 0; g < best.weights.size(); ++g) {
       for (const double w : options_.feature_weights) {
@@ -154,11 +166,12 @@ FeatureKernelCompleter::Metric FeatureKernelCompleter::LearnMetric(
         std::vector<double> weights = best.weights;
         weights[g] = w;
         if (std::all_of(weights.begin(), weights.end(), [](double x) { return x == 0; })) continue;
-        Metric m = validate(weights);
+        Metric m = validate(weights, 3);
         if (m.error < best.error - 1e-12) best = std::move(m);  // strictly better only
       }
     }
   }
+  best = validate(best.weights, 1);
   return best;
 }
 

@@ -19,8 +19,9 @@
 // wins (ties: the wider); starting from equal weights, `weight_passes` rounds of coordinate
 // descent try each of `feature_weights` for one feature at a time and keep a strictly better
 // error (which features matter, e.g. tokens per batch more than the task, is the data's to say).
-// Above 100,000 cells the weights stay equal and only every other bandwidth is tried, each with
-// one backfitting round (the benchmark's budget). A row that states no feature,
+// With fewer than `weights_min_rows` applications the weights stay equal (too few rows to tell
+// the features apart). Above 100,000 cells the weights stay equal too and only every other
+// bandwidth is tried, each with one backfitting round (the benchmark's budget). A row that states no feature,
 // or a call without features, is completed by `fallback` (default hybrid, completer registry).
 //
 // Cost: the m × m distances once, then per bandwidth and backfitting round one m · neighbours · n
@@ -44,6 +45,7 @@ struct FeatureKernelOptions {
   int neighbours = 64;           // the kernel's support: each row's nearest other rows
   std::vector<double> feature_weights = {0.0, 1.0, 3.0};  // tried for each feature
   int weight_passes = 1;         // coordinate-descent passes over the features
+  int weights_min_rows = 20;     // fewer applications: equal weights (too few to tell apart)
   std::string fallback = "hybrid";
   uint64_t seed = 20240601;
 };

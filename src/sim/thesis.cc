@@ -73,6 +73,7 @@ model::Workload ThesisPod(const AppSpec& app, model::WorkloadId id) {
   w.id = id;
   w.name = fmt::format("{}-{}", app.key, id);
   w.app = app.key;
+  w.features = app.features;  // what the pod declares (tessera.io/feature.*)
   w.cpu_milli = 1000;
   w.memory_mib = 4096;
   w.gpu.count = 1;  // nvidia.com/gpu: 1; the policy decides the slice
@@ -157,7 +158,8 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
         Profiler(physics, ThesisProfiling(s, seed)).Sample(models, seed ^ 0x5eedULL);
     if (!samples) return std::unexpected(samples.error());
     Expected<predict::Predictor> p =
-        predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference());
+        predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference(), {},
+                                   CatalogFeatures(physics.catalog()));
     if (!p) return std::unexpected(p.error());
     predictor.emplace(std::move(*p));
   }
