@@ -59,6 +59,7 @@ Status RunSchedule(const ScheduleFlags& f) {
   cfg.policy_options = *options;
   cfg.seed = f.common.seed;
   cfg.predictor = inputs->predictor.get();
+  cfg.learner = inputs->predictor.get();
   cfg.telemetry = inputs->telemetry_view();
   cfg.leader.namespace_ =
       f.lease_namespace.empty() ? (*api)->credentials().namespace_ : f.lease_namespace;

@@ -1,3 +1,6 @@
+// Before anything that includes <resolv.h> (cpp-httplib does), whose `_res` macro breaks Eigen.
+#include "predict/predictor.h"
+//
 #include "k8s/scheduler.h"
 
 #include <spdlog/spdlog.h>
@@ -273,6 +276,7 @@ void Scheduler::SubmitPod(const Pod& pod) {
     return;
   }
   invalid_.erase(pod.uid);
+  DeclareFeatures(pod, *w);
   if (auto ok = core_->Submit(std::move(*w)); !ok) {
     spdlog::warn("pod {}: {}", pod.Key(), ok.error().message);
     return;
@@ -281,6 +285,21 @@ void Scheduler::SubmitPod(const Pod& pod) {
   dirty_ = true;
   std::lock_guard lock(mu_);
   stats_.pending = core_->pending_count();
+}
+
+void Scheduler::DeclareFeatures(const Pod& pod, const model::Workload& w) {
+  if (config_.learner == nullptr || w.features.empty()) return;
+  Expected<bool> changed = config_.learner->SetFeatures(w.app, w.features);
+  if (!changed) {
+    // Scheduled all the same, on what the predictor already knows of the application.
+    spdlog::warn("pod {}: features not used: {}", pod.Key(), changed.error().message);
+    Warn(pod, "FeaturesIgnored", changed.error().message);
+    return;
+  }
+  if (!*changed) return;
+  if (auto ok = config_.learner->Refit(); !ok) {
+    spdlog::warn("pod {}: refit after its features: {}", pod.Key(), ok.error().message);
+  }
 }
 
 void Scheduler::Release(model::WorkloadId id, const std::string& why) {

@@ -60,6 +60,9 @@ struct SchedulerConfig {
   uint64_t seed = 1;
   // For predicting policies (`predictive`); not owned, must outlive the daemon.
   const predict::Predictor* predictor = nullptr;
+  // The same predictor, writable: a pod's tessera.io/feature.* declarations are folded in (and
+  // the predictor refitted) before the pod is scheduled. Only the scheduling loop touches it.
+  predict::Predictor* learner = nullptr;
   const telemetry::Telemetry* telemetry = nullptr;
   LeaderOptions leader;         // identity must be unique per replica
   double inventory_poll_s = 5;  // how often store inventories are re-read
@@ -112,6 +115,8 @@ class Scheduler {
   void Apply(const Change& c);
   void OnPod(EventType type, const Pod& pod);
   void SubmitPod(const Pod& pod);
+  // Folds the pod's declared features into config_.learner (refitting when they are new).
+  void DeclareFeatures(const Pod& pod, const model::Workload& w);
   void Release(model::WorkloadId id, const std::string& why);
   // Rebuild: a fresh pod LIST, nodes from the inventories, the bound pods' placements back in
   // (RestoreBoundPod: true when it held a Tessera placement), store placements no bound pod

@@ -199,10 +199,16 @@ Interval Predictor::IntervalAt(AppId app, ConfigId config, double coverage) cons
   return {q * std::exp(-half), q * std::exp(half)};
 }
 
-Expected<void> Predictor::SetFeatures(const std::string& app, AppFeatures features) {
-  if (Expected<void> ok = features_.Set(app, std::move(features)); !ok) return ok;
+Expected<bool> Predictor::SetFeatures(const std::string& app, AppFeatures features) {
+  const AppFeatures* old = features_.Find(app);
+  if (old != nullptr && *old == features && profile_.FindRow(app)) return false;
+  if (Expected<void> ok = features_.Set(app, std::move(features)); !ok) {
+    return std::unexpected(ok.error());
+  }
+  profile_.AddRow(app);
+  ResizeCache();
   ++generation_;
-  return {};
+  return true;
 }
 
 std::optional<double> Predictor::Isolated(const std::string& app, const std::string& config) const {

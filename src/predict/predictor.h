@@ -117,9 +117,11 @@ class Predictor {
                                                    const std::string& victim,
                                                    const std::string& aggressor,
                                                    double lost_fraction);
-  // Declares (replaces) what an application is; it takes effect at the next refit. An Error,
-  // and no change, for a malformed feature (features.h).
-  [[nodiscard]] Expected<void> SetFeatures(const std::string& app, AppFeatures features);
+  // Declares (replaces) what an application is; a new application becomes an empty row (so that
+  // after the next Refit it has a row predicted from its features alone). True when anything
+  // changed (the caller refits when it wants the declaration to count now); an Error, and no
+  // change, for a malformed feature or one whose kind disagrees with the table (features.h).
+  [[nodiscard]] Expected<bool> SetFeatures(const std::string& app, AppFeatures features);
   const FeatureTable& features() const { return features_; }
   // Re-completes every matrix now.
   [[nodiscard]] Expected<void> Refit();

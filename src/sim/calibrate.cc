@@ -98,6 +98,7 @@ Expected<CalibrationReport> CalibrateMigProfiler(const std::string& dir,
     AppSpec app;
     app.key = matrix->row_keys()[r];
     app.description = "MIGProfiler measurement (A100), fitted roofline";
+    if (const predict::AppFeatures* f = extras.features.Find(app.key)) app.features = *f;
     std::vector<Measurement> points;
     for (int c = 0; c < matrix->cols(); ++c) {
       if (!matrix->Has(r, c)) continue;

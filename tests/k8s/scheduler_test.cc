@@ -2,6 +2,9 @@
 // pods arrive, get bound and get their ConfigMaps; the scheduler is killed and a second
 // replica takes over without double-booking a slice; 410 Gone and cut watches are survived;
 // a malformed annotation affects only its own pod.
+// Before anything that includes <resolv.h> (cpp-httplib does), whose `_res` macro breaks Eigen.
+#include "predict/predictor.h"
+//
 #include "k8s/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -249,6 +252,44 @@ TEST_F(SchedulerTest, MalformedAnnotationBlocksOnlyItsPod) {
   // One event per problem, not one per cycle.
   EXPECT_EQ(EventsFor("bad", "FailedScheduling").size(), 1u);
   s.Stop();
+}
+
+TEST_F(SchedulerTest, DeclaredFeaturesReachThePredictorAndABadOneOnlyWarns) {
+  AddGpuNodes(1, 2);
+  // A profile of two measured applications; the pods declare a third, never measured.
+  predict::ProfileMatrix profile;
+  const int cfg = profile.AddCol("A100-SXM4-40GB/whole/100");
+  profile.Observe(profile.AddRow("bert/bs1"), cfg, 100);
+  profile.Observe(profile.AddRow("bert/bs4"), cfg, 380);
+  predict::FeatureTable features;
+  ASSERT_TRUE(features.Set("bert/bs1", {{"batch", 1.0}}).has_value());
+  ASSERT_TRUE(features.Set("bert/bs4", {{"batch", 4.0}}).has_value());
+  predict::PredictorOptions options;
+  options.method = "features";
+  auto predictor = predict::Predictor::Create(profile, {}, options, features);
+  ASSERT_TRUE(predictor.has_value()) << predictor.error().message;
+  SchedulerConfig config = FastConfig("replica-a");
+  config.predictor = &*predictor;
+  config.learner = &*predictor;
+  Scheduler s(*client_, store_, clock_, config);
+  ASSERT_TRUE(s.Start().has_value());
+  AddSharePod("new-model", 500,
+              {{"tessera.io/app", "bert/bs2"}, {"tessera.io/feature.batch", "2"}});
+  // batch is numeric in the table: a categorical batch is refused, the pod still scheduled.
+  AddSharePod("odd", 500, {{"tessera.io/app", "bert/bs8"}, {"tessera.io/feature.batch", "big"}});
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 2; }));
+  ASSERT_TRUE(WaitFor([&] { return !EventsFor("odd", "FeaturesIgnored").empty(); }));
+  s.Stop();
+  EXPECT_NE(EventsFor("odd", "FeaturesIgnored")[0]["message"].get<std::string>().find(
+                "feature 'batch' is categorical"),
+            std::string::npos);
+  // The declared application has a row, refitted from its features: between its neighbours.
+  const std::optional<predict::AppId> app = predictor->FindApp("bert/bs2");
+  ASSERT_TRUE(app.has_value());
+  const double qps = predictor->IsolatedAt(*app, *predictor->FindConfig("A100-SXM4-40GB/whole/100"));
+  EXPECT_GT(qps, 100);
+  EXPECT_LT(qps, 380);
+  EXPECT_FALSE(predictor->FindApp("bert/bs8").has_value());
 }
 
 TEST_F(SchedulerTest, FailedBindingsUndoTheirReservation) {

@@ -188,5 +188,44 @@ TEST(PredictorTest, InterferenceByHandleMatchesTheStringPath) {
   EXPECT_TRUE(std::isnan(p->InterferenceAt(mps, a, c)));
 }
 
+TEST(PredictorFeaturesTest, DeclaringANewApplicationGivesItARowAndAnInterval) {
+  ProfileMatrix profile;
+  const int c0 = profile.AddCol("gpu/a/100"), c1 = profile.AddCol("gpu/b/100");
+  // Throughput 100·batch on a, 150·batch on b, for batches 1, 2, 4, 8.
+  FeatureTable features;
+  for (int b : {1, 2, 4, 8}) {
+    const std::string app = "m/bs" + std::to_string(b);
+    const int r = profile.AddRow(app);
+    profile.Observe(r, c0, 100.0 * b);
+    profile.Observe(r, c1, 150.0 * b);
+    ASSERT_TRUE(features.Set(app, {{"batch", static_cast<double>(b)}}).has_value());
+  }
+  Expected<Predictor> p = Predictor::Create(profile, {}, {}, features);
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  EXPECT_EQ(p->options().method, "features");
+  // A measured cell: one run, the floor σ; its interval is q·exp(±z90·σ).
+  const Interval measured = p->IntervalAt(0, c0);
+  EXPECT_NEAR(measured.low, 100 * std::exp(-p->uncertainty().z90 * 0.01), 1e-9);
+  EXPECT_NEAR(measured.high, 100 * std::exp(p->uncertainty().z90 * 0.01), 1e-9);
+  // A new application: a row, unchanged twice, a kind conflict refused with nothing changed.
+  Expected<bool> added = p->SetFeatures("m/bs3", {{"batch", 3.0}});
+  ASSERT_TRUE(added.has_value());
+  EXPECT_TRUE(*added);
+  EXPECT_FALSE(*p->SetFeatures("m/bs3", {{"batch", 3.0}}));
+  EXPECT_FALSE(p->SetFeatures("m/bs5", {{"batch", std::string("five")}}).has_value());
+  EXPECT_FALSE(p->FindApp("m/bs5").has_value());
+  const AppId app = *p->FindApp("m/bs3");
+  EXPECT_TRUE(std::isnan(p->IsolatedAt(app, c0)));  // until the refit
+  ASSERT_TRUE(p->Refit().has_value());
+  // From its features alone: between batch 2 and batch 4 on both configurations, b above a.
+  EXPECT_GT(p->IsolatedAt(app, c0), 200);
+  EXPECT_LT(p->IsolatedAt(app, c0), 400);
+  EXPECT_GT(p->IsolatedAt(app, c1), p->IsolatedAt(app, c0));
+  const Interval completed = p->IntervalAt(app, c0);
+  EXPECT_LT(completed.low, p->IsolatedAt(app, c0));
+  EXPECT_GT(completed.high, p->IsolatedAt(app, c0));
+  EXPECT_GT(p->SigmaAt(app, c0), 0.01);  // less sure than a measured cell
+}
+
 }  // namespace
 }  // namespace tessera::predict
