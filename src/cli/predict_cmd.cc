@@ -359,6 +359,8 @@ void AddPredict(CLI::App& app, Status* status) {
   complete->add_option("--out", args->out, "Output CSV (app, one column per configuration)")
       ->required();
   complete->callback([args, status] { *status = RunComplete(*args); });
+
+  AddPredictInterference(predict, status);
 }
 
 }  // namespace tessera::cli
