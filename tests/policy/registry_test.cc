@@ -44,7 +44,8 @@ TEST_F(RegistryTest, PoliciesAdvertiseTheOptionsTheirFactoriesRead) {
   const std::map<std::string, std::set<std::string>> expected = {
       {"predictive", {"mps_percents", "reshape", "interference_kind", "slo_headroom"}},
       {"slo-aware",
-       {"admission", "protect_neighbours", "margin_z", "completed_sigma", "co_runner_sigma",
+       {"admission", "protect_neighbours", "margin_z", "completed_sigma", "calibrated_sigma",
+        "co_runner_sigma",
         "mps_step", "observe", "replace", "max_moves", "reshape", "interference_kind"}},
       {"fgd", {"typical_pods"}},
       {"frag-pack", {"typical_pods"}},

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "policy/registry.h"
@@ -110,6 +111,33 @@ TEST_F(SloAwareTest, TakesTheSmallestInterpolatedShareWhoseLowerBoundMeetsTheSlo
   ASSERT_TRUE(cand);
   EXPECT_EQ(cand->placement.slices[0].milli, 400);
   EXPECT_NEAR(cand->score, 98.5332, 1e-3);
+}
+
+TEST_F(SloAwareTest, ACompletedCellTakesThePredictorsCalibratedSigmaWhenAsked) {
+  // c is measured (twice) at 100 % only: its 50 % cell is completed.
+  predict::ProfileMatrix m = predictor_.profile();
+  const int c = m.AddRow("c");
+  m.Observe(c, *m.FindCol("V100-32GB/whole/100"), 48);
+  m.Observe(c, *m.FindCol("V100-32GB/whole/100"), 52);
+  auto p = predict::Predictor::Create(std::move(m), predictor_.interference(),
+                                      {.method = "baseline", .interference_method = "baseline"});
+  ASSERT_TRUE(p.has_value());
+  const int col50 = *p->FindConfig("V100-32GB/whole/50");
+  const double calibrated = p->SigmaAt(*p->FindApp("c"), col50);
+  ASSERT_TRUE(std::isfinite(calibrated));
+  ASSERT_GT(std::abs(calibrated - 0.20), 1e-6);  // tells the two apart
+  const Workload x = App(1, "c", 1);
+  for (const bool use : {false, true}) {
+    SloAwareOptions o{.calibrated_sigma = use, .mps_step = 0};
+    o.margin_z = 1;
+    const std::vector<SloOption> options = SloAware(*p, nullptr, o).Options(x, 0, c_);
+    const SloOption* at50 = Find(options, 50);
+    ASSERT_NE(at50, nullptr);
+    // false: the fixed completed_sigma 0.20; true: the predictor's σ for that cell. A measured
+    // cell keeps its runs' spread either way (100 %: sd 2.828 / 50 × √1.5 = 0.069282).
+    EXPECT_NEAR(at50->members[0].sigma, use ? calibrated : 0.20, 1e-9) << use;
+    EXPECT_NEAR(Find(options, 100)->members[0].sigma, 0.069282, 1e-5) << use;
+  }
 }
 
 TEST_F(SloAwareTest, ThesisSharesOnlyWithStepZero) {
