@@ -11,11 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/stats.h"
 #include "cli/commands.h"
 #include "predict/evaluate.h"
 #include "predict/matrix.h"
 #include "predict/migprofiler.h"
 #include "predict/registry.h"
+#include "report/html.h"
 #include "report/sparsity_report.h"
 
 namespace tessera::cli {
@@ -97,12 +99,6 @@ nlohmann::json ResultJson(const predict::EvalResult& r, const PredictArgs& args)
   return j;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
-}
-
 Expected<std::vector<uint64_t>> Seeds(const PredictArgs& args) {
   if (args.seeds.empty()) return std::vector<uint64_t>{args.seed};
   return ParseSeedRange(args.seeds);
@@ -114,7 +110,8 @@ Status WriteCells(const std::string& path, const std::vector<predict::EvalResult
   out << "seed,app,config,known,truth,predicted,low90,high90\n";
   for (const predict::EvalResult& r : results) {
     for (const predict::HiddenCell& c : r.cells) {
-      out << fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g}\n", r.seed, c.app, c.config,
+      out << fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g}\n", r.seed,
+                         report::CsvField(c.app), report::CsvField(c.config),
                          c.known, c.truth, c.predicted, c.low, c.high);
     }
   }

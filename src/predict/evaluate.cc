@@ -7,15 +7,14 @@
 #include <regex>
 
 #include "base/rng.h"
+#include "base/stats.h"
 #include "predict/registry.h"
 #include "predict/uncertainty.h"
 
 namespace tessera::predict {
 namespace {
 
-struct Cell {
-  int row, col;
-};
+using Cell = CellIndex;
 
 std::vector<SparsityBucket> ByKnown(const std::vector<HiddenCell>& cells) {
   std::map<int, std::pair<std::vector<double>, std::vector<double>>> groups;
@@ -57,6 +56,24 @@ Expected<void> Score(const Completer& method, const ProfileMatrix& matrix,
 
 }  // namespace
 
+std::vector<CellIndex> HideAtRandom(std::vector<CellIndex> cells, double missing, uint64_t seed,
+                                    std::vector<int>& kept) {
+  Rng rng(seed);
+  rng.Shuffle(cells);
+  const size_t count = static_cast<size_t>(std::llround(missing * static_cast<double>(cells.size())));
+  for (size_t i = count; i < cells.size(); ++i) ++kept[static_cast<size_t>(cells[i].row)];
+  std::vector<CellIndex> hidden;
+  for (size_t i = count; i-- > 0;) {
+    int& k = kept[static_cast<size_t>(cells[i].row)];
+    if (k == 0) {
+      k = 1;
+      continue;
+    }
+    hidden.push_back(cells[i]);
+  }
+  return hidden;
+}
+
 ErrorSummary SummariseErrors(const std::vector<double>& truth,
                              const std::vector<double>& predicted) {
   TESSERA_CHECK(truth.size() == predicted.size());
@@ -65,23 +82,15 @@ ErrorSummary SummariseErrors(const std::vector<double>& truth,
   if (s.n == 0) return s;
   std::vector<double> ape(truth.size());
   double sum = 0, sq_log = 0;
-  // The q-quantile of the sorted APEs, linear between order statistics.
-  const auto quantile = [&](double q) {
-    const double pos = q * static_cast<double>(ape.size() - 1);
-    const size_t lo = static_cast<size_t>(pos);
-    const size_t hi = std::min(lo + 1, ape.size() - 1);
-    return ape[lo] + (pos - static_cast<double>(lo)) * (ape[hi] - ape[lo]);
-  };
   for (size_t i = 0; i < truth.size(); ++i) {
     ape[i] = std::abs(predicted[i] - truth[i]) / truth[i];
     sum += ape[i];
     const double d = std::log(predicted[i]) - std::log(truth[i]);
     sq_log += d * d;
   }
-  std::sort(ape.begin(), ape.end());
   s.mape = 100.0 * sum / s.n;
-  s.median_ape = 100.0 * quantile(0.5);
-  s.p90_ape = 100.0 * quantile(0.9);
+  s.median_ape = 100.0 * Median(ape);
+  s.p90_ape = 100.0 * Quantile(ape, 0.9);
   s.rmse_log = std::sqrt(sq_log / s.n);
   return s;
 }
@@ -105,10 +114,11 @@ Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& op
       return Fail("--rows '{}' is not a regular expression: {}", options.rows, e.what());
     }
   }
-  const auto chosen = [&](int row) {
-    return options.rows.empty() ||
-           std::regex_match(matrix.row_keys()[static_cast<size_t>(row)], rows_pattern);
-  };
+  std::vector<char> chosen(static_cast<size_t>(matrix.rows()));  // rows the hiding may touch
+  for (int r = 0; r < matrix.rows(); ++r) {
+    chosen[static_cast<size_t>(r)] =
+        options.rows.empty() || std::regex_match(matrix.row_keys()[static_cast<size_t>(r)], rows_pattern);
+  }
 
   Eigen::MatrixXd log_values = matrix.ToDense();
   std::vector<std::vector<Cell>> by_row(static_cast<size_t>(matrix.rows()));
@@ -121,7 +131,7 @@ Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& op
                     matrix.col_keys()[c], matrix.Mean(r, c));
       }
       log_values(r, c) = std::log(matrix.Mean(r, c));
-      if (!chosen(r)) continue;
+      if (!chosen[static_cast<size_t>(r)]) continue;
       known.push_back({r, c});
       by_row[static_cast<size_t>(r)].push_back({r, c});
     }
@@ -137,24 +147,12 @@ Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& op
   Rng rng(options.seed);
   std::vector<HiddenCell> cells;
   if (options.protocol == "random") {
-    rng.Shuffle(known);
-    const size_t count = static_cast<size_t>(std::llround(options.missing * known.size()));
     std::vector<int> kept(static_cast<size_t>(matrix.rows()), 0);
     for (int r = 0; r < matrix.rows(); ++r) {
-      if (chosen(r)) continue;
+      if (chosen[static_cast<size_t>(r)]) continue;
       for (int c = 0; c < matrix.cols(); ++c) kept[static_cast<size_t>(r)] += matrix.Has(r, c);
     }
-    for (size_t i = count; i < known.size(); ++i) ++kept[static_cast<size_t>(known[i].row)];
-    std::vector<Cell> hidden;
-    // Walking the hidden cells from the last, a row with nothing kept keeps that cell instead.
-    for (size_t i = count; i-- > 0;) {
-      int& k = kept[static_cast<size_t>(known[i].row)];
-      if (k == 0) {
-        k = 1;
-        continue;
-      }
-      hidden.push_back(known[i]);
-    }
+    const std::vector<Cell> hidden = HideAtRandom(known, options.missing, options.seed, kept);
     if (Expected<void> ok = Score(**method, matrix, log_values, encoded, hidden, kept,
                                     options.intervals, &cells);
         !ok) {

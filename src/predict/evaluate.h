@@ -69,6 +69,16 @@ struct EvalResult {
 ErrorSummary SummariseErrors(const std::vector<double>& truth,
                              const std::vector<double>& predicted);
 
+// The random protocol's draw, shared with interference_eval.h: a seeded shuffle of `cells`, the
+// first round(missing × n) of them hidden; walking those from the last, a row that would keep
+// nothing keeps that cell instead. `kept[row]` enters as the cells a row keeps outside `cells`
+// (0 for most) and leaves as every cell it keeps. Returns the hidden cells.
+struct CellIndex {
+  int row = 0, col = 0;
+};
+std::vector<CellIndex> HideAtRandom(std::vector<CellIndex> cells, double missing, uint64_t seed,
+                                    std::vector<int>& kept);
+
 // Values must be positive (throughputs). Fails on a bad option (a bad regex, a regex that
 // matches no row) or an empty matrix. `features` (optional) reach methods that read them.
 [[nodiscard]] Expected<EvalResult> Evaluate(const ProfileMatrix& matrix,

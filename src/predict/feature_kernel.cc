@@ -128,10 +128,12 @@ FeatureKernelCompleter::Metric FeatureKernelCompleter::LearnMetric(
 FeatureKernelCompleter::Metric FeatureKernelCompleter::LearnMetric(
     const Eigen::MatrixXd& observed, const EncodedFeatures& features, Workspace& ws) const {
   TESSERA_CHECK(!options_.bandwidths.empty());
-  Metric best{std::vector<double>(features.names.size(), 1.0), options_.bandwidths.back(),
-              INFINITY};
+  const std::vector<double> equal(features.names.size(), 1.0);
   const HoldOut split = SplitObserved(observed, options_.validation, options_.seed);
-  if (split.held.empty()) return best;
+  if (split.held.empty()) {
+    return {equal, options_.bandwidths.back(), INFINITY,
+            Nearest(SquaredDistances(features, options_.missing_penalty, equal))};
+  }
   // A large matrix is validated on every other bandwidth, with one backfitting round, and keeps
   // equal feature weights.
   const bool large = observed.size() > kLargeCells;
@@ -139,12 +141,11 @@ FeatureKernelCompleter::Metric FeatureKernelCompleter::LearnMetric(
   // The bandwidth with the least validation error for the given weights, trying every
   // `stride`-th of the grid.
   const auto validate = [&](const std::vector<double>& weights, size_t stride) {
-    const Neighbours nb =
-        Nearest(SquaredDistances(features, options_.missing_penalty, weights));
-    Metric m{weights, options_.bandwidths.back(), INFINITY};
+    Metric m{weights, options_.bandwidths.back(), INFINITY,
+             Nearest(SquaredDistances(features, options_.missing_penalty, weights))};
     for (size_t i = 0; i < options_.bandwidths.size(); i += stride) {
       const double h = options_.bandwidths[i];
-      Fit(split.train, nb, h, rounds, ws);
+      Fit(split.train, m.neighbours, h, rounds, ws);
       double error = 0;
       for (const auto& [r, c] : split.held) error += std::abs(ws.g(r, c) - observed(r, c));
       if (error <= m.error) {  // ascending bandwidths: a tie keeps the wider
@@ -155,10 +156,10 @@ FeatureKernelCompleter::Metric FeatureKernelCompleter::LearnMetric(
     return m;
   };
   if (large || observed.rows() < options_.weights_min_rows) {
-    return validate(best.weights, large ? 2 : 1);
+    return validate(equal, large ? 2 : 1);
   }
   // The weights are searched on every third bandwidth, the bandwidth then on the whole grid.
-  best = validate(best.weights, 3);
+  Metric best = validate(equal, 3);
   for (int pass = 0; pass < options_.weight_passes; ++pass) {
     for (size_t g = 0; g < best.weights.size(); ++g) {
       for (const double w : options_.feature_weights) {
@@ -191,9 +192,7 @@ Expected<Eigen::MatrixXd> FeatureKernelCompleter::CompleteWith(
   if (plain.size() == static_cast<size_t>(observed.rows())) return Complete(observed);
   Workspace ws;
   const Metric metric = LearnMetric(observed, features, ws);
-  const Neighbours nb =
-      Nearest(SquaredDistances(features, options_.missing_penalty, metric.weights));
-  Fit(observed, nb, metric.bandwidth, options_.rounds, ws);
+  Fit(observed, metric.neighbours, metric.bandwidth, options_.rounds, ws);
   Eigen::MatrixXd out = ws.g;
   if (!plain.empty()) {
     Expected<Eigen::MatrixXd> other = Complete(observed);

@@ -73,6 +73,7 @@ class FeatureKernelCompleter final : public Completer {
     std::vector<double> weights;
     double bandwidth = 0;
     double error = 0;
+    Neighbours neighbours;  // under `weights`: what the final fit uses
   };
   Metric LearnMetric(const Eigen::MatrixXd& observed, const EncodedFeatures& features) const;
 

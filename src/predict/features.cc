@@ -78,6 +78,7 @@ Expected<FeatureTable> FeatureTable::LoadCsv(const std::string& path) {
   Expected<std::vector<int>> cols = table->Columns({"app", "feature", "value"});
   if (!cols) return std::unexpected(cols.error());
   std::map<std::string, AppFeatures, std::less<>> apps;
+  std::map<std::string, bool, std::less<>> numeric;  // each name's kind, from its first line
   for (const CsvRow& row : table->rows()) {
     const std::string& app = row.cells[(*cols)[0]];
     const std::string& name = row.cells[(*cols)[1]];
@@ -87,16 +88,19 @@ Expected<FeatureTable> FeatureTable::LoadCsv(const std::string& path) {
     }
     Expected<FeatureValue> value = ParseFeatureValue(row.cells[(*cols)[2]]);
     if (!value) return table->FailAt(row, (*cols)[2], value.error().message);
+    const bool is_number = std::holds_alternative<double>(*value);
+    if (const auto [it, fresh] = numeric.emplace(name, is_number); it->second != is_number) {
+      return table->FailAt(row, (*cols)[2],
+                           fmt::format("feature '{}' is {} here but {} on an earlier line", name,
+                                       is_number ? "numeric" : "categorical",
+                                       is_number ? "categorical" : "numeric"));
+    }
     if (!apps[app].emplace(name, std::move(*value)).second) {
       return table->FailAt(row, fmt::format("feature '{}' of '{}' given twice", name, app));
     }
   }
-  FeatureTable out;
-  for (auto& [app, features] : apps) {
-    if (Expected<void> ok = out.Set(app, std::move(features)); !ok) {
-      return Fail("{}: {}", path, ok.error().message);
-    }
-  }
+  FeatureTable out;  // every line was checked above: Set cannot refuse any of it
+  for (auto& [app, features] : apps) TESSERA_CHECK(out.Set(app, std::move(features)).has_value());
   return out;
 }
 

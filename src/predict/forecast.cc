@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "base/stats.h"
+
 namespace tessera::predict {
 namespace {
 
@@ -27,12 +29,7 @@ Expected<double> CoefficientOfVariation(std::span<const double> values) {
 Expected<double> Percentile(std::span<const double> values, double p) {
   if (values.empty()) return Fail("percentile of an empty window");
   if (!(p >= 0 && p <= 100)) return Fail("percentile {} is outside [0, 100]", p);
-  std::vector<double> sorted(values.begin(), values.end());
-  std::sort(sorted.begin(), sorted.end());
-  const double rank = p / 100.0 * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (rank - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+  return Quantile(std::vector<double>(values.begin(), values.end()), p / 100.0);
 }
 
 Expected<double> Correlation(std::span<const double> a, std::span<const double> b) {

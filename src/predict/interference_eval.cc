@@ -4,29 +4,14 @@
 #include <cmath>
 #include <memory>
 
-#include "base/rng.h"
+#include "base/stats.h"
+#include "predict/evaluate.h"
 #include "predict/registry.h"
 
 namespace tessera::predict {
 namespace {
 
-struct Cell {
-  int row, col;
-};
-
-// The q-quantile of sorted values, linear between order statistics; `sorted` is not empty.
-double Quantile(const std::vector<double>& sorted, double q) {
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::ranges::sort(v);
-  return Quantile(v, 0.5);
-}
+using Cell = CellIndex;
 
 AbsErrorSummary MedianOf(const std::vector<AbsErrorSummary>& s) {
   const auto field = [&](auto member) {
@@ -54,9 +39,8 @@ AbsErrorSummary SummariseAbsErrors(const std::vector<double>& truth,
     sum += ae[i];
     sq += ae[i] * ae[i];
   }
-  std::ranges::sort(ae);
   s.mae = sum / s.n;
-  s.median_ae = Quantile(ae, 0.5);
+  s.median_ae = Median(ae);
   s.p90_ae = Quantile(ae, 0.9);
   s.rmse = std::sqrt(sq / s.n);
   return s;
@@ -83,22 +67,8 @@ Expected<InterferenceEvalResult> EvaluateInterference(const SparseMatrix& m,
   }
   if (observed.empty()) return Fail("the interference matrix has no observed cell");
 
-  // Hide as evaluate.cc's random protocol does: shuffle, draw the first round(missing × n),
-  // give a row that would be left empty one of its drawn cells back.
-  Rng rng(options.seed);
-  rng.Shuffle(observed);
-  const size_t count = static_cast<size_t>(std::llround(options.missing * observed.size()));
   std::vector<int> kept(static_cast<size_t>(m.rows()), 0);
-  for (size_t i = count; i < observed.size(); ++i) ++kept[static_cast<size_t>(observed[i].row)];
-  std::vector<Cell> hidden;
-  for (size_t i = count; i-- > 0;) {
-    int& k = kept[static_cast<size_t>(observed[i].row)];
-    if (k == 0) {
-      k = 1;
-      continue;
-    }
-    hidden.push_back(observed[i]);
-  }
+  const std::vector<Cell> hidden = HideAtRandom(observed, options.missing, options.seed, kept);
   if (hidden.empty()) {
     return Fail("no cell could be hidden ({} observed, missing {})", observed.size(),
                 options.missing);

@@ -81,6 +81,7 @@ struct Run {
   long long start;
   double fb_used_mib;  // 0 when the table has no fb_used_mean
   AppFeatures features;
+  std::string where;   // file:line, for errors
 };
 
 Expected<void> ReadTable(const Source& source, std::vector<Run>* runs) {
@@ -155,7 +156,7 @@ Expected<void> ReadTable(const Source& source, std::vector<Run>* runs) {
       fb_used = *v;
     }
     runs->push_back({std::move(app), fmt::format("{}/{}/100", source.gpu, instance), *qps, *t0,
-                     fb_used, std::move(features)});
+                     fb_used, std::move(features), fmt::format("{}:{}", source.path, row.line)});
   }
   return {};
 }
@@ -194,10 +195,11 @@ Expected<ProfileMatrix> LoadMigProfiler(const std::string& dir, MigProfilerExtra
     auto [it, fresh] = declared.emplace(run.app, &run.features);
     if (fresh) {
       if (Expected<void> ok = out.features.Set(run.app, run.features); !ok) {
-        return Fail("{}: {}", dir, ok.error().message);
+        return Fail("{}: {}", run.where, ok.error().message);
       }
     } else if (*it->second != run.features) {
-      return Fail("{}: the runs of {} disagree on model, batch, seq or params", dir, run.app);
+      return Fail("{}: {} disagrees with its earlier runs on model, batch, seq or params",
+                  run.where, run.app);
     }
   }
   if (extras != nullptr) *extras = std::move(out);

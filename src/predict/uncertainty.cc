@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "base/stats.h"
 #include "predict/baseline.h"
 #include "predict/matrix.h"
 
@@ -19,14 +20,6 @@ struct Residual {
   int known;            // cells the row kept in the training matrix
   double disagreement;  // |method - bias model|
 };
-
-double Quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
 
 // s_k for a given β: the RMS of error / (1 + β d) per bucket, pooled where a bucket is thin.
 std::array<double, 4> FitScales(const std::vector<Residual>& rs, double beta) {
@@ -73,10 +66,8 @@ Expected<UncertaintyModel> Calibrate(const Completer& method, const Eigen::Matri
                                      const EncodedFeatures& features,
                                      const CalibrationOptions& options) {
   std::vector<Residual> residuals;
-  for (int s = 0; s < options.splits; ++s) {
-    const HoldOut split =
-        SplitObserved(observed, options.fraction, options.seed + static_cast<uint64_t>(s));
-    if (split.held.empty()) continue;
+  // Completes a hold-out's training matrix and records the error of each held cell.
+  const auto score = [&](const HoldOut& split) -> Expected<void> {
     Expected<Eigen::MatrixXd> completed = method.CompleteWith(split.train, features);
     if (!completed) return std::unexpected(completed.error());
     const Biases bias = FitBiases(split.train);
@@ -85,6 +76,13 @@ Expected<UncertaintyModel> Calibrate(const Completer& method, const Eigen::Matri
       residuals.push_back({(*completed)(r, c) - observed(r, c), static_cast<int>(kept(r)),
                            std::abs((*completed)(r, c) - bias.At(r, c))});
     }
+    return {};
+  };
+  for (int s = 0; s < options.splits; ++s) {
+    const HoldOut split =
+        SplitObserved(observed, options.fraction, options.seed + static_cast<uint64_t>(s));
+    if (split.held.empty()) continue;
+    if (Expected<void> ok = score(split); !ok) return std::unexpected(ok.error());
   }
   // A bucket the random hold-outs left thin (dense rows rarely lose all but one or two cells):
   // thin up to 16 rows that have more to exactly k cells, as a new application would be.
@@ -102,8 +100,7 @@ Expected<UncertaintyModel> Calibrate(const Completer& method, const Eigen::Matri
     if (rows.empty()) continue;
     rng.Shuffle(rows);
     rows.resize(std::min<size_t>(rows.size(), 16));
-    Eigen::MatrixXd train = observed;
-    std::vector<std::pair<Eigen::Index, Eigen::Index>> held;
+    HoldOut thinned{observed, {}};
     for (const Eigen::Index r : rows) {
       std::vector<Eigen::Index> cols;
       for (Eigen::Index c = 0; c < observed.cols(); ++c) {
@@ -111,17 +108,11 @@ Expected<UncertaintyModel> Calibrate(const Completer& method, const Eigen::Matri
       }
       rng.Shuffle(cols);
       for (size_t i = static_cast<size_t>(k); i < cols.size(); ++i) {
-        train(r, cols[i]) = kMissing;
-        held.emplace_back(r, cols[i]);
+        thinned.train(r, cols[i]) = kMissing;
+        thinned.held.emplace_back(r, cols[i]);
       }
     }
-    Expected<Eigen::MatrixXd> completed = method.CompleteWith(train, features);
-    if (!completed) return std::unexpected(completed.error());
-    const Biases bias = FitBiases(train);
-    for (const auto& [r, c] : held) {
-      residuals.push_back({(*completed)(r, c) - observed(r, c), k,
-                           std::abs((*completed)(r, c) - bias.At(r, c))});
-    }
+    if (Expected<void> ok = score(thinned); !ok) return std::unexpected(ok.error());  // kept: k
   }
   UncertaintyModel model;
   if (residuals.size() < 8) return model;

@@ -5,17 +5,14 @@
 #include <algorithm>
 #include <map>
 
+#include "base/stats.h"
 #include "report/html.h"
 
 namespace tessera::report {
 namespace {
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
-}
+// A point's per-seed values are never empty (one per seed); 0 keeps a hand-built empty one drawable.
+double MedianOrZero(const std::vector<double>& v) { return v.empty() ? 0.0 : Median(v); }
 
 // Methods in the order they first appear.
 std::vector<std::string> Methods(const std::vector<SparsityPoint>& points) {
@@ -34,9 +31,9 @@ nlohmann::json SparsityJson(const std::vector<uint64_t>& seeds,
   for (const SparsityPoint& p : points) {
     j["points"].push_back({{"method", p.method},
                            {"missing", p.missing},
-                           {"median_ape", Median(p.median_ape)},
-                           {"mape", Median(p.mape)},
-                           {"p90_ape", Median(p.p90_ape)},
+                           {"median_ape", MedianOrZero(p.median_ape)},
+                           {"mape", MedianOrZero(p.mape)},
+                           {"p90_ape", MedianOrZero(p.p90_ape)},
                            {"per_seed",
                             {{"median_ape", p.median_ape},
                              {"mape", p.mape},
@@ -47,7 +44,7 @@ nlohmann::json SparsityJson(const std::vector<uint64_t>& seeds,
 
 std::string SparsitySvg(const std::string& title, const std::vector<SparsityPoint>& points) {
   double y_hi = 10;
-  for (const SparsityPoint& p : points) y_hi = std::max(y_hi, Median(p.median_ape));
+  for (const SparsityPoint& p : points) y_hi = std::max(y_hi, MedianOrZero(p.median_ape));
   const std::vector<double> x_ticks = NiceTicks(0, 100, 10);
   const std::vector<double> y_ticks = NiceTicks(0, y_hi, 6);
   const PlotFrame f{.x_min = 0,
@@ -66,7 +63,7 @@ std::string SparsitySvg(const std::string& title, const std::vector<SparsityPoin
   for (size_t i = 0; i < methods.size(); ++i) {
     std::map<double, double> line;  // missing % -> median APE
     for (const SparsityPoint& p : points) {
-      if (p.method == methods[i]) line[100 * p.missing] = Median(p.median_ape);
+      if (p.method == methods[i]) line[100 * p.missing] = MedianOrZero(p.median_ape);
     }
     const std::string color = SeriesColor(i), dash = SeriesDash(i);
     legend.push_back({methods[i], color, dash});

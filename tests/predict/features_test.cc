@@ -67,7 +67,7 @@ TEST(FeaturesTest, CsvRoundTripsAndMalformedLinesNameFileAndLine) {
            Case{"app,feature,value\na,batch,8\nb,batch,\n", ":3"},         // empty value
            Case{"app,feature,value\na,batch,8\na,batch,9\n", ":3"},        // given twice
            Case{"app,feature,value\n,batch,8\n", ":2"},                    // empty app
-           Case{"app,feature,value\na,batch,8\nb,batch,many\n", "categorical"},  // kind
+           Case{"app,feature,value\na,batch,8\nb,batch,many\n", ":3: column 'value': feature 'batch' is categorical"},
        }) {
     const std::string path = Write("features_bad.csv", c.text);
     Expected<FeatureTable> bad = FeatureTable::LoadCsv(path);

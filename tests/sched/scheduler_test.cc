@@ -333,7 +333,7 @@ class SloGate final : public policy::Policy {
   bool declares_;
 };
 
-TEST_F(SchedulerTest, OffersThatDependOnTheSloAreNotSkippedByTheShapeMemo) {
+TEST_F(SchedulerTest, OffersThatDependOnTheSloBypassTheShapeMemo) {
   // Same request shape, SLOs 20 (no offer) then 5. A policy that declares the SLO gets the
   // second one tried and bound in the same cycle; one that does not declare it breaks the
   // contract, and the core (rightly, by that contract) skips the second as the same shape.
