@@ -209,7 +209,7 @@ Status RunComplete(const PredictArgs& args) {
     }
   }
   Expected<Eigen::MatrixXd> completed = (*method)->CompleteWith(
-      values, predict::Encode(data->features, matrix->row_keys()));
+      values, predict::Encode(data->features, matrix->row_keys(), matrix->col_keys()));
   if (!completed) return Failed(completed.error());
   const Eigen::MatrixXd qps = completed->array().exp();
   if (Expected<void> ok =

@@ -143,7 +143,7 @@ Expected<EvalResult> Evaluate(const ProfileMatrix& matrix, const EvalOptions& op
   }
 
   const EncodedFeatures encoded =
-      features != nullptr ? Encode(*features, matrix.row_keys()) : EncodedFeatures{};
+      features != nullptr ? Encode(*features, matrix.row_keys(), matrix.col_keys()) : EncodedFeatures{};
   Rng rng(options.seed);
   std::vector<HiddenCell> cells;
   if (options.protocol == "random") {

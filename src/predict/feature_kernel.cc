@@ -176,6 +176,80 @@ FeatureKernelCompleter::Metric FeatureKernelCompleter::LearnMetric(
   return best;
 }
 
+namespace {
+
+// A row's bucket for the blend: its measured cells, 1, 2 or 3 and more (index 0..2); -1: none.
+int Bucket(const Eigen::MatrixXd& observed, Eigen::Index r) {
+  Eigen::Index known = 0;
+  for (Eigen::Index c = 0; c < observed.cols(); ++c) known += IsKnown(observed(r, c));
+  return known == 0 ? -1 : static_cast<int>(std::min<Eigen::Index>(known, 3) - 1);
+}
+
+// (1 - w) · kernel + w · roofline where the roofline has a value.
+double Mix(double kernel, double roofline, double w) {
+  return std::isnan(roofline) ? kernel : (1 - w) * kernel + w * roofline;
+}
+
+}  // namespace
+
+FeatureKernelCompleter::Blend FeatureKernelCompleter::LearnBlend(
+    const Eigen::MatrixXd& observed, const EncodedFeatures& features, const Metric& metric) const {
+  Workspace ws;
+  return LearnBlend(observed, features, metric, ws);
+}
+
+FeatureKernelCompleter::Blend FeatureKernelCompleter::LearnBlend(
+    const Eigen::MatrixXd& observed, const EncodedFeatures& features, const Metric& metric,
+    Workspace& ws) const {
+  Blend blend{};
+  if (features.columns.size() != static_cast<size_t>(observed.cols()) ||
+      std::none_of(features.columns.begin(), features.columns.end(),
+                   [](const ComputeShare& s) { return s.gpu >= 0; })) {
+    return blend;
+  }
+  // The roofline learns knees from the rows with two cells or more; a split that took all their
+  // second cells would validate a roofline with nothing to learn from. So at most half of the
+  // cells beyond each row's first are held out.
+  const Eigen::MatrixXd mask = KnownMask(observed);
+  const double known = mask.sum();
+  const double beyond_first = known - static_cast<double>((mask.rowwise().sum().array() > 0).count());
+  const HoldOut split = SplitObserved(
+      observed, std::min(options_.validation, 0.5 * beyond_first / std::max(known, 1.0)), options_.seed);
+  if (split.held.empty()) return blend;
+  Fit(split.train, metric.neighbours, metric.bandwidth, options_.rounds, ws);
+  const Eigen::MatrixXd roofline = RooflineComplete(split.train, features, options_.roofline);
+  const size_t w_count = options_.roofline_blend.size();
+  std::array<std::vector<double>, 3> error;
+  error.fill(std::vector<double>(w_count, 0.0));
+  std::array<bool, 3> seen{};
+  for (const auto& [r, c] : split.held) {
+    const int b = Bucket(split.train, r);
+    if (b < 0 || std::isnan(roofline(r, c))) continue;
+    seen[static_cast<size_t>(b)] = true;
+    for (size_t i = 0; i < w_count; ++i) {
+      error[static_cast<size_t>(b)][i] +=
+          std::abs(Mix(ws.g(r, c), roofline(r, c), options_.roofline_blend[i]) - observed(r, c));
+    }
+  }
+  for (size_t b = 0; b < 3; ++b) {
+    if (!seen[b]) continue;
+    size_t best = 0;
+    for (size_t i = 1; i < w_count; ++i) {
+      if (error[b][i] < error[b][best] - 1e-12) best = i;
+    }
+    blend[b] = options_.roofline_blend[best];
+  }
+  // A bucket without validation cells takes its nearest seen neighbour's weight (fewer first).
+  for (size_t b = 0; b < 3; ++b) {
+    if (seen[b]) continue;
+    for (size_t d = 1; d < 3; ++d) {
+      if (b >= d && seen[b - d]) { blend[b] = blend[b - d]; break; }
+      if (b + d < 3 && seen[b + d]) { blend[b] = blend[b + d]; break; }
+    }
+  }
+  return blend;
+}
+
 Expected<Eigen::MatrixXd> FeatureKernelCompleter::Complete(const Eigen::MatrixXd& observed) const {
   return Fallback(options_.fallback, observed);
 }
@@ -192,8 +266,18 @@ Expected<Eigen::MatrixXd> FeatureKernelCompleter::CompleteWith(
   if (plain.size() == static_cast<size_t>(observed.rows())) return Complete(observed);
   Workspace ws;
   const Metric metric = LearnMetric(observed, features, ws);
+  const Blend blend = LearnBlend(observed, features, metric, ws);
   Fit(observed, metric.neighbours, metric.bandwidth, options_.rounds, ws);
   Eigen::MatrixXd out = ws.g;
+  if (std::any_of(blend.begin(), blend.end(), [](double w) { return w > 0; })) {
+    const Eigen::MatrixXd roofline = RooflineComplete(observed, features, options_.roofline);
+    for (Eigen::Index r = 0; r < observed.rows(); ++r) {
+      const int b = Bucket(observed, r);
+      if (b < 0) continue;
+      for (Eigen::Index c = 0; c < observed.cols(); ++c)
+        out(r, c) = Mix(out(r, c), roofline(r, c), blend[static_cast<size_t>(b)]);
+    }
+  }
   if (!plain.empty()) {
     Expected<Eigen::MatrixXd> other = Complete(observed);
     if (!other) return std::unexpected(other.error());

@@ -24,14 +24,22 @@
 // bandwidth is tried, each with one backfitting round (the benchmark's budget). A row that states no feature,
 // or a call without features, is completed by `fallback` (default hybrid, completer registry).
 //
+// Where the columns carry compute shares (config_key.h), the roofline prior (roofline.h) is
+// blended in: on the same validation cells, for rows with 1, 2 and 3 or more measured cells
+// apart, the weight of `roofline_blend` whose absolute log error is least (ties: the smaller)
+// mixes the two fits in log space. It is the roofline that carries a row known by one cell at
+// 75 % missing; with more cells per row the kernel usually wins.
+//
 // Cost: the m × m distances once, then per bandwidth and backfitting round one m · neighbours · n
 // kernel product.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "predict/completer.h"
+#include "predict/roofline.h"
 
 namespace tessera::predict {
 
@@ -46,6 +54,8 @@ struct FeatureKernelOptions {
   std::vector<double> feature_weights = {0.0, 1.0, 3.0};  // tried for each feature
   int weight_passes = 1;         // coordinate-descent passes over the features
   int weights_min_rows = 20;     // fewer applications: equal weights (too few to tell apart)
+  std::vector<double> roofline_blend = {0.0, 0.25, 0.5, 0.75, 1.0};  // tried per row bucket
+  RooflineOptions roofline;
   std::string fallback = "hybrid";
   uint64_t seed = 20240601;
 };
@@ -76,6 +86,11 @@ class FeatureKernelCompleter final : public Completer {
     Neighbours neighbours;  // under `weights`: what the final fit uses
   };
   Metric LearnMetric(const Eigen::MatrixXd& observed, const EncodedFeatures& features) const;
+  // The roofline's weight for rows with 1, 2 and ≥ 3 measured cells, by validation under
+  // `metric` (all 0 when no column has a compute share).
+  using Blend = std::array<double, 3>;
+  Blend LearnBlend(const Eigen::MatrixXd& observed, const EncodedFeatures& features,
+                   const Metric& metric) const;
 
   using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using RowMatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -90,6 +105,8 @@ class FeatureKernelCompleter final : public Completer {
   };
   Metric LearnMetric(const Eigen::MatrixXd& observed, const EncodedFeatures& features,
                      Workspace& ws) const;
+  Blend LearnBlend(const Eigen::MatrixXd& observed, const EncodedFeatures& features,
+                   const Metric& metric, Workspace& ws) const;
   // The prediction for every cell of `observed`, left in ws.g.
   void Fit(const Eigen::MatrixXd& observed, const Neighbours& nb, double h, int rounds,
            Workspace& ws) const;

@@ -123,7 +123,8 @@ bool EncodedFeatures::HasAny(Eigen::Index r) const {
   return false;
 }
 
-EncodedFeatures Encode(const FeatureTable& table, const std::vector<std::string>& row_keys) {
+EncodedFeatures Encode(const FeatureTable& table, const std::vector<std::string>& row_keys,
+                       const std::vector<std::string>& column_keys) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   // Per feature name: numeric values by row, or the category of each row.
   struct Column {
@@ -196,6 +197,7 @@ EncodedFeatures Encode(const FeatureTable& table, const std::vector<std::string>
     for (size_t r = 0; r < m; ++r)
       out.x(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) = encoded[c][r];
   }
+  out.columns = ComputeShares(column_keys);
   return out;
 }
 

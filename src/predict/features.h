@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "predict/config_key.h"
 
 namespace tessera::predict {
 
@@ -60,12 +61,17 @@ struct EncodedFeatures {
   Eigen::MatrixXd x;        // rows × columns; NaN where the row lacks the feature
   std::vector<int> group;   // the feature (index into names) each column encodes
   std::vector<std::string> names;
+  // Per matrix column, its compute share (config_key.h): the roofline prior (roofline.h) reads
+  // it. Empty when the caller named no columns.
+  std::vector<ComputeShare> columns;
   bool empty() const { return x.cols() == 0; }
   // True when row `r` states at least one feature.
   bool HasAny(Eigen::Index r) const;
 };
 
-EncodedFeatures Encode(const FeatureTable& table, const std::vector<std::string>& row_keys);
+// `column_keys`: the matrix's configuration keys, for `columns` (may be empty).
+EncodedFeatures Encode(const FeatureTable& table, const std::vector<std::string>& row_keys,
+                       const std::vector<std::string>& column_keys = {});
 
 // Squared distances between every pair of rows: per feature, the squared difference of its
 // columns; a feature that either row lacks counts `missing_penalty`; each feature's part times

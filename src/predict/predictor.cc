@@ -58,7 +58,7 @@ Expected<void> Predictor::RefitProfile() {
     }
   }
   Eigen::MatrixXd log_values = profile_.ToDense().array().log();
-  const EncodedFeatures encoded = Encode(features_, profile_.row_keys());
+  const EncodedFeatures encoded = Encode(features_, profile_.row_keys(), profile_.col_keys());
   Expected<Eigen::MatrixXd> completed = profile_method_->CompleteWith(log_values, encoded);
   if (!completed) return std::unexpected(completed.error());
   if (!calibrated_ || (options_.calibrate_every > 0 &&

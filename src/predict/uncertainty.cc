@@ -85,11 +85,16 @@ Expected<UncertaintyModel> Calibrate(const Completer& method, const Eigen::Matri
     if (Expected<void> ok = score(split); !ok) return std::unexpected(ok.error());
   }
   // A bucket the random hold-outs left thin (dense rows rarely lose all but one or two cells):
-  // thin up to 16 rows that have more to exactly k cells, as a new application would be.
+  // thin rows that have more to exactly k cells, as a new application would be. One pass thins
+  // at most a quarter of those rows (up to 16): thinning them all would take away what a method
+  // learns a row's shape from, and make the sample worse than the matrix it calibrates. Up to
+  // four passes, until the bucket holds enough.
   for (int k = 1; k <= 3; ++k) {
-    int have = 0;
-    for (const Residual& r : residuals) have += Bucket(r.known) == Bucket(k);
-    if (have >= kThinBucket) continue;
+    const auto have = [&] {
+      int n = 0;
+      for (const Residual& r : residuals) n += Bucket(r.known) == Bucket(k);
+      return n;
+    };
     Rng rng(options.seed + 100 + static_cast<uint64_t>(k));
     std::vector<Eigen::Index> rows;
     for (Eigen::Index r = 0; r < observed.rows(); ++r) {
@@ -97,22 +102,23 @@ Expected<UncertaintyModel> Calibrate(const Completer& method, const Eigen::Matri
       for (Eigen::Index c = 0; c < observed.cols(); ++c) known += IsKnown(observed(r, c));
       if (known > k) rows.push_back(r);
     }
-    if (rows.empty()) continue;
-    rng.Shuffle(rows);
-    rows.resize(std::min<size_t>(rows.size(), 16));
-    HoldOut thinned{observed, {}};
-    for (const Eigen::Index r : rows) {
-      std::vector<Eigen::Index> cols;
-      for (Eigen::Index c = 0; c < observed.cols(); ++c) {
-        if (IsKnown(observed(r, c))) cols.push_back(c);
+    const size_t per_pass = std::clamp<size_t>(rows.size() / 4, 1, 16);
+    for (int pass = 0; pass < 4 && !rows.empty() && have() < kThinBucket; ++pass) {
+      rng.Shuffle(rows);
+      HoldOut thinned{observed, {}};
+      for (size_t i = 0; i < per_pass; ++i) {
+        std::vector<Eigen::Index> cols;
+        for (Eigen::Index c = 0; c < observed.cols(); ++c) {
+          if (IsKnown(observed(rows[i], c))) cols.push_back(c);
+        }
+        rng.Shuffle(cols);
+        for (size_t j = static_cast<size_t>(k); j < cols.size(); ++j) {
+          thinned.train(rows[i], cols[j]) = kMissing;
+          thinned.held.emplace_back(rows[i], cols[j]);
+        }
       }
-      rng.Shuffle(cols);
-      for (size_t i = static_cast<size_t>(k); i < cols.size(); ++i) {
-        thinned.train(r, cols[i]) = kMissing;
-        thinned.held.emplace_back(r, cols[i]);
-      }
+      if (Expected<void> ok = score(thinned); !ok) return std::unexpected(ok.error());  // kept: k
     }
-    if (Expected<void> ok = score(thinned); !ok) return std::unexpected(ok.error());  // kept: k
   }
   UncertaintyModel model;
   if (residuals.size() < 8) return model;

@@ -83,6 +83,40 @@ TEST(FeatureKernelTest, RowsWithoutFeaturesAndCallsWithoutFeaturesStillComplete)
                    .has_value());
 }
 
+TEST(FeatureKernelTest, TheRooflineCarriesABatchSizeNoNeighbourHas) {
+  // Measured: batches 1, 4, 16, 64, 256 (rows 0, 2, 4, 6, 8 of the roofline), twice; new: batches
+  // 2, 8, 32, 128 with one cell each, on the largest slice. Their neighbours' shapes bend at other
+  // points, so the kernel alone must average two wrong knees; the columns' keys say the slices
+  // have 1, 2, 4, 8 and 16 compute units (the truth's 2^c), and the roofline's knee is linear in
+  // log batch, which its regression recovers.
+  const Roofline r = MakeRoofline(20, 5);
+  Eigen::MatrixXd observed = r.truth;
+  std::vector<int> fresh;
+  for (int a = 0; a < 20; ++a) {
+    if (a % 2 == 0) continue;
+    if (a < 10 && a != 9) {
+      fresh.push_back(a);
+      for (int c = 0; c < 4; ++c) observed(a, c) = kMissing;
+    } else {
+      observed.row(a).setConstant(kMissing);  // not in this matrix at all
+    }
+  }
+  const std::vector<std::string> keys = {"G/1g.a/100", "G/2g.b/100", "G/4g.c/100", "G/8g.d/100",
+                                         "G/16g.e/100"};
+  const auto worst = [&](const EncodedFeatures& f) {
+    Expected<Eigen::MatrixXd> done = FeatureKernelCompleter().CompleteWith(observed, f);
+    EXPECT_TRUE(done.has_value());
+    double err = 0;
+    for (int a : fresh)
+      for (int c = 0; c < 4; ++c) err = std::max(err, std::abs((*done)(a, c) - r.truth(a, c)));
+    return err;
+  };
+  const double kernel_only = worst(Encode(r.features, r.rows));
+  const double with_roofline = worst(Encode(r.features, r.rows, keys));
+  EXPECT_GT(kernel_only, 0.2);
+  EXPECT_LT(with_roofline, 0.05);
+}
+
 TEST(FeatureKernelTest, AnApplicationWithNoMeasurementIsPredictedFromItsFeatures) {
   const Roofline r = MakeRoofline(20, 4);
   Eigen::MatrixXd observed = r.truth;

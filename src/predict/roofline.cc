@@ -1,0 +1,165 @@
+#include "predict/roofline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "predict/completer.h"
+
+namespace tessera::predict {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Cell {
+  double share, y;
+};
+
+// The level that best fits `cells` for knee `kappa`, and its squared error.
+std::pair<double, double> LevelAt(const std::vector<Cell>& cells, double kappa) {
+  double level = 0;
+  for (const Cell& c : cells) level += c.y - std::min(kappa, c.share);
+  level /= static_cast<double>(cells.size());
+  double sse = 0;
+  for (const Cell& c : cells) {
+    const double e = level + std::min(kappa, c.share) - c.y;
+    sse += e * e;
+  }
+  return {level, sse};
+}
+
+// Ridge regression of `target` on [1, x] (intercept unpenalised) with the lambda of `ridge`
+// whose leave-one-out error is least; returns the coefficients.
+Eigen::VectorXd RidgeLoo(const Eigen::MatrixXd& x, const Eigen::VectorXd& target,
+                         const std::vector<double>& ridge) {
+  const Eigen::Index n = x.rows(), p = x.cols() + 1;
+  Eigen::MatrixXd design(n, p);
+  design.col(0).setOnes();
+  design.rightCols(p - 1) = x;
+  const Eigen::MatrixXd gram = design.transpose() * design;
+  Eigen::VectorXd best;
+  double best_error = INFINITY;
+  for (const double lambda : ridge) {
+    Eigen::MatrixXd a = gram;
+    a.diagonal().tail(p - 1).array() += lambda;
+    a(0, 0) += 1e-9;  // a constant target column stays solvable
+    const Eigen::LDLT<Eigen::MatrixXd> ldlt(a);
+    const Eigen::VectorXd beta = ldlt.solve(design.transpose() * target);
+    const Eigen::MatrixXd inv_xt = ldlt.solve(design.transpose());  // p × n
+    double error = 0;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double h = design.row(i).dot(inv_xt.col(i));
+      const double r = (target(i) - design.row(i).dot(beta)) / std::max(1.0 - h, 1e-6);
+      error += r * r;
+    }
+    if (error < best_error) {
+      best_error = error;
+      best = beta;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+Eigen::MatrixXd RooflineComplete(const Eigen::MatrixXd& observed, const EncodedFeatures& features,
+                                 const RooflineOptions& options) {
+  const Eigen::Index m = observed.rows(), n = observed.cols();
+  Eigen::MatrixXd out = Eigen::MatrixXd::Constant(m, n, kNaN);
+  if (static_cast<Eigen::Index>(features.columns.size()) != n) return out;
+  // Features with NaN (not stated) at 0: the standardised mean, or "not this category".
+  Eigen::MatrixXd x = features.x.rows() == m ? features.x : Eigen::MatrixXd(m, 0);
+  x = x.unaryExpr([](double v) { return std::isnan(v) ? 0.0 : v; });
+  int gpus = 0;
+  for (const ComputeShare& s : features.columns) gpus = std::max(gpus, s.gpu + 1);
+  for (int g = 0; g < gpus; ++g) {
+    std::vector<Eigen::Index> cols;
+    double low = INFINITY, high = -INFINITY;
+    for (Eigen::Index c = 0; c < n; ++c) {
+      const ComputeShare& s = features.columns[static_cast<size_t>(c)];
+      if (s.gpu != g || !std::isfinite(s.log_share)) continue;
+      cols.push_back(c);
+      low = std::min(low, s.log_share);
+      high = std::max(high, s.log_share);
+    }
+    if (cols.empty()) continue;
+    low -= std::log(2.0);
+    high += std::log(2.0);
+    std::vector<double> knees(static_cast<size_t>(std::max(options.grid, 2)));
+    for (size_t k = 0; k < knees.size(); ++k)
+      knees[k] = low + (high - low) * static_cast<double>(k) / static_cast<double>(knees.size() - 1);
+    // Each row's cells on this GPU and, with two shares or more, its interval of knees.
+    std::vector<std::vector<Cell>> cells(static_cast<size_t>(m));
+    std::vector<std::pair<double, double>> interval(static_cast<size_t>(m), {kNaN, kNaN});
+    std::vector<Eigen::Index> bounded;
+    for (Eigen::Index r = 0; r < m; ++r) {
+      std::vector<Cell>& row = cells[static_cast<size_t>(r)];
+      for (Eigen::Index c : cols) {
+        if (IsKnown(observed(r, c)))
+          row.push_back({features.columns[static_cast<size_t>(c)].log_share, observed(r, c)});
+      }
+      const auto [lo_share, hi_share] = std::minmax_element(
+          row.begin(), row.end(), [](const Cell& a, const Cell& b) { return a.share < b.share; });
+      if (row.size() < 2 || lo_share->share == hi_share->share) continue;
+      std::vector<double> sse(knees.size());
+      for (size_t k = 0; k < knees.size(); ++k) sse[k] = LevelAt(row, knees[k]).second;
+      const double limit = *std::min_element(sse.begin(), sse.end()) +
+                           static_cast<double>(row.size()) * options.slack * options.slack;
+      double lo = INFINITY, hi = -INFINITY;
+      for (size_t k = 0; k < knees.size(); ++k) {
+        if (sse[k] > limit) continue;
+        lo = std::min(lo, knees[k]);
+        hi = std::max(hi, knees[k]);
+      }
+      // A knee at the grid's end fits as well anywhere beyond it: the interval is open there.
+      if (lo == knees.front()) lo = -INFINITY;
+      if (hi == knees.back()) hi = INFINITY;
+      interval[static_cast<size_t>(r)] = {lo, hi};
+      bounded.push_back(r);
+    }
+    if (bounded.empty()) continue;  // nothing shows this GPU's knees
+    // The knee every row's features predict.
+    Eigen::VectorXd knee(m);
+    Eigen::VectorXd target(static_cast<Eigen::Index>(bounded.size()));
+    for (size_t i = 0; i < bounded.size(); ++i) {
+      const auto [lo, hi] = interval[static_cast<size_t>(bounded[i])];
+      target(static_cast<Eigen::Index>(i)) =
+          (std::clamp(lo, low, high) + std::clamp(hi, low, high)) / 2;
+    }
+    if (static_cast<int>(bounded.size()) < options.min_rows || x.cols() == 0) {
+      knee.setConstant(target.mean());
+    } else {
+      Eigen::MatrixXd xb(static_cast<Eigen::Index>(bounded.size()), x.cols());
+      for (size_t i = 0; i < bounded.size(); ++i) xb.row(static_cast<Eigen::Index>(i)) = x.row(bounded[i]);
+      // Censored regression: a row's target is the point of its interval nearest the current
+      // fit (a flat row only says its knee is at most the smallest share), refitted until it
+      // settles. Starts from the midpoints.
+      for (int round = 0; round < options.censored_rounds; ++round) {
+        const Eigen::VectorXd beta = RidgeLoo(xb, target, options.ridge);
+        knee = (x * beta.tail(x.cols())).array() + beta(0);
+        double moved = 0;
+        for (size_t i = 0; i < bounded.size(); ++i) {
+          const auto [lo, hi] = interval[static_cast<size_t>(bounded[i])];
+          const double t = std::clamp(knee(bounded[i]), lo, hi);
+          moved = std::max(moved, std::abs(t - target(static_cast<Eigen::Index>(i))));
+          target(static_cast<Eigen::Index>(i)) = t;
+        }
+        if (moved < 1e-6) break;
+      }
+    }
+    for (Eigen::Index r = 0; r < m; ++r) {
+      const std::vector<Cell>& row = cells[static_cast<size_t>(r)];
+      if (row.empty()) continue;
+      double kappa = std::clamp(knee(r), low, high);
+      if (const auto [lo, hi] = interval[static_cast<size_t>(r)]; !std::isnan(lo))
+        kappa = std::clamp(kappa, lo, hi);
+      const double level = LevelAt(row, kappa).first;
+      for (Eigen::Index c : cols)
+        out(r, c) = level + std::min(kappa, features.columns[static_cast<size_t>(c)].log_share);
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera::predict
