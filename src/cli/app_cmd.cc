@@ -77,27 +77,4 @@ int Run(int argc, const char* const* argv) {
   return static_cast<int>(ExitCode::kOk);
 }
 
-Expected<std::vector<uint64_t>> ParseSeedRange(const std::string& text) {
-  std::vector<uint64_t> out;
-  try {
-    const size_t dash = text.find('-');
-    uint64_t lo = 1, hi = 0;
-    size_t used = 0;
-    if (dash == std::string::npos) {
-      hi = std::stoull(text, &used);
-      if (used != text.size()) return Fail("--seeds {}: expected N or A-B", text);
-    } else {
-      lo = std::stoull(text.substr(0, dash), &used);
-      if (used != dash) return Fail("--seeds {}: expected N or A-B", text);
-      hi = std::stoull(text.substr(dash + 1), &used);
-      if (used != text.size() - dash - 1) return Fail("--seeds {}: expected N or A-B", text);
-    }
-    if (hi < lo || hi - lo >= 10000) return Fail("--seeds {}: empty or too large a range", text);
-    for (uint64_t s = lo; s <= hi; ++s) out.push_back(s);
-  } catch (const std::exception&) {
-    return Fail("--seeds {}: expected N or A-B", text);
-  }
-  return out;
-}
-
 }  // namespace tessera::cli

@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "cli/seed_flags.h"
 
 namespace tessera::cli {
 
@@ -55,9 +56,6 @@ template <typename... Args>
 [[nodiscard]] std::unexpected<Failure> Usage(fmt::format_string<Args...> format, Args&&... args) {
   return Usage(Error{fmt::format(format, std::forward<Args>(args)...)});
 }
-
-// A seed list: "N" = 1..N, "A-B" = A..B (at most 10,000 seeds); an Error naming the text.
-[[nodiscard]] Expected<std::vector<uint64_t>> ParseSeedRange(const std::string& text);
 
 // Parses argv and runs the chosen subcommand; returns the process exit code.
 int Run(int argc, const char* const* argv);

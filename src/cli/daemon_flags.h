@@ -22,6 +22,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "cli/policy_flags.h"
+#include "cli/seed_flags.h"
 #include "k8s/api_client.h"
 #include "k8s/kubeconfig.h"
 #include "store/memory_store.h"
@@ -87,7 +88,9 @@ inline void AddCommon(CLI::App* sub, Common& f) {
       ->capture_default_str();
   sub->add_option("--policy-options", f.policy_options, "The policy's options as JSON")
       ->capture_default_str();
-  sub->add_option("--seed", f.seed, "Seed of the policy's random choices")->capture_default_str();
+  sub->add_option("--seed", f.seed, "Seed of the policy's random choices, 0..2^64-1")
+      ->check(SeedCheck())
+      ->capture_default_str();
   AddStoreFlags(sub, f.store, "Where inventories and placements live");
 }
 

@@ -94,7 +94,9 @@ void AddExplain(CLI::App& app, Status* status) {
   sub->add_option("--app", flags->app, "Application of the arriving pod (default onnx/resnet50)");
   sub->add_option("--slo", flags->slo, "Its SLO in QPS (default: SLO_4, the thesis's low SLO)")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--seed", flags->seed, "Seed of the physics and the profiling (default 1)");
+  sub->add_option("--seed", flags->seed,
+                  "Seed of the physics and the profiling, 0..2^64-1 (default 1)")
+      ->check(SeedCheck());
   sub->callback([flags, status] { *status = RunExplain(*flags); });
 }
 

@@ -317,10 +317,14 @@ void AddPredict(CLI::App& app, Status* status) {
                           ->check(CLI::PositiveNumber)
                           ->capture_default_str();
   CLI::Option* seed =
-      evaluate->add_option("--seed", args->seed, "Seed of the random hiding")->capture_default_str();
+      evaluate->add_option("--seed", args->seed, "Seed of the random hiding, 0..2^64-1")
+          ->check(SeedCheck())
+          ->capture_default_str();
   evaluate
       ->add_option("--seeds", args->seeds,
-                   "Several seeds, N (1..N) or A-B: per-seed results and their median")
+                   "Several seeds, N (1..N) or A-B, at most 10,000: per-seed results and their "
+                   "median")
+      ->check(SeedsCheck())
       ->excludes(seed);
   evaluate->add_option("--rows", args->rows,
                        "Hide and score only applications whose key matches this regex");
@@ -339,7 +343,8 @@ void AddPredict(CLI::App& app, Status* status) {
   sweep->add_option("--methods", args->methods, "Methods to compare")->capture_default_str();
   sweep->add_option("--missing", args->missings, "Fractions of known cells to hide")
       ->capture_default_str();
-  sweep->add_option("--seeds", args->seeds, "Seeds, N (1..N) or A-B [10]");
+  sweep->add_option("--seeds", args->seeds, "Seeds, N (1..N) or A-B, at most 10,000 [10]")
+      ->check(SeedsCheck());
   sweep->add_option("--rows", args->rows, "Hide and score only rows matching this regex");
   sweep->add_option("--out", args->out_dir, "Directory for fig7_1.svg and fig7_1.json");
   sweep->add_flag("--json", args->json, "Print one JSON object");

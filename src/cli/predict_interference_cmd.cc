@@ -138,8 +138,9 @@ void AddPredictInterference(CLI::App* predict, Status* status) {
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   sub->add_option("--seeds", flags->seeds,
-                  "Seeds of the profiling and the hiding, N (1..N) or A-B: one row each and "
-                  "their median")
+                  "Seeds of the profiling and the hiding, N (1..N) or A-B, at most 10,000: one "
+                  "row each and their median")
+      ->check(SeedsCheck())
       ->capture_default_str();
   sub->add_flag("--json", flags->json, "Print one JSON object");
   sub->callback([flags, status] { *status = RunInterference(*flags); });

@@ -361,9 +361,13 @@ void AddSimulate(CLI::App& app, Status* status) {
   sub->add_option("--policy", flags->policies,
                   "Policies to compare (default: all registered; see --list-policies)")
       ->delimiter(',');
-  sub->add_option("--seed", flags->seed, "One seed");
+  CLI::Option* seed =
+      sub->add_option("--seed", flags->seed, "One seed, 0..2^64-1")->check(SeedCheck());
   sub->add_option("--seeds", flags->seeds,
-                  "Seeds: N (1..N) or A-B (default: thesis 10, packing 3, openb-alloc 42)");
+                  "Seeds: N (1..N) or A-B, at most 10,000 (default: thesis 10, packing 3, "
+                  "openb-alloc 42)")
+      ->check(SeedsCheck())
+      ->excludes(seed);
   sub->add_option("--apps", flags->apps,
                   "Application catalogue (thesis; default: built-in data/apps.yaml)");
   sub->add_option("--workloads", flags->workloads,
