@@ -382,7 +382,7 @@ void AddSimulate(CLI::App& app, Status* status) {
   sub->add_option("--trace", flags->trace, "Pod list CSV (openb-alloc)");
   sub->add_option("--nodes", flags->nodes_path,
                   "Node list CSV (openb-alloc; default: openb_node_list_gpu_node.csv beside "
-                  "the trace)");
+                  "the trace; at most 10,000 nodes, 50,000 GPUs, 64 on one node)");
   sub->add_option("--inflation", flags->inflation,
                   "Arrived GPU load to inflate the pods to, x capacity (openb-alloc)")
       ->check(CLI::Range(0.01, 10.0))

@@ -57,13 +57,26 @@ Expected<std::vector<model::NodeSpec>> LoadOpenbNodes(const std::string& path) {
             gpu_col = (*columns)[3], model_col = (*columns)[4];
   model::ClusterState cluster;
   std::vector<model::NodeSpec> specs;
+  int total_gpus = 0;
   for (const CsvRow& row : csv->rows()) {
+    if (specs.size() == static_cast<size_t>(kOpenbMaxNodes)) {
+      return csv->FailAt(row, fmt::format("more than {} nodes", kOpenbMaxNodes));
+    }
     auto cpu = NonNegative<int64_t>(*csv, row, cpu_col);
     if (!cpu) return std::unexpected(cpu.error());
     auto mem = NonNegative<int64_t>(*csv, row, mem_col);
     if (!mem) return std::unexpected(mem.error());
     auto gpus = NonNegative<int>(*csv, row, gpu_col);
     if (!gpus) return std::unexpected(gpus.error());
+    // Checked before the node's GPUs are made: one line asking for 2e9 of them was bad_alloc.
+    if (*gpus > kOpenbMaxGpusPerNode) {
+      return csv->FailAt(
+          row, fmt::format("gpu {}: at most {} GPUs on one node", *gpus, kOpenbMaxGpusPerNode));
+    }
+    total_gpus += *gpus;
+    if (total_gpus > kOpenbMaxGpus) {
+      return csv->FailAt(row, fmt::format("more than {} GPUs in all", kOpenbMaxGpus));
+    }
     const std::string& model_name = row.cells[model_col];
     model::NodeSpec spec{row.cells[sn], *cpu, *mem, {}, {}};
     if (*gpus > 0) {

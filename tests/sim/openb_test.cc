@@ -86,6 +86,34 @@ TEST_F(OpenbTest, PodsAreReadAsTheMethodSays) {
   EXPECT_EQ((*pods)[2].id, 3);
 }
 
+// The simulator's limits on a node list (docs/results.md): at most 64 GPUs on one node, 10,000
+// nodes and 50,000 GPUs in all. Beyond them a node list was read anyway: 2e9 GPUs on one node
+// aborted with std::bad_alloc, 200,000 nodes ran for more than five minutes.
+TEST_F(OpenbTest, NodeListsBeyondTheSimulatorsLimitsAreRefused) {
+  const std::string header = "sn,cpu_milli,memory_mib,gpu,model\n";
+  const std::string huge =
+      Write("n1.csv", header + "a,1000,1024,8,T4\nb,1000,1024,2000000000,T4\n");
+  auto n = LoadOpenbNodes(huge);
+  ASSERT_FALSE(n);
+  EXPECT_EQ(n.error().message, huge + ":3: gpu 2000000000: at most 64 GPUs on one node");
+  EXPECT_TRUE(LoadOpenbNodes(Write("n2.csv", header + "a,1000,1024,64,T4\n")));
+
+  std::string text = header;
+  for (int i = 1; i <= 10001; ++i) text += fmt::format("n{},1000,1024,0,\n", i);
+  const std::string many = Write("n3.csv", text);
+  n = LoadOpenbNodes(many);
+  ASSERT_FALSE(n);
+  EXPECT_EQ(n.error().message, many + ":10002: more than 10000 nodes");
+
+  // 782 nodes of 64 GPUs: 50,048 GPUs, 48 too many on the last one (line 783).
+  text = header;
+  for (int i = 1; i <= 782; ++i) text += fmt::format("n{},1000,1024,64,T4\n", i);
+  const std::string gpus = Write("n4.csv", text);
+  n = LoadOpenbNodes(gpus);
+  ASSERT_FALSE(n);
+  EXPECT_EQ(n.error().message, gpus + ":783: more than 50000 GPUs in all");
+}
+
 model::Workload Gpus(model::WorkloadId id, int count, int milli) {
   model::Workload w;
   w.id = id;
