@@ -1,5 +1,6 @@
 #include "sim/openb.h"
 
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -139,11 +140,39 @@ std::vector<model::Workload> OpenbArrivals(std::span<const model::Workload> pods
   double total = 0;
   for (const model::Workload& w : order) total += RequestedGpuMilli(w);
   if (total > target) {
-    while (total > target && !order.empty()) {
-      const size_t i = rng.Below(order.size());
-      total -= RequestedGpuMilli(order[i]);
-      order.erase(order.begin() + static_cast<std::ptrdiff_t>(i));
+    // The method removes a pod drawn uniformly from those left until the total is at the
+    // target: draw k = Below(left), drop the k-th pod still in. Erasing it from the vector cost
+    // O(n) a pod (80,000 lines: 16 s); a Fenwick tree of the pods still in finds the k-th one
+    // in O(log n), with the same draws and so the same pods kept.
+    const size_t n = order.size();
+    std::vector<uint32_t> in_tree(n + 1, 0);  // 1-based; node i counts pods in (i - lowbit, i]
+    for (size_t i = 1; i <= n; ++i) {
+      in_tree[i] += 1;
+      if (const size_t up = i + (i & -i); up <= n) in_tree[up] += in_tree[i];
     }
+    std::vector<bool> dropped(n, false);
+    size_t left = n;
+    while (total > target && left > 0) {
+      uint64_t rank = rng.Below(left) + 1;  // the rank-th pod still in, counting from 1
+      size_t at = 0;                        // pods in [1, at] number fewer than rank
+      for (size_t step = std::bit_floor(n); step > 0; step >>= 1) {
+        if (at + step <= n && in_tree[at + step] < rank) {
+          at += step;
+          rank -= in_tree[at];
+        }
+      }
+      dropped[at] = true;  // position at + 1, 1-based
+      total -= RequestedGpuMilli(order[at]);
+      for (size_t i = at + 1; i <= n; i += i & -i) --in_tree[i];
+      --left;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (dropped[i]) continue;
+      if (kept != i) order[kept] = std::move(order[i]);
+      ++kept;
+    }
+    order.resize(kept);
   } else {
     for (int drawn = 0;; ++drawn) {
       const model::Workload& pick = pods[rng.Below(pods.size())];

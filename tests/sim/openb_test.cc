@@ -114,6 +114,31 @@ TEST_F(OpenbTest, NodeListsBeyondTheSimulatorsLimitsAreRefused) {
   EXPECT_EQ(n.error().message, gpus + ":783: more than 50000 GPUs in all");
 }
 
+// A UTF-8 byte-order mark (as spreadsheet programs write) and RFC 4180 quoted fields are read
+// as CSV means them.
+TEST_F(OpenbTest, ABomAndQuotedFieldsAreRead) {
+  const std::string nodes = Write(
+      "n.csv", "\xEF\xBB\xBFsn,cpu_milli,memory_mib,gpu,model\r\n\"node,1\",1000,\"1024\",2,T4\r\n");
+  auto n = LoadOpenbNodes(nodes);
+  ASSERT_TRUE(n) << n.error().message;
+  ASSERT_EQ(n->size(), 1u);
+  EXPECT_EQ((*n)[0].name, "node,1");
+  EXPECT_EQ((*n)[0].gpus.size(), 2u);
+  const std::string pods =
+      Write("p.csv", "\xEF\xBB\xBF" + std::string(kPodHeader) +
+                         "\"a,\"\"b\"\"\",1000,1024,1,470,\"V100M16|V100M32\",LS,Running,0,1,0\n");
+  auto p = LoadOpenbPods(pods);
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ((*p)[0].name, "a,\"b\"");
+  EXPECT_EQ((*p)[0].gpu.models.size(), 2u);
+  // A quote inside an unquoted field names its file and line.
+  const std::string bad = Write("b.csv", std::string(kPodHeader) +
+                                              "a\"b,1000,1024,1,470,,LS,Running,0,1,0\n");
+  auto r = LoadOpenbPods(bad);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message.rfind(bad + ":2:", 0), 0u) << r.error().message;
+}
+
 model::Workload Gpus(model::WorkloadId id, int count, int milli) {
   model::Workload w;
   w.id = id;
@@ -150,6 +175,50 @@ TEST(OpenbInflationTest, ThinsAListAboveTheTarget) {
   Rng rng(1);
   const std::vector<model::Workload> order = OpenbArrivals(pods, 10000, 1.3, rng);
   EXPECT_EQ(order.size(), 13u);  // 13000 <= 13000 after removing 7 whole GPUs
+}
+
+// Thinning as the method states it, one pod at a time: draw a position in what is left, drop
+// it, until the list is at or below the target. The quadratic original, kept as the oracle.
+std::vector<std::string> ThinnedOneByOne(std::vector<model::Workload> order, double target,
+                                         Rng& rng) {
+  double total = 0;
+  for (const model::Workload& w : order) total += RequestedGpuMilli(w);
+  while (total > target && !order.empty()) {
+    const size_t i = rng.Below(order.size());
+    total -= RequestedGpuMilli(order[i]);
+    order.erase(order.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  std::vector<std::string> names;
+  for (const model::Workload& w : order) names.push_back(w.name);
+  return names;
+}
+
+// Thinning keeps exactly the pods the one-at-a-time method keeps, for the same seed.
+TEST(OpenbInflationTest, ThinningKeepsThePodsTheMethodKeeps) {
+  for (uint64_t seed : {1, 2, 3, 42, 1000}) {
+    Rng shapes(seed + 7);
+    std::vector<model::Workload> pods;
+    for (int i = 1; i <= 3000; ++i) {
+      const int count = static_cast<int>(shapes.Below(3));  // 0, 1 or 2 GPUs
+      pods.push_back(Gpus(i, count, count == 1 ? 100 * (1 + static_cast<int>(shapes.Below(10)))
+                                               : 1000));
+    }
+    for (double capacity : {100000.0, 500000.0, 1000.0, 0.0}) {
+      Rng rng(seed), oracle_rng(seed);
+      const std::vector<model::Workload> order = OpenbArrivals(pods, capacity, 1.3, rng);
+      std::vector<model::Workload> shuffled(pods.begin(), pods.end());
+      oracle_rng.Shuffle(shuffled);
+      const std::vector<std::string> want =
+          ThinnedOneByOne(std::move(shuffled), 1.3 * capacity, oracle_rng);
+      std::vector<std::string> got;
+      for (const model::Workload& w : order) got.push_back(w.name);
+      EXPECT_EQ(got, want) << "seed " << seed << ", capacity " << capacity;
+      for (size_t i = 0; i < order.size(); ++i) {
+        EXPECT_EQ(order[i].id, static_cast<int64_t>(i + 1));
+      }
+      EXPECT_EQ(rng.Below(1u << 30), oracle_rng.Below(1u << 30));  // the same draws were used
+    }
+  }
 }
 
 TEST(OpenbRunTest, AllocationAndFailuresOfATinyReplay) {
