@@ -5,7 +5,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -49,6 +51,29 @@ std::pair<int64_t, int64_t> NodeResources() {
   return {int64_t{1000} * std::max(1L, cpus), mem_kib / 1024};
 }
 
+// The bounds of the agent's periods, in seconds. Below 0.1 s a discovery round (NVML, or the
+// fake file re-read) runs back to back and takes a core; a TTL under 1 s is shorter than a
+// store round trip under load, and under two rounds the node reads as dead between two beats.
+constexpr double kMinInterval = 0.1, kMaxInterval = 3600;
+constexpr double kMinHeartbeatTtl = 1, kMaxHeartbeatTtl = 86400;
+
+// A number of seconds in [min, max]; NaN and infinities are not.
+CLI::Validator Seconds(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        double v = 0;
+        const char* end = text.data() + text.size();
+        auto [at, ec] = std::from_chars(text.data(), end, v);
+        if (ec != std::errc{} || at != end || !std::isfinite(v)) {
+          return fmt::format("'{}' is not a number of seconds", text);
+        }
+        if (v < min) return fmt::format("{} s is below the {} s minimum", text, min);
+        if (v > max) return fmt::format("{} s is above the {} s maximum", text, max);
+        return "";
+      },
+      fmt::format("SECONDS in [{}, {}]", min, max));
+}
+
 void PrintInventory(const store::NodeInventory& inv, bool json) {
   if (json) {
     std::printf("%s\n", nlohmann::json::parse(store::ToJson(inv)).dump(2).c_str());
@@ -74,6 +99,10 @@ Status RunAgent(const AgentFlags& f) {
   daemon_flags::LogToStderr("tessera-agent");
   SteadyClock clock;
   // The flags first: a usage error exits before any discovery.
+  if (f.heartbeat_ttl_s < 2 * f.interval_s) {
+    return Usage("--heartbeat-ttl {} s must be at least twice --interval ({} s)", f.heartbeat_ttl_s,
+                 f.interval_s);
+  }
   // A Tick must not stall for long on an unreachable Redis.
   auto store = daemon_flags::OpenStore(f.store, clock, std::max(0.5, f.interval_s));
   if (!store) return Usage(store.error());
@@ -152,12 +181,13 @@ void AddAgent(CLI::App& app, Status* status) {
   sub->add_option("--listen", flags->listen, "host:port for /metrics and /healthz")
       ->capture_default_str();
   daemon_flags::AddStoreFlags(sub, flags->store, "Where the inventory goes");
-  sub->add_option("--interval", flags->interval_s, "Seconds between discovery rounds")
-      ->check(CLI::PositiveNumber)
+  sub->add_option("--interval", flags->interval_s, "Seconds between discovery rounds, 0.1..3600")
+      ->check(Seconds(kMinInterval, kMaxInterval))
       ->capture_default_str();
   sub->add_option("--heartbeat-ttl", flags->heartbeat_ttl_s,
-                  "Seconds after which a silent agent's node counts as dead")
-      ->check(CLI::PositiveNumber)
+                  "Seconds after which a silent agent's node counts as dead, 1..86400 and at "
+                  "least twice --interval")
+      ->check(Seconds(kMinHeartbeatTtl, kMaxHeartbeatTtl))
       ->capture_default_str();
   sub->add_flag("--once", flags->once, "Discover and publish once, print the inventory, and exit");
   sub->add_flag("--json", flags->json, "With --once: print the inventory as JSON");

@@ -71,6 +71,41 @@ TEST(CliTest, ABadRedisAddressIsAUsageErrorInEveryDaemon) {
   }
 }
 
+// The agent's periods have bounds (docs/runtime.md): --interval 0.1..3600 s, --heartbeat-ttl
+// 1..86400 s and at least twice --interval. --interval 1e-9 spun a core at 100 %, and a TTL
+// below one round let the node count as dead between two heartbeats.
+TEST(CliTest, AgentPeriodsOutsideTheirBoundsAreUsageErrors) {
+  const std::string fake = std::string(TESSERA_SOURCE_DIR) + "/tests/agent/fake_node.yaml";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--interval", "1e-9"}, "--interval: 1e-9 s is below the 0.1 s minimum"},
+      {{"--interval", "0.05"}, "--interval: 0.05 s is below the 0.1 s minimum"},
+      {{"--interval", "7200"}, "--interval: 7200 s is above the 3600 s maximum"},
+      {{"--interval", "nan"}, "--interval: 'nan' is not a number of seconds"},
+      {{"--interval", "inf"}, "--interval: 'inf' is not a number of seconds"},
+      {{"--heartbeat-ttl", "1e-4"}, "--heartbeat-ttl: 1e-4 s is below the 1 s minimum"},
+      {{"--heartbeat-ttl", "-1"}, "--heartbeat-ttl: -1 s is below the 1 s minimum"},
+      {{"--heartbeat-ttl", "1e6"}, "--heartbeat-ttl: 1e6 s is above the 86400 s maximum"},
+      {{"--interval", "10", "--heartbeat-ttl", "15"},
+       "--heartbeat-ttl 15 s must be at least twice --interval (10 s)"},
+  };
+  for (const auto& [flags, want] : bad) {
+    std::vector<std::string> args = {"agent", "--fake", fake, "--once"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    testing::internal::CaptureStdout();
+    testing::internal::CaptureStderr();
+    const int code = RunArgs(args);
+    testing::internal::GetCapturedStdout();
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(code, 2) << flags[1] << "\n" << err;
+    EXPECT_NE(err.find("tessera agent: " + want), std::string::npos) << err;
+  }
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"agent", "--fake", fake, "--once", "--interval", "0.1", "--heartbeat-ttl",
+                     "1"}),
+            0);
+  EXPECT_NE(testing::internal::GetCapturedStdout().find("fake-node-1"), std::string::npos);
+}
+
 TEST(CliTest, ListPoliciesNamesEveryRegisteredPolicy) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(RunArgs({"simulate", "--list-policies"}), 0);
