@@ -2,9 +2,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "model/cluster.h"
 #include "model/gpu_model.h"
@@ -56,15 +58,47 @@ T As(const YAML::Node& n, const char* what) {
   }
 }
 
-std::optional<double> OptionalNumber(const YAML::Node& point, const char* key) {
-  if (!point[key]) return std::nullopt;
-  return As<double>(point[key], key);
+// A typo in a key ("utl", "cpu_mili") would otherwise be ignored and its value with it.
+void OnlyKeys(const YAML::Node& map, std::initializer_list<std::string_view> known) {
+  if (!map.IsMap()) return;
+  for (const auto& entry : map) {
+    const std::string key = entry.first.as<std::string>("");
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string list;
+    for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+    throw BadFile{entry.first.Mark().line, "unknown key '" + key + "' (known: " + list + ")"};
+  }
 }
 
-Script ParseScript(const YAML::Node& n) {
+// A number that is one: .nan and .inf parse as doubles but no reading or time is either.
+double Finite(const YAML::Node& n, const char* key) {
+  const double v = As<double>(n, key);
+  if (!std::isfinite(v))
+    throw BadFile{n.Mark().line, std::string(key) + " must be a finite number"};
+  return v;
+}
+
+template <typename T>
+T NonNegative(const YAML::Node& n, const char* key) {
+  const T v = As<T>(n, key);
+  if (v < 0) {
+    throw BadFile{n.Mark().line,
+                  std::string(key) + " " + std::to_string(v) + " must not be negative"};
+  }
+  return v;
+}
+
+std::optional<double> OptionalNumber(const YAML::Node& point, const char* key) {
+  if (!point[key]) return std::nullopt;
+  return Finite(point[key], key);
+}
+
+// `memory_mib` and `what` ("the GPU", "MIG instance 1g.5gb"): the most fb_used_mib may be.
+Script ParseScript(const YAML::Node& n, int64_t memory_mib, const std::string& what) {
   Script s;
   if (!n) return s;
   if (!n.IsMap()) throw BadFile{n.Mark().line, "a script is a map with 'points'"};
+  OnlyKeys(n, {"repeat", "period_s", "points"});
   const std::string repeat = n["repeat"] ? As<std::string>(n["repeat"], "repeat") : "hold";
   if (repeat != "hold" && repeat != "loop") {
     throw BadFile{n["repeat"].Mark().line, "repeat must be 'hold' or 'loop'"};
@@ -75,24 +109,31 @@ Script ParseScript(const YAML::Node& n) {
     throw BadFile{points.Mark().line, "'points' must be a non-empty list"};
   }
   for (const auto& p : points) {
+    OnlyKeys(p, {"t", "util", "fb_used_mib", "power_w"});
     Script::Point pt;
-    pt.t = As<double>(Need(p, "t", p), "t");
-    pt.util = OptionalNumber(p, "util");
+    pt.t = Finite(Need(p, "t", p), "t");
+    if (p["util"]) {
+      // NaN fails every comparison: it is tested for, not left to the range check.
+      pt.util = As<double>(p["util"], "util");
+      if (!(*pt.util >= 0 && *pt.util <= 1)) throw BadFile{p.Mark().line, "util must lie in 0..1"};
+    }
     pt.fb_used_mib = OptionalNumber(p, "fb_used_mib");
     pt.power_w = OptionalNumber(p, "power_w");
-    if (pt.util && (*pt.util < 0 || *pt.util > 1)) {
-      throw BadFile{p.Mark().line, "util must lie in 0..1"};
+    if (pt.fb_used_mib && *pt.fb_used_mib < 0) {
+      throw BadFile{p.Mark().line, "fb_used_mib must not be negative"};
     }
-    if ((pt.fb_used_mib && *pt.fb_used_mib < 0) || (pt.power_w && *pt.power_w < 0)) {
-      throw BadFile{p.Mark().line, "fb_used_mib and power_w must not be negative"};
+    if (pt.fb_used_mib && *pt.fb_used_mib > static_cast<double>(memory_mib)) {
+      throw BadFile{p.Mark().line, fmt::format("fb_used_mib {} exceeds the {} MiB of {}",
+                                               *pt.fb_used_mib, memory_mib, what)};
     }
+    if (pt.power_w && *pt.power_w < 0) throw BadFile{p.Mark().line, "power_w must not be negative"};
     if (!s.points.empty() && pt.t <= s.points.back().t) {
       throw BadFile{p.Mark().line, "point times must increase"};
     }
     s.points.push_back(pt);
   }
   if (s.loop) {
-    s.period_s = As<double>(Need(n, "period_s", n), "period_s");
+    s.period_s = Finite(Need(n, "period_s", n), "period_s");
     if (s.period_s <= s.points.back().t - s.points.front().t) {
       throw BadFile{n["period_s"].Mark().line, "period_s must exceed the span of the points"};
     }
@@ -101,6 +142,7 @@ Script ParseScript(const YAML::Node& n) {
 }
 
 FakeGpu ParseGpu(const YAML::Node& g, int index, const std::string& node) {
+  OnlyKeys(g, {"model", "product_name", "uuid", "lost", "mig", "script", "instances"});
   FakeGpu out;
   store::GpuInventory& inv = out.inventory;
   inv.index = index;
@@ -117,7 +159,7 @@ FakeGpu ParseGpu(const YAML::Node& g, int index, const std::string& node) {
                        : model::MakeUuid("GPU", node + "/" + std::to_string(index));
   inv.memory_mib = m.memory_mib;
   inv.lost = g["lost"] ? As<bool>(g["lost"], "lost") : false;
-  out.script = ParseScript(g["script"]);
+  out.script = ParseScript(g["script"], inv.memory_mib, "the GPU");
   if (!g["mig"]) {
     inv.partitions = {{inv.uuid, "", -1, 0, inv.memory_mib}};
     return out;
@@ -147,9 +189,10 @@ FakeGpu ParseGpu(const YAML::Node& g, int index, const std::string& node) {
     Script script;
     if (instances) {
       const YAML::Node& e = instances[i];
+      OnlyKeys(e, {"uuid", "gi_id", "script"});
       if (e["uuid"]) p.uuid = As<std::string>(e["uuid"], "uuid");
-      if (e["gi_id"]) p.gi_id = As<int>(e["gi_id"], "gi_id");
-      script = ParseScript(e["script"]);
+      if (e["gi_id"]) p.gi_id = NonNegative<int>(e["gi_id"], "gi_id");
+      script = ParseScript(e["script"], p.memory_mib, "MIG instance " + prof.name);
     }
     inv.partitions.push_back(std::move(p));
     out.instances.push_back(std::move(script));
@@ -191,10 +234,13 @@ Expected<FakeNode> ParseFakeNode(const std::string& text, const std::string& fil
   try {
     const YAML::Node root = YAML::Load(text);
     if (!root.IsMap()) return FailAt(file, 1, "a fake node file is a YAML map");
+    OnlyKeys(root, {"node", "cpu_milli", "memory_mib", "time_base", "gpus"});
     FakeNode node;
     node.node = As<std::string>(Need(root, "node", root), "node");
-    node.cpu_milli = root["cpu_milli"] ? As<int64_t>(root["cpu_milli"], "cpu_milli") : 0;
-    node.memory_mib = root["memory_mib"] ? As<int64_t>(root["memory_mib"], "memory_mib") : 0;
+    // Negative is refused, not read as "absent" (the host's own CPUs and memory stood in).
+    node.cpu_milli = root["cpu_milli"] ? NonNegative<int64_t>(root["cpu_milli"], "cpu_milli") : 0;
+    node.memory_mib =
+        root["memory_mib"] ? NonNegative<int64_t>(root["memory_mib"], "memory_mib") : 0;
     const std::string base =
         root["time_base"] ? As<std::string>(root["time_base"], "time_base") : "start";
     if (base != "start" && base != "epoch") {
@@ -230,10 +276,19 @@ Expected<void> FakeBackend::Reload() {
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
-  if (text == last_text_ && !node_.node.empty()) return {};
+  // An unchanged file is not parsed again; one that is still broken is still an error (the
+  // agent logs a message once and "recovered" only after a reload that succeeded).
+  if (last_text_ && text == *last_text_) {
+    if (last_error_) return std::unexpected(*last_error_);
+    return {};
+  }
   auto parsed = ParseFakeNode(text, path_);
-  last_text_ = std::move(text);  // a bad version is reported once, not on every round
-  if (!parsed) return std::unexpected(parsed.error());
+  last_text_ = std::move(text);
+  if (!parsed) {
+    last_error_ = parsed.error();
+    return std::unexpected(parsed.error());
+  }
+  last_error_.reset();
   node_ = std::move(*parsed);
   return {};
 }

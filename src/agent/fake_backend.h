@@ -5,8 +5,10 @@
 // clock. The format is in docs/runtime.md; tests/agent/fake_node.yaml is an example.
 //
 // The file is re-read when it changes (so a test or an operator can reshape MIG, lose a GPU or
-// change a script while the agent runs). A malformed file is an Error naming the file and line;
-// on a re-read, the backend keeps the last good description and keeps serving it.
+// change a script while the agent runs). A malformed file is an Error naming the file and line:
+// an unknown key, a value out of range (negative, NaN, infinite, util outside 0..1, more memory
+// used than the GPU or instance has). On a re-read, the backend keeps the last good description
+// and keeps serving it, and Discover() fails with the same Error until the file is fixed.
 // Not thread-safe (the agent serialises calls). Does not own the clock.
 
 #include <filesystem>
@@ -78,7 +80,8 @@ class FakeBackend final : public GpuBackend {
   double t0_;
   double unix_at_start_;
   FakeNode node_;
-  std::string last_text_;
+  std::optional<std::string> last_text_;  // the text last parsed
+  std::optional<Error> last_error_;       // and why it was refused, if it was
 };
 
 }  // namespace tessera::agent

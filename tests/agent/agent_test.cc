@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "agent/fake_backend.h"
 #include "agent/http_server.h"
@@ -124,7 +127,7 @@ TEST_F(AgentTest, MalformedFileAndStoreOutageAreSurvived) {
   Write("node: n1\ngpus: [ {model: ");
   agent->Tick();
   agent->Tick();
-  EXPECT_EQ(agent->Stats().backend_errors, 1);  // a broken version counts once
+  EXPECT_EQ(agent->Stats().backend_errors, 2);  // every round the file is still broken
   EXPECT_EQ(agent->Inventory().generation, 1);
   EXPECT_NE(agent->Metrics().find("DCGM_FI_PROF_GR_ENGINE_ACTIVE"), std::string::npos);
   store_.down = true;
@@ -138,6 +141,34 @@ TEST_F(AgentTest, MalformedFileAndStoreOutageAreSurvived) {
   EXPECT_EQ(Stored().generation, 2);
   EXPECT_TRUE(agent->Stats().published);
   EXPECT_EQ(agent->Stats().store_errors, 1);
+}
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The log says "recovered" only when a broken file was fixed, not on the round after it broke.
+TEST_F(AgentTest, RecoveredIsLoggedOnlyWhenTheFileIsFixed) {
+  std::ostringstream log;
+  const std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "agent-test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  auto agent = Make();
+  agent->Tick();
+  Write("node: n1\ngpus: [ {model: ");
+  agent->Tick();
+  agent->Tick();
+  agent->Tick();
+  EXPECT_EQ(Count(log.str(), "GPU discovery: "), 1) << log.str();  // logged once
+  EXPECT_EQ(Count(log.str(), "recovered"), 0) << log.str();
+  Write(std::string(kNode) + "  - {uuid: GPU-c, model: T4}\n");
+  agent->Tick();
+  agent->Tick();
+  EXPECT_EQ(Count(log.str(), "GPU discovery recovered"), 1) << log.str();
+  EXPECT_EQ(agent->Inventory().generation, 2);
+  spdlog::set_default_logger(previous);
 }
 
 TEST_F(AgentTest, MetricsCarryThePodsPlacedOnAPartition) {

@@ -62,6 +62,53 @@ TEST(FakeNodeTest, MalformedFilesNameTheFileAndLine) {
             std::string::npos);
 }
 
+// Values a GPU cannot report, and keys the format does not have (typos), are refused with the
+// file and line rather than read as something else: cpu_milli -5 fell back to the host's CPUs,
+// util .nan reached /metrics, a misspelt key was silently ignored.
+TEST(FakeNodeTest, OutOfRangeValuesAndUnknownKeysNameTheFileAndLine) {
+  const std::string gpu = "node: n\ngpus:\n  - model: A30-24GB\n";
+  const std::string point = gpu + "    script:\n      points:\n        - ";  // line 6
+  struct Case {
+    std::string text;
+    std::string want;  // the whole message after "node.yaml:"
+  } cases[] = {
+      {"node: n\ncpu_milli: -5\ngpus: []\n", "2: cpu_milli -5 must not be negative"},
+      {"node: n\nmemory_mib: -1\ngpus: []\n", "2: memory_mib -1 must not be negative"},
+      {point + "{t: 0, util: .nan}\n", "6: util must lie in 0..1"},
+      {point + "{t: 0, util: -0.5}\n", "6: util must lie in 0..1"},
+      {point + "{t: 0, fb_used_mib: .inf}\n", "6: fb_used_mib must be a finite number"},
+      {point + "{t: 0, fb_used_mib: -1}\n", "6: fb_used_mib must not be negative"},
+      {point + "{t: 0, fb_used_mib: 30000}\n",
+       "6: fb_used_mib 30000 exceeds the 24576 MiB of the GPU"},
+      {point + "{t: 0, power_w: .nan}\n", "6: power_w must be a finite number"},
+      {point + "{t: .nan, util: 0.5}\n", "6: t must be a finite number"},
+      {gpu + "    script:\n      repeat: loop\n      period_s: .inf\n      points:\n"
+             "        - {t: 0, util: 0.5}\n",
+       "6: period_s must be a finite number"},
+      {"node: n\ncpu_mili: 32000\ngpus: []\n",
+       "2: unknown key 'cpu_mili' (known: node, cpu_milli, memory_mib, time_base, gpus)"},
+      {gpu + "    uuid: GPU-x\n    scirpt: {points: [{t: 0}]}\n",
+       "5: unknown key 'scirpt' (known: model, product_name, uuid, lost, mig, script, "
+       "instances)"},
+      {point + "{t: 0, utl: 0.5}\n", "6: unknown key 'utl' (known: t, util, fb_used_mib, power_w)"},
+      {gpu + "    script:\n      repeat: loop\n      period: 10\n      points:\n"
+             "        - {t: 0, util: 0.5}\n",
+       "6: unknown key 'period' (known: repeat, period_s, points)"},
+      {"node: n\ngpus:\n  - model: A100-40GB\n    mig: \"7g.40gb\"\n    instances:\n"
+       "      - {uuid: MIG-a, gi: 2}\n",
+       "6: unknown key 'gi' (known: uuid, gi_id, script)"},
+      {"node: n\ngpus:\n  - model: A100-40GB\n    mig: \"7g.40gb\"\n    instances:\n"
+       "      - {uuid: MIG-a, gi_id: -2}\n",
+       "6: gi_id -2 must not be negative"},
+      {"node: n\ngpus:\n  - model: A100-40GB\n    mig: \"1g.5gb@0\"\n    instances:\n"
+       "      - script: {points: [{t: 0, fb_used_mib: 6000}]}\n",
+       "6: fb_used_mib 6000 exceeds the 5120 MiB of MIG instance 1g.5gb"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(Where(c.text), "node.yaml:" + c.want) << c.text;
+  }
+}
+
 TEST(FakeNodeTest, TheExampleFileDescribesTheDocumentedNode) {
   std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/tests/agent/fake_node.yaml");
   std::stringstream ss;
@@ -137,6 +184,22 @@ TEST_F(FakeBackendTest, RereadsAChangedFileAndKeepsTheLastGoodOneWhenItIsBroken)
   ASSERT_FALSE(broken);
   EXPECT_NE(broken.error().message.find(path_.string()), std::string::npos);
   EXPECT_TRUE((*b)->node().gpus[0].inventory.mig_enabled);  // the last good description
+}
+
+// A file still broken on the next round is still an error (it was reported as a success, and
+// the agent logged "recovered" while it was broken); fixing it is a success again.
+TEST_F(FakeBackendTest, AFileStaysBrokenUntilItIsFixed) {
+  Write(kOneGpu);
+  auto b = FakeBackend::Load(path_.string(), clock_, 0);
+  ASSERT_TRUE(b);
+  Write("node: n1\ngpus: [");
+  auto first = (*b)->Discover();
+  ASSERT_FALSE(first);
+  auto again = (*b)->Discover();
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().message, first.error().message);
+  Write(kOneGpu);
+  EXPECT_TRUE((*b)->Discover());
 }
 
 TEST_F(FakeBackendTest, LoadRefusesAMissingOrMalformedFile) {
