@@ -33,6 +33,43 @@ const json& ObjectAt(const json& o, std::string_view key) {
   return it != o.end() && it->is_object() ? *it : kEmpty;
 }
 
+// "an object", "a string": what a JSON value is, for an error naming a field of the wrong kind.
+std::string_view KindOf(const json& v) {
+  switch (v.type()) {
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::null:
+      return "null";
+    default:
+      return "a number";
+  }
+}
+
+// o[key] when it is an object; kEmpty when it is absent or null (what the API server leaves
+// out); an Error naming `path` when it is anything else (a pod whose resources are a string
+// must not read as a pod that asks for nothing).
+Expected<const json*> ObjectField(const json& o, std::string_view key, const std::string& path) {
+  static const json kEmpty = json::object();
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return &kEmpty;
+  if (!it->is_object()) return Fail("{} is {}, not an object", path, KindOf(*it));
+  return &*it;
+}
+
+// The same for a list: nullptr when absent or null.
+Expected<const json*> ArrayField(const json& o, std::string_view key, const std::string& path) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return nullptr;
+  if (!it->is_array()) return Fail("{} is {}, not an array", path, KindOf(*it));
+  return &*it;
+}
+
 // Quantities may arrive as JSON strings ("500m") or, from hand-written objects, numbers.
 std::optional<std::string> QuantityText(const json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -110,11 +147,16 @@ Expected<Pod> PodFromJson(const json& object) {
   pod.uid = StringAt(meta, "uid");
   pod.resource_version = StringAt(meta, "resourceVersion");
   pod.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
-  for (const auto& [k, v] : ObjectAt(meta, "annotations").items()) {
+  auto fail = [&](const Error& e) { return Fail("pod {}: {}", pod.Key(), e.message); };
+  auto annotations = ObjectField(meta, "annotations", "metadata.annotations");
+  if (!annotations) return fail(annotations.error());
+  for (const auto& [k, v] : (*annotations)->items()) {
     if (!v.is_string()) return Fail("pod {}: annotation {} is not a string", pod.Key(), k);
     pod.annotations[k] = v.get<std::string>();
   }
-  const json& spec = ObjectAt(object, "spec");
+  auto spec_field = ObjectField(object, "spec", "spec");
+  if (!spec_field) return fail(spec_field.error());
+  const json& spec = **spec_field;
   pod.scheduler_name = StringAt(spec, "schedulerName");
   if (pod.scheduler_name.empty()) pod.scheduler_name = "default-scheduler";
   pod.node_name = StringAt(spec, "nodeName");
@@ -126,10 +168,18 @@ Expected<Pod> PodFromJson(const json& object) {
     int64_t cpu = 0, mem = 0;
     std::map<std::string, int64_t> ext;  // in milli-units, to add fractional values exactly
   };
-  auto container_totals = [&](const json& c, Totals& t) -> Expected<void> {
-    const json& res = ObjectAt(c, "resources");
-    json merged = ObjectAt(res, "limits");
-    for (const auto& [k, v] : ObjectAt(res, "requests").items()) merged[k] = v;
+  // `where`: "spec.containers[0]", for errors.
+  auto container_totals = [&](const json& c, Totals& t,
+                              const std::string& where) -> Expected<void> {
+    if (!c.is_object()) return Fail("pod {}: {} is {}, not an object", pod.Key(), where, KindOf(c));
+    auto res = ObjectField(c, "resources", where + ".resources");
+    if (!res) return fail(res.error());
+    auto limits = ObjectField(**res, "limits", where + ".resources.limits");
+    if (!limits) return fail(limits.error());
+    auto requests = ObjectField(**res, "requests", where + ".resources.requests");
+    if (!requests) return fail(requests.error());
+    json merged = **limits;
+    for (const auto& [k, v] : (*requests)->items()) merged[k] = v;
     for (const auto& [k, v] : merged.items()) {
       std::optional<std::string> text = QuantityText(v);
       if (!text) return Fail("pod {}: resource {} is not a quantity", pod.Key(), k);
@@ -156,15 +206,25 @@ Expected<Pod> PodFromJson(const json& object) {
     return {};
   };
   Totals sum;
-  if (spec.contains("containers") && spec["containers"].is_array()) {
-    for (const json& c : spec["containers"]) {
-      if (auto ok = container_totals(c, sum); !ok) return std::unexpected(ok.error());
+  auto containers = ArrayField(spec, "containers", "spec.containers");
+  if (!containers) return fail(containers.error());
+  auto init_containers = ArrayField(spec, "initContainers", "spec.initContainers");
+  if (!init_containers) return fail(init_containers.error());
+  if (*containers) {
+    for (size_t i = 0; i < (*containers)->size(); ++i) {
+      const std::string where = fmt::format("spec.containers[{}]", i);
+      if (auto ok = container_totals((**containers)[i], sum, where); !ok) {
+        return std::unexpected(ok.error());
+      }
     }
   }
-  if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
-    for (const json& c : spec["initContainers"]) {
+  if (*init_containers) {
+    for (size_t i = 0; i < (*init_containers)->size(); ++i) {
+      const std::string where = fmt::format("spec.initContainers[{}]", i);
       Totals init;
-      if (auto ok = container_totals(c, init); !ok) return std::unexpected(ok.error());
+      if (auto ok = container_totals((**init_containers)[i], init, where); !ok) {
+        return std::unexpected(ok.error());
+      }
       sum.cpu = std::max(sum.cpu, init.cpu);
       sum.mem = std::max(sum.mem, init.mem);
       for (const auto& [k, v] : init.ext) sum.ext[k] = std::max(sum.ext[k], v);

@@ -130,6 +130,31 @@ TEST_F(ExtenderTest, BadInputGetsOneErrorNamingTheObject) {
   ext.Stop();
 }
 
+// A pod whose containers or resources have the wrong JSON shape was read as asking for no GPU
+// and passed every node; it gets one error naming the field, and the extender keeps serving.
+TEST_F(ExtenderTest, APodOfTheWrongShapeIsAnErrorNotACpuOnlyPod) {
+  Extender ext(store_, clock_, {}, nullptr);
+  ASSERT_TRUE(ext.Start().has_value());
+  json dict = KubePod("bert-dict", 250);
+  dict["spec"]["containers"] = dict["spec"]["containers"][0];  // an object, not a list
+  json text = KubePod("bert-text", 250);
+  text["spec"]["containers"][0]["resources"] = "tessera.io/gpu-milli: 250";
+  for (const auto& [pod, want] :
+       {std::pair{dict, "pod inference/bert-dict: spec.containers is an object, not an array"},
+        std::pair{text,
+                  "pod inference/bert-text: spec.containers[0].resources is a string, not an "
+                  "object"}}) {
+    json args = {{"Pod", pod}, {"NodeNames", {"gpu-0", "gpu-1"}}};
+    json res = json::parse(ext.Filter(args.dump()).body);
+    EXPECT_EQ(res["Error"], want);
+    EXPECT_TRUE(res["NodeNames"].is_null() || res["NodeNames"].empty()) << res.dump();
+    EXPECT_EQ(ext.Prioritize(args.dump()).status, 400);
+  }
+  json good = {{"Pod", KubePod("bert-2", 250)}, {"NodeNames", {"gpu-0"}}};
+  EXPECT_EQ(json::parse(ext.Filter(good.dump()).body)["NodeNames"], json({"gpu-0"}));
+  ext.Stop();
+}
+
 TEST_F(ExtenderTest, BindOverHttpCarriesTheDecisionOut) {
   FakeApiServer api;
   auto client = ApiClient::Create(CredentialsFor(api));

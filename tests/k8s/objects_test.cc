@@ -193,6 +193,54 @@ TEST(ObjectsTest, MalformedInputNamesThePodAndTheAnnotation) {
   EXPECT_FALSE(PodFromJson(json::array()).has_value());
 }
 
+// A pod's spec in the wrong JSON shape is an error naming the field, never a pod that asks for
+// nothing (a CPU-only pod passes every GPU filter).
+TEST(ObjectsTest, ContainersAndResourcesOfTheWrongShapeNameTheField) {
+  const json pod = {
+      {"metadata", {{"name", "p"}, {"namespace", "ns"}}},
+      {"spec",
+       {{"containers",
+         {{{"name", "c"},
+           {"resources",
+            {{"requests", {{"nvidia.com/gpu", "1"}}}, {"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}}};
+  ASSERT_TRUE(PodFromJson(pod).has_value());
+  struct Case {
+    json::json_pointer at;
+    json value;
+    std::string want;
+  } cases[] = {
+      {json::json_pointer("/spec/containers"), pod["spec"]["containers"][0],
+       "pod ns/p: spec.containers is an object, not an array"},
+      {json::json_pointer("/spec/containers"), "c",
+       "pod ns/p: spec.containers is a string, not an array"},
+      {json::json_pointer("/spec/containers/0"), json::array(),
+       "pod ns/p: spec.containers[0] is an array, not an object"},
+      {json::json_pointer("/spec/containers/0/resources"), "nvidia.com/gpu: 1",
+       "pod ns/p: spec.containers[0].resources is a string, not an object"},
+      {json::json_pointer("/spec/containers/0/resources/requests"), json::array({"cpu"}),
+       "pod ns/p: spec.containers[0].resources.requests is an array, not an object"},
+      {json::json_pointer("/spec/containers/0/resources/limits"), 1,
+       "pod ns/p: spec.containers[0].resources.limits is a number, not an object"},
+      {json::json_pointer("/spec/initContainers"), json::object(),
+       "pod ns/p: spec.initContainers is an object, not an array"},
+      {json::json_pointer("/spec"), json::array(), "pod ns/p: spec is an array, not an object"},
+      {json::json_pointer("/metadata/annotations"), "tessera.io/app=x",
+       "pod ns/p: metadata.annotations is a string, not an object"},
+  };
+  for (const Case& c : cases) {
+    json bad = pod;
+    bad[c.at] = c.value;
+    auto got = PodFromJson(bad);
+    ASSERT_FALSE(got.has_value()) << c.want;
+    EXPECT_EQ(got.error().message, c.want);
+  }
+  // Absent or null fields are what the API server leaves out: nothing requested.
+  json bare = pod;
+  bare["spec"]["containers"][0]["resources"] = nullptr;
+  bare["spec"]["initContainers"] = nullptr;
+  ASSERT_TRUE(PodFromJson(bare).has_value());
+}
+
 TEST(ObjectsTest, NodeReadinessAndAllocatable) {
   json n = {{"metadata", {{"name", "gpu-0"}, {"labels", {{"zone", "a"}}}}},
             {"spec", {{"unschedulable", true}}},
