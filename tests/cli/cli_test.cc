@@ -100,9 +100,8 @@ TEST(CliTest, AgentPeriodsOutsideTheirBoundsAreUsageErrors) {
     EXPECT_NE(err.find("tessera agent: " + want), std::string::npos) << err;
   }
   testing::internal::CaptureStdout();
-  EXPECT_EQ(RunArgs({"agent", "--fake", fake, "--once", "--interval", "0.1", "--heartbeat-ttl",
-                     "1"}),
-            0);
+  EXPECT_EQ(
+      RunArgs({"agent", "--fake", fake, "--once", "--interval", "0.1", "--heartbeat-ttl", "1"}), 0);
   EXPECT_NE(testing::internal::GetCapturedStdout().find("fake-node-1"), std::string::npos);
 }
 

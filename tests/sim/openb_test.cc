@@ -117,8 +117,9 @@ TEST_F(OpenbTest, NodeListsBeyondTheSimulatorsLimitsAreRefused) {
 // A UTF-8 byte-order mark (as spreadsheet programs write) and RFC 4180 quoted fields are read
 // as CSV means them.
 TEST_F(OpenbTest, ABomAndQuotedFieldsAreRead) {
-  const std::string nodes = Write(
-      "n.csv", "\xEF\xBB\xBFsn,cpu_milli,memory_mib,gpu,model\r\n\"node,1\",1000,\"1024\",2,T4\r\n");
+  const std::string nodes =
+      Write("n.csv",
+            "\xEF\xBB\xBFsn,cpu_milli,memory_mib,gpu,model\r\n\"node,1\",1000,\"1024\",2,T4\r\n");
   auto n = LoadOpenbNodes(nodes);
   ASSERT_TRUE(n) << n.error().message;
   ASSERT_EQ(n->size(), 1u);
@@ -132,8 +133,8 @@ TEST_F(OpenbTest, ABomAndQuotedFieldsAreRead) {
   EXPECT_EQ((*p)[0].name, "a,\"b\"");
   EXPECT_EQ((*p)[0].gpu.models.size(), 2u);
   // A quote inside an unquoted field names its file and line.
-  const std::string bad = Write("b.csv", std::string(kPodHeader) +
-                                              "a\"b,1000,1024,1,470,,LS,Running,0,1,0\n");
+  const std::string bad =
+      Write("b.csv", std::string(kPodHeader) + "a\"b,1000,1024,1,470,,LS,Running,0,1,0\n");
   auto r = LoadOpenbPods(bad);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message.rfind(bad + ":2:", 0), 0u) << r.error().message;
@@ -200,8 +201,8 @@ TEST(OpenbInflationTest, ThinningKeepsThePodsTheMethodKeeps) {
     std::vector<model::Workload> pods;
     for (int i = 1; i <= 3000; ++i) {
       const int count = static_cast<int>(shapes.Below(3));  // 0, 1 or 2 GPUs
-      pods.push_back(Gpus(i, count, count == 1 ? 100 * (1 + static_cast<int>(shapes.Below(10)))
-                                               : 1000));
+      pods.push_back(
+          Gpus(i, count, count == 1 ? 100 * (1 + static_cast<int>(shapes.Below(10))) : 1000));
     }
     for (double capacity : {100000.0, 500000.0, 1000.0, 0.0}) {
       Rng rng(seed), oracle_rng(seed);
