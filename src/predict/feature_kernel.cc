@@ -216,14 +216,18 @@ FeatureKernelCompleter::Blend FeatureKernelCompleter::LearnBlend(
   const HoldOut split = SplitObserved(
       observed, std::min(options_.validation, 0.5 * beyond_first / std::max(known, 1.0)), options_.seed);
   if (split.held.empty()) return blend;
-  Fit(split.train, metric.neighbours, metric.bandwidth, options_.rounds, ws);
+  // As in LearnMetric: a large matrix is validated with one backfitting round.
+  Fit(split.train, metric.neighbours, metric.bandwidth,
+      observed.size() > kLargeCells ? 1 : options_.rounds, ws);
   const Eigen::MatrixXd roofline = RooflineComplete(split.train, features, options_.roofline);
+  std::vector<int> bucket(static_cast<size_t>(observed.rows()));
+  for (Eigen::Index r = 0; r < observed.rows(); ++r) bucket[static_cast<size_t>(r)] = Bucket(split.train, r);
   const size_t w_count = options_.roofline_blend.size();
   std::array<std::vector<double>, 3> error;
   error.fill(std::vector<double>(w_count, 0.0));
   std::array<bool, 3> seen{};
   for (const auto& [r, c] : split.held) {
-    const int b = Bucket(split.train, r);
+    const int b = bucket[static_cast<size_t>(r)];
     if (b < 0 || std::isnan(roofline(r, c))) continue;
     seen[static_cast<size_t>(b)] = true;
     for (size_t i = 0; i < w_count; ++i) {

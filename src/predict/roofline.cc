@@ -29,37 +29,53 @@ std::pair<double, double> LevelAt(const std::vector<Cell>& cells, double kappa) 
   return {level, sse};
 }
 
-// Ridge regression of `target` on [1, x] (intercept unpenalised) with the lambda of `ridge`
-// whose leave-one-out error is least; returns the coefficients.
-Eigen::VectorXd RidgeLoo(const Eigen::MatrixXd& x, const Eigen::VectorXd& target,
-                         const std::vector<double>& ridge) {
-  const Eigen::Index n = x.rows(), p = x.cols() + 1;
-  Eigen::MatrixXd design(n, p);
+// [1, x]: the design matrix with an intercept.
+Eigen::MatrixXd WithIntercept(const Eigen::MatrixXd& x) {
+  Eigen::MatrixXd design(x.rows(), x.cols() + 1);
   design.col(0).setOnes();
-  design.rightCols(p - 1) = x;
-  const Eigen::MatrixXd gram = design.transpose() * design;
-  Eigen::VectorXd best;
-  double best_error = INFINITY;
-  for (const double lambda : ridge) {
-    Eigen::MatrixXd a = gram;
-    a.diagonal().tail(p - 1).array() += lambda;
-    a(0, 0) += 1e-9;  // a constant target column stays solvable
-    const Eigen::LDLT<Eigen::MatrixXd> ldlt(a);
-    const Eigen::VectorXd beta = ldlt.solve(design.transpose() * target);
-    const Eigen::MatrixXd inv_xt = ldlt.solve(design.transpose());  // p × n
-    double error = 0;
-    for (Eigen::Index i = 0; i < n; ++i) {
-      const double h = design.row(i).dot(inv_xt.col(i));
-      const double r = (target(i) - design.row(i).dot(beta)) / std::max(1.0 - h, 1e-6);
-      error += r * r;
-    }
-    if (error < best_error) {
-      best_error = error;
-      best = beta;
+  design.rightCols(x.cols()) = x;
+  return design;
+}
+
+// Ridge regressions on one design for every lambda of a grid (intercept unpenalised). The
+// factorisations and leave-one-out leverages do not depend on the target, so they are computed
+// once; each Fit picks the lambda whose leave-one-out error on that target is least.
+class RidgePath {
+ public:
+  RidgePath(Eigen::MatrixXd design, const std::vector<double>& ridge) : design_(std::move(design)) {
+    const Eigen::Index p = design_.cols();
+    const Eigen::MatrixXd gram = design_.transpose() * design_;
+    for (const double lambda : ridge) {
+      Eigen::MatrixXd a = gram;
+      a.diagonal().tail(p - 1).array() += lambda;
+      a(0, 0) += 1e-9;  // a constant target column stays solvable
+      ldlt_.emplace_back(a);
+      const Eigen::MatrixXd inv_xt = ldlt_.back().solve(design_.transpose());  // p × n
+      leverage_.push_back((design_.array() * inv_xt.transpose().array()).rowwise().sum());
     }
   }
-  return best;
-}
+  Eigen::VectorXd Fit(const Eigen::VectorXd& target) const {
+    const Eigen::VectorXd xt = design_.transpose() * target;
+    Eigen::VectorXd best;
+    double best_error = INFINITY;
+    for (size_t l = 0; l < ldlt_.size(); ++l) {
+      Eigen::VectorXd beta = ldlt_[l].solve(xt);
+      const Eigen::ArrayXd loo = (target - design_ * beta).array() /
+                                 (1.0 - leverage_[l].array()).max(1e-6);
+      const double error = loo.square().sum();
+      if (error < best_error) {
+        best_error = error;
+        best = std::move(beta);
+      }
+    }
+    return best;
+  }
+
+ private:
+  Eigen::MatrixXd design_;
+  std::vector<Eigen::LDLT<Eigen::MatrixXd>> ldlt_;
+  std::vector<Eigen::VectorXd> leverage_;
+};
 
 }  // namespace
 
@@ -134,9 +150,10 @@ Eigen::MatrixXd RooflineComplete(const Eigen::MatrixXd& observed, const EncodedF
       for (size_t i = 0; i < bounded.size(); ++i) xb.row(static_cast<Eigen::Index>(i)) = x.row(bounded[i]);
       // Censored regression: a row's target is the point of its interval nearest the current
       // fit (a flat row only says its knee is at most the smallest share), refitted until it
-      // settles. Starts from the midpoints.
+      // settles. Starts from the midpoints; lambda is chosen anew each round.
+      const RidgePath ridge(WithIntercept(xb), options.ridge);
       for (int round = 0; round < options.censored_rounds; ++round) {
-        const Eigen::VectorXd beta = RidgeLoo(xb, target, options.ridge);
+        const Eigen::VectorXd beta = ridge.Fit(target);
         knee = (x * beta.tail(x.cols())).array() + beta(0);
         double moved = 0;
         for (size_t i = 0; i < bounded.size(); ++i) {

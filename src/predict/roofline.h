@@ -13,7 +13,7 @@
 // is within `slack`² per cell of its best (an interval, open where it reaches the grid's end:
 // the flat and the linear rows only bound their knee); a censored ridge regression on the encoded features (features.h; intercept
 // unpenalised, lambda of `ridge` by leave-one-out; each row's target the point of its interval
-// nearest the last fit, from the midpoints) predicts a knee for every row, clamped into the
+// nearest the last fit, from the midpoints, until it settles) predicts a knee for every row, clamped into the
 // row's own interval where it has one. The level is then the mean
 // over the row's cells on that GPU of x - min(kappa, l). One measured cell and the features give
 // a row's whole shape on that GPU.
