@@ -129,7 +129,10 @@ FeatureKernelCompleter::Metric FeatureKernelCompleter::LearnMetric(
     const Eigen::MatrixXd& observed, const EncodedFeatures& features, Workspace& ws) const {
   TESSERA_CHECK(!options_.bandwidths.empty());
   const std::vector<double> equal(features.names.size(), 1.0);
-  const HoldOut split = SplitObserved(observed, options_.validation, options_.seed);
+  ws.split = SplitObserved(observed, options_.validation, options_.seed);
+  ws.split_fraction = options_.validation;
+  ws.held_fit.resize(0, 0);
+  const HoldOut& split = ws.split;
   if (split.held.empty()) {
     return {equal, options_.bandwidths.back(), INFINITY,
             Nearest(SquaredDistances(features, options_.missing_penalty, equal))};
@@ -151,6 +154,7 @@ FeatureKernelCompleter::Metric FeatureKernelCompleter::LearnMetric(
       if (error <= m.error) {  // ascending bandwidths: a tie keeps the wider
         m.error = error;
         m.bandwidth = h;
+        ws.held_fit = ws.g;  // the last call's best is the returned metric's: LearnBlend reuses it
       }
     }
     return m;
@@ -193,12 +197,6 @@ double Mix(double kernel, double roofline, double w) {
 }  // namespace
 
 FeatureKernelCompleter::Blend FeatureKernelCompleter::LearnBlend(
-    const Eigen::MatrixXd& observed, const EncodedFeatures& features, const Metric& metric) const {
-  Workspace ws;
-  return LearnBlend(observed, features, metric, ws);
-}
-
-FeatureKernelCompleter::Blend FeatureKernelCompleter::LearnBlend(
     const Eigen::MatrixXd& observed, const EncodedFeatures& features, const Metric& metric,
     Workspace& ws) const {
   Blend blend{};
@@ -210,15 +208,27 @@ FeatureKernelCompleter::Blend FeatureKernelCompleter::LearnBlend(
   // The roofline learns knees from the rows with two cells or more; a split that took all their
   // second cells would validate a roofline with nothing to learn from. So at most half of the
   // cells beyond each row's first are held out.
-  const Eigen::MatrixXd mask = KnownMask(observed);
-  const double known = mask.sum();
-  const double beyond_first = known - static_cast<double>((mask.rowwise().sum().array() > 0).count());
-  const HoldOut split = SplitObserved(
-      observed, std::min(options_.validation, 0.5 * beyond_first / std::max(known, 1.0)), options_.seed);
+  double known = 0, beyond_first = 0;
+  for (Eigen::Index r = 0; r < observed.rows(); ++r) {
+    double in_row = 0;
+    for (Eigen::Index c = 0; c < observed.cols(); ++c) in_row += IsKnown(observed(r, c));
+    known += in_row;
+    beyond_first += std::max(in_row - 1, 0.0);
+  }
+  const double fraction = std::min(options_.validation, 0.5 * beyond_first / std::max(known, 1.0));
+  // The same split as LearnMetric's: its fit at the chosen bandwidth is already there.
+  const bool reuse = fraction == ws.split_fraction && ws.held_fit.size() == observed.size();
+  HoldOut own;
+  if (!reuse) own = SplitObserved(observed, fraction, options_.seed);
+  const HoldOut& split = reuse ? ws.split : own;
   if (split.held.empty()) return blend;
-  // As in LearnMetric: a large matrix is validated with one backfitting round.
-  Fit(split.train, metric.neighbours, metric.bandwidth,
-      observed.size() > kLargeCells ? 1 : options_.rounds, ws);
+  if (!reuse) {
+    // As in LearnMetric: a large matrix is validated with one backfitting round.
+    Fit(split.train, metric.neighbours, metric.bandwidth,
+        observed.size() > kLargeCells ? 1 : options_.rounds, ws);
+    ws.held_fit = ws.g;
+  }
+  const RowMatrix& fit = ws.held_fit;
   const Eigen::MatrixXd roofline = RooflineComplete(split.train, features, options_.roofline);
   std::vector<int> bucket(static_cast<size_t>(observed.rows()));
   for (Eigen::Index r = 0; r < observed.rows(); ++r) bucket[static_cast<size_t>(r)] = Bucket(split.train, r);
@@ -232,7 +242,7 @@ FeatureKernelCompleter::Blend FeatureKernelCompleter::LearnBlend(
     seen[static_cast<size_t>(b)] = true;
     for (size_t i = 0; i < w_count; ++i) {
       error[static_cast<size_t>(b)][i] +=
-          std::abs(Mix(ws.g(r, c), roofline(r, c), options_.roofline_blend[i]) - observed(r, c));
+          std::abs(Mix(fit(r, c), roofline(r, c), options_.roofline_blend[i]) - observed(r, c));
     }
   }
   for (size_t b = 0; b < 3; ++b) {

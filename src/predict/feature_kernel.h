@@ -86,11 +86,9 @@ class FeatureKernelCompleter final : public Completer {
     Neighbours neighbours;  // under `weights`: what the final fit uses
   };
   Metric LearnMetric(const Eigen::MatrixXd& observed, const EncodedFeatures& features) const;
-  // The roofline's weight for rows with 1, 2 and ≥ 3 measured cells, by validation under
-  // `metric` (all 0 when no column has a compute share).
+  // The roofline's weight for rows with 1, 2 and ≥ 3 measured cells (all 0 when no column has
+  // a compute share).
   using Blend = std::array<double, 3>;
-  Blend LearnBlend(const Eigen::MatrixXd& observed, const EncodedFeatures& features,
-                   const Metric& metric) const;
 
   using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using RowMatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -102,9 +100,13 @@ class FeatureKernelCompleter final : public Completer {
   struct Workspace {
     RowMatrix y, mask, weight, z, g;
     RowMatrixF vf, sum;
+    HoldOut split;              // LearnMetric's validation split (its fraction below)
+    double split_fraction = -1;
+    RowMatrix held_fit;         // the fit on split.train under the metric LearnMetric returned
   };
   Metric LearnMetric(const Eigen::MatrixXd& observed, const EncodedFeatures& features,
                      Workspace& ws) const;
+  // By validation under `metric`, after LearnMetric on the same workspace.
   Blend LearnBlend(const Eigen::MatrixXd& observed, const EncodedFeatures& features,
                    const Metric& metric, Workspace& ws) const;
   // The prediction for every cell of `observed`, left in ws.g.

@@ -89,6 +89,8 @@ Eigen::MatrixXd RooflineComplete(const Eigen::MatrixXd& observed, const EncodedF
   x = x.unaryExpr([](double v) { return std::isnan(v) ? 0.0 : v; });
   int gpus = 0;
   for (const ComputeShare& s : features.columns) gpus = std::max(gpus, s.gpu + 1);
+  std::vector<std::vector<Cell>> cells(static_cast<size_t>(m));
+  std::vector<std::pair<double, double>> interval;
   for (int g = 0; g < gpus; ++g) {
     std::vector<Eigen::Index> cols;
     double low = INFINITY, high = -INFINITY;
@@ -106,8 +108,8 @@ Eigen::MatrixXd RooflineComplete(const Eigen::MatrixXd& observed, const EncodedF
     for (size_t k = 0; k < knees.size(); ++k)
       knees[k] = low + (high - low) * static_cast<double>(k) / static_cast<double>(knees.size() - 1);
     // Each row's cells on this GPU and, with two shares or more, its interval of knees.
-    std::vector<std::vector<Cell>> cells(static_cast<size_t>(m));
-    std::vector<std::pair<double, double>> interval(static_cast<size_t>(m), {kNaN, kNaN});
+    for (std::vector<Cell>& row : cells) row.clear();
+    interval.assign(static_cast<size_t>(m), {kNaN, kNaN});
     std::vector<Eigen::Index> bounded;
     for (Eigen::Index r = 0; r < m; ++r) {
       std::vector<Cell>& row = cells[static_cast<size_t>(r)];
