@@ -99,10 +99,12 @@ void BM_CompleteWithFeatures(benchmark::State& state) {
   const Eigen::MatrixXd x = SyntheticLogProfile(m, n, 0.7, 42);
   std::vector<std::string> rows;
   for (int i = 0; i < m; ++i) rows.push_back(fmt::format("app{}", i));
-  // Columns named as MIG slices of 1-7 units on n/7 GPU models, so that the roofline prior
-  // (one fit per GPU model, and its blend's validation) is part of the cost.
+  // Columns named as configurations of ten GPU models (MIG slices of 1-7 units at MPS 100, 98,
+  // ... %), so that the roofline prior (one fit per GPU model, and its blend's validation) is
+  // part of the cost.
   std::vector<std::string> cols;
-  for (int j = 0; j < n; ++j) cols.push_back(fmt::format("gpu{}/{}g.x/100", j / 7, 1 + j % 7));
+  for (int j = 0; j < n; ++j)
+    cols.push_back(fmt::format("gpu{}/{}g.x/{}", j % 10, 1 + (j / 10) % 7, 100 - 2 * (j / 70)));
   const EncodedFeatures f = Encode(SyntheticFeatures(m, 5), rows, cols);
   std::unique_ptr<Completer> completer = std::move(*MakeCompleter("features"));
   for (auto _ : state) {

@@ -42,7 +42,7 @@ Eigen::MatrixXd WithIntercept(const Eigen::MatrixXd& x) {
 // once; each Fit picks the lambda whose leave-one-out error on that target is least.
 class RidgePath {
  public:
-  RidgePath(Eigen::MatrixXd design, const std::vector<double>& ridge) : design_(std::move(design)) {
+  RidgePath(const Eigen::MatrixXd& design, const std::vector<double>& ridge) : design_(design) {
     const Eigen::Index p = design_.cols();
     const Eigen::MatrixXd gram = design_.transpose() * design_;
     for (const double lambda : ridge) {
@@ -153,19 +153,22 @@ Eigen::MatrixXd RooflineComplete(const Eigen::MatrixXd& observed, const EncodedF
       // Censored regression: a row's target is the point of its interval nearest the current
       // fit (a flat row only says its knee is at most the smallest share), refitted until it
       // settles. Starts from the midpoints; lambda is chosen anew each round.
-      const RidgePath ridge(WithIntercept(xb), options.ridge);
+      const Eigen::MatrixXd design = WithIntercept(xb);
+      const RidgePath ridge(design, options.ridge);
+      Eigen::VectorXd beta;
       for (int round = 0; round < options.censored_rounds; ++round) {
-        const Eigen::VectorXd beta = ridge.Fit(target);
-        knee = (x * beta.tail(x.cols())).array() + beta(0);
+        beta = ridge.Fit(target);
+        const Eigen::VectorXd fitted = design * beta;
         double moved = 0;
         for (size_t i = 0; i < bounded.size(); ++i) {
           const auto [lo, hi] = interval[static_cast<size_t>(bounded[i])];
-          const double t = std::clamp(knee(bounded[i]), lo, hi);
+          const double t = std::clamp(fitted(static_cast<Eigen::Index>(i)), lo, hi);
           moved = std::max(moved, std::abs(t - target(static_cast<Eigen::Index>(i))));
           target(static_cast<Eigen::Index>(i)) = t;
         }
         if (moved < 1e-6) break;
       }
+      knee = (x * beta.tail(x.cols())).array() + beta(0);
     }
     for (Eigen::Index r = 0; r < m; ++r) {
       const std::vector<Cell>& row = cells[static_cast<size_t>(r)];

@@ -87,7 +87,9 @@ TEST(DeployManifestsTest, EveryDocumentHasTheFieldsItsKindRequires) {
       EXPECT_EQ(d.node["apiVersion"].as<std::string>(), "apps/v1") << who;
       ASSERT_TRUE(d.node["spec"]["selector"]["matchLabels"]) << who;
       CheckPodSpec(d, d.node["spec"]["template"]);
-      if (k == "StatefulSet") EXPECT_TRUE(d.node["spec"]["serviceName"]) << who;
+      if (k == "StatefulSet") {
+        EXPECT_TRUE(d.node["spec"]["serviceName"]) << who;
+      }
     } else if (k == "Service") {
       ASSERT_TRUE(d.node["spec"]["ports"].IsSequence()) << who;
       for (const YAML::Node& p : d.node["spec"]["ports"]) EXPECT_TRUE(p["port"]) << who;
