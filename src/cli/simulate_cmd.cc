@@ -28,7 +28,8 @@ namespace {
 
 struct SimulateFlags {
   std::string experiment = "thesis";
-  std::vector<std::string> policies;  // empty: the experiment's default set
+  std::vector<std::string> policy_args;  // each --policy as given (comma-separated policies)
+  std::vector<std::string> policies;     // split from policy_args; empty: the experiment's set
   std::optional<uint64_t> seed;
   std::string seeds;       // "N" = seeds 1..N, or "A-B"; empty: the experiment's default
   int cluster_nodes = 64;  // packing, thesis-scale
@@ -148,6 +149,14 @@ Status RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& 
         if (!run) {
           Progress("", true);
           return Failed(run.error());
+        }
+        if (run->pods > 0 && run->never_placed == run->pods) {
+          Progress("", true);
+          std::fprintf(stderr,
+                       "tessera simulate: warning: %s placed none of the %d pods of %s (seed %llu); "
+                       "its time and energy figures describe an idle cluster\n",
+                       name.c_str(), run->pods, sc.name().c_str(),
+                       static_cast<unsigned long long>(seed));
         }
         runs.push_back(std::move(*run));
         Progress(fmt::format("{}: {}/{} runs ({} {})", f.experiment, runs.size(), total, name,
@@ -333,7 +342,12 @@ Status CheckPolicies(const SimulateFlags& f) {
   return {};
 }
 
-Status RunSimulate(const SimulateFlags& f) {
+Status RunSimulate(SimulateFlags f) {
+  for (const std::string& arg : f.policy_args) {
+    Expected<std::vector<std::string>> list = SplitPolicyList(arg);
+    if (!list) return Usage(list.error());
+    f.policies.insert(f.policies.end(), list->begin(), list->end());
+  }
   if (f.list_policies) {
     std::fputs(PolicyList(policy::Policies()).c_str(), stdout);
     return {};
@@ -358,9 +372,10 @@ void AddSimulate(CLI::App& app, Status* status) {
   sub->add_option("--experiment", flags->experiment, "Experiment preset")
       ->check(CLI::IsMember({"thesis", "thesis-scale", "packing", "openb-alloc", "calibrate"}))
       ->capture_default_str();
-  sub->add_option("--policy", flags->policies,
-                  "Policies to compare (default: all registered; see --list-policies)")
-      ->delimiter(',');
+  sub->add_option("--policy", flags->policy_args,
+                  "Policies to compare, comma-separated or repeated; NAME{json} gives options, "
+                  "whose commas do not split (default: the experiment's set; see "
+                  "--list-policies)");
   CLI::Option* seed =
       sub->add_option("--seed", flags->seed, "One seed, 0..2^64-1")->check(SeedCheck());
   sub->add_option("--seeds", flags->seeds,

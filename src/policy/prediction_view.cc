@@ -9,6 +9,20 @@
 
 namespace tessera::policy {
 
+Expected<void> CheckInterferenceKind(std::string_view policy, const predict::Predictor& predictor,
+                                     const nlohmann::json& options) {
+  if (!options.is_object() || !options.contains("interference_kind") ||
+      !options["interference_kind"].is_string()) {
+    return {};  // absent (the default), or the option reader's type error to report
+  }
+  const std::string kind = options["interference_kind"].get<std::string>();
+  // No interference data at all: every kind is as empty as the default's.
+  if (predictor.FindKind(kind) || predictor.interference().by_kind().empty()) return {};
+  return Fail("policy {}: option 'interference_kind': the predictor has no '{}' interference "
+              "measurements",
+              policy, kind);
+}
+
 using predict::AppId;
 using predict::ConfigId;
 

@@ -21,8 +21,10 @@
 //   - for each MIG-capable model, the layout with the most instances that holds each profile.
 // Not thread-safe; the predictor and telemetry must outlive it.
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/cluster.h"
@@ -74,6 +76,14 @@ struct CacheStamp {
   }
   void Set(uint64_t node, uint64_t gen) { *this = {node, gen, true}; }
 };
+
+// An Error naming `policy` when `options` sets `interference_kind` to a kind the predictor has
+// no interference measurements of while it has some of another kind (a typo would otherwise
+// score every pair as the unknown kind's: no interference at all). A predictor without any
+// interference data takes every kind: it is a valid input.
+[[nodiscard]] Expected<void> CheckInterferenceKind(std::string_view policy,
+                                                   const predict::Predictor& predictor,
+                                                   const nlohmann::json& options);
 
 class PredictionView {
  public:

@@ -59,6 +59,9 @@ Expected<std::unique_ptr<Policy>> MakePredictive(const PolicyContext& context,
   }
   auto o = ParsePredictiveOptions(options);
   if (!o) return std::unexpected(o.error());
+  if (auto ok = CheckInterferenceKind("predictive", *context.predictor, options); !ok) {
+    return std::unexpected(ok.error());
+  }
   return std::make_unique<Predictive>(*context.predictor, context.telemetry, std::move(*o));
 }
 

@@ -86,6 +86,9 @@ Expected<std::unique_ptr<Policy>> MakeSloAware(const PolicyContext& context,
   }
   auto o = ParseSloAwareOptions(options);
   if (!o) return std::unexpected(o.error());
+  if (auto ok = CheckInterferenceKind("slo-aware", *context.predictor, options); !ok) {
+    return std::unexpected(ok.error());
+  }
   if (context.learner != nullptr && context.learner != context.predictor) {
     return Fail("policy slo-aware: the learner must be the predictor it reads");
   }

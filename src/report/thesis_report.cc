@@ -60,6 +60,7 @@ nlohmann::json RunJson(const sim::ThesisRun& m) {
           {"pending_s_mean", m.pending_s_mean},
           {"execution_s_mean", m.execution_s_mean},
           {"moves", m.moves},
+          {"never_placed", m.never_placed},
           {"gpu_util_mean", m.gpu_util_mean},
           {"power_w_mean", m.power_w_mean},
           {"energy_j", m.energy_j},

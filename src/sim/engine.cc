@@ -315,6 +315,7 @@ EngineResult Engine::Run() {
   EngineResult result;
   result.first_arrival_s = std::max(0.0, first_arrival);
   result.end_s = end_s_;
+  result.stop_s = last_t_;
   const double makespan = end_s_ - result.first_arrival_s;
   const double gpus = std::max(1, cluster_.gpu_count());
   result.gpu_util_mean = makespan > 0 ? util_time_ / (gpus * makespan) : 0;

@@ -65,6 +65,7 @@ struct EngineResult {
   std::vector<WorkloadOutcome> workloads;  // in submission order
   double first_arrival_s = 0;
   double end_s = 0;          // last completion (makespan = end - first arrival)
+  double stop_s = 0;         // the last event: the horizon when work was left, else about end_s
   double gpu_util_mean = 0;  // time-mean over GPUs, while anything ran
   double power_w_mean = 0;   // cluster power, time-mean over the makespan
   double energy_j = 0;

@@ -208,7 +208,9 @@ Expected<OpenbRun> RunOpenb(const OpenbInput& input, const std::string& policy_n
   const policy::ShapeDistribution typical = policy::ShapeDistribution::Typical(input.pods, 0.95);
   policy::PolicyContext context{&rng, nullptr};
   context.typical_pods = &typical;  // data for any policy that weighs fragmentation
-  auto policy = policy::MakePolicy(policy_name, context);
+  Expected<policy::PolicySpec> spec = policy::ParsePolicySpec(policy_name);  // name or name{json}
+  if (!spec) return std::unexpected(spec.error());
+  auto policy = policy::MakePolicy(spec->name, context, spec->options);
   if (!policy) return std::unexpected(policy.error());
 
   OpenbRun run;

@@ -60,7 +60,9 @@ Expected<std::vector<PackingRow>> RunPacking(const std::vector<std::string>& pol
   for (const std::string& name : policies) {
     for (uint64_t seed : seeds) {
       Rng rng(seed);
-      auto policy = policy::MakePolicy(name, {&rng, nullptr});
+      Expected<policy::PolicySpec> spec = policy::ParsePolicySpec(name);  // name or name{json}
+      if (!spec) return std::unexpected(spec.error());
+      auto policy = policy::MakePolicy(spec->name, {&rng, nullptr}, spec->options);
       if (!policy) return std::unexpected(policy.error());
       const std::vector<model::Workload> workloads = PackingWorkloads(empty, seed, 1.3);
       model::ClusterState cluster = empty;

@@ -189,6 +189,8 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
   run.scenario = s;
   run.seed = seed;
   run.pods = static_cast<int>(r.workloads.size());
+  // A pod that never started waited until the run stopped (the horizon, if work was left).
+  const double stop = std::max(r.end_s, r.stop_s);
   double diff_sum = 0, pending_sum = 0, exec_sum = 0;
   int executed = 0;
   for (const WorkloadOutcome& o : r.workloads) {
@@ -213,7 +215,7 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
          .arrival_s = o.workload.arrival_s,
          .start_s = o.start_s,
          .end_s = o.end_s,
-         .pending_s = o.start_s ? o.pending_s() : r.end_s - o.workload.arrival_s,
+         .pending_s = o.start_s ? o.pending_s() : stop - o.workload.arrival_s,
          .node = o.start_s ? cluster.node(o.node).name : "",
          .partition = o.partition,
          .profile = o.profile,
@@ -221,8 +223,9 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
          .moves = o.moves,
          .slo_feasible = feasible});
     run.moves += o.moves;
+    run.never_placed += !o.start_s;
     diff_sum += std::abs(ran ? rel : -1);
-    pending_sum += o.start_s ? o.pending_s() : r.end_s - o.workload.arrival_s;
+    pending_sum += o.start_s ? o.pending_s() : stop - o.workload.arrival_s;
     if (ran) {
       exec_sum += *o.end_s - *o.start_s;
       ++executed;
@@ -232,7 +235,8 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
   run.qps_slo_abs_diff_mean = diff_sum / std::max(1, run.pods);
   run.pending_s_mean = pending_sum / std::max(1, run.pods);
   run.execution_s_mean = executed ? exec_sum / executed : 0;
-  run.makespan_s = r.end_s - r.first_arrival_s;
+  // Nothing finished: no makespan (r.end_s is then 0, before the first arrival).
+  run.makespan_s = std::max(0.0, r.end_s - r.first_arrival_s);
   run.gpu_util_mean = r.gpu_util_mean;
   run.power_w_mean = r.power_w_mean;
   run.energy_j = r.energy_j;
@@ -262,6 +266,7 @@ ThesisRun MeanOf(const std::vector<ThesisRun>& runs) {
     m.pending_s_mean += r.pending_s_mean / n;
     m.execution_s_mean += r.execution_s_mean / n;
     m.moves += r.moves / n;
+    m.never_placed += r.never_placed / n;
     m.gpu_util_mean += r.gpu_util_mean / n;
     m.power_w_mean += r.power_w_mean / n;
     m.energy_j += r.energy_j / n;

@@ -75,6 +75,9 @@ struct ThesisRun {
   double pending_s_mean = 0;
   double execution_s_mean = 0;
   double moves = 0;  // pods a policy moved (restarts), per run; means over seeds in MeanOf
+  // Pods that never started (waited to the end of the run, or were refused); the CLI warns when
+  // a run started none. Counts for one seed; means over seeds in MeanOf.
+  double never_placed = 0;
   double gpu_util_mean = 0;
   double power_w_mean = 0;
   double energy_j = 0;

@@ -50,3 +50,36 @@ TEST(PolicyListTest, TheRegistryDecidesWhatIsAPolicy) {
 
 }  // namespace
 }  // namespace tessera::cli
+
+namespace tessera::cli {
+namespace {
+
+TEST(SplitPolicyListTest, CommasInsideOptionsDoNotSplit) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(*SplitPolicyList("fgd"), V{"fgd"});
+  EXPECT_EQ(*SplitPolicyList("best-fit,fgd"), (V{"best-fit", "fgd"}));
+  EXPECT_EQ(*SplitPolicyList(R"(fgd,predictive{"slo_headroom":0.1,"reshape":false})"),
+            (V{"fgd", R"(predictive{"slo_headroom":0.1,"reshape":false})"}));
+  EXPECT_EQ(*SplitPolicyList(R"(predictive{"mps_percents":[25,50]},min)"),
+            (V{R"(predictive{"mps_percents":[25,50]})", "min"}));
+  // A comma, a brace and an escaped quote inside a JSON string are text.
+  EXPECT_EQ(*SplitPolicyList(R"(x{"k":"a,}\",b"},y)"), (V{R"(x{"k":"a,}\",b"})", "y"}));
+}
+
+TEST(SplitPolicyListTest, MalformedListsNameTheProblem) {
+  const auto message = [](std::string_view text) {
+    Expected<std::vector<std::string>> r = SplitPolicyList(text);
+    EXPECT_FALSE(r.has_value()) << text;
+    return r ? std::string() : r.error().message;
+  };
+  EXPECT_NE(message("fgd,,min").find("empty policy at offset 4"), std::string::npos);
+  EXPECT_NE(message("fgd,").find("empty policy"), std::string::npos);
+  EXPECT_NE(message("").find("empty policy"), std::string::npos);
+  EXPECT_NE(message(R"(p{"a":[1})").find("unbalanced '}'"), std::string::npos);
+  EXPECT_NE(message(R"(p{"a":1)").find("'{' is never closed"), std::string::npos);
+  EXPECT_NE(message(R"(p{"a":"x})").find("not terminated"), std::string::npos);
+  EXPECT_NE(message("p}").find("unbalanced '}' at offset 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::cli

@@ -326,6 +326,15 @@ TEST(PredictiveRegistryTest, NeedsAPredictorAndValidatesOptions) {
   EXPECT_FALSE(MakePolicy("predictive", ctx, {{"mps_percents", "all"}}).has_value());
   EXPECT_FALSE(MakePolicy("predictive", ctx, {{"bogus", 1}}).has_value());
   EXPECT_FALSE(MakePolicy("predictive", ctx, {{"slo_headroom", -0.1}}).has_value());
+  // An interference kind the predictor has no measurements of is a typo, not "no interference";
+  // both predicting policies say so.
+  EXPECT_TRUE(MakePolicy("predictive", ctx, {{"interference_kind", "mps"}}).has_value());
+  for (const char* name : {"predictive", "slo-aware"}) {
+    Expected<std::unique_ptr<Policy>> typo = MakePolicy(name, ctx, {{"interference_kind", "zzz"}});
+    ASSERT_FALSE(typo.has_value()) << name;
+    EXPECT_NE(typo.error().message.find("no 'zzz' interference measurements"), std::string::npos)
+        << typo.error().message;
+  }
   // The command-line form: a name, then its options as one JSON object.
   Expected<PolicySpec> spec = ParsePolicySpec(R"(predictive{"slo_headroom": 0.1})");
   ASSERT_TRUE(spec.has_value());

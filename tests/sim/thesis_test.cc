@@ -111,6 +111,23 @@ TEST(ThesisTest, AnUnprofiledScenarioLeavesSomeEnginesToTheCollaborativeFilter) 
   EXPECT_EQ(run->pods, 20);
 }
 
+TEST(ThesisTest, ARunThatPlacesNothingSaysSoAndHasNoNegativeTimes) {
+  // No profiled configuration at MPS 33 %: predictive scores nothing and places nothing. It used
+  // to report a makespan of -0 s and a pending time of -242 s (time measured to the last
+  // completion, 0 when nothing completed); the pods waited until the run stopped at its 48 h
+  // horizon, and every one of them is counted as never placed.
+  auto run = RunThesis(R"(predictive{"mps_percents":[33]})", {20, false}, 1, Shipped());
+  ASSERT_TRUE(run) << run.error().message;
+  EXPECT_EQ(run->never_placed, 20);
+  EXPECT_EQ(run->makespan_s, 0);
+  EXPECT_GT(run->pending_s_mean, 40 * 3600);
+  EXPECT_LE(run->pending_s_mean, 48 * 3600);
+  // A run that places its pods counts none.
+  auto fine = RunThesis("max", {20, false}, 1, Shipped());
+  ASSERT_TRUE(fine) << fine.error().message;
+  EXPECT_EQ(fine->never_placed, 0);
+}
+
 TEST(ThesisTest, SloAwareKeepsTheSlosItCanAndWaitsInsteadOfBindingBelowThem) {
   // Issue #14: where predictive binds pods below their SLOs (Ch. 6.4's interference makes
   // co-location cost 19-42 %), slo-aware waits for a configuration predicted to keep them.
