@@ -100,7 +100,16 @@ Expected<RedisOptions> ParseRedisAddress(std::string_view address) {
   if (colon == std::string_view::npos || colon == 0) {
     return Fail("redis address '{}': want host:port[/db]", address);
   }
-  o.host = std::string(rest.substr(0, colon));
+  std::string_view host = rest.substr(0, colon);
+  if (host.starts_with('[')) {  // IPv6: [addr]:port, as in a URL
+    if (!host.ends_with(']') || host.size() < 3) {
+      return Fail("redis address '{}': an IPv6 host is written [addr]:port", address);
+    }
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string_view::npos) {
+    return Fail("redis address '{}': an IPv6 host goes in brackets, [addr]:port", address);
+  }
+  o.host = std::string(host);
   const std::string_view port = rest.substr(colon + 1);
   auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), o.port);
   if (ec != std::errc() || ptr != port.data() + port.size() || o.port <= 0 || o.port > 65535) {
@@ -124,7 +133,9 @@ RedisStore::~RedisStore() {
 }
 
 std::string RedisStore::endpoint() const {
-  return fmt::format("redis {}:{}/{}", options_.host, options_.port, options_.db);
+  const bool v6 = options_.host.find(':') != std::string::npos;  // written back in brackets
+  return fmt::format("redis {}{}{}:{}/{}", v6 ? "[" : "", options_.host, v6 ? "]" : "",
+                     options_.port, options_.db);
 }
 
 std::string RedisStore::Key(std::string_view a, std::string_view b, std::string_view c) const {

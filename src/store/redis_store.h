@@ -47,7 +47,8 @@ struct RedisOptions {
   double backoff_max_s = 0.5;
 };
 
-// "host:port" or "host:port/db" into options (other fields left at their defaults).
+// "host:port" or "host:port/db" (an IPv6 host in brackets: "[::1]:6379"), optionally after
+// "redis://", into options (other fields left at their defaults).
 [[nodiscard]] Expected<RedisOptions> ParseRedisAddress(std::string_view address);
 
 class RedisStore : public Store {

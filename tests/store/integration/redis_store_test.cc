@@ -230,6 +230,20 @@ TEST(RedisStoreTest, ParsesAddresses) {
   EXPECT_FALSE(ParseRedisAddress("nohost"));
   EXPECT_FALSE(ParseRedisAddress("h:99999"));
   EXPECT_FALSE(ParseRedisAddress("h:1/x"));
+  // IPv6 in brackets, as in a URL (the brackets used to stay in the host, which no resolver
+  // knows); without them the address is ambiguous and refused.
+  auto v6 = ParseRedisAddress("[::1]:6379");
+  ASSERT_TRUE(v6) << v6.error().message;
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->port, 6379);
+  EXPECT_EQ(RedisStore::Create(*v6)->endpoint(), "redis [::1]:6379/0");
+  auto url = ParseRedisAddress("redis://[fe80::1]:6380/2");
+  ASSERT_TRUE(url);
+  EXPECT_EQ(url->host, "fe80::1");
+  EXPECT_EQ(url->db, 2);
+  EXPECT_FALSE(ParseRedisAddress("::1:6379"));
+  EXPECT_FALSE(ParseRedisAddress("[::1:6379"));
+  EXPECT_FALSE(ParseRedisAddress("[]:6379"));
 }
 
 }  // namespace
