@@ -207,7 +207,15 @@ std::string ApiClient::Describe(std::string_view method, const std::string& path
 
 namespace {
 
-std::string TransportError(httplib::ClientImpl& c, httplib::Error err, bool tls) {
+// What went wrong on the wire, for a message that already names the method and URL. httplib
+// says only "Connection" for a refused, unreachable or timed-out connect; say so, with the
+// address it tried.
+std::string TransportError(httplib::ClientImpl& c, httplib::Error err, bool tls,
+                           const std::string& host, int port) {
+  if (err == httplib::Error::Connection) {
+    return fmt::format("cannot connect to {}:{} (connection refused, unreachable or timed out)",
+                       host, port);
+  }
   std::string what = httplib::to_string(err);
   if (tls && err == httplib::Error::SSLServerVerification) {
     const long v = static_cast<httplib::SSLClient&>(c).get_openssl_verify_result();
@@ -248,7 +256,7 @@ Expected<HttpResponse> ApiClient::Call(std::string_view method, const std::strin
         attempt == 0 && (err == httplib::Error::Read || err == httplib::Error::Write ||
                          err == httplib::Error::Connection);
     if (!retriable) {
-      return Fail("{}: {}", Describe(method, path), TransportError(*c, err, target_.tls));
+      return Fail("{}: {}", Describe(method, path), TransportError(*c, err, target_.tls, target_.host, target_.port));
     }
   }
   return Fail("{}: no answer", Describe(method, path));
@@ -324,7 +332,7 @@ Expected<HttpResponse> ApiClient::Stream(const std::string& path,
     // A stream that delivered its 200 header and then broke is an Error too: the caller
     // re-watches from the last resourceVersion it saw.
     return Fail("{}: stream broke: {}", Describe("GET", path),
-                TransportError(*c, r.error(), target_.tls));
+                TransportError(*c, r.error(), target_.tls, target_.host, target_.port));
   }
   if (status == 200 && !buffer.empty()) on_line(buffer);  // last line without a newline
   return HttpResponse{status, std::move(error_body)};

@@ -56,6 +56,25 @@ TEST(ApiClientTest, VerifiesTheServerAgainstTheCa) {
   EXPECT_NE(no_ca.error().message.find("the CA is always verified"), std::string::npos);
 }
 
+TEST(ApiClientTest, AnUnreachableServerIsNamedWithWhatWentWrong) {
+  // httplib reports a refused connect as just "Connection"; the message says what and where.
+  Credentials gone;
+  std::string url;
+  {
+    FakeApiServer api;
+    gone = CredentialsFor(api);
+    url = api.url();
+  }  // the server is gone: its port refuses connections
+  auto client = ApiClient::Create(gone);
+  ASSERT_TRUE(client.has_value()) << client.error().message;
+  auto r = (*client)->Get("/api/v1/pods");
+  ASSERT_FALSE(r.has_value());
+  const std::string host_port = url.substr(url.find("://") + 3);
+  EXPECT_NE(r.error().message.find("cannot connect to " + host_port + " (connection refused"),
+            std::string::npos)
+      << r.error().message;
+}
+
 TEST(ApiClientTest, WrongTokenIsUnauthorized) {
   FakeApiServer api;
   Credentials c = CredentialsFor(api);
