@@ -181,7 +181,7 @@ Expected<void> ClusterState::CheckPlacement(const Workload& w, const Placement& 
       return Fail("workload {}: slice share {} milli is outside 1..1000", w.id, s.milli);
     }
     if (s.memory_mib < 0) return Fail("workload {}: negative slice memory", w.id);
-    if (s.milli > part.free_milli()) {
+    if (s.reserved_milli() > part.free_milli()) {
       return Fail("workload {}: partition {} has {} milli free, {} asked", w.id, part.uuid,
                   part.free_milli(), s.milli);
     }
@@ -200,10 +200,10 @@ Expected<void> ClusterState::Place(const Workload& w, const Placement& p) {
   node.used_memory_mib += w.memory_mib;
   for (const Slice& s : p.slices) {
     Partition& part = partitions_[s.partition];
-    part.clients.push_back({w.id, s.milli, s.memory_mib});
-    part.used_milli += s.milli;
+    part.clients.push_back({w.id, s.milli, s.memory_mib, s.best_effort});
+    part.used_milli += s.reserved_milli();
     part.used_memory_mib += s.memory_mib;
-    allocated_gpu_milli_ += s.milli * part.compute_share;
+    allocated_gpu_milli_ += s.reserved_milli() * part.compute_share;
     Gpu& gpu = gpus_[part.gpu];
     if (gpu.clients++ == 0) --node.idle_gpus;
     RefreshGpu(part.gpu);
@@ -226,9 +226,9 @@ Expected<void> ClusterState::Remove(WorkloadId id) {
                           [id](const Client& x) { return x.workload == id; });
     TESSERA_CHECK(c != part.clients.end());
     part.clients.erase(c);
-    part.used_milli -= s.milli;
+    part.used_milli -= s.reserved_milli();
     part.used_memory_mib -= s.memory_mib;
-    allocated_gpu_milli_ -= s.milli * part.compute_share;
+    allocated_gpu_milli_ -= s.reserved_milli() * part.compute_share;
     Gpu& gpu = gpus_[part.gpu];
     if (--gpu.clients == 0 && gpu.available) ++node.idle_gpus;
     RefreshGpu(part.gpu);
@@ -251,12 +251,15 @@ Expected<void> ClusterState::Resize(WorkloadId id, const std::vector<Slice>& sli
     if (s.partition != old[i].partition) {
       return Fail("workload {}: a resize cannot move a slice to another partition", id);
     }
+    if (s.best_effort != old[i].best_effort) {
+      return Fail("workload {}: a resize cannot make a slice best effort or guaranteed", id);
+    }
     if (s.milli < 1 || s.milli > 1000 || s.memory_mib < 0) {
       return Fail("workload {}: slice share {} milli / {} MiB is out of range", id, s.milli,
                   s.memory_mib);
     }
     const Partition& part = partitions_[s.partition];
-    if (part.used_milli - old[i].milli + s.milli > 1000 ||
+    if (part.used_milli - old[i].reserved_milli() + s.reserved_milli() > 1000 ||
         part.used_memory_mib - old[i].memory_mib + s.memory_mib > part.memory_mib) {
       return Fail("workload {}: partition {} cannot take {} milli / {} MiB", id, part.uuid, s.milli,
                   s.memory_mib);
@@ -267,14 +270,15 @@ Expected<void> ClusterState::Resize(WorkloadId id, const std::vector<Slice>& sli
     auto c = std::find_if(part.clients.begin(), part.clients.end(),
                           [id](const Client& x) { return x.workload == id; });
     TESSERA_CHECK(c != part.clients.end());
-    part.used_milli += slices[i].milli - c->milli;
+    part.used_milli += slices[i].reserved_milli() - c->reserved_milli();
     part.used_memory_mib += slices[i].memory_mib - c->memory_mib;
-    allocated_gpu_milli_ += (slices[i].milli - c->milli) * part.compute_share;
+    allocated_gpu_milli_ += (slices[i].reserved_milli() - c->reserved_milli()) * part.compute_share;
     c->milli = slices[i].milli;
     c->memory_mib = slices[i].memory_mib;
     RefreshGpu(part.gpu);
   }
   old = slices;
+  Touch(it->second.placement.node);  // per-node caches (scores, members) must see new limits
   return {};
 }
 
@@ -388,10 +392,13 @@ Expected<void> ClusterState::CheckInvariants() const {
       int32_t milli = 0;
       int64_t memory = 0;
       for (const Client& c : p.clients) {
-        milli += c.milli;
+        if (c.milli < 1 || c.milli > 1000) {
+          return Fail("partition {}: client {} holds {} milli", p.uuid, c.workload, c.milli);
+        }
+        milli += c.reserved_milli();
         memory += c.memory_mib;
         ++client_slices[c.workload];
-        allocated += c.milli * p.compute_share;
+        allocated += c.reserved_milli() * p.compute_share;
       }
       if (milli != p.used_milli || memory != p.used_memory_mib) {
         return Fail("partition {}: used counters drifted", p.uuid);
@@ -436,7 +443,8 @@ Expected<void> ClusterState::CheckInvariants() const {
       const Partition& part = partitions_[s.partition];
       if (gpus_[part.gpu].node != p.node) return Fail("workload {}: slice off its node", id);
       if (std::none_of(part.clients.begin(), part.clients.end(), [&](const Client& c) {
-            return c.workload == id && c.milli == s.milli && c.memory_mib == s.memory_mib;
+            return c.workload == id && c.milli == s.milli && c.memory_mib == s.memory_mib &&
+                   c.best_effort == s.best_effort;
           })) {
         return Fail("workload {}: partition {} does not list it", id, part.uuid);
       }

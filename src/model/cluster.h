@@ -4,7 +4,9 @@
 // simulator and in Kubernetes alike (DESIGN §1, §2).
 //
 // Invariants (CheckInvariants() verifies them all; every mutator preserves them or refuses):
-//  - per partition: Σ client milli ≤ 1000 and Σ client memory ≤ the partition's memory;
+//  - per partition: Σ client milli ≤ 1000 over guaranteed clients (a best-effort client's
+//    milli is a cap that reserves nothing, Slice::best_effort) and Σ client memory ≤ the
+//    partition's memory;
 //  - a MIG GPU's partitions are exactly the instances of a layout ValidateLayout accepts;
 //    a GPU with MIG disabled has exactly one whole-GPU partition;
 //  - per node: Σ CPU and Σ memory of its workloads ≤ capacity;
@@ -41,6 +43,8 @@ struct Client {
   WorkloadId workload;
   int32_t milli;
   int64_t memory_mib;
+  bool best_effort = false;  // Slice::best_effort
+  int32_t reserved_milli() const { return best_effort ? 0 : milli; }
 };
 
 struct Partition {
@@ -50,7 +54,7 @@ struct Partition {
   int start = 0;             // first memory slice (MIG)
   double compute_share = 1;  // fraction of the GPU's SMs
   int64_t memory_mib = 0;
-  int32_t used_milli = 0;
+  int32_t used_milli = 0;  // Σ guaranteed clients' milli
   int64_t used_memory_mib = 0;
   std::vector<Client> clients;
 

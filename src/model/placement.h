@@ -20,6 +20,12 @@ struct Slice {
   PartitionIndex partition = 0;
   int32_t milli = 1000;    // share of the partition's compute: MPS active-thread % × 10
   int64_t memory_mib = 0;  // memory reserved on the partition (MPS pinned-memory limit)
+  // Best effort (MuxFlow's offline work, seed 001 §4): `milli` caps its threads but reserves
+  // nothing, so guaranteed clients may still take the partition's whole compute; its memory
+  // is reserved like any other. A policy that shares this way must also evict it (Evict).
+  bool best_effort = false;
+  // The compute it holds back from other clients.
+  int32_t reserved_milli() const { return best_effort ? 0 : milli; }
   auto operator<=>(const Slice&) const = default;
 };
 

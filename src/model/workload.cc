@@ -11,6 +11,9 @@ std::string_view ToString(WorkloadClass c) {
 Expected<void> Workload::Validate() const {
   const std::string who = name.empty() ? "workload " + std::to_string(id) : "workload " + name;
   if (gpu.count < 0) return Fail("{}: negative GPU count {}", who, gpu.count);
+  if (checkpoint_queries < 0) {
+    return Fail("{}: negative checkpoint interval {} queries", who, checkpoint_queries);
+  }
   if (gpu.count > 0 && (gpu.milli < 1 || gpu.milli > 1000)) {
     return Fail("{}: GPU share {} milli is outside 1..1000", who, gpu.milli);
   }

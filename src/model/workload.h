@@ -51,6 +51,9 @@ struct Workload {
   double slo_qps = 0;         // target throughput; 0 = no SLO
   double slo_latency_ms = 0;  // optional; 0 = none
   int64_t queries = 0;        // amount of work; 0 = runs until removed
+  // Offline work that checkpoints: its progress is saved every this many queries (iterations),
+  // and an eviction resumes it from the last multiple. 0: nothing is lost (a move keeps all).
+  int64_t checkpoint_queries = 0;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   GpuRequest gpu;

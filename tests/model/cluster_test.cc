@@ -172,6 +172,33 @@ TEST_F(ClusterTest, ResizeRewritesMpsLimitsInPlaceOrRefuses) {
   ExpectUnchanged();
 }
 
+TEST_F(ClusterTest, BestEffortSharesCapButReserveOnlyMemory) {
+  // An online service holds all of GPU 0's compute and 20 GiB of its 32 GiB.
+  ASSERT_TRUE(c_.Place(Sharing(1, 1000, 20480), {1, 0, {{0, 1000, 20480}}}));
+  // A guaranteed offline client finds no compute; a best-effort one at 60 % (its cap) does.
+  EXPECT_FALSE(c_.Place(Sharing(2, 600, 8192), {2, 0, {{0, 600, 8192}}}));
+  ASSERT_TRUE(c_.Place(Sharing(2, 600, 8192), {2, 0, {{0, 600, 8192, true}}}));
+  EXPECT_EQ(c_.partition(0).used_milli, 1000);
+  EXPECT_EQ(c_.partition(0).used_memory_mib, 20480 + 8192);
+  EXPECT_DOUBLE_EQ(c_.allocated_gpu_milli(), 1000);  // oversold compute is not allocated
+  // Its memory is reserved all the same: 32768 - 28672 = 4096 MiB left.
+  EXPECT_FALSE(c_.Place(Sharing(3, 100, 8192), {3, 0, {{0, 100, 8192, true}}}));
+  // Dynamic SM: its cap follows the service (here 100 % - 35 % = 65 %), beyond what is free.
+  const uint64_t version = c_.node(0).version;
+  ASSERT_TRUE(c_.Resize(2, {{0, 650, 8192, true}}));
+  EXPECT_NE(c_.node(0).version, version);  // a resize changes the node: caches keyed on it
+  EXPECT_EQ(c_.partition(0).used_milli, 1000);
+  // Neither kind may be turned into the other by a resize.
+  EXPECT_FALSE(c_.Resize(2, {{0, 650, 8192, false}}));
+  EXPECT_FALSE(c_.Resize(1, {{0, 1000, 20480, true}}));
+  const Environment e = c_.EnvironmentOf(c_.Find(2)->placement);
+  EXPECT_EQ(e.mps_active_thread_percentage, 65);
+  ASSERT_TRUE(c_.Remove(2));
+  EXPECT_EQ(c_.partition(0).used_memory_mib, 20480);
+  EXPECT_DOUBLE_EQ(c_.allocated_gpu_milli(), 1000);
+  ExpectUnchanged();
+}
+
 TEST_F(ClusterTest, AddNodeRefusesBadSpecs) {
   EXPECT_FALSE(c_.AddNode(UniformNode("v100", Id("T4"), 1, 1, 1)));  // duplicate name
   NodeSpec bad = UniformNode("x", Id("A30-24GB"), 1, 1, 1);
