@@ -33,6 +33,8 @@ std::optional<std::optional<MigLayout>> Policy::Reshape(GpuIndex, const ClusterS
 
 std::vector<Eviction> Policy::Evict(const ClusterState&) { return {}; }
 
+std::vector<ResizeTo> Policy::Resizes(const ClusterState&) { return {}; }
+
 std::string Policy::Explain(const Workload& w, const ClusterState& c) {
   struct Row {
     double score;

@@ -79,8 +79,8 @@ class Policy {
   // Default: the node is ready, has the CPU and memory, and some GPU that could host it.
   //
   // Contract the core relies on: whether Filter passes and Score makes an offer may depend on
-  // the cluster state and on the workload's request — its application key, whether it has an
-  // SLO, and its CPU, memory and GPU request (sched::RequestShape) — plus what OfferInputs
+  // the cluster state and on the workload's request — its application key, its class, whether
+  // it has an SLO, and its CPU, memory and GPU request (sched::RequestShape) — plus what OfferInputs
   // declares, and on nothing else (scores may use anything). So when a request shape finds no
   // node, the core does not retry identical shapes until the cluster changes.
   virtual Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const;
@@ -90,6 +90,9 @@ class Policy {
   // nothing (offers follow the request shape alone).
   struct OfferInputs {
     bool slo_value = false;
+    // Offers follow live state the cluster's version does not capture (telemetry, a
+    // rescheduling period): the core never skips a cycle as fruitless for this policy.
+    bool live_state = false;
   };
   virtual OfferInputs OffersDependOn() const { return {}; }
 
@@ -109,6 +112,12 @@ class Policy {
   // Workloads to evict now (MuxFlow's SysMonitor; slo-aware's moves), called at the end of
   // every cycle. Default: none.
   virtual std::vector<Eviction> Evict(const ClusterState& c);
+
+  // New MPS limits for running workloads (MuxFlow's dynamic SM: an offline client's share
+  // follows its online neighbour's activity), called at the end of every cycle after Evict.
+  // The core applies each that the cluster accepts (same partitions, same best-effort kind,
+  // room on the partition) and tells the driver. Default: none.
+  virtual std::vector<ResizeTo> Resizes(const ClusterState& c);
 
   // Human-readable breakdown of how this policy judges `w` on every node (DESIGN §3 explain).
   // Default: each feasible node's score, or its filter reason.

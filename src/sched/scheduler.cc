@@ -17,8 +17,9 @@ Scheduler::Scheduler(ClusterState& cluster, policy::Policy& policy, const Clock&
 
 std::string RequestShape(const Workload& w, policy::Policy::OfferInputs inputs) {
   std::string shape =
-      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|", w.app, w.slo_qps > 0, w.cpu_milli, w.memory_mib,
-                  w.gpu.count, w.gpu.milli, w.gpu.memory_mib, w.gpu.mig_profile);
+      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|", w.app, w.slo_qps > 0, model::ToString(w.klass),
+                  w.cpu_milli, w.memory_mib, w.gpu.count, w.gpu.milli, w.gpu.memory_mib,
+                  w.gpu.mig_profile);
   for (model::GpuModelId m : w.gpu.models) shape += fmt::format("{},", m);
   // The exact value (shortest round trip): two SLOs are one shape only when they are equal.
   if (inputs.slo_value) shape += fmt::format("|slo={}", w.slo_qps);
@@ -170,8 +171,8 @@ bool Scheduler::Commit(const Workload& w, policy::Candidate cand, CycleStats& st
 CycleStats Scheduler::RunCycle() {
   CycleStats stats;
   // Nothing arrived and nothing changed since a fruitless cycle: it stays fruitless.
-  const bool fruitless_again =
-      fruitless_ && *fruitless_ == std::make_pair(cluster_.version(), arrivals_);
+  const bool fruitless_again = fruitless_ && !policy_.OffersDependOn().live_state &&
+                               *fruitless_ == std::make_pair(cluster_.version(), arrivals_);
   if (!fruitless_again) {
     fruitless_.reset();
     if (!pending_.empty() && PlacePending(stats)) {
@@ -180,7 +181,8 @@ CycleStats Scheduler::RunCycle() {
   }
   ProactiveReshapes(stats);
   Evictions(stats);
-  if (stats.reshapes > 0 || stats.evicted > 0) fruitless_.reset();
+  ApplyResizes(stats);
+  if (stats.reshapes > 0 || stats.evicted > 0 || stats.resized > 0) fruitless_.reset();
   Accumulate(stats);
   return stats;
 }
@@ -297,6 +299,26 @@ void Scheduler::Evictions(CycleStats& stats) {
   }
 }
 
+void Scheduler::ApplyResizes(CycleStats& stats) {
+  for (const policy::ResizeTo& r : policy_.Resizes(cluster_)) {
+    const model::PlacedWorkload* pw = cluster_.Find(r.workload);
+    if (!pw || pw->placement.slices == r.slices) {
+      if (!pw) ++stats.policy_errors;
+      continue;
+    }
+    const std::vector<model::Slice> before = pw->placement.slices;
+    if (!cluster_.Resize(r.workload, r.slices)) {  // a policy bug: counted, nothing changed
+      ++stats.policy_errors;
+      continue;
+    }
+    if (hooks_.resized && !hooks_.resized(pw->workload, pw->placement)) {
+      TESSERA_CHECK(cluster_.Resize(r.workload, before).has_value());
+      continue;
+    }
+    ++stats.resized;
+  }
+}
+
 CycleStats Scheduler::ReshapeDone(GpuIndex gpu) {
   CycleStats stats;
   auto it = parked_.find(gpu);
@@ -340,6 +362,7 @@ void Scheduler::Accumulate(const CycleStats& s) {
   totals_.policy_errors += s.policy_errors;
   totals_.reshapes += s.reshapes;
   totals_.evicted += s.evicted;
+  totals_.resized += s.resized;
   totals_.parked += s.parked;
 }
 

@@ -66,6 +66,11 @@ struct Hooks {
   // (`e.requeue`) is the driver's to restart — Submit it again, or leave it to whatever
   // recreates it.
   std::function<void(const Workload&, const policy::Eviction& e)> evict;
+  // The policy changed a running workload's MPS limits (Policy::Resizes); `now` is its placement
+  // with the new limits, already in the cluster state. The driver applies them (the simulator
+  // re-rates the workload); an Error — the driver cannot change a running workload's limits —
+  // makes the core restore the old ones. Unset: resizes are applied to the state alone.
+  std::function<Expected<void>(const Workload&, const model::Placement& now)> resized;
   // A workload found no node this cycle; `why` summarises the filter reasons.
   std::function<void(const Workload&, const std::string& why, bool dropped)> unschedulable;
   // Per-workload scoring picked `chosen` among `offers` (every node that made one, in node
@@ -79,8 +84,8 @@ struct Hooks {
 enum class TieBreak { kFirst, kRandom };
 
 // What decides whether any node can take a workload (Policy::Filter's contract): application,
-// whether it has an SLO, CPU, memory and the GPU request, plus what the policy declares in
-// OfferInputs (the SLO value). Equal shapes are interchangeable for feasibility.
+// class (online or offline), whether it has an SLO, CPU, memory and the GPU request, plus what
+// the policy declares in OfferInputs (the SLO value). Equal shapes are interchangeable for feasibility.
 std::string RequestShape(const Workload& w, policy::Policy::OfferInputs inputs = {});
 
 struct SchedulerOptions {
@@ -98,6 +103,7 @@ struct CycleStats {
   int policy_errors = 0;  // proposals the cluster refused: a policy bug, logged
   int reshapes = 0;
   int evicted = 0;
+  int resized = 0;  // running workloads given new MPS limits (Policy::Resizes)
   int parked = 0;  // waiting for a reshape to finish
 };
 
@@ -140,6 +146,7 @@ class Scheduler {
                       const std::vector<policy::ResizeTo>& resizes = {});
   void ProactiveReshapes(CycleStats& stats);
   void Evictions(CycleStats& stats);
+  void ApplyResizes(CycleStats& stats);
   void Accumulate(const CycleStats& s);
 
   ClusterState& cluster_;

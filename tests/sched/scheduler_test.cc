@@ -559,3 +559,53 @@ TEST_F(SchedulerTest, EvictRemovesRunningWorkloadsAndTellsTheDriver) {
 
 }  // namespace
 }  // namespace tessera::sched
+
+namespace tessera::sched {
+namespace {
+
+// First fit that asks, every cycle, for workload 1 at half its share.
+class Halve : public policy::Policy {
+ public:
+  std::string_view name() const override { return "halve"; }
+  std::optional<Candidate> Score(const Workload& w, model::NodeIndex node,
+                                 const ClusterState& c) override {
+    return inner_.Score(w, node, c);
+  }
+  std::vector<policy::ResizeTo> Resizes(const ClusterState& c) override {
+    const model::PlacedWorkload* pw = c.Find(1);
+    if (pw == nullptr) return {};
+    std::vector<model::Slice> s = pw->placement.slices;
+    s[0].milli = std::max(1, s[0].milli / 2);
+    return {{1, s}, {99, s}};  // 99 is not placed: a policy error, counted
+  }
+
+ private:
+  policy::FirstFit inner_;
+};
+
+TEST_F(SchedulerTest, ResizesReachTheDriverWhichMayRefuseThem) {
+  Halve policy;
+  bool refuse = false;
+  std::vector<int32_t> seen;
+  hooks_.resized = [&](const Workload& w, const model::Placement& now) -> Expected<void> {
+    EXPECT_EQ(w.id, 1);
+    seen.push_back(now.slices[0].milli);
+    if (refuse) return Fail("a running client keeps its limit");
+    return {};
+  };
+  Scheduler s(c_, policy, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(1, 800)));
+  CycleStats st = s.RunCycle();  // bound at 800, then halved to 400 in the same cycle
+  EXPECT_EQ(st.resized, 1);
+  EXPECT_EQ(st.policy_errors, 1);
+  EXPECT_EQ(c_.Find(1)->placement.slices[0].milli, 400);
+  refuse = true;
+  st = s.RunCycle();  // 200 is refused by the driver: the cluster keeps 400
+  EXPECT_EQ(st.resized, 0);
+  EXPECT_EQ(c_.Find(1)->placement.slices[0].milli, 400);
+  EXPECT_EQ(seen, (std::vector<int32_t>{400, 200}));
+  EXPECT_TRUE(c_.CheckInvariants());
+}
+
+}  // namespace
+}  // namespace tessera::sched
