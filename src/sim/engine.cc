@@ -1,6 +1,7 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tessera::sim {
 
@@ -25,6 +26,7 @@ Engine::Engine(model::ClusterState& cluster, policy::Policy& policy, GroundTruth
     : cluster_(cluster),
       truth_(truth),
       options_(options),
+      clock_(options.clock != nullptr ? *options.clock : own_clock_),
       scheduler_(
           cluster, policy, clock_, rng,
           sched::Hooks{.bind = [this](const model::Workload& w, const model::Placement& p,
@@ -41,6 +43,15 @@ Engine::Engine(model::ClusterState& cluster, policy::Policy& policy, GroundTruth
                              if (!e.requeue) return Finish(w.id, true, "evicted: " + e.reason);
                              Suspend(w.id);
                              TESSERA_CHECK(scheduler_.Submit(w).has_value());
+                           },
+                       .resized =
+                           [this](const model::Workload& w,
+                                  const model::Placement&) -> Expected<void> {
+                             auto it = running_.find(w.id);
+                             if (it == running_.end()) return {};
+                             rerate_.insert(rerate_.end(), it->second.gpus.begin(),
+                                            it->second.gpus.end());
+                             return {};
                            },
                        .unschedulable = {}}) {
   gpu_util_.assign(cluster_.gpu_count(), 0);
@@ -150,7 +161,16 @@ double Engine::Progress(const Running& r, double now) const {
 void Engine::Suspend(model::WorkloadId id) {
   std::optional<Running> r = Stop(id);
   if (!r) return;
-  ++outcomes_[r->index].moves;
+  WorkloadOutcome& o = outcomes_[r->index];
+  ++o.moves;
+  if (const int64_t every = o.workload.checkpoint_queries; every > 0) {
+    // Back to the last checkpoint: floor(done / every) × every queries are kept.
+    const double total = static_cast<double>(o.workload.queries);
+    const double done = total - r->remaining;
+    const double kept = std::floor(done / static_cast<double>(every)) * static_cast<double>(every);
+    o.lost_queries += done - kept;
+    r->remaining = total - kept;
+  }
   suspended_.insert_or_assign(id, std::move(*r));
 }
 

@@ -36,10 +36,15 @@ struct EngineOptions {
   // policies read, as stale between samples as a real scrape.
   telemetry::StaticTelemetry* telemetry = nullptr;
   double telemetry_interval_s = 1.0;
-  // A workload a policy moves (Eviction::requeue) keeps the queries it has done, goes back to
-  // the queue with its arrival time, and once bound again serves nothing for this long: its
-  // container starting and its model loading (chosen: no seed gives it).
+  // A workload a policy moves (Eviction::requeue) keeps the queries it has done — up to its
+  // last checkpoint when it checkpoints (Workload::checkpoint_queries: an evicted training
+  // job restarts from there, seed 001 §6) — goes back to the queue with its arrival time, and
+  // once bound again serves nothing for this long: its container starting and its model
+  // loading (chosen: no seed gives it). A policy's Resizes re-rate the workload at once.
   double move_restart_s = 10.0;
+  // The virtual clock the engine drives, when the caller must hand it to a policy first
+  // (PolicyContext::clock: muxflow's rescheduling period); else the engine keeps its own.
+  ManualClock* clock = nullptr;
 };
 
 // One workload's life, for reports.
@@ -54,6 +59,7 @@ struct WorkloadOutcome {
   std::string profile;    // that partition's MIG profile ("1g.6gb"), or "whole"
   int32_t milli = 0;      // its share of that partition (MPS active threads x 10; 1000 = all)
   int moves = 0;          // times a policy moved it (the slice above is the last one)
+  double lost_queries = 0;  // work done since its last checkpoint when it was moved: redone
   double queries_done = 0;
   // Mean QPS over its execution: queries / (end - start); 0 if it never ran.
   // Moves count: their restarts and time back in the queue are part of the execution.
@@ -127,7 +133,8 @@ class Engine {
   model::ClusterState& cluster_;
   GroundTruth& truth_;
   EngineOptions options_;
-  ManualClock clock_;
+  ManualClock own_clock_;
+  ManualClock& clock_;  // options_.clock or own_clock_
   sched::Scheduler scheduler_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;

@@ -34,6 +34,8 @@ void StaticTelemetry::Forget(std::string_view name) {
   util_.erase(key);
   mem_.erase(key);
   power_.erase(key);
+  sm_activity_.erase(key);
+  sm_clock_.erase(key);
   series_.erase(key);
   ++version_;
 }
@@ -49,6 +51,12 @@ std::optional<double> StaticTelemetry::PowerWatts(std::string_view uuid) const {
 }
 std::optional<double> StaticTelemetry::WorkloadQps(std::string_view workload) const {
   return Get(qps_, workload);
+}
+std::optional<double> StaticTelemetry::SmActivity(std::string_view uuid) const {
+  return Get(sm_activity_, uuid);
+}
+std::optional<double> StaticTelemetry::SmClockMhz(std::string_view uuid) const {
+  return Get(sm_clock_, uuid);
 }
 std::optional<Series> StaticTelemetry::MemoryUsed(std::string_view uuid, double window_s) const {
   auto it = series_.find(uuid);

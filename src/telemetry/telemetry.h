@@ -44,6 +44,11 @@ class Telemetry {
   // Kubernetes "<namespace>/<pod>"): what the inference server's own request counter gives
   // through Prometheus. The simulator publishes it; PrometheusTelemetry does not read it yet.
   virtual std::optional<double> WorkloadQps(std::string_view) const { return std::nullopt; }
+  // Fraction of SM cycles with at least one warp resident, 0..1 (DCGM_FI_PROF_SM_ACTIVE), and
+  // the SM clock in MHz (DCGM_FI_DEV_SM_CLOCK), by the GPU's uuid: what MuxFlow's SysMonitor
+  // and dynamic SM read (seed 001 §4.1, §4.3).
+  virtual std::optional<double> SmActivity(std::string_view) const { return std::nullopt; }
+  virtual std::optional<double> SmClockMhz(std::string_view) const { return std::nullopt; }
   // Names the data lookups answer from now: while it stays the same value, every lookup returns
   // what it returned before, so a caller may cache per uuid (the policies' hot path does).
   // nullopt: no such promise (the default; also while the data is stale).
@@ -75,6 +80,8 @@ class StaticTelemetry final : public Telemetry {
     power_[std::string(uuid)] = w;
     ++version_;
   }
+  void SetSmActivity(std::string_view uuid, double a) { Set(sm_activity_, uuid, a); }
+  void SetSmClockMhz(std::string_view uuid, double mhz) { Set(sm_clock_, uuid, mhz); }
   void SetWorkloadQps(std::string_view workload, double qps) {
     auto it = qps_.find(workload);
     if (it != qps_.end() && it->second == qps) return;
@@ -92,11 +99,20 @@ class StaticTelemetry final : public Telemetry {
   std::optional<Series> MemoryUsed(std::string_view uuid, double window_s) const override;
   std::optional<double> PowerWatts(std::string_view uuid) const override;
   std::optional<double> WorkloadQps(std::string_view workload) const override;
+  std::optional<double> SmActivity(std::string_view uuid) const override;
+  std::optional<double> SmClockMhz(std::string_view uuid) const override;
   std::optional<uint64_t> Version() const override { return version_; }
 
  private:
+  // Sets map[key] = v, bumping the version only when the value changes.
+  void Set(UuidMap<double>& map, std::string_view key, double v) {
+    auto it = map.find(key);
+    if (it != map.end() && it->second == v) return;
+    map[std::string(key)] = v;
+    ++version_;
+  }
   uint64_t version_ = 0;  // bumped by every change
-  UuidMap<double> util_, mem_, power_, qps_;
+  UuidMap<double> util_, mem_, power_, qps_, sm_activity_, sm_clock_;
   UuidMap<Series> series_;
 };
 

@@ -154,6 +154,68 @@ TEST_F(EngineTest, AMovedWorkloadKeepsItsProgressAndPaysTheRestart) {
   EXPECT_DOUBLE_EQ(*r.workloads[1].end_s, 11);
 }
 
+TEST_F(EngineTest, AnEvictedCheckpointingJobRestartsFromItsLastCheckpoint) {
+  // As above, but w1 saves its progress every 20 queries (a training job's checkpoint): moved
+  // at t=5 with 50 done, it keeps floor(50 / 20) · 20 = 40 and redoes 10. Its 60 left run alone
+  // from t=15 (restart) at 10/s: done at t=21.
+  MoveOnce policy;
+  Engine e(c_, policy, truth_, rng_, {.move_restart_s = 10});
+  model::Workload w1 = W(1, 0, 100, 500);
+  w1.checkpoint_queries = 20;
+  ASSERT_TRUE(e.Add(w1));
+  ASSERT_TRUE(e.Add(W(2, 5, 30, 500)));
+  const EngineResult r = e.Run();
+  const WorkloadOutcome& o = r.workloads[0];
+  EXPECT_FALSE(o.failed);
+  EXPECT_EQ(o.moves, 1);
+  EXPECT_DOUBLE_EQ(o.lost_queries, 10);
+  EXPECT_DOUBLE_EQ(*o.end_s, 21);
+  EXPECT_DOUBLE_EQ(o.queries_done, 100);
+}
+
+// First fit that, once a second workload runs, gives workload 1 the whole of its partition.
+class GrowOnce : public policy::Policy {
+ public:
+  std::string_view name() const override { return "grow-once"; }
+  std::optional<policy::Candidate> Score(const model::Workload& w, model::NodeIndex node,
+                                         const model::ClusterState& c) override {
+    return inner_.Score(w, node, c);
+  }
+  std::vector<policy::ResizeTo> Resizes(const model::ClusterState& c) override {
+    if (c.placed_count() < 2 || !c.Find(1)) return {};
+    std::vector<model::Slice> s = c.Find(1)->placement.slices;
+    s[0].milli = 1000;
+    return {{1, s}};
+  }
+
+ private:
+  policy::FirstFit inner_;
+};
+
+// Serves milli / 100 queries/s: the MPS share is all that matters.
+class ShareTruth : public GroundTruth {
+ public:
+  RunRate Rate(const model::PlacedWorkload& pw, const model::ClusterState&) override {
+    return {pw.placement.slices.at(0).milli / 100.0, 0.5, false, "", 0.5};
+  }
+  double GpuPower(model::GpuIndex, double, const model::ClusterState&) override { return 0; }
+};
+
+TEST_F(EngineTest, APolicysResizeReratesTheWorkloadAtOnce) {
+  // w1 at 500 milli serves 5/s on GPU 0; w2 (a whole GPU) lands on GPU 1 at t=5, and the same
+  // cycle grows w1 to 1000: 25 done, its 75 left at 10/s end at t=12.5 (20 without the re-rate).
+  model::ClusterState c;
+  ASSERT_TRUE(c.AddNode(model::UniformNode("n", *model::FindGpuModel("T4"), 2, 8000, 8192)));
+  GrowOnce policy;
+  ShareTruth truth;
+  Engine e(c, policy, truth, rng_);
+  ASSERT_TRUE(e.Add(W(1, 0, 100, 500)));
+  ASSERT_TRUE(e.Add(W(2, 5, 30, 1000)));
+  const EngineResult r = e.Run();
+  EXPECT_DOUBLE_EQ(*r.workloads[0].end_s, 12.5);
+  EXPECT_EQ(r.scheduler.resized, 1);
+}
+
 class ReshapeFirst : public policy::Policy {
  public:
   std::string_view name() const override { return "reshape-first"; }
