@@ -28,7 +28,7 @@ Expected<model::Placement> PlacementFromRecord(const store::PlacementRecord& rec
       return Fail("its placement names partition {}, which the inventory of {} lacks",
                   s.partition_uuid, record.node);
     }
-    p.slices.push_back({*part, s.milli, s.memory_mib});
+    p.slices.push_back({*part, s.milli, s.memory_mib, s.best_effort});
   }
   w.gpu.count = static_cast<int>(p.slices.size());
   if (!p.slices.empty()) {
@@ -42,7 +42,8 @@ store::PlacementRecord RecordOf(const PodRef& pod, const model::Placement& p,
                                 const model::ClusterState& cluster) {
   store::PlacementRecord rec{pod.uid, cluster.node(p.node).name, pod.name, pod.namespace_, {}};
   for (const model::Slice& s : p.slices) {
-    rec.slices.push_back({cluster.partition(s.partition).uuid, s.milli, s.memory_mib});
+    rec.slices.push_back(
+        {cluster.partition(s.partition).uuid, s.milli, s.memory_mib, s.best_effort});
   }
   return rec;
 }
@@ -50,8 +51,8 @@ store::PlacementRecord RecordOf(const PodRef& pod, const model::Placement& p,
 std::string SlicesText(const std::vector<store::SliceRecord>& slices) {
   std::string out;
   for (const store::SliceRecord& s : slices) {
-    out += fmt::format("{}{} ({} milli, {} MiB)", out.empty() ? "" : ", ", s.partition_uuid,
-                       s.milli, s.memory_mib);
+    out += fmt::format("{}{} ({} milli{}, {} MiB)", out.empty() ? "" : ", ", s.partition_uuid,
+                       s.milli, s.best_effort ? " best effort" : "", s.memory_mib);
   }
   return out;
 }

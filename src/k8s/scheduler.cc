@@ -498,6 +498,17 @@ void Scheduler::StartCore(std::unique_ptr<model::ClusterState> cluster) {
                 spdlog::warn("policy {} {} {} ({}); eviction is left to the operator",
                              config_.policy, e.requeue ? "would move" : "evicts", w.name, e.reason);
               },
+          .resized =
+              [this](const model::Workload& w, const model::Placement& p) -> Expected<void> {
+                // MPS fixes a client's active-thread limit when its CUDA context starts: the
+                // core keeps the old limits. Said once per pod.
+                if (resize_warned_.insert(w.id).second) {
+                  spdlog::warn("policy {} would set {}'s MPS share to {} milli; a running MPS "
+                               "client keeps the limit it started with, so it stays",
+                               config_.policy, w.name, p.slices.empty() ? 0 : p.slices[0].milli);
+                }
+                return Fail("a running MPS client's limit cannot change");
+              },
           .unschedulable = [this](const model::Workload& w, const std::string& why,
                                   bool) { Unschedulable(w, why); },
           .scored =

@@ -30,6 +30,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/clock.h"
 #include "base/rng.h"
@@ -163,6 +164,7 @@ class Scheduler {
   std::unique_ptr<sched::Scheduler> core_;
   WorkloadIds ids_;
   std::unordered_map<model::WorkloadId, Known> known_;
+  std::unordered_set<model::WorkloadId> resize_warned_;  // pods told their MPS share stays
   std::map<std::string, std::string> invalid_;  // uid -> the message last posted
   std::map<std::string, std::pair<std::string, double>> last_warning_;  // uid -> (msg, time)
   std::map<std::string, std::string> inventory_seen_;  // node -> agent_id/generation

@@ -47,8 +47,10 @@ std::string ToJson(const NodeInventory& inv) {
 std::string ToJson(const PlacementRecord& p) {
   json slices = json::array();
   for (const auto& s : p.slices) {
-    slices.push_back(
-        {{"partition_uuid", s.partition_uuid}, {"milli", s.milli}, {"memory_mib", s.memory_mib}});
+    json slice = {
+        {"partition_uuid", s.partition_uuid}, {"milli", s.milli}, {"memory_mib", s.memory_mib}};
+    if (s.best_effort) slice["best_effort"] = true;  // absent: guaranteed (older records too)
+    slices.push_back(std::move(slice));
   }
   const json j = {{"workload", p.workload},
                   {"node", p.node},
@@ -108,6 +110,7 @@ Expected<PlacementRecord> PlacementFromJson(std::string_view text, std::string_v
       s.partition_uuid = js.at("partition_uuid").get<std::string>();
       s.milli = js.at("milli").get<int32_t>();
       s.memory_mib = js.at("memory_mib").get<int64_t>();
+      s.best_effort = js.value("best_effort", false);
       p.slices.push_back(std::move(s));
     }
     return p;

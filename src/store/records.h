@@ -52,6 +52,7 @@ struct SliceRecord {
   std::string partition_uuid;
   int32_t milli = 1000;    // share of the partition's compute (MPS active threads × 10)
   int64_t memory_mib = 0;  // memory reserved on the partition
+  bool best_effort = false;  // model::Slice::best_effort (muxflow's offline jobs)
   bool operator==(const SliceRecord&) const = default;
 };
 

@@ -15,6 +15,15 @@ TEST(RecordsTest, JsonRoundTripsAndMalformedInputNamesTheSource) {
   EXPECT_EQ(*back, inv);
   const PlacementRecord p = contract::Place("w", "n1", {{"MIG-n1-0a", 250, 1024}});
   EXPECT_EQ(*PlacementFromJson(ToJson(p), "k"), p);
+  // A best-effort slice (muxflow's offline job) says so; a guaranteed one writes no flag, so
+  // records written before the flag existed read back as guaranteed.
+  const PlacementRecord be = contract::Place("w", "n1", {{"GPU-n1-1", 600, 6144, true}});
+  EXPECT_NE(ToJson(be).find(R"("best_effort":true)"), std::string::npos);
+  EXPECT_EQ(ToJson(p).find("best_effort"), std::string::npos);
+  EXPECT_EQ(*PlacementFromJson(ToJson(be), "k"), be);
+  EXPECT_FALSE(PlacementFromJson(
+      R"({"workload":"w","slices":[{"partition_uuid":"g","milli":1,"memory_mib":0,"best_effort":"yes"}]})",
+      "k"));
   auto bad = InventoryFromJson(R"({"node": 3})", "tessera:node:x:inventory");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("tessera:node:x:inventory"), std::string::npos);
