@@ -70,8 +70,9 @@ Status RunExplain(const ExplainFlags& f) {
   telemetry.SetUtilization(cluster.partition(model::ClusterState::PartitionOf(1, 0)).uuid, 0);
 
   Rng rng(f.seed);
+  ManualClock clock;
   auto policy =
-      policy::MakePolicy(spec->name, {&rng, nullptr, &*predictor, &telemetry}, spec->options);
+      policy::MakePolicy(spec->name, {&rng, &clock, &*predictor, &telemetry}, spec->options);
   if (!policy) return Failed(policy.error());
   model::Workload x = sim::ThesisPod(*app, 3);
   x.slo_qps = f.slo > 0 ? f.slo : sim::ThesisSloBase(*app, /*high_slo=*/false, physics);

@@ -12,6 +12,7 @@
 #include "policy/gpu_packing.h"
 #include "policy/max.h"
 #include "policy/min.h"
+#include "policy/muxflow.h"
 #include "policy/predictive.h"
 #include "policy/random.h"
 #include "policy/round_robin.h"
@@ -61,6 +62,11 @@ const std::vector<Entry>& Registry() {
         "Ch. 8.3's score on a lower bound of predicted QPS, admission control (waits), finer MPS",
         true, SloAwareOptionList()},
        MakeSloAware},
+      {{"muxflow",
+        "001 §4–5: offline jobs beside online services: dynamic SM, memory quota, SysMonitor, "
+        "max-weight matching",
+        true, MuxflowOptionList()},
+       MakeMuxflow},
       {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
        NoOptions<FirstFit>()},
       {{"whole-gpu", "Kubernetes default + NVIDIA device plugin: whole GPUs, first fit"},

@@ -33,9 +33,11 @@ class RegistryTest : public ::testing::Test {
  protected:
   RegistryTest() : predictor_(OneCellPredictor()) {
     ctx_.rng = &rng_;
+    ctx_.clock = &clock_;
     ctx_.predictor = &predictor_;
   }
   Rng rng_{7};
+  ManualClock clock_;
   predict::Predictor predictor_;
   PolicyContext ctx_;
 };
@@ -47,6 +49,10 @@ TEST_F(RegistryTest, PoliciesAdvertiseTheOptionsTheirFactoriesRead) {
        {"admission", "protect_neighbours", "margin_z", "completed_sigma", "calibrated_sigma",
         "co_runner_sigma",
         "mps_step", "observe", "replace", "max_moves", "reshape", "interference_kind"}},
+      {"muxflow",
+       {"dynamic_sm", "matching", "period_s", "memory_quota", "min_offline_percent",
+        "resize_step", "gpu_util_thresholds", "sm_activity_thresholds", "memory_thresholds",
+        "clock_drop_thresholds", "base_hold_s", "max_hold_s", "history_s", "interference_kind"}},
       {"fgd", {"typical_pods"}},
       {"frag-pack", {"typical_pods"}},
   };

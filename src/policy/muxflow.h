@@ -1,0 +1,107 @@
+#pragma once
+// muxflow — online inference and offline training on one GPU (seed 001, MuxFlow §4–§5). Each
+// online service holds a whole GPU (MIG off) as a guaranteed MPS client; at most one offline job
+// shares it as a best-effort client (model::Slice::best_effort: its SM share is a cap, not a
+// reservation), kept out of the service's way by:
+//
+//  - Dynamic SM (`dynamic_sm`, §4.3): the offline MPS share is 100 % − the online service's SM
+//    activity (DynamicSmPercent), re-applied every cycle through Policy::Resizes when it moves
+//    by `resize_step` points or more; off, the offline job runs at MPS's default 100 %.
+//    The service's activity is the telemetry's SmActivity by the service's workload name (a
+//    per-process reading: NVML's process utilisation), else, while no offline job is there,
+//    the GPU's own SmActivity. Unknown: no offline job is placed there and none resized.
+//  - A memory quota (`memory_quota`, §6: 40 %): an offline job gets at most that share of the
+//    device's memory (its request, else the whole quota); an online service that states no
+//    memory reserves the rest.
+//  - SysMonitor (`monitor`, §4.1, policy/sys_monitor.h): one state machine per online GPU, fed
+//    from telemetry whenever its version changes (GPU utilisation, SM activity, memory used,
+//    SM clock drop below the highest clock the GPU has reported). Offline jobs go only to
+//    Healthy GPUs; Overlimit evicts them (Policy::Evict, requeued where the driver restarts
+//    moved work — PolicyContext::can_move — the simulator resuming them from their last
+//    checkpoint). A GPU without telemetry stays Init: nothing offline goes there.
+//  - Matching (`matching`, §5, Alg. 1): every `period_s` (001: 15 min) the pending offline
+//    jobs are matched to the free Healthy online GPUs by maximum-weight bipartite matching
+//    (flow::MaxWeightBipartiteMatching). The weight of job v on GPU u is v's predicted
+//    normalised throughput there: isolated(v, u's model, whole, p) · (1 − f(v, s)) /
+//    isolated(v, u's model, whole, 100), p the dynamic share and s u's service (the predictor
+//    — CF over profiled pairs — stands in for 001's MLP; an application the predictor does not
+//    know weighs p/100 · (1 − the kind's mean f)). Weights are scaled by 10^6 to integers.
+//    Off, pending offline jobs take the first free Healthy GPU in cluster order as they come.
+//    Running offline jobs are not re-matched (a move costs a restart from a checkpoint).
+//
+// Online services (one GPU) take the first whole GPU that hosts no other service, preferring one
+// without offline work; any other request (several GPUs, a MIG profile, CPU only) is placed
+// first-fit. Not thread-safe; the predictor and telemetry must outlive it.
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/error.h"
+#include "policy/policy.h"
+#include "policy/registry.h"
+#include "policy/sys_monitor.h"
+
+namespace tessera::policy {
+
+struct MuxflowOptions {
+  bool dynamic_sm = true;
+  bool matching = true;
+  double period_s = 900;
+  double memory_quota = 0.40;
+  int min_offline_percent = 10;  // a GPU whose service leaves less takes no offline job
+  int resize_step = 5;           // percentage points
+  SysMonitorOptions monitor;
+  std::string interference_kind = "mps";
+};
+
+std::vector<OptionInfo> MuxflowOptionList();
+[[nodiscard]] Expected<MuxflowOptions> ParseMuxflowOptions(const nlohmann::json& options);
+// The registry's factory: needs PolicyContext::predictor and a clock; telemetry feeds it.
+[[nodiscard]] Expected<std::unique_ptr<Policy>> MakeMuxflow(const PolicyContext& context,
+                                                            const nlohmann::json& options);
+
+// 100 − ⌈100 · online_activity⌉, within 0..100 (activity clamped to 0..1).
+int DynamicSmPercent(double online_activity);
+// ⌊quota · memory_mib⌋.
+int64_t OfflineMemoryCap(int64_t memory_mib, double quota);
+
+// One offline job matched in the last round, for Explain.
+struct MuxflowMatch {
+  GpuIndex gpu = 0;
+  int percent = 0;      // its MPS share there
+  double weight = 0;    // predicted normalised throughput there
+  double next = 0;      // its best weight on any other free GPU (0: none)
+  int candidates = 0;   // free Healthy GPUs it could have gone to (this one included)
+  double at_s = 0;      // when
+};
+
+class Muxflow final : public Policy {
+ public:
+  Muxflow(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
+          const Clock& clock, MuxflowOptions options = {}, bool can_move = false);
+  ~Muxflow() override;
+
+  std::string_view name() const override { return "muxflow"; }
+  OfferInputs OffersDependOn() const override { return {.live_state = true}; }
+  Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
+  std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
+  std::optional<std::vector<Candidate>> PlaceBatch(std::span<const Workload* const> pending,
+                                                   const ClusterState& c) override;
+  std::vector<Eviction> Evict(const ClusterState& c) override;
+  std::vector<ResizeTo> Resizes(const ClusterState& c) override;
+  std::string Explain(const Workload& w, const ClusterState& c) override;
+
+  // The GPU's SysMonitor, or null when it hosts no online service (or was never sampled).
+  const SysMonitor* Monitor(GpuIndex g) const;
+  std::optional<MuxflowMatch> LastMatch(WorkloadId offline) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::policy

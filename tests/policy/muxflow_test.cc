@@ -1,0 +1,382 @@
+// muxflow (seed 001 §4–§5) against hand-worked numbers and a brute-force optimum.
+//
+// The profile: offline applications j0..j3 on a T4 at MPS 25/50/75/100 %, measured exactly
+// (the completion method is `baseline`, which keeps measured cells), so a job's normalised
+// throughput at p % is iso(p) / iso(100):
+//   j0: 40, 70, 90, 100 → 0.40, 0.70, 0.90       j1: 50, 80, 95, 100 → 0.50, 0.80, 0.95
+//   j2: 20, 45, 75, 100 → 0.20, 0.45, 0.75       j3: 30, 60, 85, 100 → 0.30, 0.60, 0.85
+// and f(j, s) on "mps" beside services s0..s2: 0.05 · (1 + (j + s) % 3).
+// A service's SM activity a leaves the offline job 100 − ⌈100 a⌉ %: 0.75 → 25, 0.5 → 50, 0.25 → 75.
+#include "policy/muxflow.h"
+
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "policy/registry.h"
+#include "predict/config_key.h"
+#include "predict/predictor.h"
+#include "sched/scheduler.h"
+#include "telemetry/telemetry.h"
+
+namespace tessera::policy {
+namespace {
+
+using model::ClusterState;
+using model::GpuIndex;
+
+constexpr double kIso[4][4] = {{40, 70, 90, 100}, {50, 80, 95, 100}, {20, 45, 75, 100},
+                               {30, 60, 85, 100}};
+constexpr int kPercents[4] = {25, 50, 75, 100};
+double F(int job, int service) { return 0.05 * (1 + (job + service) % 3); }
+double Normalised(int job, int percent) {
+  const int k = percent / 25 - 1;
+  return kIso[job][k] / kIso[job][3];
+}
+
+predict::Predictor MakePredictor() {
+  predict::ProfileMatrix m;
+  predict::InterferenceMatrices im;
+  for (int j = 0; j < 4; ++j) {
+    for (int k = 0; k < 4; ++k) {
+      m.Observe(m.AddRow(fmt::format("j{}", j)),
+                m.AddCol(predict::ConfigKey("T4", "whole", kPercents[k])), kIso[j][k]);
+    }
+    for (int s = 0; s < 3; ++s) {
+      EXPECT_TRUE(im.Observe("mps", fmt::format("j{}", j), fmt::format("s{}", s), F(j, s)));
+    }
+  }
+  for (int s = 0; s < 3; ++s) {
+    m.Observe(m.AddRow(fmt::format("s{}", s)), m.AddCol(predict::ConfigKey("T4", "whole", 100)),
+              500);
+  }
+  auto p = predict::Predictor::Create(std::move(m), std::move(im),
+                                      {.method = "baseline", .interference_method = "baseline"});
+  EXPECT_TRUE(p.has_value()) << p.error().message;
+  return std::move(*p);
+}
+
+Workload Service(model::WorkloadId id, int s) {
+  Workload w;
+  w.id = id;
+  w.name = fmt::format("svc{}", id);
+  w.app = fmt::format("s{}", s);
+  w.klass = model::WorkloadClass::kOnline;
+  w.cpu_milli = 1000;
+  w.gpu.count = 1;
+  return w;
+}
+
+Workload Job(model::WorkloadId id, int j) {
+  Workload w;
+  w.id = id;
+  w.name = fmt::format("job{}", id);
+  w.app = fmt::format("j{}", j);
+  w.klass = model::WorkloadClass::kOffline;
+  w.cpu_milli = 1000;
+  w.gpu.count = 1;
+  return w;
+}
+
+class MuxflowTest : public ::testing::Test {
+ protected:
+  MuxflowTest() : predictor_(MakePredictor()) {}
+
+  void AddNodes(int nodes, int gpus) {
+    for (int n = 0; n < nodes; ++n) {
+      ASSERT_TRUE(c_.AddNode(model::UniformNode(fmt::format("t4-{}", n), *model::FindGpuModel("T4"),
+                                                gpus, 64000, 1 << 20)));
+    }
+  }
+  // A service on GPU g, its activity published per workload and for the GPU.
+  void PlaceService(GpuIndex g, model::WorkloadId id, int s, double activity) {
+    const Workload w = Service(id, s);
+    const model::PartitionIndex p = ClusterState::PartitionOf(g, 0);
+    const int64_t mem = c_.partition(p).memory_mib - OfflineMemoryCap(c_.partition(p).memory_mib, 0.4);
+    ASSERT_TRUE(c_.Place(w, {w.id, c_.gpu(g).node, {{p, 1000, mem}}}));
+    telemetry_.SetSmActivity(w.name, activity);
+    telemetry_.SetSmActivity(c_.gpu(g).uuid, activity);
+    telemetry_.SetUtilization(c_.gpu(g).uuid, activity);
+  }
+  Muxflow Make(MuxflowOptions o = {}, bool can_move = true) {
+    return Muxflow(predictor_, &telemetry_, clock_, o, can_move);
+  }
+
+  predict::Predictor predictor_;
+  telemetry::StaticTelemetry telemetry_;
+  ManualClock clock_;
+  ClusterState c_;
+};
+
+TEST(MuxflowArithmeticTest, DynamicSmAndMemoryQuota) {
+  EXPECT_EQ(DynamicSmPercent(0.35), 65);
+  EXPECT_EQ(DynamicSmPercent(0.351), 64);  // the service's share is rounded up, never cut
+  EXPECT_EQ(DynamicSmPercent(0), 100);
+  EXPECT_EQ(DynamicSmPercent(1), 0);
+  EXPECT_EQ(DynamicSmPercent(1.3), 0);
+  EXPECT_EQ(DynamicSmPercent(-0.2), 100);
+  // A T4's 15360 MiB × 40 % = 6144 MiB.
+  EXPECT_EQ(OfflineMemoryCap(15360, 0.4), 6144);
+  EXPECT_EQ(OfflineMemoryCap(16384, 0.4), 6553);  // floored
+}
+
+TEST(MuxflowArithmeticTest, OptionsAreCheckedAndNamed) {
+  auto ok = ParseMuxflowOptions({{"sm_activity_thresholds", {0.5, 0.6, 0.7}}, {"base_hold_s", 30}});
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_DOUBLE_EQ(ok->monitor.sm_activity.unhealthy, 0.6);
+  EXPECT_DOUBLE_EQ(ok->monitor.base_hold_s, 30);
+  auto order = ParseMuxflowOptions({{"sm_activity_thresholds", {0.7, 0.6, 0.9}}});
+  ASSERT_FALSE(order.has_value());
+  EXPECT_NE(order.error().message.find("option 'sm_activity_thresholds'"), std::string::npos);
+  EXPECT_FALSE(ParseMuxflowOptions({{"memory_thresholds", {0.5, 0.6}}}).has_value());
+  EXPECT_FALSE(ParseMuxflowOptions({{"period_s", 0}}).has_value());
+  EXPECT_FALSE(ParseMuxflowOptions({{"memory_quota", 1.5}}).has_value());
+  EXPECT_FALSE(ParseMuxflowOptions({{"base_hold_s", -1}}).has_value());
+  auto hold = ParseMuxflowOptions({{"base_hold_s", 600}, {"max_hold_s", 60}});
+  ASSERT_FALSE(hold.has_value());
+  EXPECT_NE(hold.error().message.find("max_hold_s"), std::string::npos);
+}
+
+TEST_F(MuxflowTest, MatchesLikeTheSeedsExampleAndExplains) {
+  // Two services (activity 0.5 → 50 %, 0.25 → 75 %) and two jobs. Weights by hand:
+  //   j1 on GPU0 (s0, 50 %): 0.80 · (1 − 0.10) = 0.720   on GPU1 (s1, 75 %): 0.95 · (1 − 0.15) = 0.8075
+  //   j2 on GPU0:            0.45 · (1 − 0.15) = 0.3825  on GPU1:            0.75 · (1 − 0.05) = 0.7125
+  // j1→GPU1 + j2→GPU0 = 1.19 < j1→GPU0 + j2→GPU1 = 1.4325: the matching takes the second, which
+  // a greedy pick of the single heaviest pair (j1→GPU1) would miss.
+  AddNodes(1, 2);
+  PlaceService(0, 1, 0, 0.5);
+  PlaceService(1, 2, 1, 0.25);
+  Muxflow m = Make();
+  const Workload a = Job(10, 1), b = Job(11, 2);
+  const Workload* pending[] = {&a, &b};
+  m.Evict(c_);  // the first sample: Init → Healthy
+  ASSERT_NE(m.Monitor(0), nullptr);
+  EXPECT_EQ(m.Monitor(0)->state(), GpuHealth::kHealthy);
+  auto batch = m.PlaceBatch(pending, c_);
+  ASSERT_TRUE(batch.has_value());
+  ASSERT_EQ(batch->size(), 2u);
+  for (const Candidate& cand : *batch) {
+    const model::Slice& s = cand.placement.slices.at(0);
+    EXPECT_TRUE(s.best_effort);
+    EXPECT_EQ(s.memory_mib, OfflineMemoryCap(c_.partition(s.partition).memory_mib, 0.4));
+    if (cand.placement.workload == a.id) {
+      EXPECT_EQ(s.partition, ClusterState::PartitionOf(0, 0));
+      EXPECT_EQ(s.milli, 500);
+    } else {
+      EXPECT_EQ(s.partition, ClusterState::PartitionOf(1, 0));
+      EXPECT_EQ(s.milli, 750);
+    }
+  }
+  EXPECT_NEAR(m.LastMatch(a.id)->weight, 0.72, 1e-9);
+  EXPECT_NEAR(m.LastMatch(a.id)->next, 0.8075, 1e-9);
+  EXPECT_NEAR(m.LastMatch(b.id)->weight, 0.7125, 1e-9);
+  EXPECT_NEAR(m.LastMatch(b.id)->next, 0.3825, 1e-9);
+  const std::string why = m.Explain(a, c_);
+  EXPECT_NE(why.find("at 50 % SM: predicted normalised throughput 0.720"), std::string::npos) << why;
+  EXPECT_NE(why.find("Healthy"), std::string::npos) << why;
+  // The next round is 900 s later: nothing is matched before.
+  EXPECT_FALSE(m.PlaceBatch(pending, c_).has_value());
+  clock_.Set(900);
+  EXPECT_TRUE(m.PlaceBatch(pending, c_).has_value());
+}
+
+TEST_F(MuxflowTest, MatchingIsOptimalOnSmallRandomInstances) {
+  AddNodes(1, 4);
+  Rng rng(20261124);
+  const double activities[] = {0.75, 0.5, 0.25};
+  int nontrivial = 0;
+  for (int round = 0; round < 200; ++round) {
+    for (const auto& [id, pw] : std::map(c_.placed().begin(), c_.placed().end())) {
+      ASSERT_TRUE(c_.Remove(id));
+    }
+    const int gpus = 1 + static_cast<int>(rng.Below(4)), jobs = 1 + static_cast<int>(rng.Below(5));
+    std::vector<int> service(gpus), percent(gpus), app(jobs);
+    for (int g = 0; g < gpus; ++g) {
+      service[g] = static_cast<int>(rng.Below(3));
+      const double a = activities[rng.Below(3)];
+      percent[g] = DynamicSmPercent(a);
+      PlaceService(g, 100 + g, service[g], a);
+    }
+    std::vector<Workload> w;
+    for (int j = 0; j < jobs; ++j) {
+      app[j] = static_cast<int>(rng.Below(4));
+      w.push_back(Job(200 + j, app[j]));
+    }
+    std::vector<const Workload*> pending;
+    for (const Workload& x : w) pending.push_back(&x);
+    Muxflow m = Make();
+    auto batch = m.PlaceBatch(pending, c_);
+    ASSERT_TRUE(batch.has_value());
+    double got = 0;
+    for (const Candidate& cand : *batch) got += m.LastMatch(cand.placement.workload)->weight;
+    // Brute force: every injective assignment of a subset of jobs to GPUs.
+    std::vector<int> gpu_of(jobs, -1);
+    double best = 0;
+    auto search = [&](auto&& self, int j, std::vector<bool>& used, double total) -> void {
+      if (j == jobs) {
+        best = std::max(best, total);
+        return;
+      }
+      self(self, j + 1, used, total);  // job j stays pending
+      for (int g = 0; g < gpus; ++g) {
+        if (used[g]) continue;
+        used[g] = true;
+        self(self, j + 1, used, total + Normalised(app[j], percent[g]) * (1 - F(app[j], service[g])));
+        used[g] = false;
+      }
+    };
+    std::vector<bool> used(gpus, false);
+    search(search, 0, used, 0.0);
+    EXPECT_NEAR(got, best, 1e-6) << "round " << round;
+    EXPECT_EQ(batch->size(), static_cast<size_t>(std::min(gpus, jobs))) << "round " << round;
+    nontrivial += gpus > 1 && jobs > 1;
+  }
+  EXPECT_GT(nontrivial, 100);
+}
+
+TEST_F(MuxflowTest, OverlimitEvictsAndDynamicSmResizes) {
+  AddNodes(1, 1);
+  PlaceService(0, 1, 0, 0.5);
+  Muxflow m = Make();
+  ASSERT_TRUE(m.Evict(c_).empty());  // Healthy, nothing offline yet
+  const Workload job = Job(2, 0);
+  const model::PartitionIndex p = ClusterState::PartitionOf(0, 0);
+  ASSERT_TRUE(c_.Place(job, {job.id, 0, {{p, 500, 6144, true}}}));
+  // The service calms down to 0.3: the offline share follows to 70 %.
+  telemetry_.SetSmActivity("svc1", 0.3);
+  std::vector<ResizeTo> r = m.Resizes(c_);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].workload, job.id);
+  EXPECT_EQ(r[0].slices.at(0).milli, 700);
+  EXPECT_TRUE(r[0].slices.at(0).best_effort);
+  ASSERT_TRUE(c_.Resize(job.id, r[0].slices));
+  // 0.32 would give 68 %: within the 5-point step, left alone; nothing new read: nothing asked.
+  telemetry_.SetSmActivity("svc1", 0.32);
+  EXPECT_TRUE(m.Resizes(c_).empty());
+  EXPECT_TRUE(m.Resizes(c_).empty());
+  // The GPU's SM activity reaches 0.98 ≥ 0.97: Overlimit, the job is moved (requeued).
+  telemetry_.SetSmActivity(c_.gpu(0).uuid, 0.98);
+  std::vector<Eviction> e = m.Evict(c_);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].workload, job.id);
+  EXPECT_TRUE(e[0].requeue);
+  EXPECT_NE(e[0].reason.find("sm_activity 0.980"), std::string::npos) << e[0].reason;
+  EXPECT_EQ(m.Monitor(0)->state(), GpuHealth::kOverlimit);
+  // Without a driver that restarts moved work, the eviction ends the job instead.
+  Muxflow no_move = Make({}, false);
+  no_move.Evict(c_);
+  telemetry_.SetSmActivity(c_.gpu(0).uuid, 0.99);
+  e = no_move.Evict(c_);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_FALSE(e[0].requeue);
+}
+
+TEST_F(MuxflowTest, FirstFitWithoutMatchingAndNothingOnAnUnknownGpu) {
+  AddNodes(1, 2);
+  PlaceService(0, 1, 0, 0.5);
+  // GPU 1's service publishes nothing: its SysMonitor stays Init, so no offline work goes there.
+  const Workload s = Service(2, 1);
+  ASSERT_TRUE(c_.Place(s, {s.id, 0, {{ClusterState::PartitionOf(1, 0), 1000, 9216}}}));
+  Muxflow m = Make({.matching = false});
+  const Workload job = Job(3, 0);
+  m.Evict(c_);
+  EXPECT_TRUE(m.Filter(job, 0, c_).ok());
+  auto offer = m.Score(job, 0, c_);
+  ASSERT_TRUE(offer.has_value());
+  EXPECT_EQ(offer->placement.slices.at(0).partition, ClusterState::PartitionOf(0, 0));
+  // j0 at 50 % beside s0: 0.70 · (1 − 0.05) = 0.665, scored × 100.
+  EXPECT_NEAR(offer->score, 66.5, 1e-9);
+  EXPECT_EQ(m.Monitor(1), nullptr);
+  // Once GPU 0 shares, nothing is left: the reason names why.
+  ASSERT_TRUE(c_.Place(job, offer->placement));
+  EXPECT_EQ(m.Filter(Job(4, 1), 0, c_).reason, "no online GPU is Healthy (SysMonitor)");
+}
+
+// Property: under muxflow driven through the scheduler core with random arrivals, departures and
+// telemetry, every cycle's placements, evictions and resizes keep every ClusterState invariant.
+TEST_F(MuxflowTest, PropertyEvictionsAndResizesKeepEveryInvariant) {
+  AddNodes(4, 4);
+  Rng rng(11);
+  PolicyContext ctx{.rng = &rng, .clock = &clock_, .predictor = &predictor_,
+                    .telemetry = &telemetry_, .can_move = true};
+  auto policy = MakePolicy("muxflow", ctx, {{"period_s", 300}});
+  ASSERT_TRUE(policy.has_value()) << policy.error().message;
+  sched::Scheduler* core = nullptr;
+  int evicted = 0, resized = 0;
+  sched::Hooks hooks;
+  // An offline job is only ever bound beside an online service.
+  hooks.bind = [&](const Workload& w, const model::Placement& p,
+                   const model::Environment&) -> Expected<void> {
+    if (!p.slices.at(0).best_effort) return {};
+    EXPECT_EQ(w.klass, model::WorkloadClass::kOffline);
+    int services = 0;
+    for (const model::Client& cl : c_.partition(p.slices[0].partition).clients) {
+      services += !cl.best_effort && c_.Find(cl.workload)->workload.klass ==
+                                         model::WorkloadClass::kOnline;
+    }
+    EXPECT_EQ(services, 1);
+    return {};
+  };
+  hooks.evict = [&](const Workload& w, const Eviction& e) {
+    ASSERT_TRUE(e.requeue);
+    ++evicted;
+    ASSERT_TRUE(core->Submit(w).has_value());
+  };
+  hooks.resized = [&](const Workload& w, const model::Placement& now) -> Expected<void> {
+    ++resized;
+    EXPECT_EQ(c_.Find(w.id)->placement, now);
+    return {};
+  };
+  sched::Scheduler s(c_, **policy, clock_, rng, hooks);
+  core = &s;
+  model::WorkloadId next = 1;
+  int offline_bound = 0;
+  for (int step = 0; step < 3000; ++step) {
+    clock_.Set(step * 60.0);
+    const double u = rng.Uniform();
+    if (u < 0.15) {
+      Workload w = Service(next++, static_cast<int>(rng.Below(3)));
+      ASSERT_TRUE(s.Submit(w).has_value());
+    } else if (u < 0.55) {
+      ASSERT_TRUE(s.Submit(Job(next++, static_cast<int>(rng.Below(4)))).has_value());
+    } else if (u < 0.75 && c_.placed_count() > 0) {
+      auto it = c_.placed().begin();
+      std::advance(it, static_cast<std::ptrdiff_t>(rng.Below(c_.placed_count())));
+      ASSERT_TRUE(s.Finish(it->first).has_value());
+    }
+    // Telemetry: each service's activity wanders; a GPU's activity now and then spikes.
+    for (const auto& [id, pw] : c_.placed()) {
+      if (pw.workload.klass != model::WorkloadClass::kOnline) continue;
+      const std::string& uuid = c_.gpu(c_.partition(pw.placement.slices[0].partition).gpu).uuid;
+      telemetry_.SetSmActivity(pw.workload.name, rng.Uniform(0.05, 0.85));
+      telemetry_.SetSmActivity(uuid, rng.Uniform() < 0.05 ? 0.99 : rng.Uniform(0.1, 0.85));
+      telemetry_.SetUtilization(uuid, rng.Uniform(0.1, 0.9));
+      telemetry_.SetMemoryUsedMib(uuid, rng.Uniform(0.2, 0.85) * 15360);
+    }
+    const sched::CycleStats st = s.RunCycle();
+    offline_bound += st.bound;
+    const Expected<void> ok = c_.CheckInvariants();
+    ASSERT_TRUE(ok.has_value()) << "step " << step << ": " << ok.error().message;
+    ASSERT_EQ(s.totals().policy_errors, 0) << "step " << step;
+    for (const auto& [id, pw] : c_.placed()) {
+      const model::Partition& part = c_.partition(pw.placement.slices.at(0).partition);
+      int services = 0, offline = 0;
+      for (const model::Client& cl : part.clients) {
+        (cl.best_effort ? offline : services) += 1;
+      }
+      // At most one offline job and one service per GPU (a service that left may leave its
+      // offline neighbour alone there).
+      ASSERT_LE(offline, 1) << "step " << step;
+      ASSERT_LE(services, 1) << "step " << step;
+    }
+  }
+  EXPECT_GT(evicted, 20);
+  EXPECT_GT(resized, 50);
+  EXPECT_GT(offline_bound, 100);
+}
+
+}  // namespace
+}  // namespace tessera::policy
