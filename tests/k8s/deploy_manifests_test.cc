@@ -54,8 +54,11 @@ void CheckPodSpec(const Doc& d, const YAML::Node& tmpl) {
   for (const YAML::Node& c : tmpl["spec"]["containers"]) {
     EXPECT_TRUE(c["name"] && c["image"]) << who << ": container without name or image";
   }
-  // The selector must select the template (the API server rejects it otherwise).
-  for (const auto& kv : d.node["spec"]["selector"]["matchLabels"]) {
+  // The selector must select the template (the API server rejects it otherwise). A Job's is
+  // generated.
+  const YAML::Node selector = d.node["spec"]["selector"];
+  if (!selector) return;
+  for (const auto& kv : selector["matchLabels"]) {
     const std::string k = kv.first.as<std::string>();
     ASSERT_TRUE(tmpl["metadata"]["labels"][k]) << who << ": selector label " << k;
     EXPECT_EQ(tmpl["metadata"]["labels"][k].as<std::string>(), kv.second.as<std::string>());
@@ -90,6 +93,13 @@ TEST(DeployManifestsTest, EveryDocumentHasTheFieldsItsKindRequires) {
       if (k == "StatefulSet") {
         EXPECT_TRUE(d.node["spec"]["serviceName"]) << who;
       }
+    } else if (k == "Job") {
+      EXPECT_EQ(d.node["apiVersion"].as<std::string>(), "batch/v1") << who;
+      CheckPodSpec(d, d.node["spec"]["template"]);
+      // The API server refuses a Job whose pods would restart Always.
+      const std::string restart =
+          d.node["spec"]["template"]["spec"]["restartPolicy"].as<std::string>("");
+      EXPECT_TRUE(restart == "Never" || restart == "OnFailure") << who << ": " << restart;
     } else if (k == "Service") {
       ASSERT_TRUE(d.node["spec"]["ports"].IsSequence()) << who;
       for (const YAML::Node& p : d.node["spec"]["ports"]) EXPECT_TRUE(p["port"]) << who;
@@ -110,9 +120,9 @@ TEST(DeployManifestsTest, EveryDocumentHasTheFieldsItsKindRequires) {
       EXPECT_TRUE(k == "ServiceAccount" || k == "Namespace") << "unexpected kind " << who;
     }
   }
-  for (const char* k : {"Deployment", "DaemonSet", "StatefulSet", "Service", "ServiceAccount",
-                        "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Lease",
-                        "Namespace", "KubeSchedulerConfiguration"}) {
+  for (const char* k : {"Deployment", "DaemonSet", "StatefulSet", "Job", "Service",
+                        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+                        "RoleBinding", "Lease", "Namespace", "KubeSchedulerConfiguration"}) {
     EXPECT_GE(kinds[k], 1) << "no " << k << " in deploy/";
   }
 }
@@ -137,6 +147,51 @@ TEST(DeployManifestsTest, ExamplePodIsOneTesseraSchedules) {
     return;
   }
   FAIL() << "deploy/example-inference.yaml not found";
+}
+
+// Seed 001 §4.2: an offline pod must release its CUDA context before the kubelet's signal can
+// reach it. The example's preStop asks the trainer to stop and waits STOP_TIMEOUT_S for it;
+// the grace period (counted from the deletion, hook included) must outlast the hook by the
+// 30 s the manifest gives an overrunning trainer, or SIGKILL lands mid-checkpoint.
+TEST(DeployManifestsTest, OfflineExampleIsBestEffortAndReleasesItsContextBeforeSigkill) {
+  for (const Doc& d : LoadAll()) {
+    if (d.file != "example-offline-training.yaml") continue;
+    EXPECT_EQ(d.kind(), "Job");
+    const YAML::Node tmpl = d.node["spec"]["template"];
+    EXPECT_EQ(tmpl["spec"]["schedulerName"].as<std::string>(), "tessera");
+    nlohmann::json pod = ToJson(tmpl);
+    pod["metadata"]["name"] = "vgg16-train-x7k2p";
+    auto parsed = PodFromJson(pod);
+    ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
+    auto w = WorkloadFromPod(*parsed, 1);
+    ASSERT_TRUE(w.has_value()) << w.error().message;
+    EXPECT_EQ(w->klass, model::WorkloadClass::kOffline);
+    EXPECT_EQ(w->slo_qps, 0);  // best effort: no SLO
+    EXPECT_EQ(w->gpu.milli, 400);
+    EXPECT_EQ(w->gpu.memory_mib, 16384);  // 40 % of an A100-40GB's 40960 MiB, seed 001 §5
+
+    const YAML::Node c = tmpl["spec"]["containers"][0];
+    const YAML::Node hook = c["lifecycle"]["preStop"]["exec"]["command"];
+    ASSERT_TRUE(hook.IsSequence()) << "no preStop exec hook";
+    const std::string script = hook[hook.size() - 1].as<std::string>();
+    EXPECT_NE(script.find("touch \"$STOP_FILE\""), std::string::npos) << script;
+    EXPECT_NE(script.find("$STOP_TIMEOUT_S"), std::string::npos) << script;
+    std::map<std::string, std::string> env;
+    for (const YAML::Node& e : c["env"]) {
+      if (e["value"]) env[e["name"].as<std::string>()] = e["value"].as<std::string>();
+    }
+    ASSERT_TRUE(env.contains("STOP_TIMEOUT_S"));
+    const int stop_timeout_s = std::stoi(env["STOP_TIMEOUT_S"]);
+    const int grace_s = tmpl["spec"]["terminationGracePeriodSeconds"].as<int>();
+    EXPECT_EQ(stop_timeout_s, 90);  // 10 s step + 60 s checkpoint + 10 s exit, + 10 s spare
+    EXPECT_EQ(grace_s, 120);
+    EXPECT_GE(grace_s, stop_timeout_s + 30);
+    EXPECT_GT(grace_s, 30) << "Kubernetes' default grace period is shorter than a checkpoint";
+    // The wrapper traps the stop signals rather than letting them reach the trainer.
+    EXPECT_NE(c["args"][0].as<std::string>().find("' TERM INT"), std::string::npos);
+    return;
+  }
+  FAIL() << "deploy/example-offline-training.yaml not found";
 }
 
 TEST(DeployManifestsTest, SchedulerRbacCoversItsCallsAndNoMore) {
