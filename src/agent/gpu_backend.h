@@ -22,12 +22,23 @@ struct PartitionSample {
   std::optional<double> fb_free_mib;
 };
 
+// The MPS server of a whole GPU, as far as the backend can see it (seed 001 §4.2: a client
+// stopped mid-kernel can hang the server and every workload on the GPU with it).
+struct MpsSample {
+  std::optional<bool> server;      // an MPS server runs on this GPU; nullopt: cannot tell
+  int clients = 0;                 // CUDA processes attached through the server
+  std::optional<bool> responsive;  // the server answered its control daemon in time and is not
+                                   // in a fault state; nullopt: not asked
+  bool operator==(const MpsSample&) const = default;
+};
+
 struct GpuSample {
   std::optional<double> gpu_util_pct;  // DCGM_FI_DEV_GPU_UTIL, 0..100
   std::optional<double> power_w;
   std::optional<double> energy_mj;  // since boot (NVML) or since the agent started (fake)
   // Parallel to GpuInventory::partitions (one entry, the whole GPU, when MIG is off).
   std::vector<PartitionSample> partitions;
+  std::optional<MpsSample> mps;  // nullopt: the backend knows nothing of MPS on this GPU
 };
 
 class GpuBackend {
