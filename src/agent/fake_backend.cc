@@ -141,8 +141,67 @@ Script ParseScript(const YAML::Node& n, int64_t memory_mib, const std::string& w
   return s;
 }
 
+// One MPS state: `server` (running | hung | absent) and `clients` (default 0).
+MpsSample ParseMpsState(const YAML::Node& n) {
+  const YAML::Node server = Need(n, "server", n);
+  const std::string text = As<std::string>(server, "server");
+  MpsSample s;
+  if (text == "running" || text == "hung") {
+    s.server = true;
+    s.responsive = text == "running";
+  } else if (text == "absent") {
+    s.server = false;
+  } else {
+    throw BadFile{server.Mark().line, "server '" + text + "' is not one of running, hung, absent"};
+  }
+  if (n["clients"]) s.clients = NonNegative<int>(n["clients"], "clients");
+  if (!*s.server && s.clients > 0) {
+    throw BadFile{n["clients"].Mark().line,
+                  fmt::format("{} clients need a server (server: absent)", s.clients)};
+  }
+  return s;
+}
+
+// `mps:` either one state ({server, clients}) or a timeline ({repeat, period_s, points}).
+MpsScript ParseMps(const YAML::Node& n) {
+  MpsScript m;
+  if (!n.IsMap()) throw BadFile{n.Mark().line, "'mps' is a map: {server, clients} or {points}"};
+  if (!n["points"]) {
+    OnlyKeys(n, {"server", "clients"});
+    m.points.push_back({0, ParseMpsState(n)});
+    return m;
+  }
+  OnlyKeys(n, {"repeat", "period_s", "points"});
+  const std::string repeat = n["repeat"] ? As<std::string>(n["repeat"], "repeat") : "hold";
+  if (repeat != "hold" && repeat != "loop") {
+    throw BadFile{n["repeat"].Mark().line, "repeat must be 'hold' or 'loop'"};
+  }
+  m.loop = repeat == "loop";
+  const YAML::Node points = n["points"];
+  if (!points.IsSequence() || points.size() == 0) {
+    throw BadFile{points.Mark().line, "'points' must be a non-empty list"};
+  }
+  for (const auto& p : points) {
+    OnlyKeys(p, {"t", "server", "clients"});
+    MpsScript::Point pt;
+    pt.t = Finite(Need(p, "t", p), "t");
+    pt.state = ParseMpsState(p);
+    if (!m.points.empty() && pt.t <= m.points.back().t) {
+      throw BadFile{p.Mark().line, "point times must increase"};
+    }
+    m.points.push_back(pt);
+  }
+  if (m.loop) {
+    m.period_s = Finite(Need(n, "period_s", n), "period_s");
+    if (m.period_s <= m.points.back().t - m.points.front().t) {
+      throw BadFile{n["period_s"].Mark().line, "period_s must exceed the span of the points"};
+    }
+  }
+  return m;
+}
+
 FakeGpu ParseGpu(const YAML::Node& g, int index, const std::string& node) {
-  OnlyKeys(g, {"model", "product_name", "uuid", "lost", "mig", "script", "instances"});
+  OnlyKeys(g, {"model", "product_name", "uuid", "lost", "mig", "script", "instances", "mps"});
   FakeGpu out;
   store::GpuInventory& inv = out.inventory;
   inv.index = index;
@@ -160,6 +219,14 @@ FakeGpu ParseGpu(const YAML::Node& g, int index, const std::string& node) {
   inv.memory_mib = m.memory_mib;
   inv.lost = g["lost"] ? As<bool>(g["lost"], "lost") : false;
   out.script = ParseScript(g["script"], inv.memory_mib, "the GPU");
+  if (g["mps"]) {
+    // MPS inside MIG instances runs one server per instance, which the fake does not model.
+    if (g["mig"]) {
+      throw BadFile{g["mps"].Mark().line,
+                    "'mps' describes a whole GPU's MPS server; this GPU has MIG on"};
+    }
+    out.mps = ParseMps(g["mps"]);
+  }
   if (!g["mig"]) {
     inv.partitions = {{inv.uuid, "", -1, 0, inv.memory_mib}};
     return out;
@@ -200,21 +267,34 @@ FakeGpu ParseGpu(const YAML::Node& g, int index, const std::string& node) {
   return out;
 }
 
+// t folded into the first period of a script that loops from t0.
+double Fold(double t, double t0, double period_s) {
+  return t0 + std::fmod(std::fmod(t - t0, period_s) + period_s, period_s);
+}
+
 }  // namespace
 
 std::optional<double> Script::At(double t, std::optional<double> Point::*field) const {
   const auto steps = Steps(*this, field);
   if (steps.empty()) return std::nullopt;
-  if (loop) {
-    const double t0 = points.front().t;
-    t = t0 + std::fmod(std::fmod(t - t0, period_s) + period_s, period_s);
-  }
+  if (loop) t = Fold(t, points.front().t, period_s);
   double v = steps[0].second;
   for (const auto& [at, value] : steps) {
     if (at > t) break;
     v = value;
   }
   return v;
+}
+
+std::optional<MpsSample> MpsScript::At(double t) const {
+  if (points.empty()) return std::nullopt;
+  if (loop) t = Fold(t, points.front().t, period_s);
+  MpsSample s = points.front().state;  // before the first point, the first holds
+  for (const Point& p : points) {
+    if (p.t > t) break;
+    s = p.state;
+  }
+  return s;
 }
 
 double Script::Integral(double from, double to, std::optional<double> Point::*field) const {
@@ -320,6 +400,7 @@ Expected<std::vector<GpuSample>> FakeBackend::Sample(const std::vector<store::Gp
       continue;
     }
     using P = Script::Point;
+    s.mps = g->mps.At(now);
     s.power_w = g->script.At(now, &P::power_w);
     if (s.power_w) s.energy_mj = 1000 * g->script.Integral(start, now, &P::power_w);
     auto partition = [&](const Script& script, int64_t memory_mib) {

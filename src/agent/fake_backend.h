@@ -1,13 +1,15 @@
 #pragma once
 // FakeBackend: a GPU node described by a YAML file, for machines without NVIDIA GPUs (this
 // one, CI) — GPUs with their models, MIG layouts and instance uuids, and a scripted time series
-// of utilisation, memory in use and power per GPU or MIG instance, played back on the agent's
-// clock. The format is in docs/runtime.md; tests/agent/fake_node.yaml is an example.
+// of utilisation, memory in use and power per GPU or MIG instance, and of the state of a whole
+// GPU's MPS server (running, hung, absent; its clients), played back on the agent's clock. The
+// format is in docs/runtime.md; tests/agent/fake_node.yaml is an example.
 //
 // The file is re-read when it changes (so a test or an operator can reshape MIG, lose a GPU or
 // change a script while the agent runs). A malformed file is an Error naming the file and line:
 // an unknown key, a value out of range (negative, NaN, infinite, util outside 0..1, more memory
-// used than the GPU or instance has). On a re-read, the backend keeps the last good description
+// used than the GPU or instance has, an MPS server state other than running/hung/absent, clients
+// without a server). On a re-read, the backend keeps the last good description
 // and keeps serving it, and Discover() fails with the same Error until the file is fixed.
 // Not thread-safe (the agent serialises calls). Does not own the clock.
 
@@ -41,10 +43,26 @@ struct Script {
   double Integral(double from, double to, std::optional<double> Point::*field) const;
 };
 
+// A whole GPU's MPS server over time: each point states the whole state (server running, hung
+// or absent, and its clients) and holds until the next, as Script's points do.
+struct MpsScript {
+  struct Point {
+    double t = 0;
+    MpsSample state;
+  };
+  std::vector<Point> points;  // ascending t; empty: the GPU has no MPS reading
+  bool loop = false;
+  double period_s = 0;
+
+  // The state in force at script time t; nullopt when there are no points.
+  std::optional<MpsSample> At(double t) const;
+};
+
 struct FakeGpu {
   store::GpuInventory inventory;
   Script script;                  // whole GPU: everything; MIG GPU: the board's power
   std::vector<Script> instances;  // parallel to inventory.partitions when MIG is on
+  MpsScript mps;                  // whole GPUs only
 };
 
 struct FakeNode {

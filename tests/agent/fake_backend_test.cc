@@ -89,7 +89,7 @@ TEST(FakeNodeTest, OutOfRangeValuesAndUnknownKeysNameTheFileAndLine) {
        "2: unknown key 'cpu_mili' (known: node, cpu_milli, memory_mib, time_base, gpus)"},
       {gpu + "    uuid: GPU-x\n    scirpt: {points: [{t: 0}]}\n",
        "5: unknown key 'scirpt' (known: model, product_name, uuid, lost, mig, script, "
-       "instances)"},
+       "instances, mps)"},
       {point + "{t: 0, utl: 0.5}\n", "6: unknown key 'utl' (known: t, util, fb_used_mib, power_w)"},
       {gpu + "    script:\n      repeat: loop\n      period: 10\n      points:\n"
              "        - {t: 0, util: 0.5}\n",
@@ -103,6 +103,30 @@ TEST(FakeNodeTest, OutOfRangeValuesAndUnknownKeysNameTheFileAndLine) {
       {"node: n\ngpus:\n  - model: A100-40GB\n    mig: \"1g.5gb@0\"\n    instances:\n"
        "      - script: {points: [{t: 0, fb_used_mib: 6000}]}\n",
        "6: fb_used_mib 6000 exceeds the 5120 MiB of MIG instance 1g.5gb"},
+      // The MPS server's state (issue #17).
+      {gpu + "    mps: {server: stuck, clients: 1}\n",
+       "4: server 'stuck' is not one of running, hung, absent"},
+      {gpu + "    mps: {clients: 1}\n", "4: missing 'server'"},
+      {gpu + "    mps: {server: running, clients: -1}\n", "4: clients -1 must not be negative"},
+      {gpu + "    mps: {server: running, clients: 1.5}\n", "4: 'clients' has the wrong type"},
+      {gpu + "    mps: {server: absent, clients: 2}\n",
+       "4: 2 clients need a server (server: absent)"},
+      {gpu + "    mps: {server: running, client: 2}\n",
+       "4: unknown key 'client' (known: server, clients)"},
+      {gpu + "    mps: running\n", "4: 'mps' is a map: {server, clients} or {points}"},
+      {gpu + "    mps:\n      points:\n        - {t: 0, server: running}\n"
+             "        - {t: 0, server: hung}\n",
+       "7: point times must increase"},
+      {gpu + "    mps:\n      points:\n        - {t: .inf, server: running}\n",
+       "6: t must be a finite number"},
+      {gpu + "    mps:\n      repeat: loop\n      period_s: 10\n      points:\n"
+             "        - {t: 0, server: running}\n        - {t: 10, server: hung}\n",
+       "6: period_s must exceed the span of the points"},
+      {gpu + "    mps:\n      server: running\n      points: [{t: 0, server: hung}]\n",
+       "5: unknown key 'server' (known: repeat, period_s, points)"},
+      {"node: n\ngpus:\n  - model: A100-40GB\n    mig: \"7g.40gb\"\n"
+       "    mps: {server: running}\n",
+       "5: 'mps' describes a whole GPU's MPS server; this GPU has MIG on"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(Where(c.text), "node.yaml:" + c.want) << c.text;
@@ -127,6 +151,8 @@ TEST(FakeNodeTest, TheExampleFileDescribesTheDocumentedNode) {
   EXPECT_EQ(a100.partitions[1].gi_id, 3);
   EXPECT_EQ(a100.partitions[2].start, 6);
   EXPECT_EQ(node->gpus[1].inventory.partitions[0].uuid, "GPU-22222222-2222-4222-8222-222222222222");
+  EXPECT_EQ(node->gpus[1].mps.At(0), (MpsSample{.server = true, .clients = 2, .responsive = true}));
+  EXPECT_TRUE(node->gpus[0].mps.points.empty());
 }
 
 class FakeBackendTest : public testing::Test {
@@ -169,6 +195,58 @@ TEST_F(FakeBackendTest, PlaysTheScriptOnTheAgentsClock) {
   EXPECT_EQ(g.power_w, 400);
   // Energy since start: 10 s × 200 W + 2 s × 400 W = 2800 J = 2,800,000 mJ.
   EXPECT_DOUBLE_EQ(*g.energy_mj, 2.8e6);
+}
+
+// A hung server from t = 30 to 60, then gone: the reading the agent's detector gets.
+TEST_F(FakeBackendTest, PlaysTheMpsServersTimeline) {
+  Write(std::string(kOneGpu) +
+        "    mps:\n"
+        "      points:\n"
+        "        - {t: 0, server: running, clients: 2}\n"
+        "        - {t: 30, server: hung, clients: 2}\n"
+        "        - {t: 60, server: absent}\n");
+  auto b = FakeBackend::Load(path_.string(), clock_, 0);
+  ASSERT_TRUE(b) << b.error().message;
+  auto gpus = (*b)->Discover();
+  ASSERT_TRUE(gpus);
+  auto at = [&](double script_t) {
+    clock_.Set(50 + script_t);  // the backend started at clock 50
+    auto s = (*b)->Sample(*gpus);
+    EXPECT_TRUE(s);
+    return s ? (*s)[0].mps : std::nullopt;
+  };
+  EXPECT_EQ(at(10), (MpsSample{.server = true, .clients = 2, .responsive = true}));
+  EXPECT_EQ(at(30), (MpsSample{.server = true, .clients = 2, .responsive = false}));
+  EXPECT_EQ(at(59.9), (MpsSample{.server = true, .clients = 2, .responsive = false}));
+  EXPECT_EQ(at(61), (MpsSample{.server = false, .clients = 0}));
+  EXPECT_EQ(at(1000), (MpsSample{.server = false, .clients = 0}));
+}
+
+TEST_F(FakeBackendTest, AGpuWithoutMpsHasNoMpsReading) {
+  Write(std::string(kOneGpu) + "    mps: {server: running, clients: 1}\n" +
+        "  - {uuid: GPU-y, model: T4}\n");
+  auto b = FakeBackend::Load(path_.string(), clock_, 0);
+  ASSERT_TRUE(b) << b.error().message;
+  auto gpus = (*b)->Discover();
+  ASSERT_TRUE(gpus);
+  auto s = (*b)->Sample(*gpus);
+  ASSERT_TRUE(s);
+  EXPECT_EQ((*s)[0].mps, (MpsSample{.server = true, .clients = 1, .responsive = true}));
+  EXPECT_EQ((*s)[1].mps, std::nullopt);
+}
+
+TEST(MpsScriptTest, LoopsEveryPeriod) {
+  MpsScript m;
+  m.loop = true;
+  m.period_s = 100;
+  m.points = {{0, {.server = true, .clients = 1, .responsive = true}},
+              {80, {.server = true, .clients = 1, .responsive = false}}};
+  EXPECT_EQ(m.At(79)->responsive, true);
+  EXPECT_EQ(m.At(80)->responsive, false);
+  EXPECT_EQ(m.At(99)->responsive, false);
+  EXPECT_EQ(m.At(100)->responsive, true);  // the next period starts over
+  EXPECT_EQ(m.At(285)->responsive, false);
+  EXPECT_EQ(MpsScript{}.At(5), std::nullopt);
 }
 
 TEST_F(FakeBackendTest, RereadsAChangedFileAndKeepsTheLastGoodOneWhenItIsBroken) {
