@@ -35,6 +35,34 @@ store::NodeInventory Agent::InventoryLocked() const {
                               .gpus = gpus_};
 }
 
+void Agent::ObserveMpsLocked(std::vector<store::GpuInventory>& gpus,
+                             const std::vector<GpuSample>& samples) {
+  const double now = clock_.Now();
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    store::GpuInventory& g = gpus[i];
+    MpsStuckDetector& d = mps_.try_emplace(g.uuid, options_.mps_stuck).first->second;
+    // GPUs past the samples are the lost ones the agent keeps: nothing read, no evidence.
+    const GpuSample none;
+    const GpuSample& s = i < samples.size() ? samples[i] : none;
+    // Activity of the whole GPU (any kernel running); unknown on a MIG GPU or a lost one.
+    std::optional<double> activity;
+    if (s.gpu_util_pct) activity = *s.gpu_util_pct / 100;
+    const std::string reason = d.reason();  // the last suspect sample's, before this one
+    if (d.Observe(now, s.mps, activity)) {
+      if (d.stuck()) {
+        spdlog::error(
+            "agent {}: GPU {} ({}): MPS server stuck: {} for {} samples over {:.0f} s (the "
+            "workloads sharing it may not be served until it is reset; docs/runtime.md)",
+            options_.node, g.index, g.uuid, d.reason(), d.streak(), d.streak_s());
+      } else {
+        spdlog::info("agent {}: GPU {} ({}): MPS server no longer stuck (was: {})", options_.node,
+                     g.index, g.uuid, reason);
+      }
+    }
+    g.mps_stuck = d.stuck();
+  }
+}
+
 void Agent::Tick() {
   // Store calls may block for the store's retry budget: they run without mu_, so /metrics and
   // /healthz keep answering during a store outage. Only this thread writes dirty_ and stats_'
@@ -44,6 +72,10 @@ void Agent::Tick() {
   {
     std::lock_guard backend_lock(backend_mu_);
     auto found = backend_.Discover();
+    // The MPS detectors need a sample every round, scraped or not (taken before mu_, which
+    // /metrics and /healthz wait on).
+    std::optional<Expected<std::vector<GpuSample>>> samples;
+    if (found) samples = backend_.Sample(*found);
     std::lock_guard lock(mu_);
     if (!found) {
       ++stats_.backend_errors;
@@ -58,6 +90,17 @@ void Agent::Tick() {
           store::GpuInventory gone = old;
           gone.lost = true;
           now.push_back(std::move(gone));
+        }
+      }
+      if (*samples) {
+        Note(last_sample_error_, "GPU readings", "");
+        ObserveMpsLocked(now, **samples);
+      } else {
+        ++stats_.backend_errors;
+        Note(last_sample_error_, "GPU readings", samples->error().message);
+        for (auto& g : now) {  // no evidence either way this round: keep the verdicts
+          auto it = mps_.find(g.uuid);
+          g.mps_stuck = it != mps_.end() && it->second.stuck();
         }
       }
       if (!discovered_ || now != gpus_) {
@@ -123,6 +166,7 @@ std::string Agent::Metrics() {
       ++stats_.backend_errors;
       Note(last_sample_error_, "GPU readings", samples.error().message);
     }
+    out += RenderMpsMetrics(options_.node, gpus_, mps_);  // as of the last Tick
   }
   int lost = 0;
   for (const auto& g : gpus_) lost += g.lost ? 1 : 0;

@@ -7,7 +7,11 @@
 //    of this agent, MIG reshape, GPU lost) or the last publish failed; each publish carries a
 //    new generation, and every agent start a new agent_id;
 //  - renews the node's heartbeat (TTL) so a dead agent's node is noticed (Store::IsAlive);
-//  - every attribution interval, reads the placements on this node for per-pod metric labels.
+//  - every attribution interval, reads the placements on this node for per-pod metric labels;
+//  - samples the GPUs and feeds each one's MpsStuckDetector (seed 001 §4.2): a stuck MPS server
+//    is logged once when it is judged stuck and once when it recovers, is exposed in /metrics
+//    (tessera_mps_server_stuck) and marks its GPU mps_stuck in the inventory (a change, so it
+//    is published).
 // Failures (backend, store) never stop it: each distinct failure is logged once, counted in its
 // own metrics, and it keeps serving what it last knew. Metrics() samples the backend now.
 // Thread-safe: Tick (one thread: the main loop) and Metrics/Ready (HTTP threads) may run
@@ -15,11 +19,13 @@
 // blocks a store call never blocks /metrics.
 // Does not own the backend, the store or the clock.
 
+#include <map>
 #include <mutex>
 #include <string>
 
 #include "agent/gpu_backend.h"
 #include "agent/metrics.h"
+#include "agent/mps_detector.h"
 #include "base/clock.h"
 #include "store/store.h"
 
@@ -31,6 +37,7 @@ struct AgentOptions {
   double attribution_interval_s = 5;
   int64_t cpu_milli = 0;  // the node's, for the inventory
   int64_t memory_mib = 0;
+  MpsStuckOptions mps_stuck;  // when a GPU's MPS server counts as stuck
 };
 
 struct AgentStats {
@@ -59,6 +66,9 @@ class Agent {
   store::NodeInventory InventoryLocked() const;
   // Logs `message` unless it repeats the last one of this source; "" marks a recovery.
   void Note(std::string& last, const std::string& source, const std::string& message);
+  // Feeds each GPU's MPS detector the round's samples and marks `gpus` mps_stuck from them.
+  void ObserveMpsLocked(std::vector<store::GpuInventory>& gpus,
+                        const std::vector<GpuSample>& samples);
 
   AgentOptions options_;
   GpuBackend& backend_;
@@ -73,7 +83,8 @@ class Agent {
   AgentStats stats_;
   bool dirty_ = false;
   Attribution pods_;
-  double next_attribution_ = 0;  // Tick thread only
+  std::map<std::string, MpsStuckDetector> mps_;  // by GPU uuid
+  double next_attribution_ = 0;                  // Tick thread only
   std::string last_backend_error_, last_store_error_, last_sample_error_;
 };
 

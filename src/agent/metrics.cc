@@ -114,4 +114,36 @@ std::string RenderDcgmMetrics(std::string_view hostname,
   return out;
 }
 
+std::string RenderMpsMetrics(std::string_view hostname,
+                             const std::vector<store::GpuInventory>& gpus,
+                             const std::map<std::string, MpsStuckDetector>& detectors) {
+  Family up{"tessera_mps_server_up", "gauge",
+            "Whether an MPS server runs on the GPU (1) or not (0); no series when unknown.", ""};
+  Family clients{"tessera_mps_clients", "gauge",
+                 "CUDA processes attached through the GPU's MPS server.", ""};
+  Family stuck{"tessera_mps_server_stuck", "gauge",
+               "1 while the agent judges the GPU's MPS server stuck (docs/runtime.md), else 0.",
+               ""};
+  for (const store::GpuInventory& g : gpus) {
+    auto it = detectors.find(g.uuid);
+    if (g.lost || it == detectors.end() || !it->second.last()) continue;
+    const MpsSample& m = *it->second.last();
+    const std::vector<std::pair<std::string, std::string>> labels = {
+        {"gpu", std::to_string(g.index)},
+        {"UUID", g.uuid},
+        {"modelName", g.product_name},
+        {"Hostname", std::string(hostname)}};
+    Emit(up, labels, {}, m.server ? std::optional<double>(*m.server ? 1 : 0) : std::nullopt);
+    Emit(clients, labels, {}, m.clients);
+    Emit(stuck, labels, {}, it->second.stuck() ? 1 : 0);
+  }
+  std::string out;
+  for (const Family* fam : {&up, &clients, &stuck}) {
+    if (fam->body.empty()) continue;
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", fam->name, fam->help, fam->name, fam->type);
+    out += fam->body;
+  }
+  return out;
+}
+
 }  // namespace tessera::agent

@@ -10,6 +10,9 @@
 //   instances; Tessera adds partition_uuid (the uuid a container sees) and, where a placement
 //   is known, pod and namespace — one series per pod sharing the partition, as dcgm-exporter
 //   does for shared GPUs (so summing over pods counts a shared partition once per pod).
+// And, per whole GPU whose backend reads its MPS server (seed 001 §4.2), Tessera's own
+//   tessera_mps_server_up (0/1), tessera_mps_clients, tessera_mps_server_stuck (0/1: the
+//   agent's MpsStuckDetector), with the base labels gpu, UUID, modelName, Hostname.
 // Pure functions; thread-safe.
 
 #include <map>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "agent/gpu_backend.h"
+#include "agent/mps_detector.h"
 
 namespace tessera::agent {
 
@@ -31,6 +35,12 @@ using Attribution = std::map<std::string, std::vector<PodRef>>;  // partition uu
 std::string RenderDcgmMetrics(std::string_view hostname,
                               const std::vector<store::GpuInventory>& gpus,
                               const std::vector<GpuSample>& samples, const Attribution& pods);
+
+// The MPS gauges of the GPUs whose detector (keyed by GPU uuid) has had an MPS reading; lost
+// GPUs and GPUs the backend cannot read MPS of have no series.
+std::string RenderMpsMetrics(std::string_view hostname,
+                             const std::vector<store::GpuInventory>& gpus,
+                             const std::map<std::string, MpsStuckDetector>& detectors);
 
 // `value` with \, " and newline escaped, as label values require.
 std::string EscapeLabel(std::string_view value);

@@ -31,6 +31,7 @@ struct AgentFlags {
   daemon_flags::StoreFlags store{.store = "memory"};
   double interval_s = 1;
   double heartbeat_ttl_s = 15;
+  agent::MpsStuckOptions mps_stuck;
   bool once = false;
   bool json = false;
 };
@@ -82,10 +83,10 @@ void PrintInventory(const store::NodeInventory& inv, bool json) {
   std::printf("node %s (%s backend): %zu GPU(s)\n", inv.node.c_str(), inv.backend.c_str(),
               inv.gpus.size());
   for (const auto& g : inv.gpus) {
-    std::printf("  %d  %s  %s [%s]  %lld MiB  MIG %s%s\n", g.index, g.uuid.c_str(),
+    std::printf("  %d  %s  %s [%s]  %lld MiB  MIG %s%s%s\n", g.index, g.uuid.c_str(),
                 g.product_name.c_str(), g.model.empty() ? "not in catalog" : g.model.c_str(),
                 static_cast<long long>(g.memory_mib), g.mig_enabled ? "on" : "off",
-                g.lost ? "  LOST" : "");
+                g.lost ? "  LOST" : "", g.mps_stuck ? "  MPS STUCK" : "");
     if (!g.mig_enabled) continue;
     for (const auto& p : g.partitions) {
       std::printf("      %-10s gi %-2d start %d  %lld MiB  %s\n", p.profile.c_str(), p.gi_id,
@@ -137,7 +138,8 @@ Status RunAgent(const AgentFlags& f) {
   agent::Agent a({.node = node,
                   .heartbeat_ttl_s = f.heartbeat_ttl_s,
                   .cpu_milli = cpu_milli,
-                  .memory_mib = memory_mib},
+                  .memory_mib = memory_mib,
+                  .mps_stuck = f.mps_stuck},
                  *backend, store->get(), clock);
   if (f.once) {
     a.Tick();
@@ -188,6 +190,15 @@ void AddAgent(CLI::App& app, Status* status) {
                   "Seconds after which a silent agent's node counts as dead, 1..86400 and at "
                   "least twice --interval")
       ->check(Seconds(kMinHeartbeatTtl, kMaxHeartbeatTtl))
+      ->capture_default_str();
+  sub->add_option("--mps-stuck-samples", flags->mps_stuck.min_samples,
+                  "A GPU's MPS server counts as stuck after this many suspect samples in a row "
+                  "(docs/runtime.md), 1..1000")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  sub->add_option("--mps-stuck-seconds", flags->mps_stuck.min_span_s,
+                  "The suspect samples must also span at least this many seconds, 0..86400")
+      ->check(Seconds(0, 86400))
       ->capture_default_str();
   sub->add_flag("--once", flags->once, "Discover and publish once, print the inventory, and exit");
   sub->add_flag("--json", flags->json, "With --once: print the inventory as JSON");

@@ -29,6 +29,7 @@ json GpuJson(const GpuInventory& g) {
           {"memory_mib", g.memory_mib},
           {"mig_enabled", g.mig_enabled},
           {"lost", g.lost},
+          {"mps_stuck", g.mps_stuck},
           {"partitions", std::move(parts)}};
 }
 
@@ -80,6 +81,7 @@ Expected<NodeInventory> InventoryFromJson(std::string_view text, std::string_vie
       g.memory_mib = jg.value("memory_mib", int64_t{0});
       g.mig_enabled = jg.value("mig_enabled", false);
       g.lost = jg.value("lost", false);
+      g.mps_stuck = jg.value("mps_stuck", false);  // absent from older agents' inventories
       for (const json& jp : jg.at("partitions")) {
         PartitionInventory p;
         p.uuid = jp.at("uuid").get<std::string>();

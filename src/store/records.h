@@ -31,7 +31,8 @@ struct GpuInventory {
   std::string model;         // catalog name ("A100-40GB"); empty when the catalog lacks it
   int64_t memory_mib = 0;
   bool mig_enabled = false;
-  bool lost = false;  // NVML reported it lost / it disappeared; its partitions accept nothing
+  bool lost = false;       // NVML reported it lost / it disappeared; its partitions accept nothing
+  bool mps_stuck = false;  // the agent judges its MPS server stuck (agent/mps_detector.h)
   std::vector<PartitionInventory> partitions;  // one whole-GPU entry when MIG is off
   bool operator==(const GpuInventory&) const = default;
 };

@@ -216,6 +216,110 @@ TEST_F(AgentTest, ServesMetricsAndHealthOverHttp) {
   EXPECT_FALSE(cli.Get("/healthz"));
 }
 
+// Seed 001 §4.2: an MPS server whose clients stop getting work done. The A30's two clients stay
+// attached while its activity drops to 0 at t = 30 and comes back at t = 70; with 3 samples
+// over 20 s, ticks every 10 s judge it stuck at t = 50 (samples 30, 40, 50: 3, spanning 20 s)
+// and clear it at t = 70.
+TEST_F(AgentTest, AStuckMpsServerIsLoggedOnceExposedAndPublished) {
+  Write(R"(node: n1
+gpus:
+  - uuid: GPU-m
+    model: A30-24GB
+    product_name: NVIDIA A30
+    script:
+      points:
+        - {t: 0, util: 0.6}
+        - {t: 30, util: 0}
+        - {t: 70, util: 0.5}
+    mps: {server: running, clients: 2}
+)");
+  std::ostringstream log;
+  const std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "agent-test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  Agent agent({.node = "n1", .mps_stuck = {.min_samples = 3, .min_span_s = 20}}, *backend_, &store_,
+              clock_);
+  const std::string gauge =
+      R"(tessera_mps_server_stuck{gpu="0",UUID="GPU-m",modelName="NVIDIA A30",Hostname="n1"} )";
+  for (int t = 0; t <= 40; t += 10) {
+    clock_.Set(t);
+    agent.Tick();
+    EXPECT_NE(agent.Metrics().find(gauge + "0\n"), std::string::npos) << "t = " << t;
+  }
+  EXPECT_EQ(Stored().generation, 1);
+  EXPECT_FALSE(Stored().gpus[0].mps_stuck);
+  clock_.Set(50);
+  agent.Tick();
+  const std::string text = agent.Metrics();
+  EXPECT_NE(text.find(gauge + "1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(tessera_mps_clients{gpu="0",UUID="GPU-m",modelName="NVIDIA A30",)"
+                      R"(Hostname="n1"} 2)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# TYPE tessera_mps_server_stuck gauge\n"), std::string::npos);
+  // The verdict is an inventory change: published under a new generation.
+  EXPECT_EQ(Stored().generation, 2);
+  EXPECT_TRUE(Stored().gpus[0].mps_stuck);
+  clock_.Set(60);
+  agent.Tick();
+  EXPECT_EQ(Count(log.str(), "MPS server stuck"), 1) << log.str();
+  EXPECT_NE(log.str().find("GPU 0 (GPU-m): MPS server stuck: 2 client(s) attached and no GPU "
+                           "activity for 3 samples over 20 s"),
+            std::string::npos)
+      << log.str();
+  clock_.Set(70);
+  agent.Tick();
+  EXPECT_NE(agent.Metrics().find(gauge + "0\n"), std::string::npos);
+  EXPECT_EQ(Stored().generation, 3);
+  EXPECT_FALSE(Stored().gpus[0].mps_stuck);
+  EXPECT_EQ(Count(log.str(), "MPS server no longer stuck"), 1) << log.str();
+  spdlog::set_default_logger(previous);
+}
+
+// A server that stops answering at t = 5, with the default thresholds (3 samples, 120 s) and
+// the daemon's default 1 s rounds: the suspect samples are t = 5, 6, …; at t = 124 they span
+// 119 s, at t = 125 the 121st spans 120 s and the server is stuck — seen over HTTP.
+TEST_F(AgentTest, AHungMpsServerShowsInMetricsOverHttp) {
+  Write(R"(node: n1
+gpus:
+  - uuid: GPU-h
+    model: H100-80GB
+    script: {points: [{t: 0, util: 0.8}]}
+    mps:
+      points:
+        - {t: 0, server: running, clients: 3}
+        - {t: 5, server: hung, clients: 3}
+  - {uuid: GPU-plain, model: T4, script: {points: [{t: 0, util: 0}]}}
+)");
+  auto agent = Make();
+  AgentServer server(*agent);
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port) << port.error().message;
+  httplib::Client cli("127.0.0.1", *port);
+  const std::string labels = R"({gpu="0",UUID="GPU-h",modelName="NVIDIA H100-80GB",Hostname="n1"})";
+  for (int t = 0; t <= 124; ++t) {
+    clock_.Set(t);
+    agent->Tick();
+  }
+  auto before = cli.Get("/metrics");
+  ASSERT_TRUE(before);
+  EXPECT_NE(before->body.find("tessera_mps_server_stuck" + labels + " 0\n"), std::string::npos)
+      << before->body;
+  clock_.Set(125);
+  agent->Tick();
+  auto after = cli.Get("/metrics");
+  ASSERT_TRUE(after);
+  EXPECT_NE(after->body.find("tessera_mps_server_stuck" + labels + " 1\n"), std::string::npos)
+      << after->body;
+  EXPECT_NE(after->body.find("tessera_mps_server_up" + labels + " 1\n"), std::string::npos);
+  EXPECT_NE(after->body.find("tessera_mps_clients" + labels + " 3\n"), std::string::npos);
+  // The T4 has no MPS reading: no MPS series at all, rather than a 0 that means "healthy".
+  EXPECT_EQ(after->body.find(R"(tessera_mps_server_stuck{gpu="1")"), std::string::npos);
+  EXPECT_TRUE(Stored().gpus[0].mps_stuck);
+  EXPECT_FALSE(Stored().gpus[1].mps_stuck);
+  server.Stop();
+}
+
 TEST(ParseListenTest, HostAndPort) {
   EXPECT_EQ(*ParseListen("127.0.0.1:9400"), std::make_pair(std::string("127.0.0.1"), 9400));
   EXPECT_EQ(*ParseListen(":9400"), std::make_pair(std::string("0.0.0.0"), 9400));

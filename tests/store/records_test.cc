@@ -13,6 +13,15 @@ TEST(RecordsTest, JsonRoundTripsAndMalformedInputNamesTheSource) {
   auto back = InventoryFromJson(ToJson(inv), "k");
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(*back, inv);
+  NodeInventory stuck = inv;  // an agent's verdict on a GPU's MPS server travels with it
+  stuck.gpus[1].mps_stuck = true;
+  EXPECT_EQ(*InventoryFromJson(ToJson(stuck), "k"), stuck);
+  EXPECT_NE(*InventoryFromJson(ToJson(stuck), "k"), inv);
+  // An older agent's inventory, without the key, reads as not stuck.
+  auto old = InventoryFromJson(
+      R"({"node": "n1", "gpus": [{"index": 0, "uuid": "GPU-o", "partitions": []}]})", "k");
+  ASSERT_TRUE(old) << old.error().message;
+  EXPECT_FALSE(old->gpus[0].mps_stuck);
   const PlacementRecord p = contract::Place("w", "n1", {{"MIG-n1-0a", 250, 1024}});
   EXPECT_EQ(*PlacementFromJson(ToJson(p), "k"), p);
   // A best-effort slice (muxflow's offline job) says so; a guaranteed one writes no flag, so
