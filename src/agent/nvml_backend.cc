@@ -13,6 +13,7 @@ namespace {
 using nvmlReturn_t = int;
 constexpr nvmlReturn_t NVML_SUCCESS = 0;
 constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
+constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
 constexpr nvmlReturn_t NVML_ERROR_GPU_IS_LOST = 15;
 using nvmlDevice_t = struct nvmlDevice_st*;
 using nvmlGpuInstance_t = struct nvmlGpuInstance_st*;
@@ -56,6 +57,9 @@ struct NvmlBackend::Api {
   nvmlReturn_t (*GetUtilizationRates)(nvmlDevice_t, nvmlUtilization_t*);
   nvmlReturn_t (*GetPowerUsage)(nvmlDevice_t, unsigned int*);                    // mW
   nvmlReturn_t (*GetTotalEnergyConsumption)(nvmlDevice_t, unsigned long long*);  // mJ
+  // Optional (recent drivers only): processes with an MPS compute context on the device. Only
+  // ever called with a count of 0 and no buffer, which returns the count and needs no struct.
+  nvmlReturn_t (*GetMpsProcesses)(nvmlDevice_t, unsigned int*, void*) = nullptr;
 
   std::string Why(nvmlReturn_t r) const {
     return fmt::format("{} (NVML {})", ErrorString ? ErrorString(r) : "?", r);
@@ -102,6 +106,7 @@ Expected<std::unique_ptr<NvmlBackend>> NvmlBackend::Open(const std::string& libr
   need("nvmlDeviceGetUtilizationRates", api->GetUtilizationRates);
   need("nvmlDeviceGetPowerUsage", api->GetPowerUsage);
   need("nvmlDeviceGetTotalEnergyConsumption", api->GetTotalEnergyConsumption);
+  Resolve(lib, "nvmlDeviceGetMPSComputeRunningProcesses_v3", api->GetMpsProcesses);
   if (missing != nullptr) {
     dlclose(lib);
     return Fail("NVML: {} lacks {} (driver too old?)", library, missing);
@@ -228,6 +233,18 @@ Expected<std::vector<GpuSample>> NvmlBackend::Sample(const std::vector<store::Gp
         s.partitions[0].activity = u.gpu / 100.0;
       }
       memory(dev, s.partitions[0]);
+      // MPS clients: with a count of 0, NVML answers SUCCESS (none) or INSUFFICIENT_SIZE and
+      // the count. Clients imply a server; none leaves it unknown (an idle server has no
+      // clients, and NVML does not name processes we may not see). Whether the server answers
+      // is not NVML's to say: docs/runtime.md.
+      unsigned int clients = 0;
+      const nvmlReturn_t r = a.GetMpsProcesses ? a.GetMpsProcesses(dev, &clients, nullptr) : -1;
+      if (r == NVML_SUCCESS || r == NVML_ERROR_INSUFFICIENT_SIZE) {
+        MpsSample m;
+        m.clients = r == NVML_SUCCESS ? 0 : static_cast<int>(clients);
+        if (m.clients > 0) m.server = true;
+        s.mps = m;
+      }
     } else {
       // MIG devices by uuid: indices can shift when instances are destroyed.
       unsigned int max_mig = 0;

@@ -8,7 +8,9 @@
 // the catalog's gi_profile_id) and placement start. A device that answers
 // NVML_ERROR_GPU_IS_LOST is reported lost. Readings: utilisation (NVML's "utilization.gpu",
 // used as the graphics-engine activity of a whole GPU; per-MIG activity needs DCGM profiling
-// and is left unknown), memory used/free per GPU or MIG device, power, total energy.
+// and is left unknown), memory used/free per GPU or MIG device, power, total energy, and for
+// a whole GPU the number of MPS clients (nvmlDeviceGetMPSComputeRunningProcesses_v3, where
+// the driver has it; MIG instances' MPS servers are not read).
 // Not thread-safe (the agent serialises calls). Never changes device state.
 
 #include <memory>

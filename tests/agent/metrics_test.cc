@@ -63,6 +63,22 @@ TEST(MetricsTest, OneSeriesPerPodSharingAPartition) {
   EXPECT_NE(text.find(R"(partition_uuid="MIG-1",pod="b",namespace="ml"} 0.5)"), std::string::npos);
 }
 
+// NVML's MPS reading knows the clients, not always the server: no tessera_mps_server_up then,
+// never a 0 that would read as "no server". A lost GPU has no MPS series.
+TEST(MetricsTest, MpsSeriesOnlyForWhatIsKnown) {
+  std::vector<store::GpuInventory> gpus = Gpus();
+  std::map<std::string, MpsStuckDetector> d;
+  d.try_emplace("GPU-w").first->second.Observe(0, MpsSample{.clients = 0}, 0.0);
+  d.try_emplace("GPU-m").first->second.Observe(0, MpsSample{.server = true, .clients = 1}, 0.0);
+  gpus[1].lost = true;
+  const std::string text = RenderMpsMetrics("n", gpus, d);
+  const std::string w = R"({gpu="0",UUID="GPU-w",modelName="NVIDIA A30",Hostname="n"})";
+  EXPECT_NE(text.find("tessera_mps_clients" + w + " 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tessera_mps_server_stuck" + w + " 0\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("tessera_mps_server_up"), std::string::npos) << text;
+  EXPECT_EQ(text.find("GPU-m"), std::string::npos) << text;
+}
+
 TEST(MetricsTest, EscapesLabelValues) { EXPECT_EQ(EscapeLabel("a\"b\\c\nd"), "a\\\"b\\\\c\\nd"); }
 
 }  // namespace

@@ -94,6 +94,11 @@ TEST_F(FakeNvmlTest, ReadsUtilisationMemoryPowerAndEnergy) {
   EXPECT_EQ(a100.partitions[1].fb_used_mib, 512);
   EXPECT_EQ(a100.partitions[0].activity, std::nullopt);  // needs DCGM profiling: unknown
   EXPECT_EQ((*s)[2].power_w, std::nullopt);              // lost
+  // MPS: the H100's 2 clients imply a server, whose answers NVML cannot tell; MIG GPUs and lost
+  // ones have no MPS reading.
+  EXPECT_EQ(h100.mps, (MpsSample{.server = true, .clients = 2}));
+  EXPECT_EQ(a100.mps, std::nullopt);
+  EXPECT_EQ((*s)[2].mps, std::nullopt);
 }
 
 TEST_F(FakeNvmlTest, DriverErrorIsAnErrorWithNvmlsText) {

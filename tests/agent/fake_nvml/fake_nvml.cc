@@ -3,7 +3,8 @@
 // NVIDIA GPU. It implements exactly the functions NvmlBackend resolves, with one fixed node:
 //   0: NVIDIA A100-SXM4-40GB, MIG on: slot 0 = GI 1, profile 9 (3g.20gb) at slice 4;
 //      slot 1 empty; slot 2 = GI 5, profile 19 (1g.5gb) at slice 0
-//   1: NVIDIA H100 80GB HBM3, MIG off, 37 % busy, 250 W, 123456789 mJ, 2048 of 81559 MiB used
+//   1: NVIDIA H100 80GB HBM3, MIG off, 37 % busy, 250 W, 123456789 mJ, 2048 of 81559 MiB used,
+//      2 MPS clients
 //   2: a GPU that has fallen off the bus (NVML_ERROR_GPU_IS_LOST)
 // fake_nvml_fail_count(1) makes nvmlDeviceGetCount fail, as a driver in trouble would.
 #include <cstring>
@@ -41,7 +42,15 @@ struct nvmlGpuInstanceInfo_t {
   nvmlGpuInstancePlacement_t placement;
 };
 
-enum { kSuccess = 0, kInvalid = 2, kNotSupported = 3, kNotFound = 6, kUnknown = 999, kLost = 15 };
+enum {
+  kSuccess = 0,
+  kInvalid = 2,
+  kNotSupported = 3,
+  kNotFound = 6,
+  kInsufficientSize = 7,
+  kUnknown = 999,
+  kLost = 15
+};
 
 static nvmlDevice_st mig_a = {"", "MIG-f0a", 19968, 1024, 0, 0, 1, 9, 4, {}};
 static nvmlDevice_st mig_b = {"", "MIG-f0b", 4864, 512, 0, 0, 5, 19, 0, {}};
@@ -150,6 +159,24 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_st* d, unsigned long
   if (d->lost) return kLost;
   *mj = d == &gpu1 ? 123456789ULL : 987654321ULL;
   return kSuccess;
+}
+
+// As the NVML reference describes it: with *count too small (0), INSUFFICIENT_SIZE and the
+// count; with no processes, SUCCESS and 0. The agent never passes a buffer.
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_st* d, unsigned int* count,
+                                                        void* infos) {
+  if (d->lost) return kLost;
+  if (d->mig) return kNotSupported;
+  const unsigned int n = d == &gpu1 ? 2 : 0;
+  if (n == 0) {
+    *count = 0;
+    return kSuccess;
+  }
+  if (*count < n || infos == nullptr) {
+    *count = n;
+    return kInsufficientSize;
+  }
+  return kInvalid;  // filling the entries is not implemented: the agent never asks
 }
 
 }  // extern "C"
