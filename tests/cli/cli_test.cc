@@ -53,7 +53,8 @@ TEST(CliTest, AnUnknownSubcommandIsNamedWithTheKnownOnes) {
   testing::internal::CaptureStderr();
   EXPECT_EQ(RunArgs({"predict", "bogus"}), 2);
   err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("tessera predict: unknown subcommand 'bogus' (known: methods, evaluate, sweep, complete, interference)"),
+  EXPECT_NE(err.find("tessera predict: unknown subcommand 'bogus' (known: methods, evaluate, "
+                     "sweep, complete, interference)"),
             std::string::npos)
       << err;
 }
@@ -87,6 +88,9 @@ TEST(CliTest, AgentPeriodsOutsideTheirBoundsAreUsageErrors) {
       {{"--heartbeat-ttl", "1e6"}, "--heartbeat-ttl: 1e6 s is above the 86400 s maximum"},
       {{"--interval", "10", "--heartbeat-ttl", "15"},
        "--heartbeat-ttl 15 s must be at least twice --interval (10 s)"},
+      {{"--mps-stuck-samples", "0"}, "--mps-stuck-samples: Value 0 not in range 1 to 1000"},
+      {{"--mps-stuck-seconds", "-1"}, "--mps-stuck-seconds: -1 s is below the 0 s minimum"},
+      {{"--mps-stuck-seconds", "nan"}, "--mps-stuck-seconds: 'nan' is not a number of seconds"},
   };
   for (const auto& [flags, want] : bad) {
     std::vector<std::string> args = {"agent", "--fake", fake, "--once"};
@@ -140,10 +144,10 @@ TEST(CliTest, SimulateRunsAndFailsCleanlyOnBadInput) {
 
 TEST(CliTest, APolicysOptionsMayHoldCommas) {
   // Two options in one object, beside a second policy: CLI11 used to split this at every comma.
-  EXPECT_EQ(RunArgs({"simulate", "--experiment", "thesis-scale", "--workloads", "40",
-                     "--cluster-nodes", "2", "--policy",
-                     R"(predictive{"slo_headroom":0.1,"reshape":false},min)", "--json"}),
-            0);
+  EXPECT_EQ(
+      RunArgs({"simulate", "--experiment", "thesis-scale", "--workloads", "40", "--cluster-nodes",
+               "2", "--policy", R"(predictive{"slo_headroom":0.1,"reshape":false},min)", "--json"}),
+      0);
   EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--policy", R"(predictive{"reshape":false)"}), 2);
   EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--policy", "min,,max"}), 2);
   // The packing replay takes name{json} too (it used to look the whole text up as a name), and
@@ -279,9 +283,8 @@ TEST(CliTest, PredictEvaluateReportsTheIssueFieldsAndErrorBySparsity) {
   const std::string out = testing::internal::GetCapturedStdout();
   const nlohmann::json j = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
   ASSERT_TRUE(j.is_object()) << out;
-  for (const char* field :
-       {"method", "protocol", "keep", "n", "mape", "median_ape", "p90_ape", "rmse_log",
-        "coverage90", "by_known"}) {
+  for (const char* field : {"method", "protocol", "keep", "n", "mape", "median_ape", "p90_ape",
+                            "rmse_log", "coverage90", "by_known"}) {
     EXPECT_TRUE(j.contains(field)) << field;
   }
   EXPECT_EQ(j["protocol"], "leave-one-row-out");
@@ -328,8 +331,8 @@ TEST(CliTest, PredictMethodsSeedsRowsOutAndFeatures) {
   // Three seeds: three per-seed results and their median; --out lists every hidden cell.
   const std::string cells = testing::TempDir() + "/cli_cells.csv";
   testing::internal::CaptureStdout();
-  EXPECT_EQ(RunArgs({"predict", "evaluate", "--data", path, "--method", "baseline", "--seeds",
-                     "3", "--rows", "app[0-2]", "--missing", "0.5", "--out", cells, "--json"}),
+  EXPECT_EQ(RunArgs({"predict", "evaluate", "--data", path, "--method", "baseline", "--seeds", "3",
+                     "--rows", "app[0-2]", "--missing", "0.5", "--out", cells, "--json"}),
             0);
   const nlohmann::json j = nlohmann::json::parse(testing::internal::GetCapturedStdout(), nullptr,
                                                  /*allow_exceptions=*/false);
