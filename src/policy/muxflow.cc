@@ -216,10 +216,13 @@ struct Muxflow::Impl {
       max_clock.resize(c.gpu_count(), 0);
     }
     for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
-      if (!Online(g, c)) continue;
+      const std::optional<OnlineGpu> o = Online(g, c);
+      if (!o) continue;
       const model::Gpu& gpu = c.gpu(g);
       const std::optional<double> util = telemetry->Utilization(gpu.uuid);
-      const std::optional<double> sm = telemetry->SmActivity(gpu.uuid);
+      // The service's own activity: with dynamic SM the GPU's total is near 100 % by design,
+      // so only the service's share says whether it is at risk.
+      const std::optional<double> sm = ServiceActivity(*o, c);
       if (!util && !sm && gpu.available) continue;  // nothing known: stays as it was (Init)
       GpuPressure p;
       p.gpu_util = util.value_or(0);

@@ -13,9 +13,10 @@
 //  - A memory quota (`memory_quota`, §6: 40 %): an offline job gets at most that share of the
 //    device's memory (its request, else the whole quota); an online service that states no
 //    memory reserves the rest.
-//  - SysMonitor (`monitor`, §4.1, policy/sys_monitor.h): one state machine per online GPU, fed
-//    from telemetry whenever its version changes (GPU utilisation, SM activity, memory used,
-//    SM clock drop below the highest clock the GPU has reported). Offline jobs go only to
+//  - SysMonitor (§4.1, policy/sys_monitor.h): one state machine per online GPU, fed from
+//    telemetry whenever its version changes (GPU utilisation, the service's SM activity as
+//    dynamic SM reads it — the GPU's total is near 100 % by design once a job fills the rest —
+//    memory used, SM clock drop below the highest clock the GPU has reported). Offline jobs go only to
 //    Healthy GPUs; Overlimit evicts them (Policy::Evict, requeued where the driver restarts
 //    moved work — PolicyContext::can_move — the simulator resuming them from their last
 //    checkpoint). A GPU without telemetry stays Init: nothing offline goes there.

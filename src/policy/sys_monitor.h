@@ -30,7 +30,7 @@ std::string_view ToString(GpuHealth h);
 
 struct GpuPressure {
   double gpu_util = 0;     // DCGM_FI_DEV_GPU_UTIL / 100
-  double sm_activity = 0;  // DCGM_FI_PROF_SM_ACTIVE
+  double sm_activity = 0;  // SM activity (DCGM_FI_PROF_SM_ACTIVE; muxflow: its service's)
   double memory = 0;       // framebuffer used / total
   double clock_drop = 0;   // 1 − SM clock / max SM clock
 };

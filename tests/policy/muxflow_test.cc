@@ -257,8 +257,11 @@ TEST_F(MuxflowTest, OverlimitEvictsAndDynamicSmResizes) {
   telemetry_.SetSmActivity("svc1", 0.32);
   EXPECT_TRUE(m.Resizes(c_).empty());
   EXPECT_TRUE(m.Resizes(c_).empty());
-  // The GPU's SM activity reaches 0.98 ≥ 0.97: Overlimit, the job is moved (requeued).
-  telemetry_.SetSmActivity(c_.gpu(0).uuid, 0.98);
+  // The GPU's total SM activity near 100 % is what dynamic SM aims at: no eviction.
+  telemetry_.SetSmActivity(c_.gpu(0).uuid, 0.99);
+  EXPECT_TRUE(m.Evict(c_).empty());
+  // The service's own activity reaches 0.98 ≥ 0.97: Overlimit, the job is moved (requeued).
+  telemetry_.SetSmActivity("svc1", 0.98);
   std::vector<Eviction> e = m.Evict(c_);
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].workload, job.id);
@@ -268,7 +271,7 @@ TEST_F(MuxflowTest, OverlimitEvictsAndDynamicSmResizes) {
   // Without a driver that restarts moved work, the eviction ends the job instead.
   Muxflow no_move = Make({}, false);
   no_move.Evict(c_);
-  telemetry_.SetSmActivity(c_.gpu(0).uuid, 0.99);
+  telemetry_.SetSmActivity("svc1", 0.99);
   e = no_move.Evict(c_);
   ASSERT_EQ(e.size(), 1u);
   EXPECT_FALSE(e[0].requeue);
@@ -351,8 +354,9 @@ TEST_F(MuxflowTest, PropertyEvictionsAndResizesKeepEveryInvariant) {
     for (const auto& [id, pw] : c_.placed()) {
       if (pw.workload.klass != model::WorkloadClass::kOnline) continue;
       const std::string& uuid = c_.gpu(c_.partition(pw.placement.slices[0].partition).gpu).uuid;
-      telemetry_.SetSmActivity(pw.workload.name, rng.Uniform(0.05, 0.85));
-      telemetry_.SetSmActivity(uuid, rng.Uniform() < 0.05 ? 0.99 : rng.Uniform(0.1, 0.85));
+      telemetry_.SetSmActivity(pw.workload.name,
+                               rng.Uniform() < 0.05 ? 0.99 : rng.Uniform(0.05, 0.85));
+      telemetry_.SetSmActivity(uuid, rng.Uniform(0.1, 1.0));
       telemetry_.SetUtilization(uuid, rng.Uniform(0.1, 0.9));
       telemetry_.SetMemoryUsedMib(uuid, rng.Uniform(0.2, 0.85) * 15360);
     }
