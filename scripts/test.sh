@@ -3,11 +3,12 @@
 # info: sanitizers stay exact, the 100,000-step property tests stay quick) and runs every
 # test (unit, integration against real redis-server/prometheus, benchmark smoke runs).
 #
-# For the integration tests (CTest label `integration`) it starts, on free loopback ports in a
-# fresh temporary directory: a redis-server, a `tessera agent` on the fake GPU node
-# tests/agent/fake_node.yaml publishing to that Redis, and a prometheus scraping the agent every
-# second. Their addresses reach the tests as TESSERA_TEST_* environment variables (without them
-# the integration tests skip). Everything started here is stopped on exit, also on failure.
+# For the integration tests (CTest label `integration`) scripts/harness.sh starts, on free
+# loopback ports in a fresh temporary directory: a redis-server, a `tessera agent` on the fake
+# GPU node tests/agent/fake_node.yaml publishing to that Redis, and a prometheus scraping the
+# agent every second. Their addresses reach the tests as TESSERA_TEST_* environment variables
+# (without them the integration tests skip). Everything started there is stopped on exit, also
+# on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${TESSERA_TEST_BUILD:-build-test}
@@ -15,98 +16,10 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANI
 cmake --build "$build"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-run_dir=$(mktemp -d "${TMPDIR:-/tmp}/tessera-test.XXXXXX")
-pids=()
-stop_servers() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  rm -rf "$run_dir"
-}
-trap stop_servers EXIT
-trap 'exit 130' INT TERM
-
-# A loopback port nobody answers on (bash only: a fresh Debian has no python3).
-free_port() {
-  local p
-  for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 40000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
-  done
-  return 1
-}
-# Succeeds when GET http://127.0.0.1:$1$2 answers 200.
-http_ok() {
-  (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$2" >&3 &&
-    head -1 <&3 | grep -q ' 200') 2>/dev/null
-}
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-# wait_until NAME LOG CHECK...: up to 30 s for CHECK to succeed.
-wait_until() {
-  local name=$1 log=$2
-  shift 2
-  for _ in $(seq 300); do "$@" && return 0; sleep 0.1; done
-  echo "test.sh: $name did not come up; its log:" >&2
-  tail -20 "$log" >&2 || true
-  return 1
-}
-
-redis_bin=$(command -v redis-server || true)
-prometheus_bin=$(command -v prometheus || true)
-if [ -z "$redis_bin" ] || [ -z "$prometheus_bin" ]; then
-  echo "test.sh: redis-server and prometheus are needed for the integration tests;" \
-    "run scripts/deps.sh" >&2
-  exit 1
-fi
-
-redis_port=$(free_port)
-mkdir -p "$run_dir/redis"
-"$redis_bin" --port "$redis_port" --bind 127.0.0.1 --dir "$run_dir/redis" --save "" \
-  --appendonly no --daemonize no --logfile "$run_dir/redis.log" &
-pids+=($!)
-wait_until redis-server "$run_dir/redis.log" port_open "$redis_port"
-
-agent_port=$(free_port)
-"$build/tessera" agent --fake tests/agent/fake_node.yaml --listen "127.0.0.1:$agent_port" \
-  --interval 0.25 --store redis --redis "127.0.0.1:$redis_port" --redis-prefix tessera-harness: \
-  >"$run_dir/agent.log" 2>&1 &
-pids+=($!)
-wait_until "tessera agent" "$run_dir/agent.log" http_ok "$agent_port" /healthz
-
-prometheus_port=$(free_port)
-cat >"$run_dir/prometheus.yml" <<YAML
-global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: tessera-agent
-    static_configs:
-      - targets: ['127.0.0.1:$agent_port']
-YAML
-"$prometheus_bin" --config.file="$run_dir/prometheus.yml" --storage.tsdb.path="$run_dir/tsdb" \
-  --web.listen-address="127.0.0.1:$prometheus_port" --log.level=warn \
-  >"$run_dir/prometheus.log" 2>&1 &
-pids+=($!)
-wait_until prometheus "$run_dir/prometheus.log" http_ok "$prometheus_port" /-/ready
-
-export TESSERA_TEST_REDIS="127.0.0.1:$redis_port"
-export TESSERA_TEST_REDIS_SERVER="$redis_bin"
-export TESSERA_TEST_PROMETHEUS="http://127.0.0.1:$prometheus_port"
-export TESSERA_TEST_SCRAPE_INTERVAL=1
-export TESSERA_TEST_AGENT="127.0.0.1:$agent_port"
-export TESSERA_TEST_AGENT_NODE=fake-node-1
-export TESSERA_TEST_AGENT_PREFIX=tessera-harness:
-export TESSERA_TEST_TESSERA_BIN="$PWD/$build/tessera"
-# Tests on ../shared/data fail instead of skipping when it is missing (tests/shared_data.h).
-export TESSERA_REQUIRE_DATA=1
+# shellcheck source=scripts/harness.sh
+source scripts/harness.sh
 
 if ! ctest --test-dir "$build" --output-on-failure -j"$(nproc)"; then
-  for log in agent prometheus redis; do
-    echo "--- $log log (last lines) ---" >&2
-    tail -15 "$run_dir/$log.log" >&2 || true
-  done
+  harness_logs
   exit 1
 fi

@@ -14,6 +14,7 @@
 #include "base/rng.h"
 #include "store/store.h"
 #include "store/store_fixtures.h"
+#include "harness_env.h"
 
 namespace tessera::store::contract {
 
@@ -38,7 +39,7 @@ class StoreContract : public testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     harness_ = GetParam().make();
-    if (!harness_) GTEST_SKIP() << GetParam().name << " not available here";
+    if (!harness_) TESSERA_SKIP_WITHOUT_HARNESS(GetParam().name + " store");
   }
   Store& store() { return harness_->store(); }
   PartitionUsage Usage(const std::string& uuid) {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "store/redis_store.h"
+#include "harness_env.h"
 
 extern char** environ;
 
@@ -30,7 +31,9 @@ const char* Env(const char* name) {
 TEST(AgentProcessTest, HarnessAgentPublishesItsInventoryAndHeartbeatToRedis) {
   const char* redis = Env("TESSERA_TEST_REDIS");
   const char* prefix = Env("TESSERA_TEST_AGENT_PREFIX");
-  if (redis == nullptr || prefix == nullptr) GTEST_SKIP() << "harness not running";
+  if (redis == nullptr || prefix == nullptr) {
+    TESSERA_SKIP_WITHOUT_HARNESS("TESSERA_TEST_REDIS or TESSERA_TEST_AGENT_PREFIX");
+  }
   auto o = store::ParseRedisAddress(redis);
   ASSERT_TRUE(o);
   o->prefix = prefix;
@@ -92,7 +95,7 @@ class OwnAgentTest : public testing::Test {
  protected:
   void SetUp() override {
     const char* bin = Env("TESSERA_TEST_TESSERA_BIN");
-    if (bin == nullptr) GTEST_SKIP() << "TESSERA_TEST_TESSERA_BIN not set";
+    if (bin == nullptr) TESSERA_SKIP_WITHOUT_HARNESS("TESSERA_TEST_TESSERA_BIN");
     bin_ = bin;
     dir_ = std::filesystem::temp_directory_path() /
            ("tessera-agent-proc-" + std::to_string(getpid()) + "-" +
@@ -145,7 +148,7 @@ TEST_F(OwnAgentTest, SigtermStopsTheAgentCleanly) {
 
 TEST(AgentProcessTest, HarnessAgentServesHealthz) {
   const char* agent = Env("TESSERA_TEST_AGENT");
-  if (agent == nullptr) GTEST_SKIP() << "harness not running";
+  if (agent == nullptr) TESSERA_SKIP_WITHOUT_HARNESS("TESSERA_TEST_AGENT");
   const std::string a = agent;
   httplib::Client cli(a.substr(0, a.rfind(':')), std::stoi(a.substr(a.rfind(':') + 1)));
   auto r = cli.Get("/healthz");

@@ -12,6 +12,7 @@
 
 #include "store/integration/redis_process.h"
 #include "store/store_contract.h"
+#include "harness_env.h"
 
 namespace tessera::store {
 namespace {
@@ -84,7 +85,7 @@ PlacementRecord Nth(int i, int partitions_per_node, int nodes) {
 
 TEST(RedisStoreTest, TenThousandPlacementBurstReadsBackIdentical) {
   auto o = HarnessRedis();
-  if (!o) GTEST_SKIP() << "TESSERA_TEST_REDIS not set";
+  if (!o) TESSERA_SKIP_WITHOUT_HARNESS("TESSERA_TEST_REDIS");
   auto s = RedisStore::Connect(*o);
   ASSERT_TRUE(s) << s.error().message;
   RedisStore& store = **s;
@@ -134,7 +135,7 @@ TEST(RedisStoreTest, TenThousandPlacementBurstReadsBackIdentical) {
 // write was doubled or dropped).
 TEST(RedisStoreTest, KillAndRestartMidBurstLosesNothing) {
   RedisProcess server("s3cret");
-  if (!server.Available()) GTEST_SKIP() << "TESSERA_TEST_REDIS_SERVER not set";
+  if (!server.Available()) TESSERA_SKIP_WITHOUT_HARNESS("TESSERA_TEST_REDIS_SERVER");
   ASSERT_TRUE(server.Start());
   RedisOptions o;
   o.port = server.port();
@@ -190,7 +191,7 @@ TEST(RedisStoreTest, KillAndRestartMidBurstLosesNothing) {
 
 TEST(RedisStoreTest, AuthAndDatabaseIndexAreHonoured) {
   RedisProcess server("s3cret");
-  if (!server.Available()) GTEST_SKIP() << "TESSERA_TEST_REDIS_SERVER not set";
+  if (!server.Available()) TESSERA_SKIP_WITHOUT_HARNESS("TESSERA_TEST_REDIS_SERVER");
   ASSERT_TRUE(server.Start());
   RedisOptions o;
   o.port = server.port();

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "telemetry/prometheus_client.h"
 #include "telemetry/prometheus_telemetry.h"
+#include "harness_env.h"
 
 namespace tessera::telemetry {
 namespace {
@@ -29,7 +30,7 @@ class PrometheusIntegrationTest : public testing::Test {
  protected:
   void SetUp() override {
     const char* url = std::getenv("TESSERA_TEST_PROMETHEUS");
-    if (url == nullptr || *url == '\0') GTEST_SKIP() << "TESSERA_TEST_PROMETHEUS not set";
+    if (url == nullptr || *url == '\0') TESSERA_SKIP_WITHOUT_HARNESS("TESSERA_TEST_PROMETHEUS");
     url_ = url;
     if (const char* s = std::getenv("TESSERA_TEST_SCRAPE_INTERVAL")) scrape_s_ = std::atof(s);
     auto c = PrometheusClient::Create({url_, 5});
