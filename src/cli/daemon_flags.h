@@ -102,15 +102,25 @@ inline Expected<std::unique_ptr<store::Store>> OpenStore(const Common& f, const 
   return OpenStore(f.store, clock);
 }
 
-// --policy names a registered policy and --policy-options is a JSON object (whether the policy
-// accepts those options is its factory's to say, when the daemon starts).
-inline Expected<nlohmann::json> PolicyOptions(const Common& f) {
-  if (auto ok = CheckRegistered(f.policy); !ok) return std::unexpected(ok.error());
+// --policy is a registered policy, with or without its options as in every other command
+// (`fgd{"typical_pods":[…]}`), and --policy-options a JSON object; options come one way or the
+// other, not both (whether the policy accepts them is its factory's to say, when the daemon
+// starts).
+inline Expected<policy::PolicySpec> PolicyOptions(const Common& f) {
+  Expected<policy::PolicySpec> spec = policy::ParsePolicySpec(f.policy);
+  if (!spec) return Fail("--policy: {}", spec.error().message);
+  if (auto ok = CheckRegistered(spec->name); !ok) return std::unexpected(ok.error());
   nlohmann::json o = nlohmann::json::parse(f.policy_options, nullptr, false);
   if (o.is_discarded() || !o.is_object()) {
     return Fail("--policy-options '{}': not a JSON object", f.policy_options);
   }
-  return o;
+  const bool inline_options = spec->options.is_object() && !spec->options.empty();
+  if (inline_options && !o.empty()) {
+    return Fail("--policy {} carries options and --policy-options gives more: use one or the other",
+                f.policy);
+  }
+  if (!inline_options) spec->options = std::move(o);
+  return spec;
 }
 
 inline Expected<std::unique_ptr<k8s::ApiClient>> Connect(const Common& f) {

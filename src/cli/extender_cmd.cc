@@ -42,8 +42,8 @@ Status RunExtender(const ExtenderFlags& f) {
   auto inputs = OpenPolicyInputs(f.inputs, clock);
   if (!inputs) return Failed(inputs.error());
   k8s::ExtenderConfig cfg;
-  cfg.policy = f.common.policy;
-  cfg.policy_options = *options;
+  cfg.policy = options->name;
+  cfg.policy_options = options->options;
   cfg.seed = f.common.seed;
   cfg.predictor = inputs->predictor.get();
   cfg.telemetry = inputs->telemetry_view();

@@ -55,8 +55,8 @@ Status RunSchedule(const ScheduleFlags& f) {
   if (!inputs) return Failed(inputs.error());
   k8s::SchedulerConfig cfg;
   cfg.scheduler_name = f.scheduler_name;
-  cfg.policy = f.common.policy;
-  cfg.policy_options = *options;
+  cfg.policy = options->name;
+  cfg.policy_options = options->options;
   cfg.seed = f.common.seed;
   cfg.predictor = inputs->predictor.get();
   cfg.learner = inputs->predictor.get();

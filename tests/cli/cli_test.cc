@@ -72,6 +72,28 @@ TEST(CliTest, ABadRedisAddressIsAUsageErrorInEveryDaemon) {
   }
 }
 
+// The daemons take a policy's options as every other command does (--policy NAME{json}) or by
+// --policy-options, not both; a malformed spec names itself. Found before any server is
+// contacted (exit 2).
+TEST(CliTest, DaemonsTakeThePolicyOptionGrammarOfEveryCommand) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--policy", R"(fgd{"typical_pods":[]})", "--policy-options", R"({"typical_pods":[]})"},
+       "carries options and --policy-options gives more"},
+      {{"--policy", R"(fgd{"typical_pods":)"}, "--policy: "},
+      {{"--policy", R"(nope{"a":1})"}, "nope"},
+  };
+  for (const char* sub : {"schedule", "extender"}) {
+    for (const auto& [flags, want] : bad) {
+      std::vector<std::string> args = {sub, "--store", "memory"};
+      args.insert(args.end(), flags.begin(), flags.end());
+      testing::internal::CaptureStderr();
+      EXPECT_EQ(RunArgs(args), 2) << sub << " " << flags[1];
+      const std::string err = testing::internal::GetCapturedStderr();
+      EXPECT_NE(err.find(want), std::string::npos) << err;
+    }
+  }
+}
+
 // The agent's periods have bounds (docs/runtime.md): --interval 0.1..3600 s, --heartbeat-ttl
 // 1..86400 s and at least twice --interval. --interval 1e-9 spun a core at 100 %, and a TTL
 // below one round let the node count as dead between two heartbeats.
