@@ -12,7 +12,7 @@ binaries=(k8s_tests agent_tests agent_integration_tests store_tests store_integr
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_TSAN=ON \
   -DTESSERA_BENCH=OFF >/dev/null
 cmake --build "$build" --target tessera "${binaries[@]}"
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp"
 
 # shellcheck source=scripts/harness.sh
 source scripts/harness.sh

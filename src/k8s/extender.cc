@@ -29,17 +29,7 @@ Expected<void> Extender::Start() {
     policy_ = std::move(*p);
   }
   if (auto ok = Refresh(); !ok) return ok;
-  stop_ = false;
-  refresher_ = std::thread([this] {
-    std::unique_lock lock(stop_mu_);
-    while (!stop_cv_.wait_for(lock, std::chrono::duration<double>(config_.refresh_s),
-                              [this] { return stop_; })) {
-      lock.unlock();
-      CollectGarbage();
-      if (auto ok = Refresh(); !ok) spdlog::warn("extender: {}", ok.error().message);
-      lock.lock();
-    }
-  });
+  // The pods informer exists before the refresher thread that reads it starts.
   if (api_) {
     InformerOptions o;
     o.path = "/api/v1/pods";
@@ -56,6 +46,17 @@ Expected<void> Extender::Start() {
     });
     pods_informer_->Start();
   }
+  stop_ = false;
+  refresher_ = std::thread([this] {
+    std::unique_lock lock(stop_mu_);
+    while (!stop_cv_.wait_for(lock, std::chrono::duration<double>(config_.refresh_s),
+                              [this] { return stop_; })) {
+      lock.unlock();
+      CollectGarbage();
+      if (auto ok = Refresh(); !ok) spdlog::warn("extender: {}", ok.error().message);
+      lock.lock();
+    }
+  });
   return {};
 }
 
