@@ -5,6 +5,12 @@
 namespace tessera::telemetry {
 namespace {
 
+std::optional<Series> TailOf(const UuidMap<Series>& m, std::string_view key, double window_s) {
+  auto it = m.find(key);
+  if (it == m.end()) return std::nullopt;
+  return Tail(it->second, window_s);
+}
+
 template <typename V>
 std::optional<V> Get(const UuidMap<V>& m, std::string_view uuid) {
   auto it = m.find(uuid);
@@ -28,6 +34,17 @@ void StaticTelemetry::AddMemorySample(std::string_view uuid, double t, double mi
   ++version_;
 }
 
+void StaticTelemetry::AddSmActivitySample(std::string_view key, double t, double activity) {
+  sm_series_[std::string(key)].push_back({t, activity});
+  sm_activity_[std::string(key)] = activity;
+  ++version_;
+}
+
+void StaticTelemetry::AddBandwidthSample(std::string_view key, double t, double fraction) {
+  bandwidth_series_[std::string(key)].push_back({t, fraction});
+  ++version_;
+}
+
 void StaticTelemetry::Forget(std::string_view name) {
   const std::string key(name);
   qps_.erase(key);
@@ -37,6 +54,8 @@ void StaticTelemetry::Forget(std::string_view name) {
   sm_activity_.erase(key);
   sm_clock_.erase(key);
   series_.erase(key);
+  sm_series_.erase(key);
+  bandwidth_series_.erase(key);
   ++version_;
 }
 
@@ -59,9 +78,15 @@ std::optional<double> StaticTelemetry::SmClockMhz(std::string_view uuid) const {
   return Get(sm_clock_, uuid);
 }
 std::optional<Series> StaticTelemetry::MemoryUsed(std::string_view uuid, double window_s) const {
-  auto it = series_.find(uuid);
-  if (it == series_.end()) return std::nullopt;
-  return Tail(it->second, window_s);
+  return TailOf(series_, uuid, window_s);
+}
+std::optional<Series> StaticTelemetry::SmActivitySeries(std::string_view key,
+                                                        double window_s) const {
+  return TailOf(sm_series_, key, window_s);
+}
+std::optional<Series> StaticTelemetry::BandwidthSeries(std::string_view key,
+                                                       double window_s) const {
+  return TailOf(bandwidth_series_, key, window_s);
 }
 
 }  // namespace tessera::telemetry

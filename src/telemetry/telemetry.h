@@ -33,8 +33,19 @@ class Telemetry {
   virtual std::optional<double> Utilization(std::string_view uuid) const = 0;
   // Framebuffer memory in use, MiB (DCGM_FI_DEV_FB_USED).
   virtual std::optional<double> MemoryUsedMib(std::string_view) const { return std::nullopt; }
-  // The memory-in-use samples of the last `window_s` seconds (those the source holds).
+  // The memory-in-use samples of the last `window_s` seconds (those the source holds). By a
+  // partition's uuid, or by a workload's name for its own use (per-pod attribution, as the
+  // agent exports it): what the usage-aware policies read (seeds 003/004).
   virtual std::optional<Series> MemoryUsed(std::string_view, double /*window_s*/) const {
+    return std::nullopt;
+  }
+  // The SM-activity samples (0..1, DCGM_FI_PROF_SM_ACTIVE) and the memory-bandwidth samples
+  // (0..1 of peak, DCGM_FI_PROF_DRAM_ACTIVE) of the last `window_s` seconds, by uuid or by a
+  // workload's name as MemoryUsed: Kube-Knots' CBP correlates them (seed 004).
+  virtual std::optional<Series> SmActivitySeries(std::string_view, double /*window_s*/) const {
+    return std::nullopt;
+  }
+  virtual std::optional<Series> BandwidthSeries(std::string_view, double /*window_s*/) const {
     return std::nullopt;
   }
   // Board power draw, W (DCGM_FI_DEV_POWER_USAGE): a property of the GPU, so a MIG instance has
@@ -90,6 +101,10 @@ class StaticTelemetry final : public Telemetry {
   }
   // Appends to the memory series (t ascending) and sets the current memory in use.
   void AddMemorySample(std::string_view uuid, double t, double mib);
+  // Appends to the SM-activity series and sets the current SM activity; appends to the
+  // bandwidth series. `key` is a uuid or a workload's name.
+  void AddSmActivitySample(std::string_view key, double t, double activity);
+  void AddBandwidthSample(std::string_view key, double t, double fraction);
   // Drops everything known under `key` (a partition's uuid or a workload's name).
   void Forget(std::string_view key);
 
@@ -97,6 +112,8 @@ class StaticTelemetry final : public Telemetry {
   std::optional<double> MemoryUsedMib(std::string_view uuid) const override;
   // Relative to the series' newest sample: those with t ≥ newest − window_s.
   std::optional<Series> MemoryUsed(std::string_view uuid, double window_s) const override;
+  std::optional<Series> SmActivitySeries(std::string_view key, double window_s) const override;
+  std::optional<Series> BandwidthSeries(std::string_view key, double window_s) const override;
   std::optional<double> PowerWatts(std::string_view uuid) const override;
   std::optional<double> WorkloadQps(std::string_view workload) const override;
   std::optional<double> SmActivity(std::string_view uuid) const override;
@@ -113,7 +130,7 @@ class StaticTelemetry final : public Telemetry {
   }
   uint64_t version_ = 0;  // bumped by every change
   UuidMap<double> util_, mem_, power_, qps_, sm_activity_, sm_clock_;
-  UuidMap<Series> series_;
+  UuidMap<Series> series_, sm_series_, bandwidth_series_;
 };
 
 // The samples of `series` with t ≥ its newest t − window_s.

@@ -128,5 +128,27 @@ TEST(StaticTelemetryTest, UnknownUnlessSet) {
   EXPECT_EQ(t.Utilization("GPU-x"), std::nullopt);
 }
 
+// The SM-activity and bandwidth series (Kube-Knots' CBP correlates them), by uuid or by a
+// workload's name; SM samples also set the current activity, and Forget drops both.
+TEST(StaticTelemetryTest, SmActivityAndBandwidthSeriesByUuidOrWorkload) {
+  StaticTelemetry t;
+  EXPECT_EQ(t.SmActivitySeries("pod-a", 5), std::nullopt);
+  const uint64_t v0 = *t.Version();
+  t.AddSmActivitySample("pod-a", 1, 0.2);
+  t.AddSmActivitySample("pod-a", 2, 0.4);
+  t.AddSmActivitySample("pod-a", 8, 0.9);
+  t.AddBandwidthSample("GPU-x", 7, 0.05);
+  t.AddBandwidthSample("GPU-x", 8, 0.30);
+  EXPECT_EQ(*t.Version(), v0 + 5);
+  EXPECT_EQ(t.SmActivity("pod-a"), 0.9);
+  EXPECT_EQ(t.SmActivitySeries("pod-a", 6), (Series{{2, 0.4}, {8, 0.9}}));
+  EXPECT_EQ(t.BandwidthSeries("GPU-x", 60), (Series{{7, 0.05}, {8, 0.30}}));
+  EXPECT_EQ(t.BandwidthSeries("pod-a", 60), std::nullopt);
+  t.Forget("pod-a");
+  t.Forget("GPU-x");
+  EXPECT_EQ(t.SmActivitySeries("pod-a", 6), std::nullopt);
+  EXPECT_EQ(t.BandwidthSeries("GPU-x", 60), std::nullopt);
+}
+
 }  // namespace
 }  // namespace tessera::telemetry
