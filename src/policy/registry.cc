@@ -10,6 +10,7 @@
 #include "policy/frag_pack.h"
 #include "policy/gpu_clustering.h"
 #include "policy/gpu_packing.h"
+#include "policy/gpushare.h"
 #include "policy/max.h"
 #include "policy/min.h"
 #include "policy/muxflow.h"
@@ -71,6 +72,9 @@ const std::vector<Entry>& Registry() {
        NoOptions<FirstFit>()},
       {{"whole-gpu", "Kubernetes default + NVIDIA device plugin: whole GPUs, first fit"},
        NoOptions<WholeGpu>()},
+      {{"gpushare",
+        "003's baseline, Alibaba's gpushare extender: GPUs shared by requested memory, binpack"},
+       NoOptions<Gpushare>()},
       {{"max", "thesis Ch. 9.2.2: whole GPUs, MIG off, no MPS, one workload per GPU"},
        NoOptions<Max>()},
       {{"min", "thesis Ch. 9.2.1: smallest MIG instances, 25% MPS slots, one workload per slot"},
