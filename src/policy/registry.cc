@@ -16,6 +16,7 @@
 #include "policy/muxflow.h"
 #include "policy/predictive.h"
 #include "policy/random.h"
+#include "policy/resource_aware.h"
 #include "policy/round_robin.h"
 #include "policy/slo_aware.h"
 #include "policy/whole_gpu.h"
@@ -68,6 +69,11 @@ const std::vector<Entry>& Registry() {
         "max-weight matching",
         true, MuxflowOptionList()},
        MakeMuxflow},
+      {{"resource-aware",
+        "003 §5: largest memory request first; resource-agnostic fit, CBP (percentile of use), "
+        "peak prediction (AR(1))",
+        false, ResourceAwareOptionList()},
+       MakeResourceAware},
       {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
        NoOptions<FirstFit>()},
       {{"whole-gpu", "Kubernetes default + NVIDIA device plugin: whole GPUs, first fit"},

@@ -1,0 +1,256 @@
+#include "policy/resource_aware.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "policy/fit.h"
+#include "predict/forecast.h"
+#include "telemetry/telemetry.h"
+
+namespace tessera::policy {
+namespace {
+
+constexpr std::string_view kName = "resource-aware";
+
+}  // namespace
+
+std::vector<OptionInfo> ResourceAwareOptionList() {
+  return {
+      {"cbp", "true", "check 2, correlation-based prediction: size the GPU's use by a percentile"},
+      {"peak_prediction", "true", "check 3: forecast the GPU's use with AR(1) when r_k is high"},
+      {"cv_threshold", "0.2", "CBP runs while the memory series' σ/μ is below this"},
+      {"percentile", "80", "CBP's estimate of the GPU's memory use (003: the 80th percentile)"},
+      {"cbp_window_s", "30", "seconds of memory samples CBP reads"},
+      {"lag", "1", "lag k of the autocorrelation r_k peak prediction tests"},
+      {"autocorrelation_threshold", "0.5", "peak prediction forecasts when r_k is above this"},
+      {"pp_window_s", "30", "seconds of memory samples peak prediction reads"},
+      {"min_samples", "5", "fewest samples in a window for CBP or peak prediction to judge"},
+  };
+}
+
+Expected<ResourceAwareOptions> ParseResourceAwareOptions(const nlohmann::json& options) {
+  ResourceAwareOptions o;
+  for (const Expected<void>& read :
+       {ReadOption(kName, options, "cbp", o.cbp),
+        ReadOption(kName, options, "peak_prediction", o.peak_prediction),
+        ReadOption(kName, options, "cv_threshold", o.cv_threshold),
+        ReadOption(kName, options, "percentile", o.percentile),
+        ReadOption(kName, options, "cbp_window_s", o.cbp_window_s),
+        ReadOption(kName, options, "lag", o.lag),
+        ReadOption(kName, options, "autocorrelation_threshold", o.autocorrelation_threshold),
+        ReadOption(kName, options, "pp_window_s", o.pp_window_s),
+        ReadOption(kName, options, "min_samples", o.min_samples)}) {
+    if (!read) return std::unexpected(read.error());
+  }
+  auto within = [&](const char* key, double v, double lo, double hi) -> Expected<void> {
+    if (v >= lo && v <= hi) return {};
+    return Fail("policy {}: option '{}': {} is outside {}..{}", kName, key, v, lo, hi);
+  };
+  for (const Expected<void>& check :
+       {within("cv_threshold", o.cv_threshold, 0, 10), within("percentile", o.percentile, 0, 100),
+        within("cbp_window_s", o.cbp_window_s, 1, 86400), within("lag", o.lag, 1, 1000),
+        within("autocorrelation_threshold", o.autocorrelation_threshold, -1, 1),
+        within("pp_window_s", o.pp_window_s, 1, 86400),
+        within("min_samples", o.min_samples, 3, 100000)}) {
+    if (!check) return std::unexpected(check.error());
+  }
+  if (o.lag >= o.min_samples) {
+    return Fail("policy {}: option 'lag': {} needs min_samples above it (min_samples {})", kName,
+                o.lag, o.min_samples);
+  }
+  return o;
+}
+
+Expected<std::unique_ptr<Policy>> MakeResourceAware(const PolicyContext& context,
+                                                    const nlohmann::json& options) {
+  auto o = ParseResourceAwareOptions(options);
+  if (!o) return std::unexpected(o.error());
+  return std::make_unique<ResourceAware>(context.telemetry, *o);
+}
+
+std::string_view ToString(ResourceAware::Check check) {
+  switch (check) {
+    case ResourceAware::Check::kAgnostic:
+      return "resource-agnostic fit";
+    case ResourceAware::Check::kCbp:
+      return "CBP";
+    case ResourceAware::Check::kPeakPrediction:
+      return "peak prediction";
+    case ResourceAware::Check::kNone:
+      break;
+  }
+  return "no check";
+}
+
+ResourceAware::ResourceAware(const telemetry::Telemetry* telemetry, ResourceAwareOptions options)
+    : telemetry_(telemetry), options_(options) {}
+
+void ResourceAware::Order(std::vector<const Workload*>& pending) const {
+  OrderByRequestedMemory(pending);
+}
+
+Feasibility ResourceAware::Filter(const Workload& w, NodeIndex node, const ClusterState& c) const {
+  return MemoryShareNodeFits(w, node, c);
+}
+
+void ResourceAware::Observe(const ClusterState& c) {
+  if (observed_version_ == c.version()) return;
+  fresh_.Observe(c, telemetry_);
+  observed_version_ = c.version();
+}
+
+std::vector<Eviction> ResourceAware::Evict(const ClusterState& c) {
+  Observe(c);
+  return {};
+}
+
+int64_t ResourceAware::UnseenMib(GpuIndex g, double newest_t, double settle_s,
+                                 const ClusterState& c) const {
+  int64_t sum = 0;
+  for (const model::Client& cl : c.partition(ClusterState::PartitionOf(g, 0)).clients) {
+    if (!fresh_.Unseen(g, cl.workload, newest_t, settle_s)) continue;
+    if (const model::PlacedWorkload* pw = c.Find(cl.workload)) sum += pw->workload.gpu.memory_mib;
+  }
+  return sum;
+}
+
+ResourceAware::Verdict ResourceAware::Judge(const Workload& w, GpuIndex g, const ClusterState& c) {
+  Observe(c);
+  Verdict v{g, Check::kNone, 0, ""};
+  const double capacity = static_cast<double>(CapacityMib(g, c));
+  const double request = static_cast<double>(w.gpu.memory_mib);
+  auto admit = [&](Check by, double free) {
+    const bool in = request <= free;
+    v.detail += fmt::format(" → {:.0f} MiB free {} {:.0f}{}", free, in ? "≥" : "<", request,
+                            in ? ": in" : "");
+    if (in) {
+      v.by = by;
+      v.left_mib = free - request;
+    }
+    return in;
+  };
+
+  // 1. Resource-agnostic: 003's indicator, the memory no pod on the GPU has asked for.
+  const int64_t requested = RequestedMib(g, c);
+  v.detail = fmt::format("agnostic: {} of {:.0f} MiB requested", requested, capacity);
+  if (admit(Check::kAgnostic, capacity - static_cast<double>(requested))) return v;
+  if (telemetry_ == nullptr) {
+    v.detail += "; no telemetry";
+    return v;
+  }
+  const model::Gpu& gpu = c.gpu(g);
+  const auto enough = [&](const telemetry::Series& s, std::string_view check) {
+    if (static_cast<int>(s.size()) >= options_.min_samples) return true;
+    v.detail += fmt::format("; {}: {} memory samples < {}", check, s.size(), options_.min_samples);
+    return false;
+  };
+
+  // 2. CBP: a steady series is sized by its percentile.
+  if (options_.cbp) {
+    const telemetry::Series s = GpuMemorySeries(telemetry_, gpu, options_.cbp_window_s);
+    if (enough(s, "CBP")) {
+      const std::vector<double> values = Values(s);
+      const std::optional<double> cv = VariationOf(values);
+      if (!cv || *cv >= options_.cv_threshold) {
+        v.detail += fmt::format("; CBP: CV {:.3f} ≥ {}", cv.value_or(0), options_.cv_threshold);
+      } else {
+        const double used = *predict::Percentile(values, options_.percentile);
+        const double settle = (1 - options_.percentile / 100) * options_.cbp_window_s;
+        const int64_t unseen = UnseenMib(g, s.back().t, settle, c);
+        v.detail += fmt::format("; CBP: CV {:.3f} < {}, p{:g} {:.0f} MiB + {} MiB not yet seen",
+                                *cv, options_.cv_threshold, options_.percentile, used, unseen);
+        if (admit(Check::kCbp, capacity - used - static_cast<double>(unseen))) return v;
+      }
+    }
+  }
+
+  // 3. Peak prediction: a persistent series is extrapolated one sample ahead.
+  if (options_.peak_prediction) {
+    const telemetry::Series s = GpuMemorySeries(telemetry_, gpu, options_.pp_window_s);
+    if (enough(s, "peak prediction")) {
+      const std::vector<double> values = Values(s);
+      const std::optional<double> r = AutocorrelationOf(values, options_.lag);
+      const std::optional<Ar1Forecast> f = ForecastAhead(values, 1);
+      if (!r || !f) {
+        v.detail += "; peak prediction: a flat window has no r_k";
+      } else if (*r <= options_.autocorrelation_threshold) {
+        v.detail += fmt::format("; peak prediction: r_{} {:.3f} ≤ {}", options_.lag, *r,
+                                options_.autocorrelation_threshold);
+      } else {
+        const int64_t unseen = UnseenMib(g, s.back().t, 0, c);
+        v.detail += fmt::format(
+            "; peak prediction: r_{} {:.3f} > {}, AR(1) {:.1f} + {:.3f}·{:.0f} = {:.0f} MiB + {} "
+            "MiB not yet seen",
+            options_.lag, *r, options_.autocorrelation_threshold, f->fit.mu, f->fit.phi,
+            values.back(), f->value, unseen);
+        if (admit(Check::kPeakPrediction, capacity - f->value - static_cast<double>(unseen))) {
+          return v;
+        }
+      }
+    }
+  }
+  return v;
+}
+
+double ResourceAware::ScoreOf(const Verdict& v, double capacity_mib) {
+  const double left = std::clamp(v.left_mib / capacity_mib, 0.0, 1.0);
+  switch (v.by) {
+    case Check::kAgnostic:
+      return 67 + 33 * (1 - left);  // tightest first, as gpushare
+    case Check::kCbp:
+      return 34 + 32 * left;  // most room left first: an estimate may be low
+    case Check::kPeakPrediction:
+      return 33 * left;
+    case Check::kNone:
+      break;
+  }
+  return -1;
+}
+
+std::optional<Candidate> ResourceAware::Score(const Workload& w, NodeIndex node,
+                                              const ClusterState& c) {
+  if (!SharesByMemory(w)) {
+    std::optional<Placement> p = FirstFitPlacement(w, node, c);
+    if (!p) return std::nullopt;
+    return Candidate{100, std::move(*p), std::nullopt};
+  }
+  const model::Node& n = c.node(node);
+  std::optional<Candidate> best;
+  for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
+    if (!MemoryShareable(w, g, c)) continue;
+    const Verdict v = Judge(w, g, c);
+    if (v.by == Check::kNone) continue;
+    const double score = ScoreOf(v, static_cast<double>(CapacityMib(g, c)));
+    if (!best || score > best->score) {
+      best = Candidate{score, MemorySharePlacement(w, g, 0, c), std::nullopt};
+    }
+  }
+  return best;
+}
+
+std::string ResourceAware::Explain(const Workload& w, const ClusterState& c) {
+  if (!SharesByMemory(w)) return Policy::Explain(w, c);
+  std::string out = fmt::format("policy {} for workload {} ({}): {} MiB of GPU memory requested\n",
+                                name(), w.id, w.name, w.gpu.memory_mib);
+  for (NodeIndex n = 0; n < c.node_count(); ++n) {
+    const Feasibility f = Filter(w, n, c);
+    if (!f.ok()) {
+      out += fmt::format("  {:<24} filtered: {}\n", c.node(n).name, f.reason);
+      continue;
+    }
+    const model::Node& node = c.node(n);
+    for (GpuIndex g = node.first_gpu; g < node.first_gpu + node.gpu_count; ++g) {
+      if (!MemoryShareable(w, g, c)) continue;
+      const Verdict v = Judge(w, g, c);
+      const std::string head =
+          v.by == Check::kNone ? std::string("not admitted")
+                               : fmt::format("in by {}, score {:.2f}", ToString(v.by),
+                                             ScoreOf(v, static_cast<double>(CapacityMib(g, c))));
+      out += fmt::format("  {:<24} {} {}: {}\n", node.name, c.gpu(g).uuid, head, v.detail);
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera::policy

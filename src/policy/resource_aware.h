@@ -1,0 +1,95 @@
+#pragma once
+// resource-aware — the resource-aware GPU-sharing scheduler of seed 003 (§5, Fig. 4). Pending
+// pods form a priority queue, the largest GPU memory request first (Order). A memory share
+// (policy/usage_view.h) goes through three checks on each GPU, in turn, until one lets it in:
+//
+//  1. Resource-agnostic sharing: the GPU's memory minus the requests of the pods on it (003's
+//     "indicator variable") still holds the request.
+//  2. CBP: the coefficient of variation of the GPU's memory-used series over `cbp_window_s` is
+//     below `cv_threshold`; then the GPU's use is its `percentile`-th percentile (003: 80), and
+//     the request must fit in the memory minus that.
+//  3. Peak prediction: the autocorrelation r_k (seed 004 eq. 1) at lag `lag` of the series over
+//     `pp_window_s` is above `autocorrelation_threshold`; then an AR(1) fitted by least squares
+//     forecasts the next sample, and the request must fit in the memory minus that forecast.
+//
+// If all three fail on every GPU, the pod stays queued and the next one is tried (003: "put
+// into the priority queue … attempts to schedule the next"). Checks 2 and 3 add, at their
+// request, the pods their data cannot show yet (usage_view.h: FreshPods). Among GPUs that take
+// the pod, one let in by an earlier check wins; among those of check 1, the tightest (less
+// memory left unrequested, as gpushare); of checks 2 and 3, the one with the most estimated
+// memory left. Pods reserve no memory in the cluster state (their requests may together exceed
+// the GPU); compute is capped at the request's share. Usage comes from Telemetry only; without
+// it, only check 1 runs. Offers follow telemetry (OfferInputs::live_state). Not thread-safe.
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "policy/policy.h"
+#include "policy/registry.h"
+#include "policy/usage_view.h"
+
+namespace tessera::policy {
+
+struct ResourceAwareOptions {
+  bool cbp = true;
+  bool peak_prediction = true;
+  double cv_threshold = 0.2;
+  double percentile = 80;
+  double cbp_window_s = 30;
+  int lag = 1;
+  double autocorrelation_threshold = 0.5;
+  double pp_window_s = 30;
+  int min_samples = 5;
+};
+
+std::vector<OptionInfo> ResourceAwareOptionList();
+[[nodiscard]] Expected<ResourceAwareOptions> ParseResourceAwareOptions(
+    const nlohmann::json& options);
+[[nodiscard]] Expected<std::unique_ptr<Policy>> MakeResourceAware(const PolicyContext& context,
+                                                                  const nlohmann::json& options);
+
+class ResourceAware final : public Policy {
+ public:
+  enum class Check { kNone, kAgnostic, kCbp, kPeakPrediction };
+  // One GPU's judgement of a pod: the check that let it in (kNone: none did), the memory the
+  // admitting check leaves after the request, and every check tried, with its numbers.
+  struct Verdict {
+    GpuIndex gpu = 0;
+    Check by = Check::kNone;
+    double left_mib = 0;
+    std::string detail;
+  };
+
+  ResourceAware(const telemetry::Telemetry* telemetry, ResourceAwareOptions options = {});
+
+  std::string_view name() const override { return "resource-aware"; }
+  bool CustomOrder() const override { return true; }
+  void Order(std::vector<const Workload*>& pending) const override;
+  OfferInputs OffersDependOn() const override { return {.live_state = true}; }
+  Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
+  std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
+  // Notes the pods bound this cycle against the telemetry they came after (no evictions).
+  std::vector<Eviction> Evict(const ClusterState& c) override;
+  std::string Explain(const Workload& w, const ClusterState& c) override;
+
+  // The checks of memory share w on shareable GPU g, as they stand now.
+  Verdict Judge(const Workload& w, GpuIndex g, const ClusterState& c);
+
+ private:
+  void Observe(const ClusterState& c);
+  // Σ requests of g's pods that data ending at `newest_t` needing `settle_s` cannot show yet.
+  int64_t UnseenMib(GpuIndex g, double newest_t, double settle_s, const ClusterState& c) const;
+  static double ScoreOf(const Verdict& v, double capacity_mib);
+
+  const telemetry::Telemetry* telemetry_;
+  ResourceAwareOptions options_;
+  FreshPods fresh_;
+  std::optional<uint64_t> observed_version_;
+};
+
+std::string_view ToString(ResourceAware::Check check);
+
+}  // namespace tessera::policy
