@@ -11,6 +11,7 @@
 #include "policy/gpu_clustering.h"
 #include "policy/gpu_packing.h"
 #include "policy/gpushare.h"
+#include "policy/knots_resag.h"
 #include "policy/max.h"
 #include "policy/min.h"
 #include "policy/muxflow.h"
@@ -74,6 +75,9 @@ const std::vector<Entry>& Registry() {
         "peak prediction (AR(1))",
         false, ResourceAwareOptionList()},
        MakeResourceAware},
+      {{"knots-resag",
+        "004 resource-agnostic sharing: first-fit decreasing by requested GPU memory"},
+       NoOptions<KnotsResag>()},
       {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
        NoOptions<FirstFit>()},
       {{"whole-gpu", "Kubernetes default + NVIDIA device plugin: whole GPUs, first fit"},
