@@ -11,6 +11,7 @@
 #include "policy/gpu_clustering.h"
 #include "policy/gpu_packing.h"
 #include "policy/gpushare.h"
+#include "policy/knots_cbp.h"
 #include "policy/knots_resag.h"
 #include "policy/max.h"
 #include "policy/min.h"
@@ -78,6 +79,10 @@ const std::vector<Entry>& Registry() {
       {{"knots-resag",
         "004 resource-agnostic sharing: first-fit decreasing by requested GPU memory"},
        NoOptions<KnotsResag>()},
+      {{"knots-cbp",
+        "004 CBP: FFD, pods sized at p90 of use, co-located only where use does not correlate",
+        false, KnotsCbpOptionList()},
+       MakeKnotsCbp},
       {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
        NoOptions<FirstFit>()},
       {{"whole-gpu", "Kubernetes default + NVIDIA device plugin: whole GPUs, first fit"},

@@ -230,27 +230,14 @@ std::optional<Candidate> ResourceAware::Score(const Workload& w, NodeIndex node,
 }
 
 std::string ResourceAware::Explain(const Workload& w, const ClusterState& c) {
-  if (!SharesByMemory(w)) return Policy::Explain(w, c);
-  std::string out = fmt::format("policy {} for workload {} ({}): {} MiB of GPU memory requested\n",
-                                name(), w.id, w.name, w.gpu.memory_mib);
-  for (NodeIndex n = 0; n < c.node_count(); ++n) {
-    const Feasibility f = Filter(w, n, c);
-    if (!f.ok()) {
-      out += fmt::format("  {:<24} filtered: {}\n", c.node(n).name, f.reason);
-      continue;
-    }
-    const model::Node& node = c.node(n);
-    for (GpuIndex g = node.first_gpu; g < node.first_gpu + node.gpu_count; ++g) {
-      if (!MemoryShareable(w, g, c)) continue;
-      const Verdict v = Judge(w, g, c);
-      const std::string head =
-          v.by == Check::kNone ? std::string("not admitted")
-                               : fmt::format("in by {}, score {:.2f}", ToString(v.by),
-                                             ScoreOf(v, static_cast<double>(CapacityMib(g, c))));
-      out += fmt::format("  {:<24} {} {}: {}\n", node.name, c.gpu(g).uuid, head, v.detail);
-    }
-  }
-  return out;
+  return ExplainMemoryShare(*this, w, c, [&](GpuIndex g) {
+    const Verdict v = Judge(w, g, c);
+    const std::string head = v.by == Check::kNone
+                                 ? std::string("not admitted")
+                                 : fmt::format("in by {}, score {:.2f}", ToString(v.by),
+                                               ScoreOf(v, static_cast<double>(CapacityMib(g, c))));
+    return head + ": " + v.detail;
+  });
 }
 
 }  // namespace tessera::policy

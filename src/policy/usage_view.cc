@@ -1,5 +1,7 @@
 #include "policy/usage_view.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -64,6 +66,27 @@ Feasibility MemoryShareNodeFits(const Workload& w, NodeIndex n, const ClusterSta
     if (MemoryShareable(w, g, c)) return Feasibility::Yes();
   }
   return Feasibility::No("no GPU shared by memory (MIG off, not held whole) of an allowed model");
+}
+
+std::string ExplainMemoryShare(Policy& p, const Workload& w, const ClusterState& c,
+                               const std::function<std::string(GpuIndex)>& line) {
+  if (!SharesByMemory(w)) return p.Policy::Explain(w, c);
+  std::string out = fmt::format("policy {} for workload {} ({}): {} MiB of GPU memory requested\n",
+                                p.name(), w.id, w.name, w.gpu.memory_mib);
+  for (NodeIndex n = 0; n < c.node_count(); ++n) {
+    const model::Node& node = c.node(n);
+    const Feasibility f = p.Filter(w, n, c);
+    if (!f.ok()) {
+      out += fmt::format("  {:<24} filtered: {}\n", node.name, f.reason);
+      continue;
+    }
+    for (GpuIndex g = node.first_gpu; g < node.first_gpu + node.gpu_count; ++g) {
+      if (MemoryShareable(w, g, c)) {
+        out += fmt::format("  {:<24} {} {}\n", node.name, c.gpu(g).uuid, line(g));
+      }
+    }
+  }
+  return out;
 }
 
 void OrderByRequestedMemory(std::vector<const Workload*>& pending) {

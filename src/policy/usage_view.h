@@ -23,6 +23,7 @@
 // pod by its application's earlier use). Not thread-safe; the telemetry must outlive them.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,6 +52,10 @@ Placement MemorySharePlacement(const Workload& w, GpuIndex g, int64_t reserve_mi
 // Node-level feasibility of a memory share: ready, CPU, memory, some shareable GPU. Other
 // requests: NodeFits.
 Feasibility MemoryShareNodeFits(const Workload& w, NodeIndex n, const ClusterState& c);
+// Policy::Explain for a memory share: per node its filter reason, or one line per shareable GPU
+// of it, "<node> <gpu uuid> " + line(g); other requests get the default Explain.
+std::string ExplainMemoryShare(Policy& p, const Workload& w, const ClusterState& c,
+                               const std::function<std::string(GpuIndex)>& line);
 // Largest GPU memory request first (003's priority queue, 004's first-fit decreasing); FIFO
 // (arrival, id) among equals.
 void OrderByRequestedMemory(std::vector<const Workload*>& pending);

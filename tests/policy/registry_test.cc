@@ -56,6 +56,8 @@ TEST_F(RegistryTest, PoliciesAdvertiseTheOptionsTheirFactoriesRead) {
       {"resource-aware",
        {"cbp", "peak_prediction", "cv_threshold", "percentile", "cbp_window_s", "lag",
         "autocorrelation_threshold", "pp_window_s", "min_samples"}},
+      {"knots-cbp",
+       {"correlation_threshold", "percentile", "window_s", "history_s", "min_samples"}},
       {"fgd", {"typical_pods"}},
       {"frag-pack", {"typical_pods"}},
   };

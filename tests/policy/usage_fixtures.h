@@ -9,6 +9,7 @@
 #include <string>
 
 #include "model/cluster.h"
+#include "policy/usage_view.h"
 #include "telemetry/telemetry.h"
 
 namespace tessera::policy::testing {
@@ -52,5 +53,38 @@ inline void FeedBandwidth(telemetry::StaticTelemetry& t, std::string_view key, d
                           std::span<const double> values) {
   for (size_t i = 0; i < values.size(); ++i) t.AddBandwidthSample(key, t0 + double(i), values[i]);
 }
+
+// A Kube-Knots scene on node v0: GPU 0 holds pod 100 of application "a"; GPU 1 holds pod 101
+// of application "b", whose own series (by its name, t = 0..9) are b's history, and GPU 1 is
+// steady at 30,000 MiB used (2,768 free: too little for a b pod). Memory history of b:
+// 4000, 4100, …, 4800, 9000 MiB → p90 at rank 0.9·9 = 8.1: 4800 + 0.1·4200 = 5,220 MiB. Its
+// last 5 s (t = 4..9): memory 4400, 4500, 4600, 4700, 4800, 9000; SM 0.1, 0.2 alternating;
+// bandwidth 0.1, 0.3 alternating. Pods reserve no memory, as knots-cbp places them.
+struct KnotsScene {
+  model::ClusterState c;
+  telemetry::StaticTelemetry t;
+
+  void Build() {
+    AddV100Nodes(c, 1, 2);
+    Hold(0, MemoryPod(100, 8192, "a"));
+    Hold(1, MemoryPod(101, 8192, "b"));
+    for (int i = 0; i < 10; ++i) {
+      t.AddMemorySample("pod101", i, i < 9 ? 4000 + 100 * i : 9000);
+      t.AddSmActivitySample("pod101", i, i % 2 == 0 ? 0.1 : 0.2);
+      t.AddBandwidthSample("pod101", i, i % 2 == 0 ? 0.1 : 0.3);
+      if (i >= 4) t.AddMemorySample(c.gpu(1).uuid, i, 30000);
+    }
+  }
+  void Hold(GpuIndex g, const model::Workload& w) {
+    ASSERT_TRUE(c.Place(w, MemorySharePlacement(w, g, 0, c)));
+  }
+  // GPU 0's series over t = 4..9 (each may be empty).
+  void FeedGpu0(std::span<const double> memory, std::span<const double> sm,
+                std::span<const double> bandwidth) {
+    FeedMemory(t, c.gpu(0).uuid, 4, memory);
+    FeedSm(t, c.gpu(0).uuid, 4, sm);
+    FeedBandwidth(t, c.gpu(0).uuid, 4, bandwidth);
+  }
+};
 
 }  // namespace tessera::policy::testing
