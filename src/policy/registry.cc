@@ -12,6 +12,7 @@
 #include "policy/gpu_packing.h"
 #include "policy/gpushare.h"
 #include "policy/knots_cbp.h"
+#include "policy/knots_pp.h"
 #include "policy/knots_resag.h"
 #include "policy/max.h"
 #include "policy/min.h"
@@ -83,6 +84,10 @@ const std::vector<Entry>& Registry() {
         "004 CBP: FFD, pods sized at p90 of use, co-located only where use does not correlate",
         false, KnotsCbpOptionList()},
        MakeKnotsCbp},
+      {{"knots-pp",
+        "004 peak prediction: CBP, plus a correlated pod where AR(1) forecasts room 1 s ahead",
+        false, KnotsPpOptionList()},
+       MakeKnotsPp},
       {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
        NoOptions<FirstFit>()},
       {{"whole-gpu", "Kubernetes default + NVIDIA device plugin: whole GPUs, first fit"},

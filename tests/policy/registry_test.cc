@@ -58,6 +58,9 @@ TEST_F(RegistryTest, PoliciesAdvertiseTheOptionsTheirFactoriesRead) {
         "autocorrelation_threshold", "pp_window_s", "min_samples"}},
       {"knots-cbp",
        {"correlation_threshold", "percentile", "window_s", "history_s", "min_samples"}},
+      {"knots-pp",
+       {"correlation_threshold", "percentile", "window_s", "history_s", "min_samples", "lag",
+        "horizon_s"}},
       {"fgd", {"typical_pods"}},
       {"frag-pack", {"typical_pods"}},
   };

@@ -1,0 +1,89 @@
+#include "policy/knots_pp.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "telemetry/telemetry.h"
+
+namespace tessera::policy {
+namespace {
+
+constexpr std::string_view kName = "knots-pp";
+
+}  // namespace
+
+std::vector<OptionInfo> KnotsPpOptionList() {
+  std::vector<OptionInfo> list = KnotsCbpOptionList();
+  list.push_back({"lag", "1", "lag k of the autocorrelation r_k that must be positive"});
+  list.push_back({"horizon_s", "1", "how far ahead AR(1) forecasts the GPU's memory (004: 1 s)"});
+  return list;
+}
+
+Expected<KnotsPpOptions> ParseKnotsPpOptions(const nlohmann::json& options) {
+  KnotsPpOptions o;
+  auto cbp = ParseKnotsCbpOptions(kName, options);
+  if (!cbp) return std::unexpected(cbp.error());
+  o.cbp = *cbp;
+  for (const Expected<void>& read : {ReadOption(kName, options, "lag", o.lag),
+                                     ReadOption(kName, options, "horizon_s", o.horizon_s)}) {
+    if (!read) return std::unexpected(read.error());
+  }
+  if (!(o.lag >= 1 && o.lag < o.cbp.min_samples)) {
+    return Fail("policy {}: option 'lag': {} is outside 1..min_samples − 1 ({})", kName, o.lag,
+                o.cbp.min_samples - 1);
+  }
+  if (!(o.horizon_s > 0 && o.horizon_s <= 3600)) {
+    return Fail("policy {}: option 'horizon_s': {} is outside (0, 3600] s", kName, o.horizon_s);
+  }
+  return o;
+}
+
+Expected<std::unique_ptr<Policy>> MakeKnotsPp(const PolicyContext& context,
+                                              const nlohmann::json& options) {
+  auto o = ParseKnotsPpOptions(options);
+  if (!o) return std::unexpected(o.error());
+  return std::make_unique<KnotsPp>(context.telemetry, *o);
+}
+
+KnotsPp::KnotsPp(const telemetry::Telemetry* telemetry, KnotsPpOptions options)
+    : KnotsCbp(telemetry, options.cbp), lag_(options.lag), horizon_s_(options.horizon_s) {}
+
+void KnotsPp::Overrule(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v) {
+  const KnotsCbpOptions& o = cbp_options();
+  const telemetry::Series s = GpuMemorySeries(telemetry(), c.gpu(g), o.window_s);
+  if (static_cast<int>(s.size()) < o.min_samples) {
+    v.detail += fmt::format("; PP: {} memory samples < {}: no forecast", s.size(), o.min_samples);
+    return;
+  }
+  const std::vector<double> values = Values(s);
+  const std::optional<double> r = AutocorrelationOf(values, lag_);
+  if (!r || *r <= 0) {
+    v.detail += r ? fmt::format("; PP: r_{} {:.3f} ≤ 0: no trend to forecast", lag_, *r)
+                  : std::string("; PP: a flat window has no r_k: no forecast");
+    return;
+  }
+  // Steps of the series' own sampling interval in the horizon (one at DCGM's 1 s).
+  const double interval = (s.back().t - s.front().t) / static_cast<double>(s.size() - 1);
+  const int steps =
+      interval > 0 ? std::max(1, static_cast<int>(std::lround(horizon_s_ / interval))) : 1;
+  const std::optional<Ar1Forecast> f = ForecastAhead(values, steps);
+  if (!f) {
+    v.detail += fmt::format("; PP: r_{} {:.3f} > 0 but no AR(1) fit", lag_, *r);
+    return;
+  }
+  const double unseen = UnseenMib(g, s.back().t, c);
+  const double capacity = static_cast<double>(CapacityMib(g, c));
+  const double free = capacity - f->value - unseen;
+  const double request = static_cast<double>(w.gpu.memory_mib);
+  const bool in = request <= free;
+  v.detail += fmt::format(
+      "; PP: r_{} {:.3f} > 0, AR(1) {:.1f} + {:.3f}·Y over {} step{} from {:.0f} → {:.0f} MiB "
+      "+ {:.0f} not yet seen → {:.0f} MiB free {} {:.0f} requested{}",
+      lag_, *r, f->fit.mu, f->fit.phi, steps, steps == 1 ? "" : "s", values.back(), f->value,
+      unseen, free, in ? "≥" : "<", request, in ? ": in by PP" : "");
+  if (in) v.by = Check::kPeakPrediction;
+}
+
+}  // namespace tessera::policy

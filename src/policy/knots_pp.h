@@ -1,0 +1,49 @@
+#pragma once
+// knots-pp — Kube-Knots' peak prediction scheduler (seed 004, §"Peak Prediction Scheduler",
+// Algorithm 1), built on knots-cbp: what CBP refuses on a GPU — a pod whose use correlates with
+// the GPU's, or that its size does not fit — may still go there when the GPU's memory peak is
+// not impending.
+//
+// On a GPU CBP refused, the autocorrelation r_k (004 eq. 1) at lag `lag` of the GPU's memory
+// series over the CBP window (004: the past 5 s) is computed. If it is positive, an AR(1) fitted
+// by least squares (004 eq. 2) forecasts the GPU's memory use `horizon_s` ahead (004: 1 s; the
+// fit is iterated once per sampling interval in it), and the pod goes there if its *request*
+// fits in the memory minus the forecast, minus the sizes of pods bound after the newest sample.
+// If r_k is zero or negative — 004: "the input time-series data is limited or the trend is not
+// strong enough" — or the window is flat or too short, PP makes no forecast and does not
+// overrule CBP there: the pod tries the next GPU in free-memory order, and waits if none takes
+// it. GPUs keep CBP's free-memory order whichever check admits. Not thread-safe.
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "policy/knots_cbp.h"
+
+namespace tessera::policy {
+
+struct KnotsPpOptions {
+  KnotsCbpOptions cbp;
+  int lag = 1;
+  double horizon_s = 1;
+};
+
+std::vector<OptionInfo> KnotsPpOptionList();
+[[nodiscard]] Expected<KnotsPpOptions> ParseKnotsPpOptions(const nlohmann::json& options);
+[[nodiscard]] Expected<std::unique_ptr<Policy>> MakeKnotsPp(const PolicyContext& context,
+                                                            const nlohmann::json& options);
+
+class KnotsPp final : public KnotsCbp {
+ public:
+  KnotsPp(const telemetry::Telemetry* telemetry, KnotsPpOptions options = {});
+  std::string_view name() const override { return "knots-pp"; }
+
+ protected:
+  void Overrule(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v) override;
+
+ private:
+  int lag_;
+  double horizon_s_;
+};
+
+}  // namespace tessera::policy

@@ -1,0 +1,108 @@
+// knots-pp (seed 004, peak prediction) on the scene of usage_fixtures.h (KnotsScene): a b pod
+// that CBP refuses on GPU 0 because their use correlates, and what the forecast makes of it.
+//
+// Rising GPU 0, 21,000 … 26,000 MiB at 1 Hz: deviations −2.5 … 2.5 (×1000) give r_1 =
+// 8.75/17.5 = 0.5 > 0; AR(1) fits Y_t = 1000 + 1·Y_{t−1} exactly: 27,000 MiB 1 s ahead → 5,768
+// free. Alternating 21,000 / 26,000: r_1 = −5·2.5²/(6·2.5²) = −0.833 ≤ 0: no forecast.
+// Approach 12,000, 16,000, 18,000, 19,000, 19,500: Y_t = 10000 + 0.5·Y_{t−1}, r_1 = 0.3008;
+// 1 s ahead 19,750 (13,018 free), 2 s ahead 10000 + 0.5·19750 = 19,875 (12,893 free).
+#include "policy/knots_pp.h"
+
+#include <gtest/gtest.h>
+
+#include "base/clock.h"
+#include "base/rng.h"
+#include "sched/scheduler.h"
+#include "usage_fixtures.h"
+
+namespace tessera::policy {
+namespace {
+
+using testing::KnotsScene;
+using testing::MemoryPod;
+
+constexpr double kRising[] = {21000, 22000, 23000, 24000, 25000, 26000};
+constexpr double kAlternating[] = {21000, 26000, 21000, 26000, 21000, 26000};
+constexpr double kApproach[] = {12000, 16000, 18000, 19000, 19500};
+constexpr double kInPhase[] = {0.1, 0.3, 0.1, 0.3, 0.1, 0.3};
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(KnotsPpTest, ForecastsACorrelatedGpuOneSecondAheadAndPlacesIfTheRequestFits) {
+  KnotsScene s;
+  s.Build();
+  s.FeedGpu0(kRising, {}, {});
+  KnotsPp p(&s.t);
+  const KnotsCbp::Verdict in = p.Judge(MemoryPod(1, 5000, "b"), 0, s.c);
+  EXPECT_EQ(in.by, KnotsCbp::Check::kPeakPrediction) << in.detail;
+  EXPECT_TRUE(Contains(in.detail, "memory r 0.712 ≥ 0.5")) << in.detail;
+  EXPECT_TRUE(Contains(in.detail,
+                       "PP: r_1 0.500 > 0, AR(1) 1000.0 + 1.000·Y over 1 step from 26000 → 27000 "
+                       "MiB + 0 not yet seen → 5768 MiB free ≥ 5000 requested: in by PP"))
+      << in.detail;
+  // The request must fit, not the size (5,220): 6,000 does not.
+  EXPECT_EQ(p.Judge(MemoryPod(1, 6000, "b"), 0, s.c).by, KnotsCbp::Check::kNone);
+  // knots-cbp alone refuses the same pod.
+  KnotsCbp cbp(&s.t);
+  EXPECT_EQ(cbp.Judge(MemoryPod(1, 5000, "b"), 0, s.c).by, KnotsCbp::Check::kNone);
+  auto cand = p.Score(MemoryPod(1, 5000, "b"), 0, s.c);
+  ASSERT_TRUE(cand);
+  EXPECT_EQ(cand->placement.slices[0].partition, model::ClusterState::PartitionOf(0, 0));
+}
+
+TEST(KnotsPpTest, NoPositiveAutocorrelationNoForecastAndThePodWaits) {
+  KnotsScene s;
+  s.Build();
+  s.FeedGpu0(kAlternating, {}, kInPhase);  // bandwidth in phase: CBP refuses
+  KnotsPp p(&s.t);
+  const KnotsCbp::Verdict v = p.Judge(MemoryPod(1, 2000, "b"), 0, s.c);
+  EXPECT_EQ(v.by, KnotsCbp::Check::kNone);
+  EXPECT_TRUE(Contains(v.detail, "bandwidth r 1.000 ≥ 0.5")) << v.detail;
+  EXPECT_TRUE(Contains(v.detail, "PP: r_1 -0.833 ≤ 0: no trend to forecast")) << v.detail;
+  // GPU 1 has 2,768 MiB free, too little for the pod's 5,220: nowhere to go, it waits.
+  ManualClock clock(9.5);
+  Rng rng(1);
+  sched::Scheduler core(s.c, p, clock, rng, {});
+  ASSERT_TRUE(core.Submit(MemoryPod(1, 2000, "b")));
+  EXPECT_EQ(core.RunCycle().bound, 0);
+  EXPECT_EQ(core.pending_count(), 1u);
+}
+
+TEST(KnotsPpTest, TheHorizonIteratesTheFitOncePerSamplingInterval) {
+  for (const auto& [horizon, free, steps] :
+       {std::tuple<double, double, const char*>{1, 13018, "1 step"}, {2, 12893, "2 steps"}}) {
+    KnotsScene s;
+    s.Build();
+    s.FeedGpu0(kApproach, {}, kInPhase);
+    KnotsPp p(&s.t, {.horizon_s = horizon});
+    const KnotsCbp::Verdict in =
+        p.Judge(MemoryPod(1, static_cast<int64_t>(free) - 10, "b"), 0, s.c);
+    EXPECT_EQ(in.by, KnotsCbp::Check::kPeakPrediction) << in.detail;
+    EXPECT_TRUE(
+        Contains(in.detail, fmt::format("r_1 0.301 > 0, AR(1) 10000.0 + 0.500·Y over {}", steps)))
+        << in.detail;
+    EXPECT_TRUE(Contains(in.detail, fmt::format("→ {:.0f} MiB free", free))) << in.detail;
+    EXPECT_EQ(p.Judge(MemoryPod(1, static_cast<int64_t>(free) + 10, "b"), 0, s.c).by,
+              KnotsCbp::Check::kNone);
+  }
+}
+
+TEST(KnotsPpOptionsTest, OptionsAreCheckedAndNamed) {
+  auto o = ParseKnotsPpOptions({{"lag", 2}, {"horizon_s", 3}, {"window_s", 10}});
+  ASSERT_TRUE(o.has_value()) << o.error().message;
+  EXPECT_EQ(o->lag, 2);
+  EXPECT_EQ(o->horizon_s, 3);
+  EXPECT_EQ(o->cbp.window_s, 10);
+  for (const auto& [key, value] :
+       {std::pair<const char*, double>{"lag", 3}, {"horizon_s", 0}, {"percentile", 200}}) {
+    auto bad = ParseKnotsPpOptions({{key, value}});
+    ASSERT_FALSE(bad.has_value()) << key;
+    EXPECT_TRUE(Contains(bad.error().message, "policy knots-pp: option '" + std::string(key) + "'"))
+        << bad.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::policy
