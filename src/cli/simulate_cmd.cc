@@ -76,11 +76,12 @@ std::vector<std::string> RegisteredOf(const std::vector<std::string>& wanted) {
 }
 
 // The packing experiments' default set: every registered policy that needs no predictor
-// (their pods name no application, so there is nothing to predict from).
+// (their pods name no application, so there is nothing to predict from) and allocates GPU
+// compute (what they measure; the memory-sharing policies reserve none).
 std::vector<std::string> PackingPolicies() {
   std::vector<std::string> out;
   for (const policy::PolicyInfo& p : policy::Policies()) {
-    if (!p.needs_predictor) out.push_back(p.name);
+    if (!p.needs_predictor && p.allocates_compute) out.push_back(p.name);
   }
   return out;
 }

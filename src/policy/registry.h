@@ -64,6 +64,10 @@ struct PolicyInfo {
   std::string summary;              // one line, with the seed section it follows
   bool needs_predictor = false;     // MakePolicy fails without PolicyContext::predictor
   std::vector<OptionInfo> options;  // every option the factory accepts
+  // False for the policies that share GPUs by memory and reserve no compute (best-effort
+  // slices, usage_view.h): the packing experiments measure allocated compute, so their default
+  // policy set leaves these out.
+  bool allocates_compute = true;
 };
 // A policy with its options as one string, for command lines: "predictive" or
 // 'predictive{"slo_headroom": 0.1}' (the name, then a JSON object).

@@ -65,7 +65,8 @@ Feasibility MemoryShareNodeFits(const Workload& w, NodeIndex n, const ClusterSta
   for (GpuIndex g = node.first_gpu; g < node.first_gpu + node.gpu_count; ++g) {
     if (MemoryShareable(w, g, c)) return Feasibility::Yes();
   }
-  return Feasibility::No("no GPU shared by memory (MIG off, not held whole) of an allowed model");
+  return Feasibility::No(
+      "no GPU of an allowed model shared by memory alone (MIG off, no reserved compute)");
 }
 
 std::string ExplainMemoryShare(Policy& p, const Workload& w, const ClusterState& c,
