@@ -1,21 +1,29 @@
 #include "policy/gpushare.h"
 
-#include "policy/fit.h"
 #include "policy/usage_view.h"
 
 namespace tessera::policy {
 
+namespace {
+
+// The binpack offer: the fitting GPU with the least unrequested memory left after the request
+// scores highest, across nodes too.
+std::optional<Candidate> BinpackOffer(const Workload& w, NodeIndex node, const ClusterState& c) {
+  return MemoryShareOffer(w, node, c, w.gpu.memory_mib, [&](GpuIndex g) -> std::optional<double> {
+    const int64_t left = c.gpu(g).free_memory_mib - w.gpu.memory_mib;
+    if (left < 0) return std::nullopt;
+    return 100 - MemoryScore(static_cast<double>(left));
+  });
+}
+
+}  // namespace
+
 std::optional<GpuIndex> Gpushare::BinpackGpu(const Workload& w, NodeIndex node,
                                              const ClusterState& c) {
-  const model::Node& n = c.node(node);
-  std::optional<GpuIndex> best;
-  for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
-    if (!MemoryShareable(w, g, c)) continue;
-    const int64_t free = c.gpu(g).free_memory_mib;
-    if (free < w.gpu.memory_mib) continue;
-    if (!best || free < c.gpu(*best).free_memory_mib) best = g;
-  }
-  return best;
+  if (!SharesByMemory(w)) return std::nullopt;
+  const std::optional<Candidate> offer = BinpackOffer(w, node, c);
+  if (!offer) return std::nullopt;
+  return c.partition(offer->placement.slices.at(0).partition).gpu;
 }
 
 Feasibility Gpushare::Filter(const Workload& w, NodeIndex node, const ClusterState& c) const {
@@ -26,17 +34,7 @@ Feasibility Gpushare::Filter(const Workload& w, NodeIndex node, const ClusterSta
 }
 
 std::optional<Candidate> Gpushare::Score(const Workload& w, NodeIndex node, const ClusterState& c) {
-  if (!SharesByMemory(w)) {
-    std::optional<Placement> p = FirstFitPlacement(w, node, c);
-    if (!p) return std::nullopt;
-    return Candidate{100, std::move(*p), std::nullopt};
-  }
-  const std::optional<GpuIndex> g = BinpackGpu(w, node, c);
-  if (!g) return std::nullopt;
-  // Less free memory left, higher score: the cluster-wide binpack.
-  const double free_after = static_cast<double>(c.gpu(*g).free_memory_mib - w.gpu.memory_mib);
-  return Candidate{100 - MemoryScore(free_after), MemorySharePlacement(w, *g, w.gpu.memory_mib, c),
-                   std::nullopt};
+  return BinpackOffer(w, node, c);
 }
 
 }  // namespace tessera::policy

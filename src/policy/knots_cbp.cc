@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "policy/fit.h"
 #include "predict/forecast.h"
 #include "telemetry/telemetry.h"
 
@@ -32,15 +31,12 @@ Expected<KnotsCbpOptions> ParseKnotsCbpOptions(std::string_view policy,
         ReadOption(policy, options, "min_samples", o.min_samples)}) {
     if (!read) return std::unexpected(read.error());
   }
-  auto within = [&](const char* key, double v, double lo, double hi) -> Expected<void> {
-    if (v >= lo && v <= hi) return {};
-    return Fail("policy {}: option '{}': {} is outside {}..{}", policy, key, v, lo, hi);
-  };
   for (const Expected<void>& check :
-       {within("correlation_threshold", o.correlation_threshold, -1, 1),
-        within("percentile", o.percentile, 0, 100), within("window_s", o.window_s, 1, 86400),
-        within("history_s", o.history_s, o.window_s, 86400),
-        within("min_samples", o.min_samples, 3, 100000)}) {
+       {OptionWithin(policy, "correlation_threshold", o.correlation_threshold, -1, 1),
+        OptionWithin(policy, "percentile", o.percentile, 0, 100),
+        OptionWithin(policy, "window_s", o.window_s, 1, 86400),
+        OptionWithin(policy, "history_s", o.history_s, o.window_s, 86400),
+        OptionWithin(policy, "min_samples", o.min_samples, 3, 100000)}) {
     if (!check) return std::unexpected(check.error());
   }
   return o;
@@ -51,18 +47,6 @@ Expected<std::unique_ptr<Policy>> MakeKnotsCbp(const PolicyContext& context,
   auto o = ParseKnotsCbpOptions("knots-cbp", options);
   if (!o) return std::unexpected(o.error());
   return std::make_unique<KnotsCbp>(context.telemetry, *o);
-}
-
-std::string_view ToString(KnotsCbp::Check check) {
-  switch (check) {
-    case KnotsCbp::Check::kCbp:
-      return "CBP";
-    case KnotsCbp::Check::kPeakPrediction:
-      return "peak prediction";
-    case KnotsCbp::Check::kNone:
-      break;
-  }
-  return "no check";
 }
 
 KnotsCbp::KnotsCbp(const telemetry::Telemetry* telemetry, KnotsCbpOptions options)
@@ -187,23 +171,11 @@ KnotsCbp::Verdict KnotsCbp::Judge(const Workload& w, GpuIndex g, const ClusterSt
 }
 
 std::optional<Candidate> KnotsCbp::Score(const Workload& w, NodeIndex node, const ClusterState& c) {
-  if (!SharesByMemory(w)) {
-    std::optional<Placement> p = FirstFitPlacement(w, node, c);
-    if (!p) return std::nullopt;
-    return Candidate{100, std::move(*p), std::nullopt};
-  }
-  const model::Node& n = c.node(node);
-  std::optional<Candidate> best;
-  for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
-    if (!MemoryShareable(w, g, c)) continue;
+  return MemoryShareOffer(w, node, c, 0, [&](GpuIndex g) -> std::optional<double> {
     const Verdict v = Judge(w, g, c);
-    if (v.by == Check::kNone) continue;
-    const double score = MemoryScore(v.free_mib);  // the most free memory first
-    if (!best || score > best->score) {
-      best = Candidate{score, MemorySharePlacement(w, g, 0, c), std::nullopt};
-    }
-  }
-  return best;
+    if (v.by == Check::kNone) return std::nullopt;
+    return MemoryScore(v.free_mib);  // the most free memory first
+  });
 }
 
 std::string KnotsCbp::Explain(const Workload& w, const ClusterState& c) {

@@ -52,7 +52,7 @@ std::vector<OptionInfo> KnotsCbpOptionList();
 
 class KnotsCbp : public Policy {
  public:
-  enum class Check { kNone, kCbp, kPeakPrediction };
+  using Check = UsageCheck;
   // One GPU's judgement of a pod: the check that let it in, the GPU's free memory (the sort
   // key) and every step with its numbers.
   struct Verdict {
@@ -96,7 +96,5 @@ class KnotsCbp : public Policy {
   AppHistory history_;
   std::optional<uint64_t> observed_version_;
 };
-
-std::string_view ToString(KnotsCbp::Check check);
 
 }  // namespace tessera::policy

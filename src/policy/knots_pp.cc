@@ -34,8 +34,8 @@ Expected<KnotsPpOptions> ParseKnotsPpOptions(const nlohmann::json& options) {
     return Fail("policy {}: option 'lag': {} is outside 1..min_samples − 1 ({})", kName, o.lag,
                 o.cbp.min_samples - 1);
   }
-  if (!(o.horizon_s > 0 && o.horizon_s <= 3600)) {
-    return Fail("policy {}: option 'horizon_s': {} is outside (0, 3600] s", kName, o.horizon_s);
+  if (auto ok = OptionWithin(kName, "horizon_s", o.horizon_s, 0.001, 3600); !ok) {
+    return std::unexpected(ok.error());
   }
   return o;
 }

@@ -1,6 +1,5 @@
 #include "policy/knots_resag.h"
 
-#include "policy/fit.h"
 #include "policy/usage_view.h"
 
 namespace tessera::policy {
@@ -13,13 +12,25 @@ void KnotsResag::Order(std::vector<const Workload*>& pending) const {
   OrderByRequestedMemory(pending);
 }
 
+namespace {
+
+// The first GPU whose unrequested memory holds the request (equal scores: the lowest index).
+std::optional<Candidate> FirstFitOffer(const Workload& w, NodeIndex node, const ClusterState& c) {
+  const double score = NodeOrderScore(node, c);
+  return MemoryShareOffer(w, node, c, w.gpu.memory_mib, [&](GpuIndex g) -> std::optional<double> {
+    if (c.gpu(g).free_memory_mib < w.gpu.memory_mib) return std::nullopt;
+    return score;
+  });
+}
+
+}  // namespace
+
 std::optional<GpuIndex> KnotsResag::FirstFitGpu(const Workload& w, NodeIndex node,
                                                 const ClusterState& c) {
-  const model::Node& n = c.node(node);
-  for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
-    if (MemoryShareable(w, g, c) && c.gpu(g).free_memory_mib >= w.gpu.memory_mib) return g;
-  }
-  return std::nullopt;
+  if (!SharesByMemory(w)) return std::nullopt;
+  const std::optional<Candidate> offer = FirstFitOffer(w, node, c);
+  if (!offer) return std::nullopt;
+  return c.partition(offer->placement.slices.at(0).partition).gpu;
 }
 
 Feasibility KnotsResag::Filter(const Workload& w, NodeIndex node, const ClusterState& c) const {
@@ -31,14 +42,9 @@ Feasibility KnotsResag::Filter(const Workload& w, NodeIndex node, const ClusterS
 
 std::optional<Candidate> KnotsResag::Score(const Workload& w, NodeIndex node,
                                            const ClusterState& c) {
-  std::optional<Placement> p;
-  if (!SharesByMemory(w)) {
-    p = FirstFitPlacement(w, node, c);
-  } else if (const std::optional<GpuIndex> g = FirstFitGpu(w, node, c)) {
-    p = MemorySharePlacement(w, *g, w.gpu.memory_mib, c);
-  }
-  if (!p) return std::nullopt;
-  return Candidate{NodeOrderScore(node, c), std::move(*p), std::nullopt};
+  std::optional<Candidate> offer = FirstFitOffer(w, node, c);
+  if (offer) offer->score = NodeOrderScore(node, c);  // also for requests placed first-fit
+  return offer;
 }
 
 }  // namespace tessera::policy

@@ -185,4 +185,10 @@ Expected<void> RejectUnknownOptions(std::string_view policy, const nlohmann::jso
   return {};
 }
 
+Expected<void> OptionWithin(std::string_view policy, const char* key, double value, double lo,
+                            double hi) {
+  if (value >= lo && value <= hi) return {};
+  return Fail("policy {}: option '{}': {} is outside {}..{}", policy, key, value, lo, hi);
+}
+
 }  // namespace tessera::policy

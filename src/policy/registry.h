@@ -105,4 +105,8 @@ template <typename T>
   return {};
 }
 
+// For option parsers: fails unless lo ≤ value ≤ hi, naming the policy and the option.
+[[nodiscard]] Expected<void> OptionWithin(std::string_view policy, const char* key, double value,
+                                          double lo, double hi);
+
 }  // namespace tessera::policy

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "policy/fit.h"
 #include "predict/forecast.h"
 #include "telemetry/telemetry.h"
 
@@ -43,16 +42,14 @@ Expected<ResourceAwareOptions> ParseResourceAwareOptions(const nlohmann::json& o
         ReadOption(kName, options, "min_samples", o.min_samples)}) {
     if (!read) return std::unexpected(read.error());
   }
-  auto within = [&](const char* key, double v, double lo, double hi) -> Expected<void> {
-    if (v >= lo && v <= hi) return {};
-    return Fail("policy {}: option '{}': {} is outside {}..{}", kName, key, v, lo, hi);
-  };
   for (const Expected<void>& check :
-       {within("cv_threshold", o.cv_threshold, 0, 10), within("percentile", o.percentile, 0, 100),
-        within("cbp_window_s", o.cbp_window_s, 1, 86400), within("lag", o.lag, 1, 1000),
-        within("autocorrelation_threshold", o.autocorrelation_threshold, -1, 1),
-        within("pp_window_s", o.pp_window_s, 1, 86400),
-        within("min_samples", o.min_samples, 3, 100000)}) {
+       {OptionWithin(kName, "cv_threshold", o.cv_threshold, 0, 10),
+        OptionWithin(kName, "percentile", o.percentile, 0, 100),
+        OptionWithin(kName, "cbp_window_s", o.cbp_window_s, 1, 86400),
+        OptionWithin(kName, "lag", o.lag, 1, 1000),
+        OptionWithin(kName, "autocorrelation_threshold", o.autocorrelation_threshold, -1, 1),
+        OptionWithin(kName, "pp_window_s", o.pp_window_s, 1, 86400),
+        OptionWithin(kName, "min_samples", o.min_samples, 3, 100000)}) {
     if (!check) return std::unexpected(check.error());
   }
   if (o.lag >= o.min_samples) {
@@ -67,20 +64,6 @@ Expected<std::unique_ptr<Policy>> MakeResourceAware(const PolicyContext& context
   auto o = ParseResourceAwareOptions(options);
   if (!o) return std::unexpected(o.error());
   return std::make_unique<ResourceAware>(context.telemetry, *o);
-}
-
-std::string_view ToString(ResourceAware::Check check) {
-  switch (check) {
-    case ResourceAware::Check::kAgnostic:
-      return "resource-agnostic fit";
-    case ResourceAware::Check::kCbp:
-      return "CBP";
-    case ResourceAware::Check::kPeakPrediction:
-      return "peak prediction";
-    case ResourceAware::Check::kNone:
-      break;
-  }
-  return "no check";
 }
 
 ResourceAware::ResourceAware(const telemetry::Telemetry* telemetry, ResourceAwareOptions options)
@@ -210,23 +193,11 @@ double ResourceAware::ScoreOf(const Verdict& v, double capacity_mib) {
 
 std::optional<Candidate> ResourceAware::Score(const Workload& w, NodeIndex node,
                                               const ClusterState& c) {
-  if (!SharesByMemory(w)) {
-    std::optional<Placement> p = FirstFitPlacement(w, node, c);
-    if (!p) return std::nullopt;
-    return Candidate{100, std::move(*p), std::nullopt};
-  }
-  const model::Node& n = c.node(node);
-  std::optional<Candidate> best;
-  for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
-    if (!MemoryShareable(w, g, c)) continue;
+  return MemoryShareOffer(w, node, c, 0, [&](GpuIndex g) -> std::optional<double> {
     const Verdict v = Judge(w, g, c);
-    if (v.by == Check::kNone) continue;
-    const double score = ScoreOf(v, static_cast<double>(CapacityMib(g, c)));
-    if (!best || score > best->score) {
-      best = Candidate{score, MemorySharePlacement(w, g, 0, c), std::nullopt};
-    }
-  }
-  return best;
+    if (v.by == Check::kNone) return std::nullopt;
+    return ScoreOf(v, static_cast<double>(CapacityMib(g, c)));
+  });
 }
 
 std::string ResourceAware::Explain(const Workload& w, const ClusterState& c) {

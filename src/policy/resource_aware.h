@@ -53,7 +53,7 @@ std::vector<OptionInfo> ResourceAwareOptionList();
 
 class ResourceAware final : public Policy {
  public:
-  enum class Check { kNone, kAgnostic, kCbp, kPeakPrediction };
+  using Check = UsageCheck;
   // One GPU's judgement of a pod: the check that let it in (kNone: none did), the memory the
   // admitting check leaves after the request, and every check tried, with its numbers.
   struct Verdict {
@@ -89,7 +89,5 @@ class ResourceAware final : public Policy {
   FreshPods fresh_;
   std::optional<uint64_t> observed_version_;
 };
-
-std::string_view ToString(ResourceAware::Check check);
 
 }  // namespace tessera::policy

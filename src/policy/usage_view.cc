@@ -69,6 +69,40 @@ Feasibility MemoryShareNodeFits(const Workload& w, NodeIndex n, const ClusterSta
       "no GPU of an allowed model shared by memory alone (MIG off, no reserved compute)");
 }
 
+std::string_view ToString(UsageCheck check) {
+  switch (check) {
+    case UsageCheck::kAgnostic:
+      return "resource-agnostic fit";
+    case UsageCheck::kCbp:
+      return "CBP";
+    case UsageCheck::kPeakPrediction:
+      return "peak prediction";
+    case UsageCheck::kNone:
+      break;
+  }
+  return "no check";
+}
+
+std::optional<Candidate> MemoryShareOffer(
+    const Workload& w, NodeIndex node, const ClusterState& c, int64_t reserve_mib,
+    const std::function<std::optional<double>(GpuIndex)>& score) {
+  if (!SharesByMemory(w)) {
+    std::optional<Placement> p = FirstFitPlacement(w, node, c);
+    if (!p) return std::nullopt;
+    return Candidate{100, std::move(*p), std::nullopt};
+  }
+  const model::Node& n = c.node(node);
+  std::optional<Candidate> best;
+  for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
+    if (!MemoryShareable(w, g, c)) continue;
+    const std::optional<double> s = score(g);
+    if (s && (!best || *s > best->score)) {
+      best = Candidate{*s, MemorySharePlacement(w, g, reserve_mib, c), std::nullopt};
+    }
+  }
+  return best;
+}
+
 std::string ExplainMemoryShare(Policy& p, const Workload& w, const ClusterState& c,
                                const std::function<std::string(GpuIndex)>& line) {
   if (!SharesByMemory(w)) return p.Policy::Explain(w, c);

@@ -52,6 +52,17 @@ Placement MemorySharePlacement(const Workload& w, GpuIndex g, int64_t reserve_mi
 // Node-level feasibility of a memory share: ready, CPU, memory, some shareable GPU. Other
 // requests: NodeFits.
 Feasibility MemoryShareNodeFits(const Workload& w, NodeIndex n, const ClusterState& c);
+// The check that let a memory share onto a GPU (resource-aware's three; Kube-Knots' CBP and PP).
+enum class UsageCheck { kNone, kAgnostic, kCbp, kPeakPrediction };
+std::string_view ToString(UsageCheck check);
+
+// Policy::Score for these policies: a request that is not a memory share is placed first-fit
+// (score 100); a memory share goes to the shareable GPU of `node` with the highest score(g)
+// (nullopt: g does not take it; the lowest index among equals), reserving `reserve_mib`.
+std::optional<Candidate> MemoryShareOffer(
+    const Workload& w, NodeIndex node, const ClusterState& c, int64_t reserve_mib,
+    const std::function<std::optional<double>(GpuIndex)>& score);
+
 // Policy::Explain for a memory share: per node its filter reason, or one line per shareable GPU
 // of it, "<node> <gpu uuid> " + line(g); other requests get the default Explain.
 std::string ExplainMemoryShare(Policy& p, const Workload& w, const ClusterState& c,
