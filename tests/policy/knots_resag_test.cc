@@ -51,7 +51,7 @@ TEST(KnotsResagTest, FirstFitDecreasingByRequestedMemory) {
   EXPECT_EQ(q, (std::vector<const Workload*>{&d, &b, &a}));
 }
 
-TEST(KnotsResagTest, EarlierNodesScoreHigherAndFullGpusAreSkipped) {
+TEST(KnotsResagTest, EarlierNodesScoreHigherAndFullGpusArePassedOver) {
   ClusterState c;
   AddV100Nodes(c, 2, 1);
   KnotsResag p;

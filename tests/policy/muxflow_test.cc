@@ -59,27 +59,22 @@ predict::Predictor MakePredictor() {
   return std::move(*p);
 }
 
+// One GPU, one CPU core: "svc<id>" running application s<k>, or "job<id>" running j<k>.
+Workload OneGpu(model::WorkloadId id, model::WorkloadClass klass, int k) {
+  const bool online = klass == model::WorkloadClass::kOnline;
+  Workload w;
+  w.id = id;
+  w.name = fmt::format("{}{}", online ? "svc" : "job", id);
+  w.app = fmt::format("{}{}", online ? "s" : "j", k);
+  w.klass = klass;
+  w.cpu_milli = 1000;
+  w.gpu.count = 1;
+  return w;
+}
 Workload Service(model::WorkloadId id, int s) {
-  Workload w;
-  w.id = id;
-  w.name = fmt::format("svc{}", id);
-  w.app = fmt::format("s{}", s);
-  w.klass = model::WorkloadClass::kOnline;
-  w.cpu_milli = 1000;
-  w.gpu.count = 1;
-  return w;
+  return OneGpu(id, model::WorkloadClass::kOnline, s);
 }
-
-Workload Job(model::WorkloadId id, int j) {
-  Workload w;
-  w.id = id;
-  w.name = fmt::format("job{}", id);
-  w.app = fmt::format("j{}", j);
-  w.klass = model::WorkloadClass::kOffline;
-  w.cpu_milli = 1000;
-  w.gpu.count = 1;
-  return w;
-}
+Workload Job(model::WorkloadId id, int j) { return OneGpu(id, model::WorkloadClass::kOffline, j); }
 
 class MuxflowTest : public ::testing::Test {
  protected:
