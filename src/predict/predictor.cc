@@ -121,11 +121,18 @@ void Predictor::FillSigma() const {
 }
 
 Expected<void> Predictor::RefitInterference() {
-  interference_completed_.clear();
-  for (const auto& [kind, m] : interference_.by_kind()) {
-    Expected<Eigen::MatrixXd> completed = interference_method_->Complete(m.ToDense());
-    if (!completed) return std::unexpected(completed.error());
-    interference_completed_.emplace(kind, completed->cwiseMax(0.0).cwiseMin(1.0));
+  // The completion reads only the interference matrices, and a method is deterministic: unless
+  // an interference observation came in, it is the one already there (a profile observation,
+  // with refit_every = 1, refits everything; re-completing unchanged matrices was a third of
+  // `tessera simulate`). The caches still follow the profile's rows.
+  if (interference_changed_) {
+    interference_completed_.clear();
+    for (const auto& [kind, m] : interference_.by_kind()) {
+      Expected<Eigen::MatrixXd> completed = interference_method_->Complete(m.ToDense());
+      if (!completed) return std::unexpected(completed.error());
+      interference_completed_.emplace(kind, completed->cwiseMax(0.0).cwiseMin(1.0));
+    }
+    interference_changed_ = false;
   }
   RebuildKindCaches();
   return {};
@@ -226,6 +233,7 @@ Expected<void> Predictor::ObserveInterference(const std::string& kind, const std
   if (Expected<void> ok = interference_.Observe(kind, victim, aggressor, lost_fraction); !ok) {
     return ok;
   }
+  interference_changed_ = true;
   return AfterObservation();
 }
 

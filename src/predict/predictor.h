@@ -9,7 +9,9 @@
 // `refit_every`-th observation; between refits an observed cell reads its own mean and a brand
 // new application or configuration reads nothing (nullopt / NaN) until the next refit. With the
 // default refit_every = 1 a new application with one or two measured configurations has a full
-// predicted row as soon as Observe returns (Paragon-style cold start).
+// predicted row as soon as Observe returns (Paragon-style cold start). A refit re-completes the
+// interference matrices only when an interference observation came in since (the completion is
+// deterministic, so the result is the same).
 //
 // Profiles are completed in log space (throughput spans four orders of magnitude); interference
 // fractions in linear space, clamped to [0, 1]. What each application declares (features.h)
@@ -188,6 +190,7 @@ class Predictor {
   std::vector<unsigned char> supported_;  // same layout
   int stride_ = 0;
   std::map<std::string, Eigen::MatrixXd> interference_completed_;
+  bool interference_changed_ = true;  // since interference_completed_ was computed
   // Per kind, the interference of every profile row on every other (victim-major), rebuilt
   // with each refit.
   struct KindCache {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "predict/registry.h"
@@ -377,6 +378,29 @@ TEST(PredictorSigmaTest, ConcurrentFirstReadsCalibrateOnceAndAgree) {
   for (std::thread& t : readers) t.join();
   EXPECT_EQ(shared.calibrations(), 1);
   for (const auto& out : seen) EXPECT_EQ(out, seen[0]);
+}
+
+TEST(PredictorTest, InterferenceCompletionFollowsInterferenceObservationsOnly) {
+  // The bias model of "mps": a profile observation refits, yet the completed pair is the same
+  // number; an interference observation that raises v3's row raises it.
+  InterferenceMatrices im;
+  for (const auto& [v, a, f] : {std::tuple{"v1", "a1", 0.1},
+                                {"v1", "a2", 0.2},
+                                {"v2", "a1", 0.2},
+                                {"v2", "a2", 0.4},
+                                {"v3", "a1", 0.3}}) {
+    ASSERT_TRUE(im.Observe("mps", v, a, f).has_value());
+  }
+  PredictorOptions options;
+  options.method = "baseline";
+  options.interference_method = "baseline";
+  Expected<Predictor> p = Predictor::Create(Doubling(), std::move(im), options);
+  ASSERT_TRUE(p.has_value());
+  const double before = *p->Interference("v3", "a2", "mps");
+  ASSERT_TRUE(p->Observe("a/bs1", kSmall, 101).has_value());
+  EXPECT_EQ(*p->Interference("v3", "a2", "mps"), before);
+  ASSERT_TRUE(p->ObserveInterference("mps", "v3", "a1", 0.9).has_value());
+  EXPECT_GT(*p->Interference("v3", "a2", "mps"), before);
 }
 
 }  // namespace
