@@ -25,7 +25,8 @@
 // refit at which it is due keeps its matrix, and the first SigmaAt/IntervalAt/uncertainty()
 // after a refit calibrates on the matrix kept (once per due point, however many refits later)
 // and fills the completed cells' σ. Every σ read gives exactly what calibrating at the refit
-// would have; until then a read costs one atomic load more than an array read.
+// would have, and costs one atomic load more than an array read (the first after a refit, the
+// fill too).
 //
 // Not thread-safe: Observe/Refit/SetFeatures must not run concurrently with anything else;
 // concurrent const lookups are fine (the first σ read after a refit fills σ under a mutex).
