@@ -172,14 +172,15 @@ double PredictionView::CellSigma(AppId app, ConfigId config) {
     // s / √n: a prediction interval of s · √(1 + 1/n).
     // One run, or none: the predictor's calibrated σ (a completed cell's calibrated error, a
     // single run's floor) when asked for and known, else `completed_sigma`.
+    // The predictor's σ is read only when it is used: the first read calibrates (predictor.h).
     const int count = m.Count(app, config);
-    const double calibrated = predictor_.SigmaAt(app, config);
-    const double other = options_.calibrated_sigma && std::isfinite(calibrated)
-                             ? calibrated
-                             : options_.completed_sigma;
-    cached = count >= 2
-                 ? std::sqrt(m.Variance(app, config) * (1 + 1.0 / count)) / m.Mean(app, config)
-                 : other;
+    if (count >= 2) {
+      cached = std::sqrt(m.Variance(app, config) * (1 + 1.0 / count)) / m.Mean(app, config);
+    } else {
+      const double calibrated =
+          options_.calibrated_sigma ? predictor_.SigmaAt(app, config) : predict::kMissing;
+      cached = std::isfinite(calibrated) ? calibrated : options_.completed_sigma;
+    }
   }
   return cached;
 }

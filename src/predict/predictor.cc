@@ -47,6 +47,10 @@ Expected<void> Predictor::RefitProfile() {
   isolated_.assign(static_cast<size_t>(profile_.rows()) * static_cast<size_t>(stride_), kMissing);
   supported_.assign(isolated_.size(), 0);
   sigma_.assign(isolated_.size(), kMissing);
+  SigmaState& lazy = *sigma_state_;
+  lazy.observed.resize(0, 0);
+  lazy.completed.resize(0, 0);
+  lazy.ready.store(true, std::memory_order_relaxed);
   if (profile_.ObservedCount() == 0) return {};
   // (app, c) is supported when some application was measured on c and on a configuration the
   // app was measured on: (mask * overlap)(a, c) > 0 with overlap = mask^T mask.
@@ -58,37 +62,77 @@ Expected<void> Predictor::RefitProfile() {
     }
   }
   Eigen::MatrixXd log_values = profile_.ToDense().array().log();
-  const EncodedFeatures encoded = Encode(features_, profile_.row_keys(), profile_.col_keys());
+  EncodedFeatures encoded = Encode(features_, profile_.row_keys(), profile_.col_keys());
   Expected<Eigen::MatrixXd> completed = profile_method_->CompleteWith(log_values, encoded);
   if (!completed) return std::unexpected(completed.error());
-  if (!calibrated_ || (options_.calibrate_every > 0 &&
-                       ++refits_since_calibration_ >= options_.calibrate_every)) {
-    Expected<UncertaintyModel> model = Calibrate(*profile_method_, log_values, encoded);
-    if (!model) return std::unexpected(model.error());
-    uncertainty_ = *model;
-    calibrated_ = true;
+  if (!calibration_due_ ||
+      (options_.calibrate_every > 0 && ++refits_since_calibration_ >= options_.calibrate_every)) {
+    // Due now, run at the first σ read: on this matrix, replacing one due earlier and never read.
+    lazy.calibrate_on = log_values;
+    lazy.calibrate_features = std::move(encoded);
+    calibration_due_ = true;
     refits_since_calibration_ = 0;
   }
-  const Eigen::MatrixXd sigma = CellSigmas(uncertainty_, log_values, *completed);
   for (int r = 0; r < profile_.rows(); ++r) {
     for (int c = 0; c < stride_; ++c) {
       const size_t i = static_cast<size_t>(r) * stride_ + c;
       isolated_[i] = std::exp((*completed)(r, c));
-      sigma_[i] = profile_.Has(r, c) ? uncertainty_.Measured(profile_.Mean(r, c),
-                                                             profile_.Variance(r, c),
-                                                             profile_.Count(r, c))
-                                     : sigma(r, c);
+      // A measured cell's σ does not depend on the calibration (Calibrate keeps the floor).
+      if (profile_.Has(r, c)) {
+        sigma_[i] = uncertainty_.Measured(profile_.Mean(r, c), profile_.Variance(r, c),
+                                          profile_.Count(r, c));
+      }
     }
   }
+  lazy.observed = std::move(log_values);
+  lazy.completed = std::move(*completed);
+  lazy.ready.store(false, std::memory_order_release);
   return {};
 }
 
+void Predictor::FillSigma() const {
+  SigmaState& lazy = *sigma_state_;
+  std::lock_guard<std::mutex> lock(lazy.mutex);
+  if (lazy.ready.load(std::memory_order_relaxed)) return;  // another reader filled it
+  if (lazy.calibrate_on) {
+    Expected<UncertaintyModel> model =
+        Calibrate(*profile_method_, *lazy.calibrate_on, lazy.calibrate_features);
+    // The method completed this very matrix when the calibration fell due, and every hold-out
+    // keeps a cell in each row it holds out from: only a broken method fails here.
+    if (!model) Die("predictor: calibration failed: " + model.error().message);
+    uncertainty_ = *model;
+    lazy.calibrate_on.reset();
+    lazy.calibrate_features = {};
+    ++lazy.calibrations;
+  }
+  // The completed cells of the last refit; a cell observed since keeps its measured σ, and rows
+  // and columns added since stay NaN until the next refit, as their IsolatedAt does.
+  const Eigen::MatrixXd sigma = CellSigmas(uncertainty_, lazy.observed, lazy.completed);
+  for (Eigen::Index r = 0; r < lazy.observed.rows(); ++r) {
+    for (Eigen::Index c = 0; c < lazy.observed.cols(); ++c) {
+      if (IsKnown(lazy.observed(r, c)) || profile_.Has(static_cast<int>(r), static_cast<int>(c))) {
+        continue;
+      }
+      sigma_[static_cast<size_t>(r) * static_cast<size_t>(stride_) + static_cast<size_t>(c)] =
+          sigma(r, c);
+    }
+  }
+  lazy.ready.store(true, std::memory_order_release);
+}
+
 Expected<void> Predictor::RefitInterference() {
-  interference_completed_.clear();
-  for (const auto& [kind, m] : interference_.by_kind()) {
-    Expected<Eigen::MatrixXd> completed = interference_method_->Complete(m.ToDense());
-    if (!completed) return std::unexpected(completed.error());
-    interference_completed_.emplace(kind, completed->cwiseMax(0.0).cwiseMin(1.0));
+  // The completion reads only the interference matrices, and a method is deterministic: unless
+  // an interference observation came in, it is the one already there (a profile observation,
+  // with refit_every = 1, refits everything; re-completing unchanged matrices was a third of
+  // `tessera simulate`). The caches still follow the profile's rows.
+  if (interference_changed_) {
+    interference_completed_.clear();
+    for (const auto& [kind, m] : interference_.by_kind()) {
+      Expected<Eigen::MatrixXd> completed = interference_method_->Complete(m.ToDense());
+      if (!completed) return std::unexpected(completed.error());
+      interference_completed_.emplace(kind, completed->cwiseMax(0.0).cwiseMin(1.0));
+    }
+    interference_changed_ = false;
   }
   RebuildKindCaches();
   return {};
@@ -189,10 +233,12 @@ Expected<void> Predictor::ObserveInterference(const std::string& kind, const std
   if (Expected<void> ok = interference_.Observe(kind, victim, aggressor, lost_fraction); !ok) {
     return ok;
   }
+  interference_changed_ = true;
   return AfterObservation();
 }
 
 Interval Predictor::IntervalAt(AppId app, ConfigId config, double coverage) const {
+  EnsureSigma();
   const double q = IsolatedAt(app, config);
   const double z = coverage == 0.9 ? uncertainty_.z90 : uncertainty_.Z(coverage);
   const double half = z * SigmaAt(app, config);

@@ -9,7 +9,9 @@
 // `refit_every`-th observation; between refits an observed cell reads its own mean and a brand
 // new application or configuration reads nothing (nullopt / NaN) until the next refit. With the
 // default refit_every = 1 a new application with one or two measured configurations has a full
-// predicted row as soon as Observe returns (Paragon-style cold start).
+// predicted row as soon as Observe returns (Paragon-style cold start). A refit re-completes the
+// interference matrices only when an interference observation came in since (the completion is
+// deterministic, so the result is the same).
 //
 // Profiles are completed in log space (throughput spans four orders of magnitude); interference
 // fractions in linear space, clamped to [0, 1]. What each application declares (features.h)
@@ -19,13 +21,21 @@
 // Every isolated prediction has an uncertainty (uncertainty.h): σ of the log value, a measured
 // cell's from its runs, a completed cell's from a model calibrated on held-out observed cells at
 // Create and every `calibrate_every`-th refit; IntervalAt turns it into a central interval.
+// Calibration costs several completions and most policies never read σ, so it runs lazily: a
+// refit at which it is due keeps its matrix, and the first SigmaAt/IntervalAt/uncertainty()
+// after a refit calibrates on the matrix kept (once per due point, however many refits later)
+// and fills the completed cells' σ. Every σ read gives exactly what calibrating at the refit
+// would have, and costs one atomic load more than an array read (the first after a refit, the
+// fill too).
 //
-// Not thread-safe: Observe/Refit must not run concurrently with anything else; concurrent const
-// lookups are fine.
+// Not thread-safe: Observe/Refit/SetFeatures must not run concurrently with anything else;
+// concurrent const lookups are fine (the first σ read after a refit fills σ under a mutex).
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,14 +84,22 @@ class Predictor {
                      static_cast<size_t>(config)];
   }
   bool IsObserved(AppId app, ConfigId config) const { return profile_.Has(app, config); }
-  // σ of the log of IsolatedAt (about its relative error); NaN where IsolatedAt is NaN.
+  // σ of the log of IsolatedAt (about its relative error); NaN where IsolatedAt is NaN. The
+  // first read after a refit may calibrate (see above).
   double SigmaAt(AppId app, ConfigId config) const {
+    EnsureSigma();
     return sigma_[static_cast<size_t>(app) * static_cast<size_t>(stride_) +
                   static_cast<size_t>(config)];
   }
   // The central interval holding the true QPS with probability `coverage` (calibrated at 0.9).
   Interval IntervalAt(AppId app, ConfigId config, double coverage = 0.9) const;
-  const UncertaintyModel& uncertainty() const { return uncertainty_; }
+  const UncertaintyModel& uncertainty() const {
+    EnsureSigma();
+    return uncertainty_;
+  }
+  // How many times the uncertainty model was fitted (0 until σ is first read): what the lazy
+  // calibration saved, for tests and benchmarks.
+  int calibrations() const { return sigma_state_->calibrations; }
   // False when no application was measured both on `config` and on one of `app`'s measured
   // configurations: the value is then only the bias model's extrapolation (in MIGProfiler, any
   // A100-40GB application on an A100-80GB profile). Policies should not trust such a cell.
@@ -140,20 +158,40 @@ class Predictor {
   [[nodiscard]] Expected<void> RefitInterference();
   [[nodiscard]] Expected<void> AfterObservation();
   void ResizeCache();
+  // The lazy σ: a cheap check on the hot path, the work out of line.
+  void EnsureSigma() const {
+    if (!sigma_state_->ready.load(std::memory_order_acquire)) FillSigma();
+  }
+  void FillSigma() const;
 
   PredictorOptions options_;
   std::unique_ptr<Completer> profile_method_, interference_method_;
   ProfileMatrix profile_;
   InterferenceMatrices interference_;
   FeatureTable features_;
-  UncertaintyModel uncertainty_;
+  mutable UncertaintyModel uncertainty_;  // written only by FillSigma, under its mutex
   int refits_since_calibration_ = 0;
-  bool calibrated_ = false;
+  bool calibration_due_ = false;  // a calibration was scheduled (run or kept in sigma_state_)
+  // What FillSigma needs, kept by the last refit; behind a pointer so that Predictor moves.
+  struct SigmaState {
+    std::mutex mutex;
+    std::atomic<bool> ready{true};  // sigma_ and uncertainty_ are final for this refit
+    // The matrix (log values) and features of the last calibration due and not yet run.
+    std::optional<Eigen::MatrixXd> calibrate_on;
+    EncodedFeatures calibrate_features;
+    // The last refit's log values and completion: the completed cells' σ comes from them.
+    Eigen::MatrixXd observed, completed;
+    int calibrations = 0;
+  };
+  std::unique_ptr<SigmaState> sigma_state_ = std::make_unique<SigmaState>();
   std::vector<double> isolated_;          // rows × stride_, row-major
-  std::vector<double> sigma_;             // same layout: σ of log isolated
+  // Same layout: σ of log isolated. A completed cell's is written by FillSigma (const, under
+  // sigma_state_->mutex, before `ready`); readers read it only after `ready`.
+  mutable std::vector<double> sigma_;
   std::vector<unsigned char> supported_;  // same layout
   int stride_ = 0;
   std::map<std::string, Eigen::MatrixXd> interference_completed_;
+  bool interference_changed_ = true;  // since interference_completed_ was computed
   // Per kind, the interference of every profile row on every other (victim-major), rebuilt
   // with each refit.
   struct KindCache {

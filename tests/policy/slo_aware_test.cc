@@ -113,14 +113,19 @@ TEST_F(SloAwareTest, TakesTheSmallestInterpolatedShareWhoseLowerBoundMeetsTheSlo
   EXPECT_NEAR(cand->score, 98.5332, 1e-3);
 }
 
-TEST_F(SloAwareTest, ACompletedCellTakesThePredictorsCalibratedSigmaWhenAsked) {
-  // c is measured (twice) at 100 % only: its 50 % cell is completed.
-  predict::ProfileMatrix m = predictor_.profile();
+// The test predictor plus an application c measured (twice) at 100 % only: its 50 % cell is
+// completed.
+Expected<predict::Predictor> WithCompletedCell(const predict::Predictor& predictor) {
+  predict::ProfileMatrix m = predictor.profile();
   const int c = m.AddRow("c");
   m.Observe(c, *m.FindCol("V100-32GB/whole/100"), 48);
   m.Observe(c, *m.FindCol("V100-32GB/whole/100"), 52);
-  auto p = predict::Predictor::Create(std::move(m), predictor_.interference(),
-                                      {.method = "baseline", .interference_method = "baseline"});
+  return predict::Predictor::Create(std::move(m), predictor.interference(),
+                                    {.method = "baseline", .interference_method = "baseline"});
+}
+
+TEST_F(SloAwareTest, ACompletedCellTakesThePredictorsCalibratedSigmaWhenAsked) {
+  auto p = WithCompletedCell(predictor_);
   ASSERT_TRUE(p.has_value());
   const int col50 = *p->FindConfig("V100-32GB/whole/50");
   const double calibrated = p->SigmaAt(*p->FindApp("c"), col50);
@@ -140,6 +145,20 @@ TEST_F(SloAwareTest, ACompletedCellTakesThePredictorsCalibratedSigmaWhenAsked) {
   }
 }
 
+TEST_F(SloAwareTest, ScoringWithoutCalibratedSigmaNeverCalibratesThePredictor) {
+  // The predictor calibrates on the first σ read (predictor.h): a policy that does not use σ
+  // must not pay for it, and one that does pays once.
+  auto p = WithCompletedCell(predictor_);
+  ASSERT_TRUE(p.has_value());
+  const Workload x = App(1, "c", 1);
+  SloAwareOptions o{.calibrated_sigma = false, .mps_step = 0};
+  EXPECT_FALSE(SloAware(*p, nullptr, o).Options(x, 0, c_).empty());
+  EXPECT_TRUE(SloAware(*p, nullptr, o).Score(x, 0, c_).has_value());
+  EXPECT_EQ(p->calibrations(), 0);
+  o.calibrated_sigma = true;
+  EXPECT_FALSE(SloAware(*p, nullptr, o).Options(x, 0, c_).empty());
+  EXPECT_EQ(p->calibrations(), 1);
+}
 TEST_F(SloAwareTest, ThesisSharesOnlyWithStepZero) {
   SloAware policy = Make({.mps_step = 0});
   // 100/50/25 only: the SLO of 24 is first met at 50 % (lower 30 − 1.7321 = 28.2679).

@@ -4,6 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "predict/registry.h"
 
 namespace tessera::predict {
 namespace {
@@ -225,6 +230,177 @@ TEST(PredictorFeaturesTest, DeclaringANewApplicationGivesItARowAndAnInterval) {
   EXPECT_LT(completed.low, p->IsolatedAt(app, c0));
   EXPECT_GT(completed.high, p->IsolatedAt(app, c0));
   EXPECT_GT(p->SigmaAt(app, c0), 0.01);  // less sure than a measured cell
+}
+
+// Twelve batch sizes of one model on four A100 slices, throughput 10·b·slices^0.8, with every
+// fourth cell (by r + c) unmeasured: enough held-out cells for a real calibration.
+struct Batches {
+  ProfileMatrix profile;
+  FeatureTable features;
+};
+Batches TwelveBatches() {
+  Batches out;
+  const std::pair<std::string, int> configs[] = {
+      {kSmall, 1}, {"A100-40GB/2g.10gb/100", 2}, {kMedium, 3}, {kLarge, 7}};
+  for (int b = 1; b <= 12; ++b) {
+    const std::string app = "m/bs" + std::to_string(b);
+    const int r = out.profile.AddRow(app);
+    EXPECT_TRUE(out.features.Set(app, {{"batch", static_cast<double>(b)}}).has_value());
+    for (int c = 0; c < 4; ++c) {
+      const int col = out.profile.AddCol(configs[c].first);
+      if ((r + c) % 4 == 0) continue;
+      out.profile.Observe(r, col, 10.0 * b * std::pow(configs[c].second, 0.8));
+    }
+  }
+  return out;
+}
+
+// What calibrating eagerly on `calibrate_on` gives every cell of `now` (log values) with the
+// predictor's default method: the σ a lazy predictor must read back.
+struct Eager {
+  UncertaintyModel model;
+  Eigen::MatrixXd sigma;
+};
+Eager EagerSigma(const ProfileMatrix& calibrate_on, const ProfileMatrix& now,
+                 const FeatureTable& features) {
+  std::unique_ptr<Completer> method = std::move(*MakeCompleter("features"));
+  const Eigen::MatrixXd at_due = calibrate_on.ToDense().array().log();
+  Expected<UncertaintyModel> model = Calibrate(
+      *method, at_due, Encode(features, calibrate_on.row_keys(), calibrate_on.col_keys()));
+  EXPECT_TRUE(model.has_value());
+  const Eigen::MatrixXd log_now = now.ToDense().array().log();
+  Expected<Eigen::MatrixXd> completed =
+      method->CompleteWith(log_now, Encode(features, now.row_keys(), now.col_keys()));
+  EXPECT_TRUE(completed.has_value());
+  return {*model, CellSigmas(*model, log_now, *completed)};
+}
+
+TEST(PredictorSigmaTest, CalibratesOnTheFirstReadAndGivesWhatEagerCalibrationGave) {
+  const Batches data = TwelveBatches();
+  Expected<Predictor> p = Predictor::Create(data.profile, {}, {}, data.features);
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  EXPECT_EQ(p->calibrations(), 0);  // nobody has read σ yet
+  const Eager eager = EagerSigma(data.profile, data.profile, data.features);
+  ASSERT_GT(eager.model.held_cells, 0);  // a real calibration, not the defaults
+  int completed = 0;
+  for (int r = 0; r < p->num_apps(); ++r) {
+    for (int c = 0; c < p->num_configs(); ++c) {
+      if (p->IsObserved(r, c)) {
+        EXPECT_EQ(p->SigmaAt(r, c), 0.01) << r << "," << c;  // one run: the floor
+      } else {
+        EXPECT_EQ(p->SigmaAt(r, c), eager.sigma(r, c)) << r << "," << c;
+        ++completed;
+      }
+    }
+  }
+  EXPECT_EQ(completed, 12);
+  EXPECT_EQ(p->calibrations(), 1);  // once, however many reads
+  EXPECT_EQ(p->uncertainty().scale, eager.model.scale);
+  EXPECT_EQ(p->uncertainty().z90, eager.model.z90);
+  const Interval i = p->IntervalAt(0, 0);  // (0, 0) is unmeasured
+  EXPECT_DOUBLE_EQ(i.high, p->IsolatedAt(0, 0) * std::exp(eager.model.z90 * eager.sigma(0, 0)));
+  EXPECT_EQ(p->calibrations(), 1);
+}
+
+TEST(PredictorSigmaTest, ReadsAfterRefitsUseTheMatrixOfTheLastCalibrationDue) {
+  const Batches data = TwelveBatches();
+  ProfileMatrix later = data.profile;
+  // Calibration due at Create only: observations after it re-complete, but σ reads the model
+  // calibrated on the Create matrix, however late it is first read.
+  Expected<Predictor> p =
+      Predictor::Create(data.profile, {}, {.calibrate_every = 0}, data.features);
+  ASSERT_TRUE(p.has_value());
+  // Two cells that were completed: (0, 0) and (3, 1).
+  const std::string two_slices = "A100-40GB/2g.10gb/100";
+  ASSERT_TRUE(p->Observe("m/bs1", kSmall, 12).has_value());
+  later.Observe(*later.FindRow("m/bs1"), *later.FindCol(kSmall), 12);
+  ASSERT_TRUE(p->Observe("m/bs4", two_slices, 70).has_value());
+  later.Observe(*later.FindRow("m/bs4"), *later.FindCol(two_slices), 70);
+  const Eager eager = EagerSigma(data.profile, later, data.features);
+  for (int r = 0; r < p->num_apps(); ++r) {
+    for (int c = 0; c < p->num_configs(); ++c) {
+      if (!p->IsObserved(r, c)) {
+        EXPECT_EQ(p->SigmaAt(r, c), eager.sigma(r, c)) << r << "," << c;
+      }
+    }
+  }
+  EXPECT_EQ(p->calibrations(), 1);
+
+  // calibrate_every = 2: due at Create and at the second refit; the read after both runs one
+  // calibration, on the second refit's matrix (the first one was never needed).
+  Expected<Predictor> q =
+      Predictor::Create(data.profile, {}, {.calibrate_every = 2}, data.features);
+  ASSERT_TRUE(q.has_value());
+  ASSERT_TRUE(q->Observe("m/bs1", kSmall, 12).has_value());
+  ASSERT_TRUE(q->Observe("m/bs4", two_slices, 70).has_value());
+  const Eager at_second = EagerSigma(later, later, data.features);
+  EXPECT_EQ(q->uncertainty().scale, at_second.model.scale);
+  EXPECT_EQ(q->uncertainty().z90, at_second.model.z90);
+  EXPECT_EQ(q->calibrations(), 1);
+}
+
+TEST(PredictorSigmaTest, ACellObservedSinceTheRefitKeepsItsMeasuredSigma) {
+  const Batches data = TwelveBatches();
+  PredictorOptions options;
+  options.refit_every = 5;  // the observations below do not refit
+  Expected<Predictor> p = Predictor::Create(data.profile, {}, options, data.features);
+  ASSERT_TRUE(p.has_value());
+  const AppId app = *p->FindApp("m/bs1");
+  const ConfigId small = *p->FindConfig(kSmall);  // (0, 0): completed at Create
+  ASSERT_FALSE(p->IsObserved(app, small));
+  ASSERT_TRUE(p->Observe("m/bs1", kSmall, 10).has_value());
+  ASSERT_TRUE(p->Observe("m/bs1", kSmall, 12).has_value());
+  ASSERT_TRUE(p->Observe("new/bs1", kSmall, 5).has_value());
+  const Eager eager = EagerSigma(data.profile, data.profile, data.features);
+  // Two runs, 10 and 12: sd √2 over the mean 11, × √(1 + 1/2).
+  EXPECT_NEAR(p->SigmaAt(app, small), std::sqrt(2.0) / 11 * std::sqrt(1.5), 1e-12);
+  EXPECT_EQ(p->SigmaAt(app, *p->FindConfig(kLarge)), eager.sigma(0, 3));  // still completed
+  // A row added since the refit: its measured cell the floor, the rest NaN until the next.
+  const AppId added = *p->FindApp("new/bs1");
+  EXPECT_EQ(p->SigmaAt(added, small), 0.01);
+  EXPECT_TRUE(std::isnan(p->SigmaAt(added, *p->FindConfig(kLarge))));
+}
+
+TEST(PredictorSigmaTest, ConcurrentFirstReadsCalibrateOnceAndAgree) {
+  const Batches data = TwelveBatches();
+  Expected<Predictor> p = Predictor::Create(data.profile, {}, {}, data.features);
+  ASSERT_TRUE(p.has_value());
+  const Predictor& shared = *p;
+  std::vector<std::vector<double>> seen(4);
+  std::vector<std::thread> readers;
+  for (auto& out : seen) {
+    readers.emplace_back([&shared, &out] {
+      for (int r = 0; r < shared.num_apps(); ++r) {
+        for (int c = 0; c < shared.num_configs(); ++c) out.push_back(shared.SigmaAt(r, c));
+      }
+    });
+  }
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(shared.calibrations(), 1);
+  for (const auto& out : seen) EXPECT_EQ(out, seen[0]);
+}
+
+TEST(PredictorTest, InterferenceCompletionFollowsInterferenceObservationsOnly) {
+  // The bias model of "mps": a profile observation refits, yet the completed pair is the same
+  // number; an interference observation that raises v3's row raises it.
+  InterferenceMatrices im;
+  for (const auto& [v, a, f] : {std::tuple{"v1", "a1", 0.1},
+                                {"v1", "a2", 0.2},
+                                {"v2", "a1", 0.2},
+                                {"v2", "a2", 0.4},
+                                {"v3", "a1", 0.3}}) {
+    ASSERT_TRUE(im.Observe("mps", v, a, f).has_value());
+  }
+  PredictorOptions options;
+  options.method = "baseline";
+  options.interference_method = "baseline";
+  Expected<Predictor> p = Predictor::Create(Doubling(), std::move(im), options);
+  ASSERT_TRUE(p.has_value());
+  const double before = *p->Interference("v3", "a2", "mps");
+  ASSERT_TRUE(p->Observe("a/bs1", kSmall, 101).has_value());
+  EXPECT_EQ(*p->Interference("v3", "a2", "mps"), before);
+  ASSERT_TRUE(p->ObserveInterference("mps", "v3", "a1", 0.9).has_value());
+  EXPECT_GT(*p->Interference("v3", "a2", "mps"), before);
 }
 
 }  // namespace
