@@ -5,6 +5,8 @@
 #include <charconv>
 #include <chrono>
 
+#include "base/daemon_http.h"
+
 namespace tessera::agent {
 
 AgentServer::AgentServer(Agent& agent)
@@ -17,6 +19,7 @@ AgentServer::AgentServer(Agent& agent)
     res.status = ready ? 200 : 503;
     res.set_content(ready ? "ok\n" : "no GPU inventory yet\n", "text/plain");
   });
+  ApplyHttpLimits(*server_, kGetOnlyLimits, "tessera-agent");
 }
 
 AgentServer::~AgentServer() { Stop(); }

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "agent/http_server.h"
+#include "base/daemon_http.h"
 #include "cli/commands.h"
 #include "cli/daemon_flags.h"
 #include "cli/policy_inputs.h"
@@ -73,6 +74,7 @@ Status RunSchedule(const ScheduleFlags& f) {
   if (auto ok = scheduler.Start(); !ok) return Failed(ok.error());
   // /healthz for the Deployment's probes, /metrics for Prometheus.
   httplib::Server http;
+  ApplyHttpLimits(http, kGetOnlyLimits, "tessera-schedule");  // GETs only
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });

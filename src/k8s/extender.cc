@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "base/daemon_http.h"
 #include "k8s/cluster_view.h"
 #include "policy/registry.h"
 
@@ -334,6 +335,9 @@ Expected<int> Extender::Serve(const std::string& host, int port) {
     server_ = std::make_unique<httplib::Server>();
   }
   server_->set_tcp_nodelay(true);
+  HttpLimits limits;
+  limits.max_body_bytes = config_.max_request_bytes;
+  ApplyHttpLimits(*server_, limits, config_.component);
   auto route = [this](ExtenderReply (Extender::*fn)(std::string_view)) {
     return [this, fn](const httplib::Request& req, httplib::Response& res) {
       ExtenderReply r = (this->*fn)(req.body);

@@ -17,6 +17,11 @@
 // one error naming the object (the Error field, or HTTP 400 for prioritize), never a crash.
 // Thread-safe: the handlers serialise on one mutex around the policy (policies are not
 // thread-safe); the network half of a bind runs outside it.
+//
+// Serve bounds what one client can take (base/daemon_http.h): a body over
+// config.max_request_bytes is answered 413 unread, reads and writes time out after 5 s (the
+// shipped kube-scheduler configuration's httpTimeout), 16 workers serve the connections, so
+// slow or idle clients leave the others served.
 
 #include <atomic>
 #include <condition_variable>
@@ -64,6 +69,12 @@ struct ExtenderConfig {
   std::string component = "tessera-extender";
   std::string url_prefix;                   // "" serves /filter, /prioritize, /bind
   std::string tls_cert_file, tls_key_file;  // both set: HTTPS
+  // ExtenderArgs are a v1.Pod (at most 1.5 MiB: etcd's request limit) and, with
+  // nodeCacheCapable (as shipped), up to 5,000 node names of at most 253 characters (1.3 MB).
+  // The NodeList form carries whole v1.Node objects (typically 10-20 KiB each): raise it then.
+  uint64_t max_request_bytes = kDefaultMaxRequestBytes;
+
+  static constexpr uint64_t kDefaultMaxRequestBytes = uint64_t{4} << 20;
 };
 
 // One handler's answer: the HTTP status and the JSON body.

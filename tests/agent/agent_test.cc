@@ -11,6 +11,7 @@
 
 #include "agent/fake_backend.h"
 #include "agent/http_server.h"
+#include "slow_clients.h"
 #include "store/memory_store.h"
 
 namespace tessera::agent {
@@ -214,6 +215,46 @@ TEST_F(AgentTest, ServesMetricsAndHealthOverHttp) {
             std::string::npos);
   server.Stop();
   EXPECT_FALSE(cli.Get("/healthz"));
+}
+
+// The agent serves GETs only: a request body of any size is refused with 413 before it is
+// stored (the 150 MB POST of issue #19 took a server to 888 MB), and the agent keeps serving.
+TEST_F(AgentTest, ARequestBodyIsRefusedWith413AndTheServerStaysUp) {
+  auto agent = Make();
+  agent->Tick();
+  AgentServer server(*agent);
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port) << port.error().message;
+  httplib::Client cli("127.0.0.1", *port);
+  for (size_t bytes : {size_t{1}, size_t{16} << 20}) {
+    auto r = cli.Post("/metrics", std::string(bytes, 'x'), "text/plain");
+    ASSERT_TRUE(r) << bytes << " bytes: " << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 413) << bytes << " bytes";
+  }
+  auto health = cli.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
+// Twelve connections that keep a request line unfinished (a byte every half second, so no
+// per-read timeout fires) held every worker of the old pool: /healthz waited behind them
+// (9.7 s in issue #19). Now it is answered while they hold on, and once they go quiet the
+// server closes them after its read timeout.
+TEST_F(AgentTest, SlowClientsDoNotStarveOtherRequests) {
+  auto agent = Make();
+  agent->Tick();
+  AgentServer server(*agent);
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port) << port.error().message;
+  testing_support::SlowClients slow(*port, 12, "GET /metrics?slow=");
+  ASSERT_EQ(slow.connected(), 12);
+  httplib::Client cli("127.0.0.1", *port);
+  cli.set_read_timeout(120);  // generous: the point is that it is served at all
+  auto health = cli.Get("/healthz");
+  ASSERT_TRUE(health) << httplib::to_string(health.error());
+  EXPECT_EQ(health->status, 200);
+  slow.StopTrickling();
+  EXPECT_EQ(slow.ClosedByServer(120), 12);
 }
 
 TEST(ParseListenTest, HostAndPort) {
