@@ -203,6 +203,53 @@ TEST_F(ExtenderTest, SlowClientsDoNotStarveAFilterCall) {
   ext.Stop();
 }
 
+// A store whose node listing fails while `down` is set, naming itself as Redis would.
+class FlakyStore : public store::MemoryStore {
+ public:
+  using MemoryStore::MemoryStore;
+  std::atomic<bool> down{false};
+  std::string Name() const override { return "redis 127.0.0.1:1/0"; }
+  Expected<std::vector<std::string>> ListNodes() override {
+    if (down) return Fail("redis 127.0.0.1:1/0: SMEMBERS failed after retrying: refused");
+    return MemoryStore::ListNodes();
+  }
+};
+
+// /readyz follows the extender's dependencies: the store its view is rebuilt from and the API
+// server its pod watch (and bind) need; /healthz stays 200 through both outages.
+TEST(ExtenderHealthTest, ReadinessFollowsTheStoreAndTheApiServer) {
+  auto api = std::make_unique<FakeApiServer>();
+  const std::string url = api->url();
+  const std::string host_port = url.substr(url.find("://") + 3);
+  auto client = ApiClient::Create(CredentialsFor(*api));
+  ASSERT_TRUE(client.has_value()) << client.error().message;
+  SteadyClock clock;
+  FlakyStore store(clock);
+  ExtenderConfig cfg;
+  cfg.refresh_s = 0.05;
+  Extender ext(store, clock, cfg, client->get());
+  ASSERT_TRUE(ext.Start().has_value());
+  const std::string ready = "api server " + url + ": ok\nredis 127.0.0.1:1/0: ok\n";
+  ASSERT_TRUE(WaitFor([&] { return ext.health().Readiness().text == ready; }))
+      << ext.health().Readiness().text;
+  store.down = true;
+  ASSERT_TRUE(WaitFor([&] {
+    return ext.health().Readiness().text ==
+           "redis 127.0.0.1:1/0: SMEMBERS failed after retrying: refused\napi server " + url +
+               ": ok\n";
+  })) << ext.health().Readiness().text;
+  store.down = false;
+  ASSERT_TRUE(WaitFor([&] { return ext.health().Readiness().text == ready; }));
+  api.reset();  // the API server goes away: the pod watch, then its retries, cannot connect
+  ASSERT_TRUE(WaitFor([&] {
+    const Health::Report r = ext.health().Readiness();
+    return !r.ok && r.text.starts_with("api server " + url + ": pods: ") &&
+           r.text.find("cannot connect to " + host_port) != std::string::npos;
+  })) << ext.health().Readiness().text;
+  EXPECT_TRUE(ext.health().Liveness().ok);
+  ext.Stop();
+}
+
 TEST_F(ExtenderTest, BindOverHttpCarriesTheDecisionOut) {
   FakeApiServer api;
   auto client = ApiClient::Create(CredentialsFor(api));
