@@ -149,8 +149,8 @@ TEST(ScheduleProcessTest, ReadinessNamesAMissingApiServerAndRedisWhileLive) {
   auto live = http.Get("/healthz");
   ASSERT_TRUE(live);
   EXPECT_EQ(live->status, 200) << live->body;
-  // Many Lease rounds later (the elector retries every 0.1 s; each failure is counted in no
-  // log line), the outages were logged once each.
+  // Thirty more readiness checks, a Lease round every 0.1 s meanwhile: each outage is still
+  // logged once.
   for (int i = 0; i < 30; ++i) {
     auto r = http.Get("/readyz");
     ASSERT_TRUE(r);
