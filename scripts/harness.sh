@@ -63,7 +63,8 @@ agent_port=$(free_port)
   --interval 0.25 --store redis --redis "127.0.0.1:$redis_port" --redis-prefix tessera-harness: \
   >"$run_dir/agent.log" 2>&1 &
 pids+=($!)
-wait_until "tessera agent" "$run_dir/agent.log" http_ok "$agent_port" /healthz
+# /readyz: the inventory is in Redis before any test reads it.
+wait_until "tessera agent" "$run_dir/agent.log" http_ok "$agent_port" /readyz
 
 prometheus_port=$(free_port)
 cat >"$run_dir/prometheus.yml" <<YAML

@@ -8,11 +8,22 @@
 #include <set>
 
 namespace tessera::agent {
+namespace {
+constexpr const char* kLoop = "discovery loop";
+}  // namespace
 
 Agent::Agent(AgentOptions options, GpuBackend& backend, store::Store* store, const Clock& clock)
-    : options_(std::move(options)), backend_(backend), store_(store), clock_(clock) {
+    : options_(std::move(options)),
+      backend_(backend),
+      store_(store),
+      clock_(clock),
+      health_(clock),
+      discovery_name_(fmt::format("GPU discovery ({})", backend.name())) {
   std::random_device rd;
   agent_id_ = fmt::format("{:08x}{:08x}", rd(), rd());
+  health_.Beat(kLoop, options_.stall_s);
+  health_.Declare(discovery_name_);
+  if (store_ != nullptr) health_.Declare(store_->Name());
 }
 
 void Agent::Note(std::string& last, const std::string& source, const std::string& message) {
@@ -80,6 +91,11 @@ void Agent::Tick() {
     if (!found) {
       ++stats_.backend_errors;
       Note(last_backend_error_, "GPU discovery", found.error().message);
+      // Until a first discovery, that is why the agent is not ready; afterwards it serves
+      // what it last knew.
+      if (!discovered_) {
+        health_.Set(discovery_name_, fmt::format("{}: {}", discovery_name_, found.error().message));
+      }
     } else {
       Note(last_backend_error_, "GPU discovery", "");
       std::vector<store::GpuInventory> now = std::move(*found);
@@ -112,7 +128,11 @@ void Agent::Tick() {
         discovered_ = true;
       }
     }
-    if (store_ == nullptr || !discovered_) return;
+    if (discovered_) health_.Set(discovery_name_, "");
+    if (store_ == nullptr || !discovered_) {
+      health_.Beat(kLoop, options_.stall_s);
+      return;
+    }
     publish = dirty_;
     if (publish) to_publish = InventoryLocked();
   }
@@ -151,6 +171,8 @@ void Agent::Tick() {
   if (!store_error.empty()) ++stats_.store_errors;
   stats_.published = !dirty_;
   Note(last_store_error_, "store", store_error);
+  health_.Set(store_->Name(), store_error);
+  health_.Beat(kLoop, options_.stall_s);
 }
 
 std::string Agent::Metrics() {

@@ -14,6 +14,10 @@
 //    is published).
 // Failures (backend, store) never stop it: each distinct failure is logged once, counted in its
 // own metrics, and it keeps serving what it last knew. Metrics() samples the backend now.
+// health() is what /healthz and /readyz answer: live while Tick keeps completing (within
+// options.stall_s of the last one); ready once the GPUs were discovered and, with a store, the
+// last Tick's store calls (publish, heartbeat, placements) succeeded — else 503 with the
+// store's own error, which names it ("redis 127.0.0.1:1/0: ... Connection refused").
 // Thread-safe: Tick (one thread: the main loop) and Metrics/Ready (HTTP threads) may run
 // concurrently; backend calls are serialised, and store calls hold no lock, so an outage that
 // blocks a store call never blocks /metrics.
@@ -27,6 +31,7 @@
 #include "agent/metrics.h"
 #include "agent/mps_detector.h"
 #include "base/clock.h"
+#include "base/health.h"
 #include "store/store.h"
 
 namespace tessera::agent {
@@ -38,6 +43,7 @@ struct AgentOptions {
   int64_t cpu_milli = 0;  // the node's, for the inventory
   int64_t memory_mib = 0;
   MpsStuckOptions mps_stuck;  // when a GPU's MPS server counts as stuck
+  double stall_s = 30;        // /healthz fails when no Tick completed for this long
 };
 
 struct AgentStats {
@@ -56,8 +62,9 @@ class Agent {
   void Tick();
   // The /metrics body: DCGM metrics sampled now, then the agent's own.
   std::string Metrics();
-  // Discovered at least once (the /healthz answer).
+  // Discovered at least once.
   bool Ready() const;
+  const Health& health() const { return health_; }
   store::NodeInventory Inventory() const;
   AgentStats Stats() const;
   const std::string& agent_id() const { return agent_id_; }
@@ -75,6 +82,8 @@ class Agent {
   store::Store* store_;
   const Clock& clock_;
   std::string agent_id_;
+  Health health_;  // logs nothing itself: Note does
+  std::string discovery_name_;
 
   std::mutex backend_mu_;  // taken before mu_
   mutable std::mutex mu_;

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <chrono>
 
+#include "base/daemon_http.h"
+
 namespace tessera::agent {
 
 AgentServer::AgentServer(Agent& agent)
@@ -12,11 +14,8 @@ AgentServer::AgentServer(Agent& agent)
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(agent_.Metrics(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  server_->Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
-    const bool ready = agent_.Ready();
-    res.status = ready ? 200 : 503;
-    res.set_content(ready ? "ok\n" : "no GPU inventory yet\n", "text/plain");
-  });
+  ServeHealth(*server_, agent_.health());
+  ApplyHttpLimits(*server_, kGetOnlyLimits, "tessera-agent");
 }
 
 AgentServer::~AgentServer() { Stop(); }

@@ -1,7 +1,10 @@
 #pragma once
-// AgentServer: the agent's HTTP endpoints — GET /metrics (Prometheus text format 0.0.4) and
-// GET /healthz (200 once the agent has an inventory, else 503). Runs cpp-httplib on its own
-// thread; Stop() (also the destructor) ends it and waits. Does not own the agent.
+// AgentServer: the agent's HTTP endpoints — GET /metrics (Prometheus text format 0.0.4),
+// GET /healthz (liveness: the discovery loop turns) and GET /readyz (readiness: GPUs discovered,
+// the store answers; 503 with the reason otherwise), from Agent::health(). GETs only: any
+// request body is refused (kGetOnlyLimits, base/daemon_http.h: 413, timeouts, 16 workers).
+// Runs cpp-httplib on its own thread; Stop() (also the destructor) ends it and waits. Does not
+// own the agent.
 
 #include <memory>
 #include <string>

@@ -139,7 +139,9 @@ Status RunAgent(const AgentFlags& f) {
                   .heartbeat_ttl_s = f.heartbeat_ttl_s,
                   .cpu_milli = cpu_milli,
                   .memory_mib = memory_mib,
-                  .mps_stuck = f.mps_stuck},
+                  .mps_stuck = f.mps_stuck,
+                  // A round takes up to about three store retry budgets (one interval each).
+                  .stall_s = std::max(30.0, 10 * f.interval_s)},
                  *backend, store->get(), clock);
   if (f.once) {
     a.Tick();
@@ -154,9 +156,8 @@ Status RunAgent(const AgentFlags& f) {
   agent::AgentServer server(a);
   auto port = server.Start(listen->first, listen->second);
   if (!port) return Failed(port.error());
-  spdlog::info("agent {}: {} backend, store {}, serving /metrics and /healthz on {}:{}", node,
-               backend->name(), f.store.store == "redis" ? f.store.redis : "memory", listen->first,
-               *port);
+  spdlog::info("agent {}: {} backend, store {}, serving /metrics, /healthz and /readyz on {}:{}",
+               node, backend->name(), (*store)->Name(), listen->first, *port);
   do {
     a.Tick();
   } while (!daemon_flags::WaitForStop(f.interval_s));
@@ -180,7 +181,7 @@ void AddAgent(CLI::App& app, Status* status) {
   sub->add_option("--node", flags->node,
                   "Node name (default: the fake file's node, else the host name)")
       ->envname("NODE_NAME");
-  sub->add_option("--listen", flags->listen, "host:port for /metrics and /healthz")
+  sub->add_option("--listen", flags->listen, "host:port for /metrics, /healthz and /readyz")
       ->capture_default_str();
   daemon_flags::AddStoreFlags(sub, flags->store, "Where the inventory goes");
   sub->add_option("--interval", flags->interval_s, "Seconds between discovery rounds, 0.1..3600")

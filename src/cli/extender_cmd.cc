@@ -18,6 +18,7 @@ struct ExtenderFlags {
   std::string tls_cert, tls_key;
   double refresh_s = 1;
   bool no_api = false;
+  uint64_t max_request_bytes = k8s::ExtenderConfig::kDefaultMaxRequestBytes;
 };
 
 Status RunExtender(const ExtenderFlags& f) {
@@ -51,14 +52,17 @@ Status RunExtender(const ExtenderFlags& f) {
   cfg.url_prefix = f.url_prefix;
   cfg.tls_cert_file = f.tls_cert;
   cfg.tls_key_file = f.tls_key;
+  cfg.max_request_bytes = f.max_request_bytes;
   k8s::Extender ext(**store, clock, cfg, api.get());
   if (auto ok = ext.Start(); !ok) return Failed(ok.error());
   auto port = ext.Serve(listen->first, listen->second);
   if (!port) return Failed(port.error());
   daemon_flags::InstallSignals();
-  spdlog::info("tessera extender: policy {}, {} nodes with inventories, {} on {}:{}{}", cfg.policy,
-               ext.nodes(), f.tls_cert.empty() ? "HTTP" : "HTTPS", listen->first, *port,
-               f.no_api ? " (no API server: bind disabled)" : "");
+  spdlog::info(
+      "tessera extender: policy {}, {} nodes with inventories, {} on {}:{} (bodies up to {} "
+      "bytes){}",
+      cfg.policy, ext.nodes(), f.tls_cert.empty() ? "HTTP" : "HTTPS", listen->first, *port,
+      cfg.max_request_bytes, f.no_api ? " (no API server: bind disabled)" : "");
   daemon_flags::WaitForStop();
   spdlog::info("tessera extender: signal received, shutting down");
   ext.Stop();
@@ -80,6 +84,13 @@ void AddExtender(CLI::App& app, Status* status) {
   sub->add_option("--tls-key", f->tls_key, "... and this key (PEM)")->check(CLI::ExistingFile);
   sub->add_option("--refresh", f->refresh_s, "Seconds between rebuilds of the view from the store")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--max-request-bytes", f->max_request_bytes,
+                  "Largest request body served; a larger one is answered 413. The default fits "
+                  "nodeCacheCapable: true up to 5,000 nodes; with whole Node objects allow about "
+                  "20KiB per node (units: KiB, MiB, kB, MB)")
+      ->transform(CLI::AsSizeValue(true))
+      ->check(CLI::Range(uint64_t{64} << 10, uint64_t{1} << 30))
       ->capture_default_str();
   sub->add_flag("--no-api", f->no_api,
                 "Do not connect to the API server (filter and prioritize only; bind answers an "

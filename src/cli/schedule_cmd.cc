@@ -7,6 +7,7 @@
 #include <random>
 
 #include "agent/http_server.h"
+#include "base/daemon_http.h"
 #include "cli/commands.h"
 #include "cli/daemon_flags.h"
 #include "cli/policy_inputs.h"
@@ -71,11 +72,10 @@ Status RunSchedule(const ScheduleFlags& f) {
   cfg.inventory_poll_s = f.inventory_poll_s;
   k8s::Scheduler scheduler(**api, **store, clock, cfg);
   if (auto ok = scheduler.Start(); !ok) return Failed(ok.error());
-  // /healthz for the Deployment's probes, /metrics for Prometheus.
+  // /healthz and /readyz for the Deployment's probes, /metrics for Prometheus; GETs only.
   httplib::Server http;
-  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
+  ApplyHttpLimits(http, kGetOnlyLimits, "tessera-schedule");
+  ServeHealth(http, scheduler.health());
   http.Get("/metrics", [&scheduler](const httplib::Request&, httplib::Response& res) {
     const k8s::SchedulerStats s = scheduler.stats();
     res.set_content(
@@ -94,14 +94,18 @@ Status RunSchedule(const ScheduleFlags& f) {
                     s.placed, s.rebuilds),
         "text/plain; version=0.0.4");
   });
-  if (!http.bind_to_port(listen->first, listen->second)) {
+  const int port = listen->second == 0
+                       ? http.bind_to_any_port(listen->first)
+                       : (http.bind_to_port(listen->first, listen->second) ? listen->second : -1);
+  if (port < 0) {
     scheduler.Stop();
     return Failed("cannot listen on {}", f.listen);
   }
   std::thread http_thread([&] { http.listen_after_bind(); });
   daemon_flags::InstallSignals();
-  spdlog::info("tessera schedule: {} as {}, policy {}, /healthz and /metrics on {}",
-               cfg.scheduler_name, cfg.leader.identity, cfg.policy, f.listen);
+  spdlog::info(
+      "tessera schedule: {} as {}, policy {}, store {}, /healthz, /readyz and /metrics on {}:{}",
+      cfg.scheduler_name, cfg.leader.identity, cfg.policy, (*store)->Name(), listen->first, port);
   daemon_flags::WaitForStop();
   spdlog::info("tessera schedule: signal received, releasing the Lease");
   scheduler.Stop();
@@ -140,7 +144,7 @@ void AddSchedule(CLI::App& app, Status* status) {
                   "Seconds between reads of the agents' inventories in the store")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  sub->add_option("--listen", f->listen, "host:port for /healthz and /metrics")
+  sub->add_option("--listen", f->listen, "host:port for /healthz, /readyz and /metrics")
       ->capture_default_str();
   sub->callback([f, status] { *status = RunSchedule(*f); });
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "base/daemon_http.h"
 #include "k8s/cluster_view.h"
 #include "policy/registry.h"
 
@@ -13,9 +14,23 @@ namespace tessera::k8s {
 
 using nlohmann::json;
 
+namespace {
+constexpr const char* kLoop = "refresher";
+}  // namespace
+
 Extender::Extender(store::Store& store, const Clock& clock, ExtenderConfig config, ApiClient* api)
-    : store_(store), clock_(clock), config_(std::move(config)), api_(api), rng_(config_.seed) {
-  if (api_) binder_ = std::make_unique<Binder>(*api_, store_, config_.component);
+    : store_(store),
+      clock_(clock),
+      config_(std::move(config)),
+      api_(api),
+      health_(clock, LogHealthChange),
+      rng_(config_.seed) {
+  health_.Declare(store_.Name());
+  if (api_) {
+    binder_ = std::make_unique<Binder>(*api_, store_, config_.component);
+    api_name_ = "api server " + api_->credentials().server;
+    health_.Declare(api_name_);
+  }
 }
 
 Extender::~Extender() { Stop(); }
@@ -29,7 +44,8 @@ Expected<void> Extender::Start() {
     policy_ = std::move(*p);
   }
   if (auto ok = Refresh(); !ok) return ok;
-  // The pods informer exists before the refresher thread that reads it starts.
+  health_.Set(store_.Name(), "");
+  health_.Beat(kLoop, config_.stall_s);
   if (api_) {
     InformerOptions o;
     o.path = "/api/v1/pods";
@@ -46,14 +62,17 @@ Expected<void> Extender::Start() {
     });
     pods_informer_->Start();
   }
+  // The pods informer exists before the refresher thread that reads it starts.
   stop_ = false;
   refresher_ = std::thread([this] {
     std::unique_lock lock(stop_mu_);
     while (!stop_cv_.wait_for(lock, std::chrono::duration<double>(config_.refresh_s),
                               [this] { return stop_; })) {
       lock.unlock();
+      CheckApiServer();
       CollectGarbage();
-      if (auto ok = Refresh(); !ok) spdlog::warn("extender: {}", ok.error().message);
+      RefreshAndReport();
+      health_.Beat(kLoop, config_.stall_s);
       lock.lock();
     }
   });
@@ -74,6 +93,23 @@ void Extender::Stop() {
     refresher_.join();
   }
   if (pods_informer_) pods_informer_->Stop();
+}
+
+void Extender::RefreshAndReport() {
+  auto ok = Refresh();
+  health_.Set(store_.Name(), ok ? "" : ok.error().message);
+}
+
+void Extender::CheckApiServer() {
+  if (!api_ || !pods_informer_) return;
+  const InformerStats s = pods_informer_->stats();
+  std::string reason;
+  if (!s.last_error.empty()) {
+    reason = fmt::format("{}: pods: {}", api_name_, s.last_error);
+  } else if (!pods_informer_->synced()) {
+    reason = api_name_ + ": pods not listed yet";
+  }
+  health_.Set(api_name_, reason);
 }
 
 void Extender::CollectGarbage() {
@@ -98,6 +134,7 @@ void Extender::CollectGarbage() {
     if (gone && store_.RemovePlacement(r.workload).value_or(false)) {
       spdlog::info("extender: released the slices of {}/{} (pod gone)", r.namespace_, r.pod);
     }
+    health_.Beat(kLoop, config_.stall_s);  // one API call per record: progress
   }
 }
 
@@ -335,6 +372,9 @@ Expected<int> Extender::Serve(const std::string& host, int port) {
     server_ = std::make_unique<httplib::Server>();
   }
   server_->set_tcp_nodelay(true);
+  HttpLimits limits;
+  limits.max_body_bytes = config_.max_request_bytes;
+  ApplyHttpLimits(*server_, limits, config_.component);
   auto route = [this](ExtenderReply (Extender::*fn)(std::string_view)) {
     return [this, fn](const httplib::Request& req, httplib::Response& res) {
       ExtenderReply r = (this->*fn)(req.body);
@@ -345,9 +385,7 @@ Expected<int> Extender::Serve(const std::string& host, int port) {
   server_->Post(config_.url_prefix + "/filter", route(&Extender::Filter));
   server_->Post(config_.url_prefix + "/prioritize", route(&Extender::Prioritize));
   server_->Post(config_.url_prefix + "/bind", route(&Extender::Bind));
-  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
+  ServeHealth(*server_, health_);
   const int bound =
       port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
   if (bound < 0) return Fail("extender: cannot listen on {}:{}", host, port);

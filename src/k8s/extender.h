@@ -17,6 +17,13 @@
 // one error naming the object (the Error field, or HTTP 400 for prioritize), never a crash.
 // Thread-safe: the handlers serialise on one mutex around the policy (policies are not
 // thread-safe); the network half of a bind runs outside it.
+//
+// Serve bounds what one client can take (base/daemon_http.h): a body over
+// config.max_request_bytes is answered 413 unread, reads and writes time out after 5 s (the
+// shipped kube-scheduler configuration's httpTimeout), 16 workers serve the connections, so
+// slow or idle clients leave the others served. health() is what /healthz (the refresher turns)
+// and /readyz (the store answered the last refresh; the pod informer lists and watches the API
+// server) answer; each dependency's failure is logged once per change.
 
 #include <atomic>
 #include <condition_variable>
@@ -30,6 +37,7 @@
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "base/health.h"
 #include "base/rng.h"
 #include "k8s/api_client.h"
 #include "k8s/binder.h"
@@ -64,6 +72,13 @@ struct ExtenderConfig {
   std::string component = "tessera-extender";
   std::string url_prefix;                   // "" serves /filter, /prioritize, /bind
   std::string tls_cert_file, tls_key_file;  // both set: HTTPS
+  // ExtenderArgs are a v1.Pod (at most 1.5 MiB: etcd's request limit) and, with
+  // nodeCacheCapable (as shipped), up to 5,000 node names of at most 253 characters (1.3 MB).
+  // The NodeList form carries whole v1.Node objects (typically 10-20 KiB each): raise it then.
+  uint64_t max_request_bytes = kDefaultMaxRequestBytes;
+  double stall_s = 120;  // /healthz fails when the refresher has not turned for this long
+
+  static constexpr uint64_t kDefaultMaxRequestBytes = uint64_t{4} << 20;
 };
 
 // One handler's answer: the HTTP status and the JSON body.
@@ -92,6 +107,7 @@ class Extender {
   // Serves the protocol on host:port (0: any free port); returns the bound port.
   [[nodiscard]] Expected<int> Serve(const std::string& host, int port);
   int nodes() const;
+  const Health& health() const { return health_; }
 
  private:
   struct Args {
@@ -104,11 +120,17 @@ class Extender {
   Expected<Args> ParseArgs(std::string_view body);
   // Releases store placements whose pod no longer exists (deleted while nobody watched).
   void CollectGarbage();
+  // Refresh, recording whether the store answered.
+  void RefreshAndReport();
+  // The API server's state as the pod informer sees it.
+  void CheckApiServer();
 
   store::Store& store_;
   const Clock& clock_;
   ExtenderConfig config_;
   ApiClient* api_;
+  Health health_;
+  std::string api_name_;  // "api server https://..."
   std::unique_ptr<Binder> binder_;
   std::unique_ptr<Informer> pods_informer_;
 

@@ -106,6 +106,21 @@ void Informer::Apply(EventType type, const json& object) {
   handler_(type, object);
 }
 
+void Informer::Note(const std::string& error) {
+  std::string was;
+  {
+    std::lock_guard lock(mu_);
+    if (stats_.last_error == error) return;
+    was = stats_.last_error;
+    stats_.last_error = error;
+  }
+  if (!error.empty()) {
+    spdlog::warn("informer {}: {} (retrying with backoff)", options_.path, error);
+  } else if (!was.empty()) {
+    spdlog::info("informer {}: listing and watching again", options_.path);
+  }
+}
+
 bool Informer::List() {
   std::map<std::string, json> fresh;
   std::string cont, rv;
@@ -114,7 +129,7 @@ bool Informer::List() {
     if (!cont.empty()) path += "&continue=" + UrlEscape(cont);
     auto r = api_.Get(path);
     if (!r) {
-      spdlog::warn("informer {}: list failed: {}", options_.path, r.error().message);
+      Note("list failed: " + r.error().message);
       return false;
     }
     if (r->status == 410) {  // the continue token expired: start the list again
@@ -123,14 +138,13 @@ bool Informer::List() {
       continue;
     }
     if (!r->ok()) {
-      spdlog::warn("informer {}: list answered {}: {}", options_.path, r->status,
-                   r->body.substr(0, 200));
+      Note(fmt::format("list answered {}: {}", r->status, r->body.substr(0, 200)));
       return false;
     }
     json list = json::parse(r->body, nullptr, false);
     if (list.is_discarded() || !list.is_object() || !list.contains("items") ||
         !list["items"].is_array()) {
-      spdlog::warn("informer {}: list answer is not a list object", options_.path);
+      Note("list answer is not a list object");
       return false;
     }
     const json& meta = list.contains("metadata") ? list["metadata"] : json::object();
@@ -167,6 +181,7 @@ bool Informer::List() {
     synced_ = true;
   }
   cv_.notify_all();
+  Note("");
   return true;
 }
 
@@ -180,11 +195,16 @@ bool Informer::Watch(bool& failed) {
     ++stats_.watches;
   }
   bool gone = false;
+  bool streaming = false;
   int bad_lines = 0;
   auto r = api_.Stream(
       path,
       [&](std::string_view line) {
         if (stop_) return false;
+        if (!streaming) {  // the watch is open and delivering
+          streaming = true;
+          Note("");
+        }
         json ev = json::parse(line, nullptr, false);
         if (ev.is_discarded() || !ev.is_object() || !ev.contains("object")) {
           // One undecodable line is skipped; the stream stays in use.
@@ -224,14 +244,16 @@ bool Informer::Watch(bool& failed) {
       },
       options_.watch_timeout_s + 30, this);
   if (!r) {
-    if (!stop_) spdlog::info("informer {}: {}", options_.path, r.error().message);
+    if (!stop_) Note("watch: " + r.error().message);
     failed = true;
     return true;
   }
   if (r->status == 410) gone = true;
   if (!gone && r->status != 200) {
-    spdlog::warn("informer {}: watch answered {}", options_.path, r->status);
+    Note(fmt::format("watch answered {}", r->status));
     failed = true;
+  } else if (!gone && !failed) {
+    Note("");
   }
   if (gone) {
     std::lock_guard lock(mu_);

@@ -11,6 +11,9 @@
 //    arrive as Deleted) so consumers never miss a deletion.
 // The handler runs on the informer's thread, one event at a time. Cache(), synced() and the
 // counters may be read from any thread. Start/Stop from the owner's thread.
+// A failing list or watch is retried without end; its error is logged once when the failures
+// start (and once more if the error changes), "listed again" once when a list succeeds after
+// them, and stats().last_error holds it meanwhile for the owner's readiness (base/health.h).
 
 #include <atomic>
 #include <condition_variable>
@@ -42,6 +45,9 @@ struct InformerStats {
   int64_t gone = 0;      // 410s seen (HTTP or in-stream)
   int64_t failures = 0;  // lists or watches that failed (connection, 5xx, bad JSON)
   int64_t events = 0;
+  // The error of the last list or watch if it failed; "" once a list succeeds, a watch
+  // delivers a line or ends cleanly.
+  std::string last_error;
 };
 
 class Informer {
@@ -71,6 +77,8 @@ class Informer {
   // Watches until the stream ends; returns false when a re-list is needed (410).
   bool Watch(bool& failed);
   void Apply(EventType type, const nlohmann::json& object);
+  // Records the outcome of a list or watch ("" = it worked); logs only a change.
+  void Note(const std::string& error);
   void Sleep(double seconds);
 
   ApiClient& api_;

@@ -30,6 +30,11 @@ std::string LeaderElector::Path() const {
          UrlEscape(options_.name);
 }
 
+std::string LeaderElector::holder() const {
+  std::lock_guard lock(holder_mu_);
+  return holder_;
+}
+
 bool LeaderElector::Leading() const {
   return clock_.Now() - renewed_at_.load() < options_.renew_deadline_s;
 }
@@ -57,6 +62,10 @@ Expected<bool> LeaderElector::TryAcquireOrRenew() {
     if (made->status == 409) return false;  // another replica created it first
     if (!made->ok()) return Fail("create Lease {}: status {}", options_.name, made->status);
     renewed_at_ = now;
+    {
+      std::lock_guard lock(holder_mu_);
+      holder_ = options_.identity;
+    }
     spdlog::info("leader election: {} acquired Lease {}/{}", options_.identity, options_.namespace_,
                  options_.name);
     return true;
@@ -69,6 +78,10 @@ Expected<bool> LeaderElector::TryAcquireOrRenew() {
   json& spec = lease["spec"];
   if (!spec.is_object()) spec = json::object();
   const std::string holder = spec.value("holderIdentity", "");
+  {
+    std::lock_guard lock(holder_mu_);
+    holder_ = holder;
+  }
   const std::string record = holder + "|" + spec.value("renewTime", "");
   if (record != observed_record_) {
     observed_record_ = record;
@@ -98,6 +111,10 @@ Expected<bool> LeaderElector::TryAcquireOrRenew() {
   observed_record_ = options_.identity + "|" + stamp;
   observed_at_ = now;
   renewed_at_ = now;
+  {
+    std::lock_guard lock(holder_mu_);
+    holder_ = options_.identity;
+  }
   return true;
 }
 

@@ -11,6 +11,7 @@
 // anyone else may start. Not thread-safe except Leading(), which any thread may call.
 
 #include <atomic>
+#include <mutex>
 #include <string>
 
 #include "base/clock.h"
@@ -38,6 +39,8 @@ class LeaderElector {
   // Gives the Lease up (holderIdentity cleared) so a standby takes over at once.
   void Release();
   bool Leading() const;
+  // The holder the last round read ("" before any, or when the Lease is free). Any thread.
+  std::string holder() const;
   const LeaderOptions& options() const { return options_; }
 
  private:
@@ -49,6 +52,8 @@ class LeaderElector {
   std::string observed_record_;
   double observed_at_ = 0;
   std::atomic<double> renewed_at_{-1e18};
+  mutable std::mutex holder_mu_;
+  std::string holder_;
 };
 
 // RFC 3339 with microseconds in UTC ("2024-05-01T12:00:00.123456Z"): metav1.MicroTime.

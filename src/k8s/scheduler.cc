@@ -1,8 +1,6 @@
 // Before anything that includes <resolv.h> (cpp-httplib does), whose `_res` macro breaks Eigen.
 #include "predict/predictor.h"
 //
-#include "k8s/scheduler.h"
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 #include <span>
 
 #include "k8s/cluster_view.h"
+#include "k8s/scheduler.h"
 #include "model/mig.h"
 #include "policy/registry.h"
 
@@ -45,6 +44,9 @@ std::string ScoreSummary(std::span<const sched::Offer> offers, model::NodeIndex 
   return out;
 }
 
+constexpr const char* kSchedulingLoop = "scheduling loop";
+constexpr const char* kElectionLoop = "leader election";
+
 // What changes when a node's agent publishes a new inventory ("" for none).
 std::string InventoryStamp(const std::optional<store::NodeInventory>& inv) {
   return inv ? fmt::format("{}/{}", inv->agent_id, inv->generation) : std::string();
@@ -60,7 +62,12 @@ Scheduler::Scheduler(ApiClient& api, store::Store& store, const Clock& clock,
       config_(std::move(config)),
       binder_(api, store, config_.scheduler_name),
       elector_(api, clock, config_.leader),
-      rng_(config_.seed) {}
+      health_(clock, LogHealthChange),
+      api_name_("api server " + api.credentials().server),
+      rng_(config_.seed) {
+  health_.Declare(api_name_);
+  health_.Declare(store_.Name());
+}
 
 Scheduler::~Scheduler() { Stop(); }
 
@@ -87,8 +94,15 @@ Expected<void> Scheduler::Start() {
   pods_informer_->Start();
   nodes_informer_->Start();
   stop_ = false;
+  {
+    std::lock_guard lock(mu_);
+    election_answered_at_ = clock_.Now();  // no round yet: not "no answer" from the start
+  }
+  health_.Beat(kElectionLoop, config_.stall_s);
+  health_.Beat(kSchedulingLoop, config_.stall_s);
   elector_thread_ = std::thread([this] { Elect(); });
   loop_ = std::thread([this] { Loop(); });
+  probe_thread_ = std::thread([this] { Probe(); });
   return {};
 }
 
@@ -98,6 +112,7 @@ void Scheduler::Stop() {
   cv_.notify_all();
   loop_.join();
   elector_thread_.join();
+  probe_thread_.join();
   if (!killed_) elector_.Release();
   pods_informer_->Stop();
   nodes_informer_->Stop();
@@ -116,15 +131,63 @@ SchedulerStats Scheduler::stats() const {
 void Scheduler::Elect() {
   while (!stop_ && !killed_) {
     auto r = elector_.TryAcquireOrRenew();
-    if (!r) spdlog::warn("leader election: {}", r.error().message);
+    health_.Beat(kElectionLoop, config_.stall_s);
     std::unique_lock lock(mu_);
+    // Reported (and logged once per change) by the probe, not on every round.
+    election_error_ = r ? "" : r.error().message;
+    if (r) election_answered_at_ = clock_.Now();
     cv_.wait_for(lock, std::chrono::duration<double>(config_.leader.retry_period_s),
                  [this] { return stop_ || killed_; });
   }
 }
 
+void Scheduler::Probe() {
+  while (!stop_ && !killed_) {
+    CheckDependencies();
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::duration<double>(config_.probe_interval_s),
+                 [this] { return stop_ || killed_; });
+  }
+}
+
+void Scheduler::CheckDependencies() {
+  const double now = clock_.Now();
+  std::string api;
+  double answered_at = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (!election_error_.empty()) api = api_name_ + ": leader election: " + election_error_;
+    answered_at = election_answered_at_;
+  }
+  const double stale = std::max(config_.leader.lease_duration_s, 3 * config_.leader.retry_period_s);
+  if (api.empty() && now - answered_at > stale) {
+    api = fmt::format("{}: leader election: no answer for {:.0f} s", api_name_, now - answered_at);
+  }
+  for (const auto& [what, informer] :
+       {std::pair{"pods", pods_informer_.get()}, std::pair{"nodes", nodes_informer_.get()}}) {
+    if (!api.empty()) break;
+    const InformerStats s = informer->stats();
+    if (!s.last_error.empty()) {
+      api = fmt::format("{}: {}: {}", api_name_, what, s.last_error);
+    } else if (!informer->synced()) {
+      api = fmt::format("{}: {} not listed yet", api_name_, what);
+    }
+  }
+  health_.Set(api_name_, api);
+  auto ping = store_.Ping();
+  health_.Set(store_.Name(), ping ? "" : ping.error().message);
+  if (elector_.Leading()) {
+    health_.SetRole("leader (" + config_.leader.identity + ")");
+  } else {
+    const std::string holder = elector_.holder();
+    health_.SetRole(fmt::format("standby (Lease {}/{} held by {})", config_.leader.namespace_,
+                                config_.leader.name, holder.empty() ? "nobody" : holder));
+  }
+}
+
 void Scheduler::Loop() {
   while (!stop_ && !killed_) {
+    health_.Beat(kSchedulingLoop, config_.stall_s);
     const bool leading = elector_.Leading();
     if (leading != leading_) {
       leading_ = leading;
@@ -324,7 +387,7 @@ bool Scheduler::InventoriesChanged() {
   for (const auto& [name, node] : nodes_) {
     auto inv = store_.GetInventory(name);
     if (!inv) {
-      spdlog::warn("store: {}", inv.error().message);
+      spdlog::debug("store: {}", inv.error().message);  // /readyz and the probe's log say it
       return false;
     }
     const std::string seen = InventoryStamp(*inv);
@@ -367,7 +430,7 @@ bool Scheduler::RelistPods() {
   // bindings may still be on their way down our watch.
   auto listed = ListObjects(api_, "/api/v1/pods");
   if (!listed) {
-    spdlog::warn("rebuild: {}", listed.error().message);
+    spdlog::debug("rebuild: {}", listed.error().message);  // retried every turn; see /readyz
     return false;
   }
   pods_.clear();
@@ -384,7 +447,8 @@ std::unique_ptr<model::ClusterState> Scheduler::ClusterFromInventories() {
     model::NodeSpec spec;
     auto inv = store_.GetInventory(name);
     if (!inv) {
-      spdlog::warn("store unreachable, keeping the old cluster view: {}", inv.error().message);
+      // Retried every turn; the probe logs the outage once and /readyz names it.
+      spdlog::debug("store unreachable, keeping the old cluster view: {}", inv.error().message);
       return nullptr;
     }
     inventory_seen_[name] = InventoryStamp(*inv);
@@ -525,6 +589,7 @@ Expected<void> Scheduler::BindHook(const model::Workload& w, const model::Placem
   const PodRef ref = it->second.ref;
   const store::PlacementRecord rec = RecordOf(ref, p, *cluster_);
   auto ok = binder_.Bind(ref, rec, env, [this] { return !killed_ && elector_.Leading(); });
+  health_.Beat(kSchedulingLoop, config_.stall_s);  // a long cycle of binds is progress
   if (!ok) {
     spdlog::warn("{}", ok.error().message);
     return ok;

@@ -17,6 +17,14 @@
 // crash between the store write and the binding) or gone are removed, so a restart or
 // fail-over never double-books a slice. A pod whose annotations or requests are malformed is
 // skipped with a Warning event naming the annotation, until the pod changes.
+//
+// Health (health(), served as /healthz and /readyz by `tessera schedule`): live while the
+// scheduling loop and the elector keep turning (each within config.stall_s; the loop also
+// counts each bind as a turn). A probe thread checks every probe_interval_s whether the
+// dependencies answer: the API server (the elector's last round answered, within
+// max(lease duration, 3 retry periods); both informers listed and watching) and the store
+// (Store::Ping, leader or standby alike); each failure is logged once per change, and the
+// role (leader, or standby and who holds the Lease) is stated.
 // Public methods may be called from any thread.
 
 #include <atomic>
@@ -33,6 +41,7 @@
 #include <unordered_set>
 
 #include "base/clock.h"
+#include "base/health.h"
 #include "base/rng.h"
 #include "k8s/api_client.h"
 #include "k8s/binder.h"
@@ -70,6 +79,10 @@ struct SchedulerConfig {
   double retry_s = 1;           // unschedulable pods are retried at least this often
   double event_repeat_s = 60;   // an identical FailedScheduling event is not re-posted sooner
   InformerOptions informer;     // timeouts and backoff (path is set per informer)
+  // /healthz fails when a loop has not turned for this long: a bind is four API calls of at
+  // most 30 s each, a Lease round two.
+  double stall_s = 180;
+  double probe_interval_s = 1;  // how often /readyz's dependencies are checked
 };
 
 struct SchedulerStats {
@@ -98,6 +111,7 @@ class Scheduler {
   // As SIGKILL would leave things: threads end, nothing is released or undone (tests).
   void Kill();
   SchedulerStats stats() const;
+  const Health& health() const { return health_; }
 
  private:
   struct Change {
@@ -112,6 +126,8 @@ class Scheduler {
 
   void Loop();
   void Elect();
+  void Probe();
+  void CheckDependencies();
   void Lead();
   void Apply(const Change& c);
   void OnPod(EventType type, const Pod& pod);
@@ -148,12 +164,18 @@ class Scheduler {
 
   std::thread loop_;
   std::thread elector_thread_;  // renews the Lease: a long cycle must not let it lapse
+  std::thread probe_thread_;    // checks the dependencies for /readyz
   std::atomic<bool> stop_{false};
   std::atomic<bool> killed_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Change> changes_;
   SchedulerStats stats_;
+  std::string election_error_;       // the elector's last round, "" when it went through
+  double election_answered_at_ = 0;  // when a round last went through
+
+  Health health_;
+  std::string api_name_;  // "api server https://..."
 
   // Loop thread only.
   Rng rng_;

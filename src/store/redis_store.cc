@@ -237,12 +237,34 @@ Expected<RedisStore::Reply> RedisStore::Call(const std::vector<std::string>& arg
       }
     }
     if (std::chrono::steady_clock::now() + std::chrono::duration<double>(backoff) > deadline) {
+      // "redis H:P/DB: SET failed after retrying for 10.0s: Connection refused": the cause
+      // without the server named twice.
+      const std::string self = endpoint() + ": ";
+      if (StartsWith(last_error, self)) last_error.erase(0, self.size());
       return Fail("{}: {} failed after retrying for {:.1f}s: {}", endpoint(), argv[0],
                   options_.retry_budget_s, last_error);
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
     backoff = std::min(backoff * 2, options_.backoff_max_s);
   }
+}
+
+Expected<void> RedisStore::Ping() {
+  std::lock_guard lock(mu_);
+  if (ctx_ == nullptr) {
+    if (auto ok = EnsureConnected(); !ok) return ok;
+  }
+  auto* r = static_cast<redisReply*>(redisCommand(ctx_, "PING"));
+  if (r == nullptr) {
+    const std::string why = ctx_->errstr;
+    redisFree(ctx_);
+    ctx_ = nullptr;
+    return Fail("{}: {}", endpoint(), why);
+  }
+  const std::string err = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "";
+  freeReplyObject(r);
+  if (!err.empty()) return Fail("{}: PING: {}", endpoint(), err);
+  return {};
 }
 
 Expected<RedisStore::Reply> RedisStore::Command(const std::vector<std::string>& argv) {

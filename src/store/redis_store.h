@@ -75,6 +75,9 @@ class RedisStore : public Store {
                                  double ttl_s) override;
   Expected<bool> ReleaseLease(std::string_view name, std::string_view holder) override;
   Expected<std::optional<std::string>> LeaseHolder(std::string_view name) override;
+  std::string Name() const override { return endpoint(); }
+  // One connection attempt (connect_timeout_s) and one PING (command_timeout_s).
+  Expected<void> Ping() override;
 
   // Connections re-established after a failure (for tests and the agent's own metrics).
   int64_t reconnects() const { return reconnects_.load(); }

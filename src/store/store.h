@@ -70,6 +70,12 @@ class Store {
   [[nodiscard]] virtual Expected<bool> ReleaseLease(std::string_view name,
                                                     std::string_view holder) = 0;
   [[nodiscard]] virtual Expected<std::optional<std::string>> LeaseHolder(std::string_view name) = 0;
+
+  // For a daemon's readiness (base/health.h): what the store is and where ("redis
+  // 10.0.0.5:6379/0"), and whether it answers now — one attempt, no retries; the Error names it
+  // ("redis 127.0.0.1:1/0: Connection refused"). A store in this process always answers.
+  virtual std::string Name() const { return "memory store"; }
+  [[nodiscard]] virtual Expected<void> Ping() { return {}; }
 };
 
 }  // namespace tessera::store

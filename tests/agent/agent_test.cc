@@ -11,6 +11,7 @@
 
 #include "agent/fake_backend.h"
 #include "agent/http_server.h"
+#include "slow_clients.h"
 #include "store/memory_store.h"
 
 namespace tessera::agent {
@@ -34,6 +35,7 @@ class FlakyStore : public store::MemoryStore {
  public:
   using MemoryStore::MemoryStore;
   bool down = false;
+  std::string Name() const override { return "redis 127.0.0.1:1/0"; }
   Expected<void> PutInventory(const store::NodeInventory& inv) override {
     if (down) return Fail("redis 127.0.0.1:1/0: connection refused");
     return MemoryStore::PutInventory(inv);
@@ -198,13 +200,20 @@ TEST_F(AgentTest, ServesMetricsAndHealthOverHttp) {
   auto port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port) << port.error().message;
   httplib::Client cli("127.0.0.1", *port);
-  auto before = cli.Get("/healthz");
+  // Live from the start; ready once an inventory exists and the store took it.
+  auto live = cli.Get("/healthz");
+  ASSERT_TRUE(live);
+  EXPECT_EQ(live->status, 200);
+  auto before = cli.Get("/readyz");
   ASSERT_TRUE(before);
   EXPECT_EQ(before->status, 503);
+  EXPECT_EQ(before->body,
+            "GPU discovery (fake): not checked yet\nredis 127.0.0.1:1/0: not checked yet\n");
   agent->Tick();
-  auto health = cli.Get("/healthz");
-  ASSERT_TRUE(health);
-  EXPECT_EQ(health->status, 200);
+  auto ready = cli.Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+  EXPECT_EQ(ready->body, "GPU discovery (fake): ok\nredis 127.0.0.1:1/0: ok\n");
   auto metrics = cli.Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->status, 200);
@@ -318,6 +327,80 @@ gpus:
   EXPECT_TRUE(Stored().gpus[0].mps_stuck);
   EXPECT_FALSE(Stored().gpus[1].mps_stuck);
   server.Stop();
+}
+
+// The agent serves GETs only: a request body of any size is refused with 413 before it is
+// stored (the 150 MB POST of issue #19 took a server to 888 MB), and the agent keeps serving.
+// Issue #19: with its store unreachable the agent kept answering 200. Readiness now says 503
+// and names the store with the store's own error, liveness stays 200 (restarting the agent
+// would not bring Redis back), and both follow the store back.
+TEST_F(AgentTest, AnUnreachableStoreMakesItUnreadyButStillLive) {
+  auto agent = Make();
+  agent->Tick();
+  EXPECT_TRUE(agent->health().Readiness().ok);
+  store_.down = true;
+  Write(std::string(kNode) + "  - {uuid: GPU-c, model: T4}\n");  // a change to publish
+  agent->Tick();
+  const Health::Report down = agent->health().Readiness();
+  EXPECT_FALSE(down.ok);
+  EXPECT_EQ(down.text, "redis 127.0.0.1:1/0: connection refused\nGPU discovery (fake): ok\n");
+  EXPECT_TRUE(agent->health().Liveness().ok);
+  store_.down = false;
+  agent->Tick();
+  EXPECT_TRUE(agent->health().Readiness().ok);
+}
+
+// Liveness is the discovery loop turning: 30 s (the default stall_s) after the last round the
+// agent is live, one second more and it is not.
+TEST_F(AgentTest, LivenessFailsWhenTheDiscoveryLoopStalls) {
+  auto agent = Make();
+  agent->Tick();
+  clock_.Advance(30);
+  EXPECT_TRUE(agent->health().Liveness().ok);
+  clock_.Advance(1);
+  const Health::Report stalled = agent->health().Liveness();
+  EXPECT_FALSE(stalled.ok);
+  EXPECT_EQ(stalled.text, "discovery loop: stalled, no turn for 31 s (limit 30 s)\n");
+  agent->Tick();
+  EXPECT_TRUE(agent->health().Liveness().ok);
+}
+
+TEST_F(AgentTest, ARequestBodyIsRefusedWith413AndTheServerStaysUp) {
+  auto agent = Make();
+  agent->Tick();
+  AgentServer server(*agent);
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port) << port.error().message;
+  httplib::Client cli("127.0.0.1", *port);
+  for (size_t bytes : {size_t{1}, size_t{16} << 20}) {
+    auto r = cli.Post("/metrics", std::string(bytes, 'x'), "text/plain");
+    ASSERT_TRUE(r) << bytes << " bytes: " << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 413) << bytes << " bytes";
+  }
+  auto health = cli.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
+// Twelve connections that keep a request line unfinished (a byte every half second, so no
+// per-read timeout fires) held every worker of the old pool: /healthz waited behind them
+// (9.7 s in issue #19). Now it is answered while they hold on, and once they go quiet the
+// server closes them after its read timeout.
+TEST_F(AgentTest, SlowClientsDoNotStarveOtherRequests) {
+  auto agent = Make();
+  agent->Tick();
+  AgentServer server(*agent);
+  auto port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port) << port.error().message;
+  testing_support::SlowClients slow(*port, 12, "GET /metrics?slow=");
+  ASSERT_EQ(slow.connected(), 12);
+  httplib::Client cli("127.0.0.1", *port);
+  cli.set_read_timeout(120);  // generous: the point is that it is served at all
+  auto health = cli.Get("/healthz");
+  ASSERT_TRUE(health) << httplib::to_string(health.error());
+  EXPECT_EQ(health->status, 200);
+  slow.StopTrickling();
+  EXPECT_EQ(slow.ClosedByServer(120), 12);
 }
 
 TEST(ParseListenTest, HostAndPort) {

@@ -127,6 +127,34 @@ TEST(DeployManifestsTest, EveryDocumentHasTheFieldsItsKindRequires) {
   }
 }
 
+// Every Tessera daemon is restarted only when its loops stall (/healthz) and taken out of
+// service when a dependency does not answer (/readyz), on the port it listens on (issue #19:
+// the probes used to ask /healthz, which said 200 whatever happened).
+TEST(DeployManifestsTest, ProbesAskLivenessAndReadinessOnTheListenPort) {
+  int daemons = 0;
+  for (const Doc& d : LoadAll()) {
+    if (d.kind() != "Deployment" && d.kind() != "DaemonSet") continue;
+    for (const YAML::Node& c : d.node["spec"]["template"]["spec"]["containers"]) {
+      if (c["image"].as<std::string>().find("tessera/tessera") == std::string::npos) continue;
+      const std::string who = d.file + " " + d.name();
+      ++daemons;
+      std::string listen_port;
+      for (const YAML::Node& a : c["args"]) {
+        const std::string arg = a.as<std::string>();
+        if (arg.starts_with("--listen=")) listen_port = arg.substr(arg.rfind(':') + 1);
+      }
+      ASSERT_FALSE(listen_port.empty()) << who << ": no --listen";
+      ASSERT_TRUE(c["livenessProbe"]["httpGet"]) << who;
+      ASSERT_TRUE(c["readinessProbe"]["httpGet"]) << who;
+      EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"].as<std::string>(), "/healthz") << who;
+      EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"].as<std::string>(), "/readyz") << who;
+      EXPECT_EQ(c["livenessProbe"]["httpGet"]["port"].as<std::string>(), listen_port) << who;
+      EXPECT_EQ(c["readinessProbe"]["httpGet"]["port"].as<std::string>(), listen_port) << who;
+    }
+  }
+  EXPECT_EQ(daemons, 3);  // schedule, agent, extender
+}
+
 TEST(DeployManifestsTest, ExamplePodIsOneTesseraSchedules) {
   for (const Doc& d : LoadAll()) {
     if (d.file != "example-inference.yaml") continue;

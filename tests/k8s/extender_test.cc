@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include "k8s_fixtures.h"
+#include "slow_clients.h"
 
 namespace tessera::k8s {
 namespace {
@@ -152,6 +153,100 @@ TEST_F(ExtenderTest, APodOfTheWrongShapeIsAnErrorNotACpuOnlyPod) {
   }
   json good = {{"Pod", KubePod("bert-2", 250)}, {"NodeNames", {"gpu-0"}}};
   EXPECT_EQ(json::parse(ext.Filter(good.dump()).body)["NodeNames"], json({"gpu-0"}));
+  ext.Stop();
+}
+
+// The body limit is 4 MiB by default (a v1.Pod is at most 1.5 MiB, etcd's request limit, and
+// 5,000 node names of at most 253 characters take 1.3 MB): a request one byte over it is
+// refused with 413 before it is stored, one of exactly 4 MiB is served, and so is the next.
+TEST_F(ExtenderTest, ABodyOverTheLimitIsRefusedWith413AndTheExtenderStaysUp) {
+  Extender ext(store_, clock_, {}, nullptr);
+  ASSERT_TRUE(ext.Start().has_value());
+  auto port = ext.Serve("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value()) << port.error().message;
+  std::string body = json{{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0"}}}.dump();
+  ASSERT_LT(body.size(), size_t{4} << 20);
+  body.resize(size_t{4} << 20, ' ');  // JSON allows trailing white space
+  httplib::Client http("127.0.0.1", *port);
+  auto at_limit = http.Post("/filter", body, "application/json");
+  ASSERT_TRUE(at_limit) << httplib::to_string(at_limit.error());
+  EXPECT_EQ(at_limit->status, 200);
+  EXPECT_EQ(json::parse(at_limit->body)["NodeNames"], json({"gpu-0"}));
+  auto over = http.Post("/filter", body + " ", "application/json");
+  ASSERT_TRUE(over) << httplib::to_string(over.error());
+  EXPECT_EQ(over->status, 413);
+  auto after = http.Post("/prioritize", body, "application/json");
+  ASSERT_TRUE(after) << httplib::to_string(after.error());
+  EXPECT_EQ(after->status, 200);
+  ext.Stop();
+}
+
+// Twelve connections that keep a request line unfinished held every worker of the old pool,
+// and kube-scheduler's filter call timed out behind them (issue #19; with `ignorable: false`
+// no GPU pod is scheduled then). Now the filter call is answered while they hold on, and once
+// they go quiet the extender closes them after its read timeout.
+TEST_F(ExtenderTest, SlowClientsDoNotStarveAFilterCall) {
+  Extender ext(store_, clock_, {}, nullptr);
+  ASSERT_TRUE(ext.Start().has_value());
+  auto port = ext.Serve("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value()) << port.error().message;
+  ::tessera::testing_support::SlowClients slow(*port, 12, "POST /filter?slow=");
+  ASSERT_EQ(slow.connected(), 12);
+  httplib::Client http("127.0.0.1", *port);
+  http.set_read_timeout(120);  // generous: the point is that it is served at all
+  json args = {{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0", "gpu-1"}}};
+  auto f = http.Post("/filter", args.dump(), "application/json");
+  ASSERT_TRUE(f) << httplib::to_string(f.error());
+  EXPECT_EQ(json::parse(f->body)["NodeNames"], json({"gpu-0"}));
+  slow.StopTrickling();
+  EXPECT_EQ(slow.ClosedByServer(120), 12);
+  ext.Stop();
+}
+
+// A store whose node listing fails while `down` is set, naming itself as Redis would.
+class FlakyStore : public store::MemoryStore {
+ public:
+  using MemoryStore::MemoryStore;
+  std::atomic<bool> down{false};
+  std::string Name() const override { return "redis 127.0.0.1:1/0"; }
+  Expected<std::vector<std::string>> ListNodes() override {
+    if (down) return Fail("redis 127.0.0.1:1/0: SMEMBERS failed after retrying: refused");
+    return MemoryStore::ListNodes();
+  }
+};
+
+// /readyz follows the extender's dependencies: the store its view is rebuilt from and the API
+// server its pod watch (and bind) need; /healthz stays 200 through both outages.
+TEST(ExtenderHealthTest, ReadinessFollowsTheStoreAndTheApiServer) {
+  auto api = std::make_unique<FakeApiServer>();
+  const std::string url = api->url();
+  const std::string host_port = url.substr(url.find("://") + 3);
+  auto client = ApiClient::Create(CredentialsFor(*api));
+  ASSERT_TRUE(client.has_value()) << client.error().message;
+  SteadyClock clock;
+  FlakyStore store(clock);
+  ExtenderConfig cfg;
+  cfg.refresh_s = 0.05;
+  Extender ext(store, clock, cfg, client->get());
+  ASSERT_TRUE(ext.Start().has_value());
+  const std::string ready = "api server " + url + ": ok\nredis 127.0.0.1:1/0: ok\n";
+  ASSERT_TRUE(WaitFor([&] { return ext.health().Readiness().text == ready; }))
+      << ext.health().Readiness().text;
+  store.down = true;
+  ASSERT_TRUE(WaitFor([&] {
+    return ext.health().Readiness().text ==
+           "redis 127.0.0.1:1/0: SMEMBERS failed after retrying: refused\napi server " + url +
+               ": ok\n";
+  })) << ext.health().Readiness().text;
+  store.down = false;
+  ASSERT_TRUE(WaitFor([&] { return ext.health().Readiness().text == ready; }));
+  api.reset();  // the API server goes away: the pod watch, then its retries, cannot connect
+  ASSERT_TRUE(WaitFor([&] {
+    const Health::Report r = ext.health().Readiness();
+    return !r.ok && r.text.starts_with("api server " + url + ": pods: ") &&
+           r.text.find("cannot connect to " + host_port) != std::string::npos;
+  })) << ext.health().Readiness().text;
+  EXPECT_TRUE(ext.health().Liveness().ok);
   ext.Stop();
 }
 

@@ -5,13 +5,12 @@
 // Before anything that includes <resolv.h> (cpp-httplib does), whose `_res` macro breaks Eigen.
 #include "predict/predictor.h"
 //
-#include "k8s/scheduler.h"
-
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 
+#include "k8s/scheduler.h"
 #include "k8s_fixtures.h"
 #include "store/memory_store.h"
 
@@ -286,7 +285,8 @@ TEST_F(SchedulerTest, DeclaredFeaturesReachThePredictorAndABadOneOnlyWarns) {
   // The declared application has a row, refitted from its features: between its neighbours.
   const std::optional<predict::AppId> app = predictor->FindApp("bert/bs2");
   ASSERT_TRUE(app.has_value());
-  const double qps = predictor->IsolatedAt(*app, *predictor->FindConfig("A100-SXM4-40GB/whole/100"));
+  const double qps =
+      predictor->IsolatedAt(*app, *predictor->FindConfig("A100-SXM4-40GB/whole/100"));
   EXPECT_GT(qps, 100);
   EXPECT_LT(qps, 380);
   EXPECT_FALSE(predictor->FindApp("bert/bs8").has_value());
@@ -427,6 +427,35 @@ TEST_F(SchedulerTest, OnlyOneOfTwoReplicasSchedules) {
   ASSERT_TRUE(WaitFor([&] { return Bound() == 17; }));
   ASSERT_TRUE(WaitFor([&] { return standby.stats().bound == 1; }));
   standby.Stop();
+}
+
+// Issue #19: a scheduler whose API server had gone kept answering 200. Readiness now follows
+// the API server: ready while it answers (the leader says so), 503 naming the server once it is
+// gone, while liveness stays 200 (the loops still turn; a restart would not help).
+TEST(SchedulerHealthTest, ReadinessFollowsTheApiServerGoingAway) {
+  auto api = std::make_unique<FakeApiServer>();
+  const std::string url = api->url();
+  const std::string host_port = url.substr(url.find("://") + 3);
+  auto client = ApiClient::Create(CredentialsFor(*api));
+  ASSERT_TRUE(client.has_value()) << client.error().message;
+  SteadyClock clock;
+  store::MemoryStore store(clock);
+  api->AddNode("cpu-0");
+  Scheduler s(**client, store, clock, FastConfig("replica-a"));
+  ASSERT_TRUE(s.Start().has_value());
+  const std::string ready =
+      "api server " + url + ": ok\nmemory store: ok\nrole: leader (replica-a)\n";
+  ASSERT_TRUE(WaitFor([&] { return s.health().Readiness().text == ready; }))
+      << s.health().Readiness().text;
+  EXPECT_TRUE(s.health().Readiness().ok);
+  api.reset();  // the API server goes away; its port refuses connections
+  ASSERT_TRUE(WaitFor([&] {
+    const Health::Report r = s.health().Readiness();
+    return !r.ok && r.text.starts_with("api server " + url + ": leader election: ") &&
+           r.text.find("cannot connect to " + host_port) != std::string::npos;
+  })) << s.health().Readiness().text;
+  EXPECT_TRUE(s.health().Liveness().ok) << s.health().Liveness().text;
+  s.Stop();
 }
 
 }  // namespace

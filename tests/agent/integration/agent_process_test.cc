@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -154,6 +155,90 @@ TEST(AgentProcessTest, HarnessAgentServesHealthz) {
   auto r = cli.Get("/healthz");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+}
+
+// The port an agent started with --listen 127.0.0.1:0 logged, or 0 after `timeout_s`.
+int ServingPort(const std::string& log, double timeout_s = 60) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const std::regex served("/readyz on 127\\.0\\.0\\.1:([0-9]+)");
+  while (std::chrono::steady_clock::now() < until) {
+    std::smatch m;
+    const std::string text = Slurp(log);
+    if (std::regex_search(text, m, served)) return std::stoi(m[1]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Issue #19: `tessera agent --redis 127.0.0.1:1` answered 200 on /healthz for ever. Now
+// /readyz answers 503 naming Redis and what went wrong, /healthz 200 (the agent still
+// discovers and serves /metrics), and the outage is logged once however often it is retried.
+TEST_F(OwnAgentTest, UnreachableRedisIsUnreadyAndNamedButLive) {
+  const std::string log = (dir_ / "agent.log").string();
+  const pid_t pid =
+      Spawn({bin_, "agent", "--fake",
+             std::string(TESSERA_SOURCE_DIR) + "/tests/agent/fake_node.yaml", "--listen",
+             "127.0.0.1:0", "--interval", "0.1", "--store", "redis", "--redis", "127.0.0.1:1"},
+            log);
+  ASSERT_GT(pid, 0);
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      if (kill(pid, 0) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    }
+  } reaper{pid};
+  const int port = ServingPort(log);
+  ASSERT_GT(port, 0) << Slurp(log);
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(60);
+  // Wait (generously) until a round has tried the store and five have failed on it.
+  std::string body, metrics;
+  for (int i = 0; i < 600; ++i) {
+    auto r = cli.Get("/readyz");
+    auto m = cli.Get("/metrics");
+    if (r && m) {
+      body = r->body;
+      metrics = m->body;
+      std::smatch errors;
+      const std::regex counter("tessera_agent_store_errors_total\\{[^}]*\\} ([0-9]+)");
+      if (r->status == 503 && body.starts_with("redis 127.0.0.1:1/0: ") &&
+          std::regex_search(metrics, errors, counter) && std::stoi(errors[1]) >= 5) {
+        break;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(body.starts_with("redis 127.0.0.1:1/0: ")) << body;
+  EXPECT_NE(body.find("Connection refused\n"), std::string::npos) << body;
+  EXPECT_NE(body.find("GPU discovery (fake): ok\n"), std::string::npos) << body;
+  auto live = cli.Get("/healthz");
+  ASSERT_TRUE(live);
+  EXPECT_EQ(live->status, 200) << live->body;
+  EXPECT_EQ(Count(Slurp(log), "Connection refused"), 1) << Slurp(log);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(WaitExit(pid, 30), 0) << Slurp(log);
+}
+
+// The harness agent publishes to a real redis-server: ready, and /readyz says so.
+TEST(AgentProcessTest, HarnessAgentIsReadyWithARealRedis) {
+  const char* agent = Env("TESSERA_TEST_AGENT");
+  const char* redis = Env("TESSERA_TEST_REDIS");
+  if (agent == nullptr || redis == nullptr) GTEST_SKIP() << "harness not running";
+  const std::string a = agent;
+  httplib::Client cli(a.substr(0, a.rfind(':')), std::stoi(a.substr(a.rfind(':') + 1)));
+  auto r = cli.Get("/readyz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->body, "GPU discovery (fake): ok\nredis " + std::string(redis) + "/0: ok\n");
 }
 
 }  // namespace

@@ -222,6 +222,27 @@ TEST(RedisStoreTest, UnreachableServerIsAnErrorNamingIt) {
       << s.error().message;
 }
 
+// Ping, what the daemons' readiness asks: one attempt, an Error naming the server and the
+// cause, and no retry budget spent (budget 30 s here; the test would wait that long if it were).
+TEST(RedisStoreTest, PingNamesAnUnreachableServerWithoutRetrying) {
+  RedisOptions o;
+  o.port = testing_support::FreeLoopbackPort();  // nobody listens
+  o.retry_budget_s = 30;
+  auto s = RedisStore::Create(o);
+  EXPECT_EQ(s->Name(), "redis 127.0.0.1:" + std::to_string(o.port) + "/0");
+  auto ping = s->Ping();
+  ASSERT_FALSE(ping);
+  EXPECT_EQ(ping.error().message,
+            "redis 127.0.0.1:" + std::to_string(o.port) + "/0: Connection refused");
+}
+
+TEST(RedisStoreTest, PingAnswersWhenTheServerDoes) {
+  auto o = HarnessRedis();
+  if (!o) GTEST_SKIP() << "TESSERA_TEST_REDIS not set";
+  auto s = RedisStore::Create(*o);
+  EXPECT_TRUE(s->Ping().has_value());
+}
+
 TEST(RedisStoreTest, ParsesAddresses) {
   auto a = ParseRedisAddress("redis.local:6380/4");
   ASSERT_TRUE(a);

@@ -1,0 +1,60 @@
+#include "base/daemon_http.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "base/health.h"
+
+namespace tessera {
+
+void ApplyHttpLimits(httplib::Server& server, const HttpLimits& limits, std::string who) {
+  server.set_payload_max_length(limits.max_body_bytes);
+  server.set_read_timeout(limits.read_timeout_s, 0);
+  server.set_write_timeout(limits.write_timeout_s, 0);
+  server.set_keep_alive_timeout(limits.keep_alive_timeout_s);
+  server.set_keep_alive_max_count(limits.keep_alive_max_requests);
+  const size_t workers = limits.workers;
+  server.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  // 0.11.4 applies set_payload_max_length only to a Content-Length; any other body it stores
+  // whole. The pre-routing handler runs after the headers and before the body is read.
+  server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    const bool chunked = req.has_header("Transfer-Encoding");
+    const bool takes_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
+    if (!chunked && !(takes_body && !req.has_header("Content-Length"))) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    res.status = 411;
+    res.set_content("a request body needs a Content-Length\n", "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Refusals the library makes (413) come with an empty body: say why, and log it.
+  const uint64_t limit = limits.max_body_bytes;
+  server.set_error_handler(httplib::Server::HandlerWithResponse(
+      [limit, who = std::move(who)](const httplib::Request& req, httplib::Response& res) {
+        if (res.status != 413 || !res.body.empty())
+          return httplib::Server::HandlerResponse::Unhandled;
+        const std::string length = req.get_header_value("Content-Length");
+        spdlog::warn("{}: refused {} {} from {}: a body of {} bytes, over the limit of {} bytes",
+                     who, req.method, req.path, req.remote_addr, length, limit);
+        res.set_content(
+            fmt::format("request body of {} bytes is over the limit of {} bytes\n", length, limit),
+            "text/plain");
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+}
+
+void ServeHealth(httplib::Server& server, const Health& health) {
+  auto answer = [](const Health::Report& r, httplib::Response& res) {
+    res.status = r.ok ? 200 : 503;
+    res.set_content(r.text, "text/plain; charset=utf-8");
+  };
+  server.Get("/healthz", [&health, answer](const httplib::Request&, httplib::Response& res) {
+    answer(health.Liveness(), res);
+  });
+  server.Get("/readyz", [&health, answer](const httplib::Request&, httplib::Response& res) {
+    answer(health.Readiness(), res);
+  });
+}
+
+}  // namespace tessera
