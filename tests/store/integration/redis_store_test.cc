@@ -238,7 +238,7 @@ TEST(RedisStoreTest, PingNamesAnUnreachableServerWithoutRetrying) {
 
 TEST(RedisStoreTest, PingAnswersWhenTheServerDoes) {
   auto o = HarnessRedis();
-  if (!o) GTEST_SKIP() << "TESSERA_TEST_REDIS not set";
+  if (!o) TESSERA_SKIP_WITHOUT_HARNESS("TESSERA_TEST_REDIS");
   auto s = RedisStore::Create(*o);
   EXPECT_TRUE(s->Ping().has_value());
 }
