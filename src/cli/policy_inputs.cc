@@ -18,9 +18,19 @@ void AddPolicyInputFlags(CLI::App* sub, PolicyInputFlags& f) {
   sub->add_option("--interference", f.interference,
                   "Interference CSV (kind,victim,aggressor,value,count,variance)");
   sub->add_option("--prometheus", f.prometheus,
-                  "Prometheus URL for util(p) (GR_ENGINE_ACTIVE of the agents or dcgm-exporter)");
+                  "Prometheus URL of the agents' or dcgm-exporter's series: util(p), memory, SM "
+                  "and bandwidth activity, power, and each pod's own use (docs/kubernetes.md)");
   sub->add_option("--telemetry-interval", f.telemetry_interval_s,
                   "Seconds between Prometheus refreshes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--telemetry-window", f.telemetry_window_s,
+                  "Seconds of memory, SM and bandwidth history fetched at each refresh (the "
+                  "usage-aware policies' windows must fit in it)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--telemetry-step", f.telemetry_step_s,
+                  "Resolution of that history in seconds (no finer than the scrape interval)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 }
@@ -28,6 +38,10 @@ void AddPolicyInputFlags(CLI::App* sub, PolicyInputFlags& f) {
 Expected<void> CheckPolicyInputFlags(const PolicyInputFlags& f) {
   if (!f.interference.empty() && f.profile.empty()) {
     return Fail("--interference needs --profile (interference rows are profiled applications)");
+  }
+  if (f.telemetry_step_s > f.telemetry_window_s) {
+    return Fail("--telemetry-step {} s is longer than --telemetry-window {} s",
+                f.telemetry_step_s, f.telemetry_window_s);
   }
   return {};
 }
@@ -53,6 +67,8 @@ Expected<PolicyInputs> OpenPolicyInputs(const PolicyInputFlags& f, const Clock& 
   if (!f.prometheus.empty()) {
     telemetry::PrometheusTelemetryOptions o;
     o.server.url = f.prometheus;
+    o.memory_window_s = f.telemetry_window_s;
+    o.memory_step_s = f.telemetry_step_s;
     auto t = telemetry::PrometheusTelemetry::Create(o, clock);
     if (!t) return std::unexpected(t.error());
     in.telemetry = std::move(*t);

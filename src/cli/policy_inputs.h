@@ -28,6 +28,8 @@ struct PolicyInputFlags {
   std::string interference;  // interference matrices CSV
   std::string prometheus;    // http(s)://host:port
   double telemetry_interval_s = 5;
+  double telemetry_window_s = 300;  // series history fetched at each refresh
+  double telemetry_step_s = 5;      // its resolution
 };
 
 void AddPolicyInputFlags(CLI::App* sub, PolicyInputFlags& f);

@@ -77,34 +77,63 @@ Expected<void> PrometheusTelemetry::Refresh() {
     last_error_ = e.message;
     return std::unexpected(e);
   };
-  struct Instant {
+  struct InstantQuery {
     const char* metric;
     std::optional<double> Values::*field;
-    double scale;
   };
-  // GR_ENGINE_ACTIVE is already a 0..1 ratio in DCGM; FB_USED is MiB; POWER_USAGE is W.
-  for (const Instant& q : {Instant{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", &Values::util, 1.0},
-                           Instant{"DCGM_FI_DEV_FB_USED", &Values::memory, 1.0},
-                           Instant{"DCGM_FI_DEV_POWER_USAGE", &Values::power, 1.0}}) {
+  // DCGM's units are the Telemetry interface's: GR_ENGINE_ACTIVE and SM_ACTIVE are 0..1
+  // ratios, FB_USED is MiB, POWER_USAGE W, SM_CLOCK MHz.
+  for (const InstantQuery& q : {InstantQuery{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", &Values::util},
+                                InstantQuery{"DCGM_FI_DEV_FB_USED", &Values::memory},
+                                InstantQuery{"DCGM_FI_DEV_POWER_USAGE", &Values::power},
+                                InstantQuery{"DCGM_FI_PROF_SM_ACTIVE", &Values::sm_activity},
+                                InstantQuery{"DCGM_FI_DEV_SM_CLOCK", &Values::sm_clock}}) {
     auto r = client_.Query(by(q.metric));
     if (!r) return fail(r.error());
     for (const auto& s : *r) {
       const std::string key = KeyOf(s.labels);
       if (key.empty()) continue;
-      auto v = Finite(s.sample.value);
-      snap->by_uuid[key].*q.field = v ? std::optional<double>(*v * q.scale) : std::nullopt;
+      snap->by_uuid[key].*q.field = Finite(s.sample.value);
     }
   }
   const double end = UnixNow();
-  auto range = client_.QueryRange(by("DCGM_FI_DEV_FB_USED"), end - options_.memory_window_s, end,
-                                  options_.memory_step_s);
-  if (!range) return fail(range.error());
-  for (auto& s : *range) {
-    const std::string key = KeyOf(s.labels);
-    if (key.empty()) continue;
-    Series& out = snap->by_uuid[key].memory_series;
-    for (const Sample& x : s.samples) {
-      if (std::isfinite(x.value)) out.push_back(x);
+  const double start = end - options_.memory_window_s;
+  struct RangeQuery {
+    std::string promql;
+    Series Values::*field;
+    bool per_pod;
+  };
+  // A pod's memory is what it holds on all its partitions; its SM and bandwidth activity the
+  // highest on any of them, so it stays a 0..1 fraction of one GPU.
+  auto per_pod = [this](std::string_view how, std::string_view metric) {
+    return fmt::format("{} by (namespace, pod) ({})", how, Selector(metric));
+  };
+  const RangeQuery ranges[] = {
+      {by("DCGM_FI_DEV_FB_USED"), &Values::memory_series, false},
+      {by("DCGM_FI_PROF_SM_ACTIVE"), &Values::sm_series, false},
+      {by("DCGM_FI_PROF_DRAM_ACTIVE"), &Values::bandwidth_series, false},
+      {per_pod("sum", "tessera_pod_fb_used_mib"), &Values::memory_series, true},
+      {per_pod("max", "tessera_pod_sm_active"), &Values::sm_series, true},
+      {per_pod("max", "tessera_pod_dram_active"), &Values::bandwidth_series, true},
+  };
+  for (const RangeQuery& q : ranges) {
+    auto range = client_.QueryRange(q.promql, start, end, options_.memory_step_s);
+    if (!range) return fail(range.error());
+    for (auto& s : *range) {
+      std::string key;
+      if (q.per_pod) {
+        auto ns = s.labels.find("namespace");
+        auto pod = s.labels.find("pod");
+        if (ns == s.labels.end() || pod == s.labels.end() || pod->second.empty()) continue;
+        key = ns->second + "/" + pod->second;
+      } else {
+        key = KeyOf(s.labels);
+      }
+      if (key.empty()) continue;
+      Series& out = (q.per_pod ? snap->by_workload : snap->by_uuid)[key].*q.field;
+      for (const Sample& x : s.samples) {
+        if (std::isfinite(x.value)) out.push_back(x);
+      }
     }
   }
   snap->fetched_at = clock_.Now();
@@ -167,34 +196,54 @@ std::optional<uint64_t> PrometheusTelemetry::Version() const {
   return s->sequence;
 }
 
+std::optional<double> PrometheusTelemetry::Instant(std::string_view uuid,
+                                                   std::optional<double> Values::*field) const {
+  auto s = Fresh();
+  if (!s) return std::nullopt;
+  auto it = s->by_uuid.find(uuid);
+  return it == s->by_uuid.end() ? std::nullopt : it->second.*field;
+}
+
+std::optional<Series> PrometheusTelemetry::Range(std::string_view key, double window_s,
+                                                 Series Values::*field) const {
+  auto s = Fresh();
+  if (!s) return std::nullopt;
+  auto it = s->by_uuid.find(key);
+  if (it == s->by_uuid.end()) {
+    it = s->by_workload.find(key);
+    if (it == s->by_workload.end()) return std::nullopt;
+  }
+  const Series& series = it->second.*field;
+  if (series.empty()) return std::nullopt;
+  return Tail(series, window_s);
+}
+
 std::optional<double> PrometheusTelemetry::Utilization(std::string_view uuid) const {
-  auto s = Fresh();
-  if (!s) return std::nullopt;
-  auto it = s->by_uuid.find(uuid);
-  return it == s->by_uuid.end() ? std::nullopt : it->second.util;
+  return Instant(uuid, &Values::util);
 }
-
 std::optional<double> PrometheusTelemetry::MemoryUsedMib(std::string_view uuid) const {
-  auto s = Fresh();
-  if (!s) return std::nullopt;
-  auto it = s->by_uuid.find(uuid);
-  return it == s->by_uuid.end() ? std::nullopt : it->second.memory;
+  return Instant(uuid, &Values::memory);
 }
-
 std::optional<double> PrometheusTelemetry::PowerWatts(std::string_view uuid) const {
-  auto s = Fresh();
-  if (!s) return std::nullopt;
-  auto it = s->by_uuid.find(uuid);
-  return it == s->by_uuid.end() ? std::nullopt : it->second.power;
+  return Instant(uuid, &Values::power);
 }
-
-std::optional<Series> PrometheusTelemetry::MemoryUsed(std::string_view uuid,
+std::optional<double> PrometheusTelemetry::SmActivity(std::string_view uuid) const {
+  return Instant(uuid, &Values::sm_activity);
+}
+std::optional<double> PrometheusTelemetry::SmClockMhz(std::string_view uuid) const {
+  return Instant(uuid, &Values::sm_clock);
+}
+std::optional<Series> PrometheusTelemetry::MemoryUsed(std::string_view key,
                                                       double window_s) const {
-  auto s = Fresh();
-  if (!s) return std::nullopt;
-  auto it = s->by_uuid.find(uuid);
-  if (it == s->by_uuid.end() || it->second.memory_series.empty()) return std::nullopt;
-  return Tail(it->second.memory_series, window_s);
+  return Range(key, window_s, &Values::memory_series);
+}
+std::optional<Series> PrometheusTelemetry::SmActivitySeries(std::string_view key,
+                                                            double window_s) const {
+  return Range(key, window_s, &Values::sm_series);
+}
+std::optional<Series> PrometheusTelemetry::BandwidthSeries(std::string_view key,
+                                                           double window_s) const {
+  return Range(key, window_s, &Values::bandwidth_series);
 }
 
 TelemetryHealth PrometheusTelemetry::Health() const {

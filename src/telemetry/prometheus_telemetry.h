@@ -5,11 +5,20 @@
 //
 // Lookups never touch the network: they read a snapshot that Refresh() — called by its owner,
 // or every interval by the poller StartPolling() starts — replaces wholesale with the results
-// of four PromQL queries (activity, memory used, power: instant; memory used: range). A failed
-// refresh keeps the last good snapshot: lookups keep answering from it while it is younger than
-// options.staleness_bound_s, and answer "unknown" (nullopt, never zero) after that. Health()
-// and MetricsText() say how old the data is and how often refreshing failed, so a scheduler can
-// export that beside its own metrics.
+// of one round of PromQL queries:
+//  - instant, per partition: GR_ENGINE_ACTIVE (util), FB_USED (MiB), POWER_USAGE (W),
+//    SM_ACTIVE (0..1) and SM_CLOCK (MHz) — what MuxFlow's SysMonitor and dynamic SM read;
+//  - range (the last memory_window_s at memory_step_s), per partition: FB_USED, SM_ACTIVE and
+//    DRAM_ACTIVE — the series the usage-aware policies of seeds 003/004 read;
+//  - range, per pod: the agent's tessera_pod_fb_used_mib (summed over the partitions a pod
+//    uses), tessera_pod_sm_active and tessera_pod_dram_active (their maximum), keyed by the
+//    workload name "<namespace>/<pod>" — a pod's own use on a GPU it shares.
+// A metric nobody exports (DCGM's profiling metrics are off, no Tessera agent) is simply
+// unknown; only a failed query fails the refresh. A failed refresh keeps the last good
+// snapshot: lookups keep answering from it while it is younger than options.staleness_bound_s,
+// and answer "unknown" (nullopt, never zero) after that. Health() and MetricsText() say how old
+// the data is and how often refreshing failed, so a scheduler can export that beside its own
+// metrics.
 //
 // Series are matched to partitions by the `partition_uuid` label (the Tessera agent's), else
 // by (UUID, GPU_I_ID) through SetMigInstances (plain dcgm-exporter), else by UUID (whole GPU).
@@ -61,8 +70,13 @@ class PrometheusTelemetry final : public Telemetry {
 
   std::optional<double> Utilization(std::string_view uuid) const override;
   std::optional<double> MemoryUsedMib(std::string_view uuid) const override;
-  std::optional<Series> MemoryUsed(std::string_view uuid, double window_s) const override;
+  // By a partition's uuid or a pod's "<namespace>/<pod>".
+  std::optional<Series> MemoryUsed(std::string_view key, double window_s) const override;
+  std::optional<Series> SmActivitySeries(std::string_view key, double window_s) const override;
+  std::optional<Series> BandwidthSeries(std::string_view key, double window_s) const override;
   std::optional<double> PowerWatts(std::string_view uuid) const override;
+  std::optional<double> SmActivity(std::string_view uuid) const override;
+  std::optional<double> SmClockMhz(std::string_view uuid) const override;
   // The snapshot's sequence number while it is fresh; nullopt once stale or before the first.
   std::optional<uint64_t> Version() const override;
 
@@ -73,19 +87,24 @@ class PrometheusTelemetry final : public Telemetry {
 
  private:
   struct Values {
-    std::optional<double> util, memory, power;
-    Series memory_series;
+    std::optional<double> util, memory, power, sm_activity, sm_clock;
+    Series memory_series, sm_series, bandwidth_series;
   };
   struct Snapshot {
     uint64_t sequence = 0;  // 1, 2, ... in the order snapshots were taken
     double fetched_at = 0;  // clock time
     UuidMap<Values> by_uuid;
+    UuidMap<Values> by_workload;  // "<namespace>/<pod>": the series only
   };
 
   PrometheusTelemetry(PrometheusTelemetryOptions options, PrometheusClient client,
                       const Clock& clock)
       : options_(std::move(options)), client_(std::move(client)), clock_(clock) {}
   std::shared_ptr<const Snapshot> Fresh() const;  // nullptr when stale or never fetched
+  // The fresh value of `field` for a partition; nullopt when stale or unknown.
+  std::optional<double> Instant(std::string_view uuid, std::optional<double> Values::*field) const;
+  // The fresh series `field` of a partition or else a pod, its last window_s.
+  std::optional<Series> Range(std::string_view key, double window_s, Series Values::*field) const;
   std::string KeyOf(const Labels& labels) const;  // "" when it names no partition
   std::string Selector(std::string_view metric) const;
 

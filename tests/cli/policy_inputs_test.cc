@@ -53,5 +53,22 @@ TEST(PolicyInputsTest, ProfilesBecomeAPredictorAndBadFilesNameTheirLine) {
   EXPECT_FALSE(OpenPolicyInputs({}, clock)->predictor);  // nothing asked, nothing loaded
 }
 
+// The history the usage-aware policies read comes at --telemetry-step resolution over
+// --telemetry-window: a step longer than the window would fetch at most one sample.
+TEST(PolicyInputsTest, TelemetryStepLongerThanItsWindowIsRefused) {
+  ManualClock clock;
+  PolicyInputFlags f;
+  f.prometheus = "http://127.0.0.1:1";
+  f.telemetry_window_s = 30;
+  f.telemetry_step_s = 60;
+  Expected<PolicyInputs> in = OpenPolicyInputs(f, clock);
+  ASSERT_FALSE(in.has_value());
+  EXPECT_EQ(in.error().message, "--telemetry-step 60 s is longer than --telemetry-window 30 s");
+  f.telemetry_step_s = 1;
+  Expected<PolicyInputs> ok = OpenPolicyInputs(f, clock);  // nobody answers: the poller logs it
+  ASSERT_TRUE(ok.has_value()) << ok.error().message;
+  EXPECT_NE(ok->telemetry_view(), nullptr);
+}
+
 }  // namespace
 }  // namespace tessera::cli

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <vector>
+
 #include "telemetry/fake_prometheus.h"
 
 namespace tessera::telemetry {
@@ -9,8 +14,13 @@ namespace {
 
 using testing_support::FakePrometheus;
 
+std::string Matrix(const std::string& series) {
+  return R"({"status":"success","data":{"resultType":"matrix","result":[)" + series + "]}}";
+}
+
 // A whole GPU (labelled by UUID only), a MIG instance labelled by the agent's partition_uuid,
-// and a MIG instance of plain dcgm-exporter (UUID + GPU_I_ID only).
+// and a MIG instance of plain dcgm-exporter (UUID + GPU_I_ID only). SM clocks and DRAM_ACTIVE
+// are exported for nothing but GPU-a; two pods report their own use, one of them on two GPUs.
 FakePrometheus::Reply Healthy(const std::string& path, const std::string& query) {
   auto vector = [](const char* a, const char* b, const char* c) {
     return FakePrometheus::Reply{
@@ -20,14 +30,37 @@ FakePrometheus::Reply Healthy(const std::string& path, const std::string& query)
                  R"("value":[100,")" + b + R"("]},)" +
                  R"({"metric":{"UUID":"GPU-c","GPU_I_ID":"2"},"value":[100,")" + c + R"("]}]}})"};
   };
+  auto has = [&](const char* what) { return query.find(what) != std::string::npos; };
   if (path == "/api/v1/query_range") {
-    return FakePrometheus::Reply{
-        200, R"({"status":"success","data":{"resultType":"matrix","result":[)"
-             R"({"metric":{"UUID":"GPU-a"},"values":[[90,"1000"],[95,"1500"],[100,"2048"]]}]}})"};
+    if (has("tessera_pod_fb_used_mib")) {
+      return {200, Matrix(R"({"metric":{"namespace":"default","pod":"web"},)"
+                          R"("values":[[90,"3072"],[95,"4096"],[100,"NaN"]]},)"
+                          R"({"metric":{"namespace":"default"},"values":[[100,"1"]]})")};
+    }
+    if (has("tessera_pod_sm_active")) {
+      return {200, Matrix(R"({"metric":{"namespace":"ml","pod":"train"},)"
+                          R"("values":[[95,"0.3"],[100,"0.5"]]})")};
+    }
+    if (has("tessera_pod_dram_active")) return {200, Matrix("")};  // nobody exports it
+    if (has("SM_ACTIVE")) {
+      return {200, Matrix(R"({"metric":{"UUID":"GPU-b","GPU_I_ID":"1","partition_uuid":)"
+                          R"("MIG-b1"},"values":[[90,"0.2"],[100,"0.6"]]})")};
+    }
+    if (has("DRAM_ACTIVE")) {
+      return {200, Matrix(R"({"metric":{"UUID":"GPU-a"},"values":[[95,"0.25"],[100,"0.5"]]})")};
+    }
+    return {200, Matrix(R"({"metric":{"UUID":"GPU-a"},)"
+                        R"("values":[[90,"1000"],[95,"1500"],[100,"2048"]]})")};
   }
-  if (query.find("GR_ENGINE_ACTIVE") != std::string::npos) return vector("0.5", "0.25", "0.75");
-  if (query.find("FB_USED") != std::string::npos) return vector("2048", "512", "NaN");
-  return vector("300", "150", "100");  // power
+  if (has("GR_ENGINE_ACTIVE")) return vector("0.5", "0.25", "0.75");
+  if (has("FB_USED")) return vector("2048", "512", "NaN");
+  if (has("SM_ACTIVE")) return vector("0.6", "0.2", "0.9");
+  if (has("SM_CLOCK")) {
+    return {200, R"({"status":"success","data":{"resultType":"vector","result":[)"
+                 R"({"metric":{"UUID":"GPU-a"},"value":[100,"1410"]}]}})"};
+  }
+  if (has("POWER_USAGE")) return vector("300", "150", "100");
+  return {400, R"({"status":"error","errorType":"bad_data","error":"unexpected query"})"};
 }
 
 class PrometheusTelemetryTest : public testing::Test {
@@ -67,6 +100,45 @@ TEST_F(PrometheusTelemetryTest, RefreshMapsSeriesToPartitions) {
   EXPECT_EQ(telemetry_->Health().partitions, 3u);
 }
 
+// Seeds 003/004 read SM and bandwidth series beside memory, and a pod's own use; MuxFlow
+// (seed 001) reads SM activity and clock. The queries are the agent's names, collapsed as
+// documented: a partition's series by (UUID, GPU_I_ID, partition_uuid), a pod's memory summed
+// and its activity maximised over its partitions.
+TEST_F(PrometheusTelemetryTest, RefreshReadsSmBandwidthAndEachPodsOwnUse) {
+  std::vector<std::string> queries;
+  std::mutex mu;
+  prom_.Set([&](const std::string& path, const std::string& query) {
+    std::lock_guard lock(mu);
+    queries.push_back(path + " " + query);
+    return Healthy(path, query);
+  });
+  ASSERT_TRUE(telemetry_->Refresh());
+  EXPECT_EQ(telemetry_->SmActivity("GPU-a"), 0.6);
+  EXPECT_EQ(telemetry_->SmActivity("MIG-c2"), 0.9);
+  EXPECT_EQ(telemetry_->SmClockMhz("GPU-a"), 1410);
+  EXPECT_EQ(telemetry_->SmClockMhz("MIG-b1"), std::nullopt);  // not exported for it
+  EXPECT_EQ(telemetry_->SmActivitySeries("MIG-b1", 60), (Series{{90, 0.2}, {100, 0.6}}));
+  EXPECT_EQ(telemetry_->SmActivitySeries("GPU-a", 60), std::nullopt);
+  EXPECT_EQ(telemetry_->BandwidthSeries("GPU-a", 1), (Series{{100, 0.5}}));
+  // A pod's own use, by its workload name; NaN samples are dropped, not zeros.
+  EXPECT_EQ(telemetry_->MemoryUsed("default/web", 60), (Series{{90, 3072}, {95, 4096}}));
+  EXPECT_EQ(telemetry_->SmActivitySeries("ml/train", 60), (Series{{95, 0.3}, {100, 0.5}}));
+  EXPECT_EQ(telemetry_->BandwidthSeries("ml/train", 60), std::nullopt);
+  EXPECT_EQ(telemetry_->MemoryUsed("default/", 60), std::nullopt);  // no pod label: ignored
+  EXPECT_EQ(telemetry_->Health().partitions, 3u);  // pods are not partitions
+  auto asked = [&](const std::string& q) {
+    return std::find(queries.begin(), queries.end(), q) != queries.end();
+  };
+  EXPECT_TRUE(asked("/api/v1/query max by (UUID, GPU_I_ID, partition_uuid) "
+                    "(DCGM_FI_DEV_SM_CLOCK)"));
+  EXPECT_TRUE(asked("/api/v1/query_range max by (UUID, GPU_I_ID, partition_uuid) "
+                    "(DCGM_FI_PROF_DRAM_ACTIVE)"));
+  EXPECT_TRUE(asked("/api/v1/query_range sum by (namespace, pod) (tessera_pod_fb_used_mib)"));
+  EXPECT_TRUE(asked("/api/v1/query_range max by (namespace, pod) (tessera_pod_sm_active)"));
+  EXPECT_TRUE(asked("/api/v1/query_range max by (namespace, pod) (tessera_pod_dram_active)"));
+  EXPECT_EQ(queries.size(), 11u);  // five instant, six range
+}
+
 TEST_F(PrometheusTelemetryTest, OutageServesLastValuesWithinTheBoundThenUnknown) {
   ASSERT_TRUE(telemetry_->Refresh());
   prom_.Set([](const std::string&, const std::string&) {
@@ -86,6 +158,8 @@ TEST_F(PrometheusTelemetryTest, OutageServesLastValuesWithinTheBoundThenUnknown)
   clock_.Advance(11);  // 31 s > 30 s
   EXPECT_EQ(telemetry_->Utilization("GPU-a"), std::nullopt);
   EXPECT_EQ(telemetry_->MemoryUsed("GPU-a", 60), std::nullopt);
+  EXPECT_EQ(telemetry_->SmActivity("GPU-a"), std::nullopt);
+  EXPECT_EQ(telemetry_->MemoryUsed("default/web", 60), std::nullopt);
   EXPECT_TRUE(telemetry_->Health().stale);
   const std::string text = telemetry_->MetricsText();
   EXPECT_NE(text.find("tessera_telemetry_stale 1\n"), std::string::npos) << text;
