@@ -160,7 +160,7 @@ TEST(MetricsTest, PodSeriesSumThePodsProcessesPerPartition) {
 
 // Shares of one partition summed over a pod's processes stay within it (samples taken at
 // slightly different instants can add past 1); a lost GPU's processes are not read.
-TEST(MetricsTest, PodSharesAreCappedAtTheWholePartitionAndLostGpusAreSkipped) {
+TEST(MetricsTest, PodSharesAreCappedAtTheWholePartitionAndLostGpusAreNotRead) {
   std::vector<store::GpuInventory> gpus = Gpus();
   std::vector<GpuSample> s(2);
   s[0].partitions.resize(1);
