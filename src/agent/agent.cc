@@ -7,6 +7,8 @@
 #include <random>
 #include <set>
 
+#include "agent/pod_resolver.h"
+
 namespace tessera::agent {
 namespace {
 constexpr const char* kLoop = "discovery loop";
@@ -151,11 +153,14 @@ void Agent::Tick() {
     }
   }
   std::optional<Attribution> pods;
+  PodsByUid by_uid;
   if (store_error.empty() && clock_.Now() >= next_attribution_) {
     if (auto all = store_->ListPlacements(); all) {
       pods.emplace();
       for (const auto& p : *all) {
         if (p.node != options_.node || p.pod.empty()) continue;
+        // Also a placement with no slices: its pod may run GPU processes all the same.
+        by_uid[p.workload] = {p.pod, p.namespace_};
         for (const auto& s : p.slices) (*pods)[s.partition_uuid].push_back({p.pod, p.namespace_});
       }
       next_attribution_ = clock_.Now() + options_.attribution_interval_s;
@@ -167,7 +172,10 @@ void Agent::Tick() {
   // Publish only clears dirty_ if no newer change arrived meanwhile (same generation).
   if (published && to_publish.generation == stats_.generation) dirty_ = false;
   if (published) ++stats_.publishes;
-  if (pods) pods_ = std::move(*pods);
+  if (pods) {
+    pods_ = std::move(*pods);
+    pods_by_uid_ = std::move(by_uid);
+  }
   if (!store_error.empty()) ++stats_.store_errors;
   stats_.published = !dirty_;
   Note(last_store_error_, "store", store_error);
@@ -183,7 +191,13 @@ std::string Agent::Metrics() {
     auto samples = backend_.Sample(gpus_);
     if (samples) {
       Note(last_sample_error_, "GPU readings", "");
+      for (GpuSample& g : *samples) {
+        for (ProcessSample& p : g.processes) {
+          if (p.pod_uid.empty()) p.pod_uid = PodUidOfPid(options_.proc_root, p.pid).value_or("");
+        }
+      }
       out = RenderDcgmMetrics(options_.node, gpus_, *samples, pods_);
+      out += RenderPodMetrics(options_.node, gpus_, *samples, pods_by_uid_).text;
     } else {
       ++stats_.backend_errors;
       Note(last_sample_error_, "GPU readings", samples.error().message);

@@ -7,7 +7,9 @@
 //    of this agent, MIG reshape, GPU lost) or the last publish failed; each publish carries a
 //    new generation, and every agent start a new agent_id;
 //  - renews the node's heartbeat (TTL) so a dead agent's node is noticed (Store::IsAlive);
-//  - every attribution interval, reads the placements on this node for per-pod metric labels;
+//  - every attribution interval, reads the placements on this node for per-pod metric labels
+//    and for the pod uid → pod map that names the pods of GPU processes (a process's pod uid
+//    comes from the backend, or from its cgroup under options.proc_root: pod_resolver.h);
 //  - samples the GPUs and feeds each one's MpsStuckDetector (seed 001 §4.2): a stuck MPS server
 //    is logged once when it is judged stuck and once when it recovers, is exposed in /metrics
 //    (tessera_mps_server_stuck) and marks its GPU mps_stuck in the inventory (a change, so it
@@ -44,6 +46,9 @@ struct AgentOptions {
   int64_t memory_mib = 0;
   MpsStuckOptions mps_stuck;  // when a GPU's MPS server counts as stuck
   double stall_s = 30;        // /healthz fails when no Tick completed for this long
+  // Where /proc/<pid>/cgroup of GPU processes is read (the host's /proc: the agent needs the
+  // host's PID namespace, or the host's /proc mounted here).
+  std::string proc_root = "/proc";
 };
 
 struct AgentStats {
@@ -92,6 +97,7 @@ class Agent {
   AgentStats stats_;
   bool dirty_ = false;
   Attribution pods_;
+  PodsByUid pods_by_uid_;
   std::map<std::string, MpsStuckDetector> mps_;  // by GPU uuid
   double next_attribution_ = 0;                  // Tick thread only
   std::string last_backend_error_, last_store_error_, last_sample_error_;

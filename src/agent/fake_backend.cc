@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -93,8 +94,20 @@ std::optional<double> OptionalNumber(const YAML::Node& point, const char* key) {
   return Finite(point[key], key);
 }
 
+// Whose script it is: which point keys it takes.
+enum class ScriptOf { kGpu, kInstance, kProcess };
+
+// A share of time, 0..1; NaN fails every comparison: it is tested for, not left to a range check.
+std::optional<double> Share(const YAML::Node& point, const char* key) {
+  if (!point[key]) return std::nullopt;
+  const double v = As<double>(point[key], key);
+  if (!(v >= 0 && v <= 1)) throw BadFile{point.Mark().line, std::string(key) + " must lie in 0..1"};
+  return v;
+}
+
 // `memory_mib` and `what` ("the GPU", "MIG instance 1g.5gb"): the most fb_used_mib may be.
-Script ParseScript(const YAML::Node& n, int64_t memory_mib, const std::string& what) {
+Script ParseScript(const YAML::Node& n, int64_t memory_mib, const std::string& what,
+                   ScriptOf of = ScriptOf::kGpu) {
   Script s;
   if (!n) return s;
   if (!n.IsMap()) throw BadFile{n.Mark().line, "a script is a map with 'points'"};
@@ -109,16 +122,29 @@ Script ParseScript(const YAML::Node& n, int64_t memory_mib, const std::string& w
     throw BadFile{points.Mark().line, "'points' must be a non-empty list"};
   }
   for (const auto& p : points) {
-    OnlyKeys(p, {"t", "util", "fb_used_mib", "power_w"});
+    switch (of) {
+      case ScriptOf::kGpu:
+        OnlyKeys(
+            p, {"t", "util", "fb_used_mib", "power_w", "sm_active", "dram_active", "sm_clock_mhz"});
+        break;
+      case ScriptOf::kInstance:  // the clock is the GPU's
+        OnlyKeys(p, {"t", "util", "fb_used_mib", "power_w", "sm_active", "dram_active"});
+        break;
+      case ScriptOf::kProcess:
+        OnlyKeys(p, {"t", "fb_used_mib", "sm_active", "dram_active"});
+        break;
+    }
     Script::Point pt;
     pt.t = Finite(Need(p, "t", p), "t");
-    if (p["util"]) {
-      // NaN fails every comparison: it is tested for, not left to the range check.
-      pt.util = As<double>(p["util"], "util");
-      if (!(*pt.util >= 0 && *pt.util <= 1)) throw BadFile{p.Mark().line, "util must lie in 0..1"};
-    }
+    pt.util = Share(p, "util");
+    pt.sm_active = Share(p, "sm_active");
+    pt.dram_active = Share(p, "dram_active");
     pt.fb_used_mib = OptionalNumber(p, "fb_used_mib");
     pt.power_w = OptionalNumber(p, "power_w");
+    pt.sm_clock_mhz = OptionalNumber(p, "sm_clock_mhz");
+    if (pt.sm_clock_mhz && *pt.sm_clock_mhz < 0) {
+      throw BadFile{p.Mark().line, "sm_clock_mhz must not be negative"};
+    }
     if (pt.fb_used_mib && *pt.fb_used_mib < 0) {
       throw BadFile{p.Mark().line, "fb_used_mib must not be negative"};
     }
@@ -200,8 +226,51 @@ MpsScript ParseMps(const YAML::Node& n) {
   return m;
 }
 
+// `processes:` of a GPU whose partitions are known: each on one of them, within its memory.
+std::vector<FakeProcess> ParseProcesses(const YAML::Node& n, const store::GpuInventory& inv) {
+  std::vector<FakeProcess> out;
+  if (!n) return out;
+  if (!n.IsSequence()) throw BadFile{n.Mark().line, "'processes' must be a list"};
+  for (const auto& e : n) {
+    if (!e.IsMap()) throw BadFile{e.Mark().line, "a process is a map with 'pid'"};
+    OnlyKeys(e, {"pid", "pod_uid", "partition", "script"});
+    FakeProcess proc;
+    const YAML::Node pid = Need(e, "pid", e);
+    const int64_t value = NonNegative<int64_t>(pid, "pid");
+    if (value == 0 || value > UINT32_MAX) {
+      throw BadFile{pid.Mark().line, fmt::format("pid {} is not a process id", value)};
+    }
+    proc.pid = static_cast<uint32_t>(value);
+    if (e["pod_uid"]) proc.pod_uid = As<std::string>(e["pod_uid"], "pod_uid");
+    const store::PartitionInventory* part = nullptr;
+    if (e["partition"]) {
+      proc.partition_uuid = As<std::string>(e["partition"], "partition");
+      for (const auto& p : inv.partitions) {
+        if (p.uuid == proc.partition_uuid) part = &p;
+      }
+      if (part == nullptr) {
+        std::string known;
+        for (const auto& p : inv.partitions) known += (known.empty() ? "" : ", ") + p.uuid;
+        throw BadFile{e["partition"].Mark().line, "partition '" + proc.partition_uuid +
+                                                      "' is not one of this GPU's (" + known + ")"};
+      }
+    } else if (inv.mig_enabled) {
+      throw BadFile{e.Mark().line,
+                    "a process on a MIG GPU needs 'partition': one of its instances"};
+    } else {
+      part = &inv.partitions[0];
+      proc.partition_uuid = part->uuid;
+    }
+    const std::string what = inv.mig_enabled ? "MIG instance " + part->profile : "the GPU";
+    proc.script = ParseScript(e["script"], part->memory_mib, what, ScriptOf::kProcess);
+    out.push_back(std::move(proc));
+  }
+  return out;
+}
+
 FakeGpu ParseGpu(const YAML::Node& g, int index, const std::string& node) {
-  OnlyKeys(g, {"model", "product_name", "uuid", "lost", "mig", "script", "instances", "mps"});
+  OnlyKeys(g, {"model", "product_name", "uuid", "lost", "mig", "script", "instances", "mps",
+               "processes"});
   FakeGpu out;
   store::GpuInventory& inv = out.inventory;
   inv.index = index;
@@ -229,6 +298,7 @@ FakeGpu ParseGpu(const YAML::Node& g, int index, const std::string& node) {
   }
   if (!g["mig"]) {
     inv.partitions = {{inv.uuid, "", -1, 0, inv.memory_mib}};
+    out.processes = ParseProcesses(g["processes"], inv);
     return out;
   }
   const std::string text = As<std::string>(g["mig"], "mig");
@@ -259,11 +329,13 @@ FakeGpu ParseGpu(const YAML::Node& g, int index, const std::string& node) {
       OnlyKeys(e, {"uuid", "gi_id", "script"});
       if (e["uuid"]) p.uuid = As<std::string>(e["uuid"], "uuid");
       if (e["gi_id"]) p.gi_id = NonNegative<int>(e["gi_id"], "gi_id");
-      script = ParseScript(e["script"], p.memory_mib, "MIG instance " + prof.name);
+      script =
+          ParseScript(e["script"], p.memory_mib, "MIG instance " + prof.name, ScriptOf::kInstance);
     }
     inv.partitions.push_back(std::move(p));
     out.instances.push_back(std::move(script));
   }
+  out.processes = ParseProcesses(g["processes"], inv);
   return out;
 }
 
@@ -408,8 +480,19 @@ Expected<std::vector<GpuSample>> FakeBackend::Sample(const std::vector<store::Gp
       p.activity = script.At(now, &P::util);
       p.fb_used_mib = script.At(now, &P::fb_used_mib);
       if (p.fb_used_mib) p.fb_free_mib = static_cast<double>(memory_mib) - *p.fb_used_mib;
+      p.sm_active = script.At(now, &P::sm_active);
+      p.dram_active = script.At(now, &P::dram_active);
       return p;
     };
+    s.sm_clock_mhz = g->script.At(now, &P::sm_clock_mhz);
+    for (const FakeProcess& f : g->processes) {
+      s.processes.push_back({.pid = f.pid,
+                             .partition_uuid = f.partition_uuid,
+                             .fb_used_mib = f.script.At(now, &P::fb_used_mib),
+                             .sm = f.script.At(now, &P::sm_active),
+                             .dram = f.script.At(now, &P::dram_active),
+                             .pod_uid = f.pod_uid});
+    }
     if (!inv.mig_enabled) {
       s.partitions.push_back(partition(g->script, inv.memory_mib));
       if (s.partitions[0].activity) s.gpu_util_pct = 100 * *s.partitions[0].activity;

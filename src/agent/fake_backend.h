@@ -1,7 +1,8 @@
 #pragma once
 // FakeBackend: a GPU node described by a YAML file, for machines without NVIDIA GPUs (this
 // one, CI) — GPUs with their models, MIG layouts and instance uuids, and a scripted time series
-// of utilisation, memory in use and power per GPU or MIG instance, and of the state of a whole
+// of utilisation, SM and DRAM activity, memory in use, SM clock and power per GPU or MIG
+// instance, of each listed process's own use, and of the state of a whole
 // GPU's MPS server (running, hung, absent; its clients), played back on the agent's clock. The
 // format is in docs/runtime.md; tests/agent/fake_node.yaml is an example.
 //
@@ -9,9 +10,9 @@
 // change a script while the agent runs). A malformed file is an Error naming the file and line:
 // an unknown key, a value out of range (negative, NaN, infinite, util outside 0..1, more memory
 // used than the GPU or instance has, an MPS server state other than running/hung/absent, clients
-// without a server). On a re-read, the backend keeps the last good description
-// and keeps serving it, and Discover() fails with the same Error until the file is fixed.
-// Not thread-safe (the agent serialises calls). Does not own the clock.
+// without a server, a process on a partition the GPU does not have). On a re-read, the backend
+// keeps the last good description and keeps serving it, and Discover() fails with the same Error
+// until the file is fixed. Not thread-safe (the agent serialises calls). Does not own the clock.
 
 #include <filesystem>
 #include <memory>
@@ -32,6 +33,9 @@ struct Script {
     std::optional<double> util;  // 0..1
     std::optional<double> fb_used_mib;
     std::optional<double> power_w;
+    std::optional<double> sm_active;     // 0..1
+    std::optional<double> dram_active;   // 0..1
+    std::optional<double> sm_clock_mhz;  // the GPU's, not an instance's or a process's
   };
   std::vector<Point> points;  // ascending t
   bool loop = false;
@@ -58,11 +62,21 @@ struct MpsScript {
   std::optional<MpsSample> At(double t) const;
 };
 
+// A compute process on one partition of a GPU, with its own use over time (fb_used_mib,
+// sm_active, dram_active of its script's points).
+struct FakeProcess {
+  uint32_t pid = 0;
+  std::string pod_uid;  // empty: the agent resolves the pid through its proc root
+  std::string partition_uuid;
+  Script script;
+};
+
 struct FakeGpu {
   store::GpuInventory inventory;
   Script script;                  // whole GPU: everything; MIG GPU: the board's power
   std::vector<Script> instances;  // parallel to inventory.partitions when MIG is on
   MpsScript mps;                  // whole GPUs only
+  std::vector<FakeProcess> processes;
 };
 
 struct FakeNode {

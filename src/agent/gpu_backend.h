@@ -7,6 +7,7 @@
 // nullopt and its series is left out of /metrics, never reported as zero.
 // Not thread-safe: the agent serialises calls.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,22 @@ struct PartitionSample {
   std::optional<double> activity;  // graphics engine active, 0..1 (DCGM_FI_PROF_GR_ENGINE_ACTIVE)
   std::optional<double> fb_used_mib;
   std::optional<double> fb_free_mib;
+  std::optional<double> sm_active;    // share of SM cycles with a warp resident, 0..1
+                                      // (DCGM_FI_PROF_SM_ACTIVE)
+  std::optional<double> dram_active;  // share of time device memory is read or written, 0..1
+                                      // (DCGM_FI_PROF_DRAM_ACTIVE)
+};
+
+// One process with a context on a partition, as the backend sees it; the agent sums a pod's
+// processes into its per-pod series (tessera_pod_*). Shares are of the partition, not the GPU.
+struct ProcessSample {
+  uint32_t pid = 0;            // as the node (the host's PID namespace) numbers it
+  std::string partition_uuid;  // the partition the process runs on
+  std::optional<double> fb_used_mib;
+  std::optional<double> sm;    // 0..1
+  std::optional<double> dram;  // 0..1
+  std::string pod_uid;         // empty: the agent resolves it from the pid's cgroup
+  bool operator==(const ProcessSample&) const = default;
 };
 
 // The MPS server of a whole GPU, as far as the backend can see it (seed 001 §4.2: a client
@@ -35,10 +52,12 @@ struct MpsSample {
 struct GpuSample {
   std::optional<double> gpu_util_pct;  // DCGM_FI_DEV_GPU_UTIL, 0..100
   std::optional<double> power_w;
-  std::optional<double> energy_mj;  // since boot (NVML) or since the agent started (fake)
+  std::optional<double> energy_mj;     // since boot (NVML) or since the agent started (fake)
+  std::optional<double> sm_clock_mhz;  // DCGM_FI_DEV_SM_CLOCK
   // Parallel to GpuInventory::partitions (one entry, the whole GPU, when MIG is off).
   std::vector<PartitionSample> partitions;
-  std::optional<MpsSample> mps;  // nullopt: the backend knows nothing of MPS on this GPU
+  std::optional<MpsSample> mps;          // nullopt: the backend knows nothing of MPS on this GPU
+  std::vector<ProcessSample> processes;  // the compute processes the backend could see
 };
 
 class GpuBackend {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 namespace tessera::agent {
@@ -14,7 +15,18 @@ struct Family {
   std::string body;
 };
 
-enum Metric { kFbUsed, kFbFree, kGrActive, kGpuUtil, kPower, kEnergy, kCount };
+enum Metric {
+  kFbUsed,
+  kFbFree,
+  kGrActive,
+  kSmActive,
+  kDramActive,
+  kGpuUtil,
+  kSmClock,
+  kPower,
+  kEnergy,
+  kCount
+};
 
 std::string LabelText(const std::vector<std::pair<std::string, std::string>>& labels) {
   std::string out = "{";
@@ -66,7 +78,13 @@ std::string RenderDcgmMetrics(std::string_view hostname,
       {"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", ""},
       {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
        "Ratio of time the graphics engine is active (0..1).", ""},
+      {"DCGM_FI_PROF_SM_ACTIVE", "gauge",
+       "The ratio of cycles an SM has at least 1 warp assigned (0..1).", ""},
+      {"DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+       "Ratio of cycles the device memory interface is active sending or receiving data (0..1).",
+       ""},
       {"DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", ""},
+      {"DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", ""},
       {"DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", ""},
       {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
        "Total energy consumption since boot (in mJ).", ""},
@@ -89,6 +107,7 @@ std::string RenderDcgmMetrics(std::string_view hostname,
     if (!g.mig_enabled) whole.emplace_back("partition_uuid", g.uuid);
     const std::vector<PodRef>& device_pods = g.mig_enabled ? kNoPods : pods_of(g.uuid);
     Emit(f[kGpuUtil], whole, device_pods, s.gpu_util_pct);
+    Emit(f[kSmClock], whole, device_pods, s.sm_clock_mhz);
     Emit(f[kPower], whole, device_pods, s.power_w);
     Emit(f[kEnergy], whole, device_pods, s.energy_mj);
     for (size_t k = 0; k < g.partitions.size() && k < s.partitions.size(); ++k) {
@@ -103,6 +122,8 @@ std::string RenderDcgmMetrics(std::string_view hostname,
       Emit(f[kFbUsed], labels, who, s.partitions[k].fb_used_mib);
       Emit(f[kFbFree], labels, who, s.partitions[k].fb_free_mib);
       Emit(f[kGrActive], labels, who, s.partitions[k].activity);
+      Emit(f[kSmActive], labels, who, s.partitions[k].sm_active);
+      Emit(f[kDramActive], labels, who, s.partitions[k].dram_active);
     }
   }
   std::string out;
@@ -111,6 +132,76 @@ std::string RenderDcgmMetrics(std::string_view hostname,
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", fam.name, fam.help, fam.name, fam.type);
     out += fam.body;
   }
+  return out;
+}
+
+PodUsageMetrics RenderPodMetrics(std::string_view hostname,
+                                 const std::vector<store::GpuInventory>& gpus,
+                                 const std::vector<GpuSample>& samples, const PodsByUid& pods) {
+  Family fb{"tessera_pod_fb_used_mib", "gauge",
+            "Framebuffer memory the pod's processes use on the partition (in MiB).", ""};
+  Family sm{"tessera_pod_sm_active", "gauge",
+            "Share of the partition's SM time the pod's processes use (0..1).", ""};
+  Family dram{"tessera_pod_dram_active", "gauge",
+              "Share of the partition's memory bandwidth time the pod's processes use (0..1).", ""};
+  PodUsageMetrics out;
+  struct Sum {
+    std::optional<double> fb, sm, dram;
+  };
+  auto add = [](std::optional<double>& to, std::optional<double> v) {
+    if (v) to = to.value_or(0) + *v;  // unknown for every process: stays unknown
+  };
+  for (size_t i = 0; i < gpus.size() && i < samples.size(); ++i) {
+    const store::GpuInventory& g = gpus[i];
+    if (g.lost) continue;
+    // (partition index, pod uid) → the pod's processes summed there; ordered for stable output.
+    std::map<std::pair<size_t, std::string>, Sum> sums;
+    for (const ProcessSample& proc : samples[i].processes) {
+      auto part = std::find_if(g.partitions.begin(), g.partitions.end(),
+                               [&](const auto& p) { return p.uuid == proc.partition_uuid; });
+      if (proc.pod_uid.empty() || !pods.contains(proc.pod_uid) || part == g.partitions.end()) {
+        ++out.unattributed;
+        continue;
+      }
+      Sum& s = sums[{static_cast<size_t>(part - g.partitions.begin()), proc.pod_uid}];
+      add(s.fb, proc.fb_used_mib);
+      add(s.sm, proc.sm);
+      add(s.dram, proc.dram);
+    }
+    for (const auto& [key, s] : sums) {
+      const store::PartitionInventory& p = g.partitions[key.first];
+      std::vector<std::pair<std::string, std::string>> labels = {
+          {"gpu", std::to_string(g.index)},
+          {"UUID", g.uuid},
+          {"modelName", g.product_name},
+          {"Hostname", std::string(hostname)}};
+      if (g.mig_enabled) {
+        labels.emplace_back("GPU_I_PROFILE", p.profile);
+        labels.emplace_back("GPU_I_ID", std::to_string(p.gi_id));
+      }
+      labels.emplace_back("partition_uuid", p.uuid);
+      const std::vector<PodRef> who = {pods.at(key.second)};
+      // Per-process samples taken at slightly different instants can add up past the whole.
+      auto share = [](std::optional<double> v) {
+        return v ? std::optional<double>(std::clamp(*v, 0.0, 1.0)) : std::nullopt;
+      };
+      Emit(fb, labels, who, s.fb);
+      Emit(sm, labels, who, share(s.sm));
+      Emit(dram, labels, who, share(s.dram));
+    }
+  }
+  for (const Family* fam : {&fb, &sm, &dram}) {
+    if (fam->body.empty()) continue;
+    out.text +=
+        fmt::format("# HELP {} {}\n# TYPE {} {}\n", fam->name, fam->help, fam->name, fam->type);
+    out.text += fam->body;
+  }
+  out.text += fmt::format(
+      "# HELP tessera_agent_unattributed_processes GPU processes whose pod the agent could not "
+      "tell (no pod cgroup, or no placement on this node with that pod uid).\n"
+      "# TYPE tessera_agent_unattributed_processes gauge\n"
+      "tessera_agent_unattributed_processes{{Hostname=\"{}\"}} {}\n",
+      EscapeLabel(hostname), out.unattributed);
   return out;
 }
 

@@ -3,6 +3,10 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+#include <vector>
+
 #include "model/gpu_model.h"
 
 namespace tessera::agent {
@@ -32,6 +36,23 @@ struct nvmlGpuInstanceInfo_t {
   unsigned int profileId;
   nvmlGpuInstancePlacement_t placement;
 };
+// nvmlDeviceGetComputeRunningProcesses_v3 fills nvmlProcessInfo_t, which nvml.h (CUDA 11.x
+// onwards) defines as nvmlProcessInfo_v2_t: this layout, 24 bytes with the padding after pid.
+struct nvmlProcessInfo_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;  // bytes; NVML_VALUE_NOT_AVAILABLE when unknown
+  unsigned int gpuInstanceId;        // MIG: the GPU instance; else 0xFFFFFFFF
+  unsigned int computeInstanceId;
+};
+static_assert(sizeof(nvmlProcessInfo_t) == 24);
+struct nvmlProcessUtilizationSample_t {
+  unsigned int pid;
+  unsigned long long timeStamp;                    // CPU time stamp, µs
+  unsigned int smUtil, memUtil, encUtil, decUtil;  // percent
+};
+static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32);
+constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
+constexpr int NVML_CLOCK_SM = 1;    // nvmlClockType_t
 constexpr unsigned kNameSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 constexpr unsigned kUuidSize = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 constexpr unsigned NVML_DEVICE_MIG_ENABLE = 1;
@@ -60,6 +81,12 @@ struct NvmlBackend::Api {
   // Optional (recent drivers only): processes with an MPS compute context on the device. Only
   // ever called with a count of 0 and no buffer, which returns the count and needs no struct.
   nvmlReturn_t (*GetMpsProcesses)(nvmlDevice_t, unsigned int*, void*) = nullptr;
+  // Optional too (issue #16's per-pod series; older drivers lack them): the compute processes
+  // with their memory, their recent SM and memory-controller shares, and the SM clock.
+  nvmlReturn_t (*GetComputeProcesses)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*) = nullptr;
+  nvmlReturn_t (*GetProcessUtilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*,
+                                        unsigned int*, unsigned long long) = nullptr;
+  nvmlReturn_t (*GetClockInfo)(nvmlDevice_t, int, unsigned int*) = nullptr;  // MHz
 
   std::string Why(nvmlReturn_t r) const {
     return fmt::format("{} (NVML {})", ErrorString ? ErrorString(r) : "?", r);
@@ -72,6 +99,87 @@ template <typename F>
 bool Resolve(void* lib, const char* name, F*& out) {
   out = reinterpret_cast<F*>(dlsym(lib, name));
   return out != nullptr;
+}
+
+// The compute processes on `dev`, through the two-call protocol (a count, then a buffer with some
+// room for processes started in between); empty when NVML cannot tell.
+std::vector<nvmlProcessInfo_t> ComputeProcesses(const NvmlBackend::Api& a, nvmlDevice_t dev) {
+  if (a.GetComputeProcesses == nullptr) return {};
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    unsigned int count = 0;
+    nvmlReturn_t r = a.GetComputeProcesses(dev, &count, nullptr);
+    if (r == NVML_SUCCESS) return {};  // none
+    if (r != NVML_ERROR_INSUFFICIENT_SIZE) return {};
+    std::vector<nvmlProcessInfo_t> out(count + 8);
+    count = static_cast<unsigned int>(out.size());
+    r = a.GetComputeProcesses(dev, &count, out.data());
+    if (r == NVML_SUCCESS) {
+      out.resize(std::min<size_t>(count, out.size()));
+      return out;
+    }
+    if (r != NVML_ERROR_INSUFFICIENT_SIZE) return {};
+  }
+  return {};  // processes kept starting faster than we could list them
+}
+
+// Each process's latest sample on `dev` (pid → sample); samples older than 10 s before the
+// newest are of processes that stopped using the GPU and are dropped.
+std::map<unsigned int, nvmlProcessUtilizationSample_t> ProcessUtilization(const NvmlBackend::Api& a,
+                                                                          nvmlDevice_t dev) {
+  std::map<unsigned int, nvmlProcessUtilizationSample_t> out;
+  if (a.GetProcessUtilization == nullptr) return out;
+  unsigned int count = 0;
+  // lastSeenTimeStamp 0: every sample in the driver's buffer (Tick and /metrics both sample,
+  // so a "since the last call" stamp would hand each only part of them).
+  nvmlReturn_t r = a.GetProcessUtilization(dev, nullptr, &count, 0);
+  if (r != NVML_ERROR_INSUFFICIENT_SIZE || count == 0) return out;
+  std::vector<nvmlProcessUtilizationSample_t> samples(count + 8);
+  count = static_cast<unsigned int>(samples.size());
+  if (a.GetProcessUtilization(dev, samples.data(), &count, 0) != NVML_SUCCESS) return out;
+  samples.resize(std::min<size_t>(count, samples.size()));
+  unsigned long long newest = 0;
+  for (const auto& s : samples) newest = std::max(newest, s.timeStamp);
+  for (const auto& s : samples) {
+    if (s.timeStamp + 10'000'000 < newest) continue;
+    auto [it, fresh] = out.try_emplace(s.pid, s);
+    if (!fresh && s.timeStamp > it->second.timeStamp) it->second = s;
+  }
+  return out;
+}
+
+// The compute processes of `g` with their memory (by process) and, on a whole GPU, their SM and
+// memory-controller shares. A MIG process is placed on its instance by gpuInstanceId; one whose
+// instance the inventory lacks is left out. Unverified on hardware (no GPU machine here): the
+// layouts and semantics are nvml.h's, checked against the stand-in library only.
+void ReadProcesses(const NvmlBackend::Api& a, nvmlDevice_t dev, const store::GpuInventory& g,
+                   GpuSample& s) {
+  const std::vector<nvmlProcessInfo_t> procs = ComputeProcesses(a, dev);
+  if (procs.empty()) return;
+  // NVML's per-process utilisation is a whole GPU's; on MIG it is not supported.
+  const auto util =
+      g.mig_enabled ? decltype(ProcessUtilization(a, dev)){} : ProcessUtilization(a, dev);
+  for (const nvmlProcessInfo_t& p : procs) {
+    ProcessSample ps;
+    ps.pid = p.pid;
+    if (!g.mig_enabled) {
+      ps.partition_uuid = g.partitions.empty() ? g.uuid : g.partitions[0].uuid;
+    } else {
+      for (const auto& part : g.partitions) {
+        if (part.gi_id >= 0 && static_cast<unsigned>(part.gi_id) == p.gpuInstanceId) {
+          ps.partition_uuid = part.uuid;
+        }
+      }
+      if (ps.partition_uuid.empty()) continue;
+    }
+    if (p.usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) {
+      ps.fb_used_mib = static_cast<double>(p.usedGpuMemory >> 20);
+    }
+    if (auto it = util.find(p.pid); it != util.end()) {
+      ps.sm = std::min(it->second.smUtil, 100u) / 100.0;
+      ps.dram = std::min(it->second.memUtil, 100u) / 100.0;
+    }
+    s.processes.push_back(std::move(ps));
+  }
 }
 
 }  // namespace
@@ -107,6 +215,9 @@ Expected<std::unique_ptr<NvmlBackend>> NvmlBackend::Open(const std::string& libr
   need("nvmlDeviceGetPowerUsage", api->GetPowerUsage);
   need("nvmlDeviceGetTotalEnergyConsumption", api->GetTotalEnergyConsumption);
   Resolve(lib, "nvmlDeviceGetMPSComputeRunningProcesses_v3", api->GetMpsProcesses);
+  Resolve(lib, "nvmlDeviceGetComputeRunningProcesses_v3", api->GetComputeProcesses);
+  Resolve(lib, "nvmlDeviceGetProcessUtilization", api->GetProcessUtilization);
+  Resolve(lib, "nvmlDeviceGetClockInfo", api->GetClockInfo);
   if (missing != nullptr) {
     dlclose(lib);
     return Fail("NVML: {} lacks {} (driver too old?)", library, missing);
@@ -220,6 +331,10 @@ Expected<std::vector<GpuSample>> NvmlBackend::Sample(const std::vector<store::Gp
     unsigned long long mj = 0;
     if (a.GetTotalEnergyConsumption(dev, &mj) == NVML_SUCCESS)
       s.energy_mj = static_cast<double>(mj);
+    unsigned int mhz = 0;
+    if (a.GetClockInfo && a.GetClockInfo(dev, NVML_CLOCK_SM, &mhz) == NVML_SUCCESS) {
+      s.sm_clock_mhz = mhz;
+    }
     auto memory = [&](nvmlDevice_t d, PartitionSample& p) {
       nvmlMemory_t m{};
       if (a.GetMemoryInfo(d, &m) != NVML_SUCCESS) return;
@@ -231,6 +346,9 @@ Expected<std::vector<GpuSample>> NvmlBackend::Sample(const std::vector<store::Gp
       if (a.GetUtilizationRates(dev, &u) == NVML_SUCCESS) {
         s.gpu_util_pct = u.gpu;
         s.partitions[0].activity = u.gpu / 100.0;
+        // "Percent of time device memory was read or written": DCGM's DRAM_ACTIVE counts
+        // cycles the interface is busy instead; the nearest NVML has (docs/runtime.md).
+        s.partitions[0].dram_active = u.memory / 100.0;
       }
       memory(dev, s.partitions[0]);
       // MPS clients: with a count of 0, NVML answers SUCCESS (none) or INSUFFICIENT_SIZE and
@@ -262,6 +380,7 @@ Expected<std::vector<GpuSample>> NvmlBackend::Sample(const std::vector<store::Gp
         }
       }
     }
+    ReadProcesses(a, dev, g, s);
     out.push_back(std::move(s));
   }
   return out;

@@ -10,7 +10,12 @@
 // used as the graphics-engine activity of a whole GPU; per-MIG activity needs DCGM profiling
 // and is left unknown), memory used/free per GPU or MIG device, power, total energy, and for
 // a whole GPU the number of MPS clients (nvmlDeviceGetMPSComputeRunningProcesses_v3, where
-// the driver has it; MIG instances' MPS servers are not read).
+// the driver has it; MIG instances' MPS servers are not read). Where the driver has them
+// (resolved optionally): the SM clock (nvmlDeviceGetClockInfo), each compute process's memory
+// (nvmlDeviceGetComputeRunningProcesses_v3; on MIG placed on its instance by gpuInstanceId)
+// and, on a whole GPU, its SM and memory-controller shares (nvmlDeviceGetProcessUtilization);
+// a whole GPU's DRAM activity is NVML's "utilization.memory". These per-process readings are
+// unverified on hardware (docs/runtime.md).
 // Not thread-safe (the agent serialises calls). Never changes device state.
 
 #include <memory>

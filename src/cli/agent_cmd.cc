@@ -32,6 +32,7 @@ struct AgentFlags {
   double interval_s = 1;
   double heartbeat_ttl_s = 15;
   agent::MpsStuckOptions mps_stuck;
+  std::string proc_root = "/proc";
   bool once = false;
   bool json = false;
 };
@@ -141,7 +142,8 @@ Status RunAgent(const AgentFlags& f) {
                   .memory_mib = memory_mib,
                   .mps_stuck = f.mps_stuck,
                   // A round takes up to about three store retry budgets (one interval each).
-                  .stall_s = std::max(30.0, 10 * f.interval_s)},
+                  .stall_s = std::max(30.0, 10 * f.interval_s),
+                  .proc_root = f.proc_root},
                  *backend, store->get(), clock);
   if (f.once) {
     a.Tick();
@@ -181,6 +183,10 @@ void AddAgent(CLI::App& app, Status* status) {
   sub->add_option("--node", flags->node,
                   "Node name (default: the fake file's node, else the host name)")
       ->envname("NODE_NAME");
+  sub->add_option("--proc-root", flags->proc_root,
+                  "The host's /proc, where a GPU process's cgroup names its pod (run with "
+                  "hostPID, or mount the host's /proc and name it here)")
+      ->capture_default_str();
   sub->add_option("--listen", flags->listen, "host:port for /metrics, /healthz and /readyz")
       ->capture_default_str();
   daemon_flags::AddStoreFlags(sub, flags->store, "Where the inventory goes");

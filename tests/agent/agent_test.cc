@@ -194,6 +194,47 @@ TEST_F(AgentTest, MetricsCarryThePodsPlacedOnAPartition) {
             std::string::npos);
 }
 
+// Issue #16: a pod's own use of a partition. Two processes of one pod (one named by the backend,
+// one resolved from its cgroup under the proc root) sum to 2048 + 1024 = 3072 MiB and SM 0.25 +
+// 0.125 = 0.375 on the A30; a process of a system service and one whose cgroup file is gone are
+// counted as unattributed. The pod's placement holds no slices: its uid still names it.
+TEST_F(AgentTest, PodUsageSeriesSumThePodsProcessesAndCountTheUnattributed) {
+  const std::filesystem::path proc = path_.string() + ".proc";
+  std::filesystem::create_directories(proc / "4242");
+  std::filesystem::create_directories(proc / "77");
+  std::ofstream(proc / "4242" / "cgroup")
+      << "0::/kubepods.slice/kubepods-burstable.slice/"
+         "kubepods-burstable-pod7e57a30a_0000_4000_8000_000000000001.slice/"
+         "cri-containerd-abc.scope\n";
+  std::ofstream(proc / "77" / "cgroup") << "0::/system.slice/containerd.service\n";
+  Write(std::string(kNode) + R"(    processes:
+      - {pid: 4241, pod_uid: 7e57a30a-0000-4000-8000-000000000001,
+         script: {points: [{t: 0, fb_used_mib: 2048, sm_active: 0.25}]}}
+      - {pid: 4242, script: {points: [{t: 0, fb_used_mib: 1024, sm_active: 0.125}]}}
+      - {pid: 77, script: {points: [{t: 0, fb_used_mib: 300}]}}
+      - {pid: 78, script: {points: [{t: 0, fb_used_mib: 400}]}}
+)");
+  Agent agent(AgentOptions{.node = "n1", .heartbeat_ttl_s = 10, .proc_root = proc.string()},
+              *backend_, &store_, clock_);
+  auto put = store_.PutPlacement({.workload = "7e57a30a-0000-4000-8000-000000000001",
+                                  .node = "n1",
+                                  .pod = "train-0",
+                                  .namespace_ = "ml"});
+  ASSERT_TRUE(put && put->applied);
+  agent.Tick();
+  const std::string text = agent.Metrics();
+  const std::string b =
+      R"({gpu="1",UUID="GPU-b",modelName="NVIDIA A30-24GB",Hostname="n1",partition_uuid="GPU-b",)"
+      R"(pod="train-0",namespace="ml"})";
+  EXPECT_NE(text.find("tessera_pod_fb_used_mib" + b + " 3072\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tessera_pod_sm_active" + b + " 0.375\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("tessera_pod_dram_active"), std::string::npos) << text;  // never scripted
+  EXPECT_NE(text.find(R"(tessera_agent_unattributed_processes{Hostname="n1"} 2)"),
+            std::string::npos)
+      << text;
+  std::filesystem::remove_all(proc);
+}
+
 TEST_F(AgentTest, ServesMetricsAndHealthOverHttp) {
   auto agent = Make();
   AgentServer server(*agent);

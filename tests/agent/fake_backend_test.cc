@@ -89,8 +89,10 @@ TEST(FakeNodeTest, OutOfRangeValuesAndUnknownKeysNameTheFileAndLine) {
        "2: unknown key 'cpu_mili' (known: node, cpu_milli, memory_mib, time_base, gpus)"},
       {gpu + "    uuid: GPU-x\n    scirpt: {points: [{t: 0}]}\n",
        "5: unknown key 'scirpt' (known: model, product_name, uuid, lost, mig, script, "
-       "instances, mps)"},
-      {point + "{t: 0, utl: 0.5}\n", "6: unknown key 'utl' (known: t, util, fb_used_mib, power_w)"},
+       "instances, mps, processes)"},
+      {point + "{t: 0, utl: 0.5}\n",
+       "6: unknown key 'utl' (known: t, util, fb_used_mib, power_w, sm_active, dram_active, "
+       "sm_clock_mhz)"},
       {gpu + "    script:\n      repeat: loop\n      period: 10\n      points:\n"
              "        - {t: 0, util: 0.5}\n",
        "6: unknown key 'period' (known: repeat, period_s, points)"},
@@ -127,6 +129,41 @@ TEST(FakeNodeTest, OutOfRangeValuesAndUnknownKeysNameTheFileAndLine) {
       {"node: n\ngpus:\n  - model: A100-40GB\n    mig: \"7g.40gb\"\n"
        "    mps: {server: running}\n",
        "5: 'mps' describes a whole GPU's MPS server; this GPU has MIG on"},
+      // Usage series (issue #16): SM and DRAM activity, the SM clock, per-process use.
+      {point + "{t: 0, sm_active: 1.5}\n", "6: sm_active must lie in 0..1"},
+      {point + "{t: 0, dram_active: .nan}\n", "6: dram_active must lie in 0..1"},
+      {point + "{t: 0, dram_active: -0.1}\n", "6: dram_active must lie in 0..1"},
+      {point + "{t: 0, sm_clock_mhz: -1}\n", "6: sm_clock_mhz must not be negative"},
+      {point + "{t: 0, sm_clock_mhz: .inf}\n", "6: sm_clock_mhz must be a finite number"},
+      {"node: n\ngpus:\n  - model: A100-40GB\n    mig: \"7g.40gb\"\n    instances:\n"
+       "      - script: {points: [{t: 0, sm_clock_mhz: 1410}]}\n",
+       "6: unknown key 'sm_clock_mhz' (known: t, util, fb_used_mib, power_w, sm_active, "
+       "dram_active)"},
+      {gpu + "    processes: {pid: 1}\n", "4: 'processes' must be a list"},
+      {gpu + "    processes:\n      - {pod_uid: u}\n", "5: missing 'pid'"},
+      {gpu + "    processes:\n      - {pid: -3}\n", "5: pid -3 must not be negative"},
+      {gpu + "    processes:\n      - {pid: 0}\n", "5: pid 0 is not a process id"},
+      {gpu + "    processes:\n      - {pid: 1, pod: u}\n",
+       "5: unknown key 'pod' (known: pid, pod_uid, partition, script)"},
+      {gpu + "    processes:\n      - {pid: 1, script: {points: [{t: 0, util: 0.5}]}}\n",
+       "5: unknown key 'util' (known: t, fb_used_mib, sm_active, dram_active)"},
+      {gpu + "    processes:\n      - {pid: 1, script: {points: [{t: 0, sm_active: 2}]}}\n",
+       "5: sm_active must lie in 0..1"},
+      {gpu + "    processes:\n      - {pid: 1, script: {points: [{t: 0, fb_used_mib: 30000}]}}\n",
+       "5: fb_used_mib 30000 exceeds the 24576 MiB of the GPU"},
+      {gpu + "    uuid: GPU-x\n    processes:\n      - {pid: 1, partition: GPU-y}\n",
+       "6: partition 'GPU-y' is not one of this GPU's (GPU-x)"},
+      {"node: n\ngpus:\n  - model: A100-40GB\n    mig: \"3g.20gb@0,3g.20gb@4\"\n"
+       "    instances: [{uuid: MIG-a}, {uuid: MIG-b}]\n    processes:\n      - {pid: 7}\n",
+       "7: a process on a MIG GPU needs 'partition': one of its instances"},
+      {"node: n\ngpus:\n  - model: A100-40GB\n    mig: \"3g.20gb@0,3g.20gb@4\"\n"
+       "    instances: [{uuid: MIG-a}, {uuid: MIG-b}]\n    processes:\n"
+       "      - {pid: 7, partition: MIG-c}\n",
+       "7: partition 'MIG-c' is not one of this GPU's (MIG-a, MIG-b)"},
+      {"node: n\ngpus:\n  - model: A100-40GB\n    mig: \"3g.20gb@0,3g.20gb@4\"\n"
+       "    instances: [{uuid: MIG-a}, {uuid: MIG-b}]\n    processes:\n"
+       "      - {pid: 7, partition: MIG-b, script: {points: [{t: 0, fb_used_mib: 20481}]}}\n",
+       "7: fb_used_mib 20481 exceeds the 20480 MiB of MIG instance 3g.20gb"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(Where(c.text), "node.yaml:" + c.want) << c.text;
@@ -153,6 +190,17 @@ TEST(FakeNodeTest, TheExampleFileDescribesTheDocumentedNode) {
   EXPECT_EQ(node->gpus[1].inventory.partitions[0].uuid, "GPU-22222222-2222-4222-8222-222222222222");
   EXPECT_EQ(node->gpus[1].mps.At(0), (MpsSample{.server = true, .clients = 2, .responsive = true}));
   EXPECT_TRUE(node->gpus[0].mps.points.empty());
+  // The usage series the telemetry integration tests read (issue #16).
+  const FakeGpu& a30 = node->gpus[1];
+  EXPECT_EQ(a30.script.At(0, &P::sm_active), 0.5);
+  EXPECT_EQ(a30.script.At(0, &P::dram_active), 0.25);
+  EXPECT_EQ(a30.script.At(0, &P::sm_clock_mhz), 1440);
+  ASSERT_EQ(a30.processes.size(), 1u);
+  EXPECT_EQ(a30.processes[0].pid, 4242u);
+  EXPECT_EQ(a30.processes[0].pod_uid, "7e57a30a-0000-4000-8000-000000000001");
+  EXPECT_EQ(a30.processes[0].partition_uuid, "GPU-22222222-2222-4222-8222-222222222222");
+  EXPECT_EQ(a30.processes[0].script.At(0, &P::fb_used_mib), 3072);
+  EXPECT_TRUE(node->gpus[0].processes.empty());
 }
 
 class FakeBackendTest : public testing::Test {
@@ -233,6 +281,54 @@ TEST_F(FakeBackendTest, AGpuWithoutMpsHasNoMpsReading) {
   ASSERT_TRUE(s);
   EXPECT_EQ((*s)[0].mps, (MpsSample{.server = true, .clients = 1, .responsive = true}));
   EXPECT_EQ((*s)[1].mps, std::nullopt);
+}
+
+// SM and DRAM activity per partition, the SM clock per GPU, and each process's own use on its
+// partition, as scripted at the sample's time; what no point sets stays unknown.
+TEST_F(FakeBackendTest, PlaysUsageSeriesAndProcesses) {
+  Write(R"(node: n1
+gpus:
+  - uuid: GPU-m
+    model: A100-40GB
+    mig: "3g.20gb@0,3g.20gb@4"
+    script: {points: [{t: 0, power_w: 150, sm_clock_mhz: 1410}]}
+    instances:
+      - {uuid: MIG-a, script: {points: [{t: 0, sm_active: 0.4, dram_active: 0.2}]}}
+      - {uuid: MIG-b}
+    processes:
+      - {pid: 11, pod_uid: uid-1, partition: MIG-a, script: {points: [{t: 0, fb_used_mib: 2048},
+                                                              {t: 10, fb_used_mib: 4096}]}}
+      - {pid: 12, partition: MIG-b, script: {points: [{t: 0, sm_active: 0.25}]}}
+  - uuid: GPU-w
+    model: A30-24GB
+    processes:
+      - {pid: 21}
+)");
+  auto b = FakeBackend::Load(path_.string(), clock_, 0);
+  ASSERT_TRUE(b) << b.error().message;
+  auto gpus = (*b)->Discover();
+  ASSERT_TRUE(gpus);
+  clock_.Advance(12);  // script time 12
+  auto s = (*b)->Sample(*gpus);
+  ASSERT_TRUE(s);
+  const GpuSample& m = (*s)[0];
+  EXPECT_EQ(m.sm_clock_mhz, 1410);
+  EXPECT_EQ(m.partitions[0].sm_active, 0.4);
+  EXPECT_EQ(m.partitions[0].dram_active, 0.2);
+  EXPECT_EQ(m.partitions[1].sm_active, std::nullopt);
+  EXPECT_EQ(m.partitions[1].dram_active, std::nullopt);
+  ASSERT_EQ(m.processes.size(), 2u);
+  EXPECT_EQ(m.processes[0],
+            (ProcessSample{
+                .pid = 11, .partition_uuid = "MIG-a", .fb_used_mib = 4096, .pod_uid = "uid-1"}));
+  EXPECT_EQ(m.processes[1],
+            (ProcessSample{.pid = 12, .partition_uuid = "MIG-b", .sm = 0.25, .pod_uid = ""}));
+  const GpuSample& w = (*s)[1];
+  EXPECT_EQ(w.sm_clock_mhz, std::nullopt);
+  EXPECT_EQ(w.partitions[0].sm_active, std::nullopt);
+  // No partition named on a whole GPU: the GPU itself; no pod_uid: the agent resolves the pid.
+  ASSERT_EQ(w.processes.size(), 1u);
+  EXPECT_EQ(w.processes[0], (ProcessSample{.pid = 21, .partition_uuid = "GPU-w"}));
 }
 
 TEST(MpsScriptTest, LoopsEveryPeriod) {

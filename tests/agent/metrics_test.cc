@@ -79,6 +79,105 @@ TEST(MetricsTest, MpsSeriesOnlyForWhatIsKnown) {
   EXPECT_EQ(text.find("GPU-m"), std::string::npos) << text;
 }
 
+// Issue #16's usage series: SM and DRAM activity per partition with the partition's labels, the
+// SM clock per GPU with the power's, and no series for what is unknown.
+TEST(MetricsTest, SmAndDramActivityPerPartitionAndSmClockPerGpu) {
+  std::vector<GpuSample> s(2);
+  s[0] = {.sm_clock_mhz = 1440, .partitions = {{0.65, 8192, 16384, 0.5, 0.25}}};
+  s[1] = {.partitions = {{0.42, 6144, 14336, std::nullopt, 0.125}}};
+  const std::string text = RenderDcgmMetrics("node-1", Gpus(), s, {});
+  const std::string w = R"(gpu="0",UUID="GPU-w",modelName="NVIDIA A30",Hostname="node-1")";
+  const std::string m =
+      R"(gpu="1",UUID="GPU-m",modelName="NVIDIA A100-SXM4-40GB",Hostname="node-1")";
+  for (const std::string& line : {
+           "DCGM_FI_PROF_SM_ACTIVE{" + w + R"(,partition_uuid="GPU-w"} 0.5)",
+           "DCGM_FI_PROF_DRAM_ACTIVE{" + w + R"(,partition_uuid="GPU-w"} 0.25)",
+           "DCGM_FI_DEV_SM_CLOCK{" + w + R"(,partition_uuid="GPU-w"} 1440)",
+           "DCGM_FI_PROF_DRAM_ACTIVE{" + m +
+               R"(,GPU_I_PROFILE="3g.20gb",GPU_I_ID="2",partition_uuid="MIG-1"} 0.125)",
+           std::string("# TYPE DCGM_FI_PROF_SM_ACTIVE gauge"),
+           std::string("# TYPE DCGM_FI_DEV_SM_CLOCK gauge"),
+       }) {
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\nin:\n" << text;
+  }
+  EXPECT_EQ(text.find("DCGM_FI_PROF_SM_ACTIVE{" + m), std::string::npos) << text;
+  EXPECT_EQ(text.find("DCGM_FI_DEV_SM_CLOCK{" + m), std::string::npos) << text;
+  // Nothing known anywhere: not even the HELP lines.
+  std::vector<GpuSample> none(2);
+  none[0].partitions.resize(1);
+  none[1].partitions.resize(1);
+  const std::string empty = RenderDcgmMetrics("node-1", Gpus(), none, {});
+  EXPECT_EQ(empty.find("SM_ACTIVE"), std::string::npos) << empty;
+  EXPECT_EQ(empty.find("DRAM_ACTIVE"), std::string::npos) << empty;
+  EXPECT_EQ(empty.find("SM_CLOCK"), std::string::npos) << empty;
+}
+
+// A pod's processes on one partition are summed: 2048 + 1024 MiB = 3072 MiB, SM 0.25 + 0.125 =
+// 0.375; a process of no known pod is left out and counted, as is one whose pod uid names no
+// placement on the node.
+TEST(MetricsTest, PodSeriesSumThePodsProcessesPerPartition) {
+  std::vector<GpuSample> s(2);
+  s[0].partitions.resize(1);
+  s[0].processes = {
+      {.pid = 1, .partition_uuid = "GPU-w", .fb_used_mib = 2048, .sm = 0.25, .pod_uid = "u-a"},
+      {.pid = 2, .partition_uuid = "GPU-w", .fb_used_mib = 1024, .sm = 0.125, .pod_uid = "u-a"},
+      {.pid = 3, .partition_uuid = "GPU-w", .fb_used_mib = 512, .dram = 0.5, .pod_uid = "u-b"},
+      {.pid = 4, .partition_uuid = "GPU-w", .fb_used_mib = 100},                    // no pod
+      {.pid = 5, .partition_uuid = "GPU-w", .fb_used_mib = 100, .pod_uid = "u-x"},  // no placement
+  };
+  s[1].partitions.resize(1);
+  s[1].processes = {
+      {.pid = 6, .partition_uuid = "MIG-1", .fb_used_mib = 4096, .dram = 0.75, .pod_uid = "u-a"}};
+  const PodsByUid pods = {{"u-a", {"train-0", "ml"}}, {"u-b", {"infer-0", "web"}}};
+  const PodUsageMetrics got = RenderPodMetrics("node-1", Gpus(), s, pods);
+  const std::string& text = got.text;
+  const std::string w =
+      R"(gpu="0",UUID="GPU-w",modelName="NVIDIA A30",Hostname="node-1",partition_uuid="GPU-w")";
+  const std::string m =
+      R"(gpu="1",UUID="GPU-m",modelName="NVIDIA A100-SXM4-40GB",Hostname="node-1",)"
+      R"(GPU_I_PROFILE="3g.20gb",GPU_I_ID="2",partition_uuid="MIG-1")";
+  for (const std::string& line : {
+           "tessera_pod_fb_used_mib{" + w + R"(,pod="train-0",namespace="ml"} 3072)",
+           "tessera_pod_sm_active{" + w + R"(,pod="train-0",namespace="ml"} 0.375)",
+           "tessera_pod_fb_used_mib{" + w + R"(,pod="infer-0",namespace="web"} 512)",
+           "tessera_pod_dram_active{" + w + R"(,pod="infer-0",namespace="web"} 0.5)",
+           "tessera_pod_fb_used_mib{" + m + R"(,pod="train-0",namespace="ml"} 4096)",
+           "tessera_pod_dram_active{" + m + R"(,pod="train-0",namespace="ml"} 0.75)",
+           std::string("# TYPE tessera_pod_fb_used_mib gauge"),
+           std::string("# HELP tessera_pod_sm_active "),
+           std::string(R"(tessera_agent_unattributed_processes{Hostname="node-1"} 2)"),
+       }) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\nin:\n" << text;
+  }
+  EXPECT_EQ(got.unattributed, 2);
+  // What none of a pod's processes reports has no series: no DRAM for train-0 on GPU-w, no SM
+  // for infer-0, no SM anywhere on the MIG instance.
+  EXPECT_EQ(text.find("tessera_pod_dram_active{" + w + R"(,pod="train-0")"), std::string::npos);
+  EXPECT_EQ(text.find("tessera_pod_sm_active{" + w + R"(,pod="infer-0")"), std::string::npos);
+  EXPECT_EQ(text.find("tessera_pod_sm_active{" + m), std::string::npos) << text;
+  EXPECT_EQ(text.find("u-x"), std::string::npos);
+}
+
+// Shares of one partition summed over a pod's processes stay within it (samples taken at
+// slightly different instants can add past 1); a lost GPU's processes are not read.
+TEST(MetricsTest, PodSharesAreCappedAtTheWholePartitionAndLostGpusAreNotRead) {
+  std::vector<store::GpuInventory> gpus = Gpus();
+  std::vector<GpuSample> s(2);
+  s[0].partitions.resize(1);
+  s[0].processes = {{.pid = 1, .partition_uuid = "GPU-w", .sm = 0.75, .pod_uid = "u-a"},
+                    {.pid = 2, .partition_uuid = "GPU-w", .sm = 0.5, .pod_uid = "u-a"}};
+  s[1].partitions.resize(1);
+  s[1].processes = {{.pid = 3, .partition_uuid = "MIG-1", .fb_used_mib = 1, .pod_uid = "u-a"}};
+  gpus[1].lost = true;
+  const PodUsageMetrics got = RenderPodMetrics("n", gpus, s, {{"u-a", {"p", "ns"}}});
+  EXPECT_NE(got.text.find(R"(partition_uuid="GPU-w",pod="p",namespace="ns"} 1)"
+                          "\n"),
+            std::string::npos)
+      << got.text;
+  EXPECT_EQ(got.text.find("MIG-1"), std::string::npos) << got.text;
+  EXPECT_EQ(got.unattributed, 0);
+}
+
 TEST(MetricsTest, EscapesLabelValues) { EXPECT_EQ(EscapeLabel("a\"b\\c\nd"), "a\\\"b\\\\c\\nd"); }
 
 }  // namespace

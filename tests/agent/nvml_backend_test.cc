@@ -101,6 +101,35 @@ TEST_F(FakeNvmlTest, ReadsUtilisationMemoryPowerAndEnergy) {
   EXPECT_EQ((*s)[2].mps, std::nullopt);
 }
 
+// Issue #16 through NVML: the SM clock, a whole GPU's DRAM activity (utilization.memory 12 %),
+// and each compute process with its memory (unknown: no value) and newest utilisation sample
+// (40 % SM, 10 % memory, not the older 90 %); a MIG process lands on its instance by GI id, one
+// of an instance the inventory lacks is left out.
+TEST_F(FakeNvmlTest, ReadsSmClockAndComputeProcesses) {
+  auto gpus = backend_->Discover();
+  ASSERT_TRUE(gpus);
+  auto s = backend_->Sample(*gpus);
+  ASSERT_TRUE(s) << s.error().message;
+  const GpuSample& h100 = (*s)[1];
+  EXPECT_EQ(h100.sm_clock_mhz, 1755);
+  EXPECT_EQ(h100.partitions[0].dram_active, 0.12);
+  EXPECT_EQ(h100.partitions[0].sm_active, std::nullopt);  // needs DCGM profiling
+  ASSERT_EQ(h100.processes.size(), 2u);
+  EXPECT_EQ(
+      h100.processes[0],
+      (ProcessSample{
+          .pid = 100, .partition_uuid = "GPU-f1", .fb_used_mib = 3072, .sm = 0.4, .dram = 0.1}));
+  EXPECT_EQ(h100.processes[1], (ProcessSample{.pid = 101, .partition_uuid = "GPU-f1"}));
+  const GpuSample& a100 = (*s)[0];
+  EXPECT_EQ(a100.sm_clock_mhz, 1410);
+  EXPECT_EQ(a100.partitions[1].dram_active, std::nullopt);
+  ASSERT_EQ(a100.processes.size(), 1u);
+  EXPECT_EQ(a100.processes[0],
+            (ProcessSample{.pid = 200, .partition_uuid = "MIG-f0b", .fb_used_mib = 256}));
+  EXPECT_EQ((*s)[2].sm_clock_mhz, std::nullopt);  // lost
+  EXPECT_TRUE((*s)[2].processes.empty());
+}
+
 TEST_F(FakeNvmlTest, DriverErrorIsAnErrorWithNvmlsText) {
   fail_(1);
   auto gpus = backend_->Discover();

@@ -6,6 +6,11 @@
 //   1: NVIDIA H100 80GB HBM3, MIG off, 37 % busy, 250 W, 123456789 mJ, 2048 of 81559 MiB used,
 //      2 MPS clients
 //   2: a GPU that has fallen off the bus (NVML_ERROR_GPU_IS_LOST)
+// Compute processes (issue #16): on the H100 pid 100 (3072 MiB, SM 40 %, memory 10 %; an older
+// sample of it at 90 % that must not win), pid 101 (memory unknown, no utilisation sample) and
+// a stale sample of pid 102 (20 s older than the newest: stopped); on the A100 pid 200 on GI 5
+// (256 MiB) and pid 201 on GI 7, an instance that does not exist. SM clocks: H100 1755 MHz,
+// A100 1410 MHz.
 // fake_nvml_fail_count(1) makes nvmlDeviceGetCount fail, as a driver in trouble would.
 #include <cstring>
 
@@ -177,6 +182,56 @@ nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_st* d, unsign
     return kInsufficientSize;
   }
   return kInvalid;  // filling the entries is not implemented: the agent never asks
+}
+
+struct nvmlProcessInfo_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+};
+struct nvmlProcessUtilizationSample_t {
+  unsigned int pid;
+  unsigned long long timeStamp;
+  unsigned int smUtil, memUtil, encUtil, decUtil;
+};
+
+// The count-then-buffer protocol of nvmlDeviceGetComputeRunningProcesses_v3.
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_st* d, unsigned int* count,
+                                                     nvmlProcessInfo_t* infos) {
+  if (d->lost) return kLost;
+  static const nvmlProcessInfo_t h100[] = {{100, 3072ULL << 20, ~0u, ~0u}, {101, ~0ULL, ~0u, ~0u}};
+  static const nvmlProcessInfo_t a100[] = {{200, 256ULL << 20, 5, 0}, {201, 1ULL << 20, 7, 0}};
+  const nvmlProcessInfo_t* list = d == &gpu1 ? h100 : d == &gpu0 ? a100 : nullptr;
+  const unsigned int n = list ? 2 : 0;
+  if (*count < n || (n > 0 && infos == nullptr)) {
+    *count = n;
+    return kInsufficientSize;
+  }
+  for (unsigned int i = 0; i < n; ++i) infos[i] = list[i];
+  *count = n;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_st* d,
+                                             nvmlProcessUtilizationSample_t* samples,
+                                             unsigned int* count, unsigned long long) {
+  if (d->lost) return kLost;
+  if (d != &gpu1) return kNotSupported;
+  static const nvmlProcessUtilizationSample_t list[] = {{100, 1000000000ULL, 90, 50, 0, 0},
+                                                        {100, 1002000000ULL, 40, 10, 0, 0},
+                                                        {102, 982000000ULL, 70, 70, 0, 0}};
+  if (samples == nullptr || *count < 3) {
+    *count = 3;
+    return kInsufficientSize;
+  }
+  for (unsigned int i = 0; i < 3; ++i) samples[i] = list[i];
+  *count = 3;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_st* d, int type, unsigned int* mhz) {
+  if (d->lost) return kLost;
+  if (type != 1) return kInvalid;  // only NVML_CLOCK_SM is asked
+  *mhz = d == &gpu1 ? 1755 : 1410;
+  return kSuccess;
 }
 
 }  // extern "C"
