@@ -16,7 +16,9 @@
 #include <sstream>
 #include <thread>
 
+#include "base/clock.h"
 #include "store/redis_store.h"
+#include "telemetry/prometheus_telemetry.h"
 #include "harness_env.h"
 
 extern char** environ;
@@ -241,6 +243,70 @@ TEST(AgentProcessTest, HarnessAgentIsReadyWithARealRedis) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(r->body, "GPU discovery (fake): ok\nredis " + std::string(redis) + "/0: ok\n");
+}
+
+// Issue #16: a pod's own GPU use travels agent → Prometheus → PrometheusTelemetry, keyed by the
+// name the scheduler gives the pod's workload ("<namespace>/<pod>"), beside the A30's SM and
+// DRAM activity and SM clock. tests/agent/fake_node.yaml gives the A30 one process of pod uid
+// 7e57a30a-… using 3072 MiB, 0.3 of the SMs and 0.1 of the bandwidth; it is a pod's once a
+// placement on fake-node-1 names that uid (the agent re-reads placements every 5 s). The
+// placement holds no slice, so no partition's series gains pod labels.
+TEST(AgentProcessTest, APodsOwnUseReachesTheSchedulersTelemetryThroughPrometheus) {
+  const char* redis = Env("TESSERA_TEST_REDIS");
+  const char* prefix = Env("TESSERA_TEST_AGENT_PREFIX");
+  const char* prometheus = Env("TESSERA_TEST_PROMETHEUS");
+  if (redis == nullptr || prefix == nullptr || prometheus == nullptr) {
+    TESSERA_SKIP_WITHOUT_HARNESS(
+        "TESSERA_TEST_REDIS, TESSERA_TEST_AGENT_PREFIX or TESSERA_TEST_PROMETHEUS");
+  }
+  auto o = store::ParseRedisAddress(redis);
+  ASSERT_TRUE(o);
+  o->prefix = prefix;
+  auto s = store::RedisStore::Connect(*o);
+  ASSERT_TRUE(s) << s.error().message;
+  const std::string uid = "7e57a30a-0000-4000-8000-000000000001";
+  store::PlacementRecord p;
+  p.workload = uid;
+  p.node = "fake-node-1";
+  p.pod = "infer-0";
+  p.namespace_ = "usage-e2e";
+  auto put = (*s)->PutPlacement(p);
+  ASSERT_TRUE(put) << put.error().message;
+  ASSERT_TRUE(put->applied) << put->refusal;
+  struct Remove {
+    store::Store& store;
+    std::string uid;
+    ~Remove() { (void)store.RemovePlacement(uid); }
+  } remove{**s, uid};
+
+  SteadyClock clock;
+  telemetry::PrometheusTelemetryOptions t;
+  t.server = {prometheus, 5};
+  t.selector = R"(Hostname="fake-node-1")";
+  t.memory_window_s = 60;
+  t.memory_step_s = 1;
+  auto telemetry = telemetry::PrometheusTelemetry::Create(t, clock);
+  ASSERT_TRUE(telemetry) << telemetry.error().message;
+  std::optional<telemetry::Series> memory;
+  for (int i = 0; i < 300 && !memory; ++i) {  // attribution (5 s) + scrape (1 s), with slack
+    if ((*telemetry)->Refresh()) memory = (*telemetry)->MemoryUsed("usage-e2e/infer-0", 60);
+    if (!memory) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(memory) << "the pod's series never reached Prometheus";
+  EXPECT_EQ(memory->back().value, 3072);
+  auto sm = (*telemetry)->SmActivitySeries("usage-e2e/infer-0", 60);
+  ASSERT_TRUE(sm);
+  EXPECT_DOUBLE_EQ(sm->back().value, 0.3);
+  auto bw = (*telemetry)->BandwidthSeries("usage-e2e/infer-0", 60);
+  ASSERT_TRUE(bw);
+  EXPECT_DOUBLE_EQ(bw->back().value, 0.1);
+  const std::string a30 = "GPU-22222222-2222-4222-8222-222222222222";
+  EXPECT_EQ((*telemetry)->SmActivity(a30), 0.5);
+  EXPECT_EQ((*telemetry)->SmClockMhz(a30), 1440);
+  auto gpu_bw = (*telemetry)->BandwidthSeries(a30, 60);
+  ASSERT_TRUE(gpu_bw);
+  EXPECT_EQ(gpu_bw->back().value, 0.25);
+  EXPECT_EQ((*telemetry)->MemoryUsed("usage-e2e/nobody", 60), std::nullopt);
 }
 
 }  // namespace
