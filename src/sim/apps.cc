@@ -3,7 +3,10 @@
 #include <fmt/core.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <initializer_list>
 #include <set>
 #include <sstream>
 #include <variant>
@@ -57,6 +60,112 @@ Expected<predict::AppFeatures> ParseFeatures(const std::string& file, const std:
     }
   }
   return features;
+}
+
+// Refuses a key of `map` not in `allowed`, naming the allowed ones.
+Expected<void> OnlyKeys(const std::string& file, const std::string& what, const YAML::Node& map,
+                        std::initializer_list<const char*> allowed) {
+  for (const auto& kv : map) {
+    const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+    if (std::find_if(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; }) ==
+        allowed.end()) {
+      std::string list;
+      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      return At(file, kv.first, fmt::format("{}: unknown key '{}' (allowed: {})", what, k, list));
+    }
+  }
+  return {};
+}
+
+// {memory_mib, sm, bandwidth} of a phase or burst of app `key`'s usage; all three required,
+// memory ≥ 0, the two activities in 0..1.
+Expected<UsagePoint> ParseUsagePoint(const std::string& file, const std::string& what,
+                                     const YAML::Node& n) {
+  UsagePoint u;
+  for (auto [name, field] : {std::pair{"memory_mib", &UsagePoint::memory_mib},
+                             std::pair{"sm", &UsagePoint::sm},
+                             std::pair{"bandwidth", &UsagePoint::bandwidth}}) {
+    auto v = Get<double>(file, n, name, true, 0.0);
+    if (!v) return std::unexpected(v.error());
+    const bool fraction = field != &UsagePoint::memory_mib;
+    if (!std::isfinite(*v) || *v < 0 || (fraction && *v > 1)) {
+      return At(file, n[name], fmt::format("{}: '{}' must be {}", what, name,
+                                           fraction ? "in 0..1" : "a finite number >= 0"));
+    }
+    u.*field = *v;
+  }
+  return u;
+}
+
+// `usage:` of app `key` (sim/usage.h): {repeat: hold|loop, phases: [{duration_s, memory_mib, sm,
+// bandwidth}...], burst: {period_s, duration_s, memory_mib, sm, bandwidth}}.
+Expected<UsageTrajectory> ParseUsage(const std::string& file, const std::string& key,
+                                     const YAML::Node& n) {
+  const std::string what = fmt::format("app {}: usage", key);
+  if (!n.IsMap()) return At(file, n, what + " must be a map");
+  if (auto ok = OnlyKeys(file, what, n, {"repeat", "phases", "burst"}); !ok) {
+    return std::unexpected(ok.error());
+  }
+  UsageTrajectory u;
+  auto repeat = Get<std::string>(file, n, "repeat", false, std::string("hold"));
+  if (!repeat) return std::unexpected(repeat.error());
+  if (*repeat != "hold" && *repeat != "loop") {
+    return At(file, n["repeat"], what + ": 'repeat' must be hold or loop");
+  }
+  u.loop = *repeat == "loop";
+  const YAML::Node phases = n["phases"];
+  if (!phases || !phases.IsSequence() || phases.size() == 0) {
+    return At(file, phases ? phases : n, what + ": 'phases' must be a non-empty list");
+  }
+  for (const YAML::Node& p : phases) {
+    if (!p.IsMap()) return At(file, p, what + ": a phase must be a map");
+    if (auto ok = OnlyKeys(file, what + " phase", p,
+                           {"duration_s", "memory_mib", "sm", "bandwidth"});
+        !ok) {
+      return std::unexpected(ok.error());
+    }
+    UsagePhase phase;
+    auto d = Get<double>(file, p, "duration_s", true, 0.0);
+    if (!d) return std::unexpected(d.error());
+    if (!std::isfinite(*d) || *d <= 0) {
+      return At(file, p["duration_s"], what + ": 'duration_s' must be a finite number > 0");
+    }
+    phase.duration_s = *d;
+    auto use = ParseUsagePoint(file, what + " phase", p);
+    if (!use) return std::unexpected(use.error());
+    phase.use = *use;
+    u.phases.push_back(phase);
+  }
+  if (const YAML::Node b = n["burst"]) {
+    if (!b.IsMap()) return At(file, b, what + ": 'burst' must be a map");
+    if (auto ok = OnlyKeys(file, what + " burst", b,
+                           {"period_s", "duration_s", "memory_mib", "sm", "bandwidth"});
+        !ok) {
+      return std::unexpected(ok.error());
+    }
+    UsageBurst burst;
+    auto period = Get<double>(file, b, "period_s", true, 0.0);
+    if (!period) return std::unexpected(period.error());
+    auto duration = Get<double>(file, b, "duration_s", true, 0.0);
+    if (!duration) return std::unexpected(duration.error());
+    if (!std::isfinite(*period) || !std::isfinite(*duration) || !(*duration > 0) ||
+        !(*period > *duration)) {
+      return At(file, b, what + ": a burst needs 0 < duration_s < period_s");
+    }
+    burst.period_s = *period;
+    burst.duration_s = *duration;
+    auto peak = ParseUsagePoint(file, what + " burst", b);
+    if (!peak) return std::unexpected(peak.error());
+    burst.peak = *peak;
+    u.burst = burst;
+  }
+  return u;
+}
+
+void EmitUsagePoint(YAML::Emitter& out, const UsagePoint& u) {
+  out << YAML::Key << "memory_mib" << YAML::Value << u.memory_mib;
+  out << YAML::Key << "sm" << YAML::Value << u.sm;
+  out << YAML::Key << "bandwidth" << YAML::Value << u.bandwidth;
 }
 
 }  // namespace
@@ -132,6 +241,11 @@ Expected<AppCatalog> ParseAppCatalog(const std::string& text, const std::string&
       if (auto ok = declared.Set(a.key, *features); !ok) return At(file, f, ok.error().message);
       a.features = std::move(*features);
     }
+    if (const YAML::Node u = n["usage"]) {
+      auto usage = ParseUsage(file, a.key, u);
+      if (!usage) return std::unexpected(usage.error());
+      a.usage = std::move(*usage);
+    }
     catalog.apps.push_back(std::move(a));
   }
   return catalog;
@@ -175,6 +289,26 @@ Expected<void> SaveAppCatalog(const AppCatalog& catalog, const std::string& path
         } else {
           out << std::get<std::string>(value);
         }
+      }
+      out << YAML::EndMap;
+    }
+    if (!a.usage.empty()) {
+      out << YAML::Key << "usage" << YAML::Value << YAML::BeginMap;
+      out << YAML::Key << "repeat" << YAML::Value << (a.usage.loop ? "loop" : "hold");
+      out << YAML::Key << "phases" << YAML::Value << YAML::BeginSeq;
+      for (const UsagePhase& p : a.usage.phases) {
+        out << YAML::Flow << YAML::BeginMap;
+        out << YAML::Key << "duration_s" << YAML::Value << p.duration_s;
+        EmitUsagePoint(out, p.use);
+        out << YAML::EndMap;
+      }
+      out << YAML::EndSeq;
+      if (a.usage.burst) {
+        out << YAML::Key << "burst" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        out << YAML::Key << "period_s" << YAML::Value << a.usage.burst->period_s;
+        out << YAML::Key << "duration_s" << YAML::Value << a.usage.burst->duration_s;
+        EmitUsagePoint(out, a.usage.burst->peak);
+        out << YAML::EndMap;
       }
       out << YAML::EndMap;
     }

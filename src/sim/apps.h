@@ -11,7 +11,9 @@
 // real throughputs (samples/s) by configuration key `<GPU>/<profile|whole>/<MPS %>`; where one
 // exists it is the truth and the roofline only fills the rest. `features` is what the
 // application declares about itself (predict/features.h; issue #15): the predictor may read it,
-// Physics never does.
+// Physics never does. `usage` is how its memory, SM and bandwidth use move while it runs
+// (sim/usage.h; issue #16); nothing bounds its memory here: a GPU it outgrows is the engine's
+// OOM.
 //
 // Loading is all or nothing: a malformed file is one Error naming file and line.
 
@@ -22,6 +24,7 @@
 #include "base/error.h"
 #include "predict/config_key.h"
 #include "predict/features.h"
+#include "sim/usage.h"
 
 namespace tessera::sim {
 
@@ -37,6 +40,9 @@ struct AppSpec {
   int64_t queries_max = 0;
   std::map<std::string, double> measured;  // config key -> samples/s
   predict::AppFeatures features;           // `features:`, e.g. {model: resnet50, batch: 8}
+  // `usage:` what a running instance holds and does over time (sim/usage.h); empty: it holds
+  // footprint_mib from start to end and publishes no usage series.
+  UsageTrajectory usage;
 
   // Fraction of a query's GPU time spent on memory traffic, on the reference GPU.
   double memory_fraction() const {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 namespace tessera::sim {
 
@@ -121,7 +123,12 @@ void Engine::Bind(const model::Workload& w, const model::Placement& p) {
     r.resume_at = now + options_.move_restart_s;
     suspended_.erase(moved);
   }
+  r.run_start = std::max(now, r.resume_at);
   r.gpus = GpusOf(p);
+  if (!usage_pending_ && truth_.UsageAt(w, 0)) {
+    usage_pending_ = true;
+    Push(now, Kind::kUsage, 0);
+  }
   running_.emplace(w.id, std::move(r));
   rerate_.insert(rerate_.end(), running_.at(w.id).gpus.begin(), running_.at(w.id).gpus.end());
   if (p.slices.empty()) rerate_ids_.push_back(w.id);
@@ -163,15 +170,129 @@ void Engine::Suspend(model::WorkloadId id) {
   if (!r) return;
   WorkloadOutcome& o = outcomes_[r->index];
   ++o.moves;
-  if (const int64_t every = o.workload.checkpoint_queries; every > 0) {
-    // Back to the last checkpoint: floor(done / every) × every queries are kept.
-    const double total = static_cast<double>(o.workload.queries);
-    const double done = total - r->remaining;
-    const double kept = std::floor(done / static_cast<double>(every)) * static_cast<double>(every);
-    o.lost_queries += done - kept;
-    r->remaining = total - kept;
-  }
+  RollBackToCheckpoint(o, *r);
   suspended_.insert_or_assign(id, std::move(*r));
+}
+
+void Engine::RollBackToCheckpoint(WorkloadOutcome& o, Running& r) {
+  const int64_t every = o.workload.checkpoint_queries;
+  if (every <= 0) return;
+  // Back to the last checkpoint: floor(done / every) × every queries are kept.
+  const double total = static_cast<double>(o.workload.queries);
+  const double done = total - r.remaining;
+  const double kept = std::floor(done / static_cast<double>(every)) * static_cast<double>(every);
+  o.lost_queries += done - kept;
+  r.remaining = total - kept;
+}
+
+void Engine::SampleUsage() {
+  usage_pending_ = false;
+  const double now = clock_.Now();
+  std::vector<model::WorkloadId> ids;
+  ids.reserve(running_.size());
+  for (const auto& [id, r] : running_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  struct Sampled {
+    model::WorkloadId id;
+    const model::Placement* placement;
+    std::optional<UsagePoint> use;  // nullopt: no trajectory (it holds what it reserved)
+  };
+  struct PartitionUse {
+    UsagePoint sum;
+    bool traced = false;  // some client has a trajectory
+    // Its clients with a trajectory: (growth since the last sample, bind order, id).
+    std::vector<std::tuple<double, size_t, model::WorkloadId>> growers;
+  };
+  std::vector<Sampled> sampled;
+  std::map<model::PartitionIndex, PartitionUse> use;
+  auto add = [&](const Sampled& x, double sign) {
+    const double n = static_cast<double>(x.placement->slices.size());
+    for (const model::Slice& slice : x.placement->slices) {
+      PartitionUse& p = use[slice.partition];
+      if (!x.use) {
+        p.sum.memory_mib += sign * static_cast<double>(slice.memory_mib);
+        continue;
+      }
+      // A workload on several partitions holds its use spread evenly over them.
+      p.traced = true;
+      p.sum.memory_mib += sign * x.use->memory_mib / n;
+      p.sum.sm += sign * x.use->sm / n;
+      p.sum.bandwidth += sign * x.use->bandwidth / n;
+    }
+  };
+  for (model::WorkloadId id : ids) {
+    Running& r = running_.at(id);
+    const model::PlacedWorkload* pw = cluster_.Find(id);
+    if (pw == nullptr) continue;
+    Sampled x{id, &pw->placement,
+              truth_.UsageAt(outcomes_[r.index].workload, std::max(0.0, now - r.run_start))};
+    if (x.use && now < r.run_start) x.use = UsagePoint{};  // a crashed container holds nothing
+    add(x, 1);
+    if (x.use) {
+      for (const model::Slice& slice : pw->placement.slices) {
+        use[slice.partition].growers.emplace_back(x.use->memory_mib - r.last_memory, r.index,
+                                                  id);
+      }
+      r.last_memory = x.use->memory_mib;
+    }
+    sampled.push_back(x);
+  }
+  // Out of memory: the allocation that fails is the grower's.
+  std::vector<model::WorkloadId> killed;
+  for (const auto& [index, p] : use) {
+    if (p.sum.memory_mib > static_cast<double>(cluster_.partition(index).memory_mib) &&
+        !p.growers.empty()) {
+      killed.push_back(std::get<2>(*std::max_element(p.growers.begin(), p.growers.end())));
+    }
+  }
+  std::sort(killed.begin(), killed.end());
+  killed.erase(std::unique(killed.begin(), killed.end()), killed.end());
+  for (Sampled& x : sampled) {
+    if (!std::binary_search(killed.begin(), killed.end(), x.id)) continue;
+    add(x, -1);  // what the sample shows is after the crash: the victim holds nothing
+    x.use = UsagePoint{};
+    OomKill(x.id);
+  }
+  if (options_.telemetry) {
+    for (const Sampled& x : sampled) {
+      if (!x.use) continue;
+      const std::string& name = outcomes_[index_of_.at(x.id)].workload.name;
+      options_.telemetry->AddMemorySample(name, now, x.use->memory_mib);
+      options_.telemetry->AddSmActivitySample(name, now, x.use->sm);
+      options_.telemetry->AddBandwidthSample(name, now, x.use->bandwidth);
+    }
+    for (const auto& [index, p] : use) {
+      if (!p.traced) continue;
+      const std::string& uuid = cluster_.partition(index).uuid;
+      options_.telemetry->AddMemorySample(uuid, now, std::max(0.0, p.sum.memory_mib));
+      options_.telemetry->AddSmActivitySample(uuid, now, std::clamp(p.sum.sm, 0.0, 1.0));
+      options_.telemetry->AddBandwidthSample(uuid, now, std::clamp(p.sum.bandwidth, 0.0, 1.0));
+    }
+  }
+  const bool traced = std::any_of(sampled.begin(), sampled.end(),
+                                  [](const Sampled& x) { return x.use.has_value(); });
+  if (traced) {
+    usage_pending_ = true;
+    Push(now + options_.usage_interval_s, Kind::kUsage, 0);
+  }
+}
+
+void Engine::OomKill(model::WorkloadId id) {
+  Running& r = running_.at(id);
+  WorkloadOutcome& o = outcomes_[r.index];
+  const double now = clock_.Now();
+  ++o.oom_kills;
+  r.remaining = std::max(0.0, r.remaining - Progress(r, now));
+  r.since = now;
+  RollBackToCheckpoint(o, r);
+  r.resume_at = now + options_.oom_relaunch_s;
+  r.run_start = r.resume_at;
+  r.last_memory = 0;
+  ++r.version;  // the completion pushed for the killed run is stale
+  if (r.qps > 0) {
+    Push(r.resume_at + r.remaining / r.qps, Kind::kCompletion, static_cast<int64_t>(r.index),
+         r.version);
+  }
 }
 
 void Engine::SetGpuUtil(model::GpuIndex g, double util, double load) {
@@ -316,6 +437,9 @@ EngineResult Engine::Run() {
         RequestCycle();
         break;
       }
+      case Kind::kUsage:
+        SampleUsage();
+        break;
       case Kind::kTelemetry:
         PublishTelemetry();
         Push(e.t + options_.telemetry_interval_s, Kind::kTelemetry, 0);

@@ -4,8 +4,18 @@
 // GroundTruth gives them, moves completion times whenever a GPU's co-location changes, finishes
 // MIG reshapes after `reshape_s`, and integrates GPU utilisation, power and energy.
 //
-// Events at equal times run in a fixed order (completions, reshapes, arrivals, telemetry
-// samples, cycle), and
+// Workloads whose application states a usage trajectory (GroundTruth::UsageAt; issue #16) are
+// sampled every usage_interval_s while any runs: their memory, SM and bandwidth use go to the
+// telemetry by the workload's name and, summed, by its partition's uuid (a workload without a
+// trajectory counts there with the memory its slices reserve), as DCGM and the agent's per-pod
+// series would. A partition whose use exceeds its memory is out of memory: the workload whose
+// use grew most since the last sample (its allocation is the one that fails; ties: the last
+// bound) crashes and is relaunched in place, as the kubelet restarts a crashed container:
+// nothing for oom_relaunch_s, its work back to its last checkpoint, its trajectory from the
+// start. Each kill is counted in its outcome.
+//
+// Events at equal times run in a fixed order (completions, reshapes, arrivals, usage samples,
+// telemetry samples, cycle), and
 // ties by sequence number, so a run is a pure function of its inputs and seeds.
 // Single-threaded. The engine owns nothing it is given: cluster, policy and truth outlive it.
 
@@ -45,6 +55,10 @@ struct EngineOptions {
   // The virtual clock the engine drives, when the caller must hand it to a policy first
   // (PolicyContext::clock: muxflow's rescheduling period); else the engine keeps its own.
   ManualClock* clock = nullptr;
+  // Usage sampling (and so OOM detection) period, and the time an OOM-killed workload serves
+  // nothing before its container is back: the kubelet's first crash back-off is 10 s.
+  double usage_interval_s = 1.0;
+  double oom_relaunch_s = 10.0;
 };
 
 // One workload's life, for reports.
@@ -59,7 +73,8 @@ struct WorkloadOutcome {
   std::string profile;    // that partition's MIG profile ("1g.6gb"), or "whole"
   int32_t milli = 0;      // its share of that partition (MPS active threads x 10; 1000 = all)
   int moves = 0;          // times a policy moved it (the slice above is the last one)
-  double lost_queries = 0;  // work done since its last checkpoint when it was moved: redone
+  double lost_queries = 0;  // work done since its last checkpoint when moved or killed: redone
+  int oom_kills = 0;        // times it crashed out of memory (and was relaunched in place)
   double queries_done = 0;
   // Mean QPS over its execution: queries / (end - start); 0 if it never ran.
   // Moves count: their restarts and time back in the queue are part of the execution.
@@ -90,7 +105,14 @@ class Engine {
   EngineResult Run();
 
  private:
-  enum class Kind { kCompletion = 0, kReshapeDone = 1, kArrival = 2, kTelemetry = 3, kCycle = 4 };
+  enum class Kind {
+    kCompletion = 0,
+    kReshapeDone = 1,
+    kArrival = 2,
+    kUsage = 3,
+    kTelemetry = 4,
+    kCycle = 5
+  };
   struct Event {
     double t;
     Kind kind;
@@ -107,6 +129,8 @@ class Engine {
     double load = 0;       // its sm_load
     double since = 0;      // last progress update
     double resume_at = 0;  // after a move: no progress before this (restart)
+    double run_start = 0;  // its usage trajectory's time 0: this run's start
+    double last_memory = 0;  // at the last usage sample
     uint64_t version = 0;
     std::vector<model::GpuIndex> gpus;
   };
@@ -117,6 +141,12 @@ class Engine {
   void Finish(model::WorkloadId id, bool failed, const std::string& why);
   // A policy moved it: progress kept, back to the queue (its outcome stays open).
   void Suspend(model::WorkloadId id);
+  // With checkpoints, drops the work done since the last one (counted in lost_queries).
+  static void RollBackToCheckpoint(WorkloadOutcome& o, Running& r);
+  // Samples the trajectories of the running workloads, publishes them, kills what runs out of
+  // memory; schedules the next sample while any trajectory runs.
+  void SampleUsage();
+  void OomKill(model::WorkloadId id);
   // Takes a running workload off: its progress counted up to now, its GPUs re-rated, its
   // telemetry forgotten, a cycle requested. nullopt when it is not running.
   std::optional<Running> Stop(model::WorkloadId id);
@@ -146,6 +176,7 @@ class Engine {
   std::unordered_map<model::WorkloadId, Running> suspended_;
   size_t settled_ = 0;  // finished or failed
   bool cycle_pending_ = false;
+  bool usage_pending_ = false;  // a kUsage event is queued
   std::vector<model::GpuIndex> rerate_;        // GPUs whose co-location changed
   std::vector<model::WorkloadId> rerate_ids_;  // GPU-less workloads just started
   std::vector<double> gpu_util_;

@@ -7,9 +7,11 @@
 // and for a GPU's power whenever its load changes. Implementations must be deterministic
 // for a seed (noise drawn from their own seeded Rng, keyed by workload, never by call order).
 
+#include <optional>
 #include <string>
 
 #include "model/cluster.h"
+#include "sim/usage.h"
 
 namespace tessera::sim {
 
@@ -30,6 +32,12 @@ class GroundTruth {
   virtual RunRate Rate(const model::PlacedWorkload& pw, const model::ClusterState& cluster) = 0;
   // Power draw of GPU g in watts at SM load `load` (0..1: Σ of its clients' sm_load).
   virtual double GpuPower(model::GpuIndex g, double load, const model::ClusterState& cluster) = 0;
+  // What `w` holds and does `since_start_s` seconds into its current run (sim/usage.h);
+  // nullopt when its application states no trajectory (it holds what its slices reserve).
+  virtual std::optional<UsagePoint> UsageAt(const model::Workload& /*w*/,
+                                            double /*since_start_s*/) const {
+    return std::nullopt;
+  }
 };
 
 }  // namespace tessera::sim

@@ -160,4 +160,10 @@ double Physics::GpuPower(model::GpuIndex g, double load, const model::ClusterSta
   return m.idle_watts + (m.max_watts - m.idle_watts) * load;
 }
 
+std::optional<UsagePoint> Physics::UsageAt(const model::Workload& w, double since_start_s) const {
+  const AppSpec* app = catalog_.Find(w.app);
+  if (app == nullptr || app->usage.empty()) return std::nullopt;
+  return app->usage.At(since_start_s);
+}
+
 }  // namespace tessera::sim

@@ -66,6 +66,8 @@ class Physics final : public GroundTruth {
 
   RunRate Rate(const model::PlacedWorkload& pw, const model::ClusterState& cluster) override;
   double GpuPower(model::GpuIndex g, double load, const model::ClusterState& cluster) override;
+  // The application's `usage` trajectory (apps.yaml), the same for every instance of it.
+  std::optional<UsagePoint> UsageAt(const model::Workload& w, double since_start_s) const override;
 
   const AppCatalog& catalog() const { return catalog_; }
 

@@ -184,5 +184,101 @@ TEST(AppFeaturesTest, SaveThenLoadKeepsFeatures) {
   EXPECT_EQ(back->apps[0].features, a.features);
 }
 
+// Issue #16's usage trajectories (sim/usage.h): a phase holds for its duration, the last phase
+// holds or the phases loop, and a burst covers the last duration_s of every period_s.
+TEST(UsageTrajectoryTest, PhasesHoldOrLoopAndBurstsTakeTheLargerValue) {
+  UsageTrajectory u;
+  u.phases = {{10, {1000, 0.1, 0.05}}, {20, {3000, 0.5, 0.2}}};
+  EXPECT_EQ(u.At(0), (UsagePoint{1000, 0.1, 0.05}));
+  EXPECT_EQ(u.At(9.99), (UsagePoint{1000, 0.1, 0.05}));
+  EXPECT_EQ(u.At(10), (UsagePoint{3000, 0.5, 0.2}));
+  EXPECT_EQ(u.At(100), (UsagePoint{3000, 0.5, 0.2}));  // hold: the last phase stays
+  EXPECT_EQ(u.At(-5), (UsagePoint{1000, 0.1, 0.05}));  // before the start: the first
+  u.loop = true;
+  EXPECT_EQ(u.At(35), (UsagePoint{1000, 0.1, 0.05}));  // 35 mod 30 = 5: phase one again
+  EXPECT_EQ(u.At(45), (UsagePoint{3000, 0.5, 0.2}));   // 15: phase two
+  // Seed 004's peaks: SM at 0.9 is 9x the first phase's 0.1. Bursts cover [38, 40), [78, 80)…
+  u.burst = UsageBurst{40, 2, {2000, 0.9, 0.8}};
+  EXPECT_EQ(u.At(37.9), (UsagePoint{1000, 0.1, 0.05}));  // 37.9 mod 30 = 7.9: phase one
+  EXPECT_EQ(u.At(38), (UsagePoint{2000, 0.9, 0.8}));     // phase one, bursting: max of each
+  EXPECT_EQ(u.At(79), (UsagePoint{3000, 0.9, 0.8}));     // phase two (19), bursting
+  EXPECT_EQ(u.At(41), (UsagePoint{3000, 0.5, 0.2}));     // phase two (11), no burst
+  EXPECT_EQ(u.PeakMemoryMib(), 3000);
+}
+
+// The usage block of one app on line 2 (flow style).
+std::string UsageApp(const std::string& usage) {
+  return "apps:\n  - {key: a, compute_s: 1, memory_s: 0, fixed_s: 0, footprint_mib: 1, "
+         "usage: " +
+         usage + "}\n";
+}
+
+TEST(UsageTrajectoryTest, AppsYamlDescribesItAndSavingKeepsIt) {
+  auto c = ParseAppCatalog(
+      UsageApp("{repeat: loop, phases: [{duration_s: 30, memory_mib: 2000, sm: 0.05, "
+               "bandwidth: 0.02}, {duration_s: 60, memory_mib: 7000, sm: 0.6, bandwidth: 0.3}], "
+               "burst: {period_s: 120, duration_s: 2, memory_mib: 7500, sm: 0.9, bandwidth: 0.8}}"),
+      "apps.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  const UsageTrajectory& u = c->apps[0].usage;
+  ASSERT_EQ(u.phases.size(), 2u);
+  EXPECT_TRUE(u.loop);
+  EXPECT_EQ(u.phases[1], (UsagePhase{60, {7000, 0.6, 0.3}}));
+  ASSERT_TRUE(u.burst);
+  EXPECT_EQ(*u.burst, (UsageBurst{120, 2, {7500, 0.9, 0.8}}));
+  const std::string path = ::testing::TempDir() + "/apps_usage.yaml";
+  ASSERT_TRUE(SaveAppCatalog(*c, path));
+  auto back = LoadAppCatalog(path);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->apps[0].usage, u);
+  auto none = ParseAppCatalog(OneApp("{}"), "apps.yaml");
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->apps[0].usage.empty());
+}
+
+TEST(UsageTrajectoryTest, MalformedUsageIsOneErrorNamingAppAndLine) {
+  const std::string phase = "{duration_s: 10, memory_mib: 100, sm: 0.1, bandwidth: 0.1}";
+  const MalformedCase cases[] = {
+      {"not a map", UsageApp("[1]"), "apps.yaml:2:", "app a: usage must be a map"},
+      {"unknown key", UsageApp("{phses: []}"), "apps.yaml:2:",
+       "app a: usage: unknown key 'phses' (allowed: repeat, phases, burst)"},
+      {"no phases", UsageApp("{repeat: hold}"), "apps.yaml:2:",
+       "app a: usage: 'phases' must be a non-empty list"},
+      {"empty phases", UsageApp("{phases: []}"), "apps.yaml:2:",
+       "app a: usage: 'phases' must be a non-empty list"},
+      {"bad repeat", UsageApp("{repeat: forever, phases: [" + phase + "]}"), "apps.yaml:2:",
+       "'repeat' must be hold or loop"},
+      {"typo in a phase", UsageApp("{phases: [{duration_s: 1, memory: 1}]}"), "apps.yaml:2:",
+       "app a: usage phase: unknown key 'memory'"},
+      {"missing sm", UsageApp("{phases: [{duration_s: 1, memory_mib: 1, bandwidth: 0}]}"),
+       "apps.yaml:2:", "missing 'sm'"},
+      {"sm above 1", UsageApp("{phases: [{duration_s: 1, memory_mib: 1, sm: 1.5, bandwidth: 0}]}"),
+       "apps.yaml:2:", "app a: usage phase: 'sm' must be in 0..1"},
+      {"negative memory",
+       UsageApp("{phases: [{duration_s: 1, memory_mib: -1, sm: 0, bandwidth: 0}]}"),
+       "apps.yaml:2:", "'memory_mib' must be a finite number >= 0"},
+      {"zero duration", UsageApp("{phases: [{duration_s: 0, memory_mib: 1, sm: 0, bandwidth: 0}]}"),
+       "apps.yaml:2:", "'duration_s' must be a finite number > 0"},
+      {"burst longer than its period",
+       UsageApp("{phases: [" + phase +
+                "], burst: {period_s: 2, duration_s: 2, memory_mib: 1, sm: 1, bandwidth: 1}}"),
+       "apps.yaml:2:", "a burst needs 0 < duration_s < period_s"},
+      {"bandwidth NaN in a burst",
+       UsageApp("{phases: [" + phase +
+                "], burst: {period_s: 9, duration_s: 2, memory_mib: 1, sm: 1, bandwidth: .nan}}"),
+       "apps.yaml:2:", "app a: usage burst: 'bandwidth' must be in 0..1"},
+  };
+  for (const MalformedCase& c : cases) {
+    auto catalog = ParseAppCatalog(c.yaml, "apps.yaml");
+    if (catalog) {
+      ADD_FAILURE() << c.name << ": loaded";
+      continue;
+    }
+    const std::string& message = catalog.error().message;
+    EXPECT_EQ(message.rfind(c.prefix, 0), 0u) << c.name << ": " << message;
+    EXPECT_NE(message.find(c.says), std::string::npos) << c.name << ": " << message;
+  }
+}
+
 }  // namespace
 }  // namespace tessera::sim

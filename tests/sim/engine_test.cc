@@ -173,6 +173,104 @@ TEST_F(EngineTest, AnEvictedCheckpointingJobRestartsFromItsLastCheckpoint) {
   EXPECT_DOUBLE_EQ(o.queries_done, 100);
 }
 
+// ToyTruth whose "steady" application holds 8000 MiB (SM 0.3, bandwidth 0.2) from its start and
+// whose "grow" application holds 4000 MiB for 5 s, then 9000 MiB (SM 0.6, bandwidth 0.4).
+class UsageTruth : public ToyTruth {
+ public:
+  std::optional<UsagePoint> UsageAt(const model::Workload& w, double since) const override {
+    if (w.app == "steady") return UsagePoint{8000, 0.3, 0.2};
+    if (w.app == "grow") return since < 5 ? UsagePoint{4000, 0.1, 0.1} : UsagePoint{9000, 0.6, 0.4};
+    return std::nullopt;
+  }
+};
+
+TEST_F(EngineTest, AGpuOutgrownByItsClientsKillsTheGrowerWhichRestartsFromItsCheckpoint) {
+  // Both share the T4 (16384 MiB) at 5/s each, reserving no memory. At t = 5 the grower's 9000
+  // MiB beside the steady 8000 make 17000 > 16384: the grower (+5000 MiB since t = 4; the steady
+  // one +0) crashes. Done 25, it keeps floor(25/20)·20 = 20 and redoes 5; it serves nothing until
+  // t = 15 and restarts its trajectory there (4000 MiB, fits). The steady one's 90 queries end at
+  // t = 18; by then the grower has done 20 + 3·5 = 35 and runs alone at 10/s: its 65 left end at
+  // t = 24.5. At t = 20 it grows again, to 9000 MiB alone: no crash.
+  ASSERT_EQ(c_.partition(0).memory_mib, 16384);
+  UsageTruth truth;
+  telemetry::StaticTelemetry t;
+  Engine e(c_, ff_, truth, rng_, {.telemetry = &t, .oom_relaunch_s = 10});
+  model::Workload steady = W(1, 0, 90, 500, "steady");
+  steady.name = "steady";
+  model::Workload grow = W(2, 0, 100, 500, "grow");
+  grow.name = "grow";
+  grow.checkpoint_queries = 20;
+  ASSERT_TRUE(e.Add(steady));
+  ASSERT_TRUE(e.Add(grow));
+  const EngineResult r = e.Run();
+  EXPECT_EQ(r.workloads[0].oom_kills, 0);
+  EXPECT_DOUBLE_EQ(*r.workloads[0].end_s, 18);
+  const WorkloadOutcome& g = r.workloads[1];
+  EXPECT_EQ(g.oom_kills, 1);
+  EXPECT_DOUBLE_EQ(g.lost_queries, 5);
+  EXPECT_DOUBLE_EQ(*g.end_s, 24.5);
+  EXPECT_DOUBLE_EQ(g.queries_done, 100);
+  EXPECT_FALSE(g.failed);
+  // The series a DCGM exporter and the agent would have shown, sampled each second: the GPU's
+  // memory is 12000 until t = 4, 8000 at the crash (the grower holds nothing), 8000 + 4000 from
+  // t = 15; the grower's own series shows 0 while it restarts.
+  const std::string& gpu = c_.partition(0).uuid;
+  auto memory = t.MemoryUsed(gpu, 1e9);
+  ASSERT_TRUE(memory);
+  auto at = [](const telemetry::Series& s, double when) {
+    for (const telemetry::Sample& x : s) {
+      if (x.t == when) return x.value;
+    }
+    return -1.0;
+  };
+  EXPECT_EQ(at(*memory, 4), 12000);
+  EXPECT_EQ(at(*memory, 5), 8000);
+  EXPECT_EQ(at(*memory, 10), 8000);
+  EXPECT_EQ(at(*memory, 15), 12000);
+  auto sm = t.SmActivitySeries(gpu, 1e9);
+  ASSERT_TRUE(sm);
+  EXPECT_NEAR(at(*sm, 4), 0.4, 1e-12);  // 0.3 + 0.1
+  EXPECT_NEAR(at(*sm, 20), 0.6, 1e-12);  // the grower alone
+  // A finished workload's own series are forgotten with it.
+  EXPECT_EQ(t.BandwidthSeries("grow", 1e9), std::nullopt);
+}
+
+TEST_F(EngineTest, EachWorkloadsOwnUseIsPublishedUnderItsName) {
+  // The run above, stopped at t = 12 while the grower restarts: its own memory was 4000 MiB
+  // until t = 4 and is 0 from the crash on; the steady one's is 8000 MiB throughout.
+  UsageTruth truth;
+  telemetry::StaticTelemetry t;
+  Engine e(c_, ff_, truth, rng_, {.horizon_s = 12, .telemetry = &t, .oom_relaunch_s = 10});
+  model::Workload steady = W(1, 0, 90, 500, "steady");
+  steady.name = "steady";
+  model::Workload grow = W(2, 0, 100, 500, "grow");
+  grow.name = "grow";
+  ASSERT_TRUE(e.Add(steady));
+  ASSERT_TRUE(e.Add(grow));
+  (void)e.Run();
+  auto grower = t.MemoryUsed("grow", 1e9);
+  ASSERT_TRUE(grower);
+  ASSERT_EQ(grower->size(), 13u);  // t = 0, 1, ..., 12
+  EXPECT_EQ((*grower)[4].value, 4000);
+  EXPECT_EQ((*grower)[5].value, 0);
+  EXPECT_EQ((*grower)[12].value, 0);
+  auto bw = t.BandwidthSeries("steady", 1e9);
+  ASSERT_TRUE(bw);
+  EXPECT_EQ(bw->back().value, 0.2);
+  EXPECT_EQ(t.MemoryUsed("steady", 1e9)->back().value, 8000);
+}
+
+TEST_F(EngineTest, WithoutTrajectoriesNoUsageIsSampled) {
+  // The toy application states no usage: nothing is published beyond utilisation and rates,
+  // and nothing is killed, however much the slices reserve.
+  telemetry::StaticTelemetry t;
+  Engine e(c_, ff_, truth_, rng_, {.telemetry = &t});
+  ASSERT_TRUE(e.Add(W(1, 0, 100, 500)));
+  const EngineResult r = e.Run();
+  EXPECT_EQ(r.workloads[0].oom_kills, 0);
+  EXPECT_EQ(t.MemoryUsed(c_.partition(0).uuid, 1e9), std::nullopt);
+}
+
 // First fit that, once a second workload runs, gives workload 1 the whole of its partition.
 class GrowOnce : public policy::Policy {
  public:

@@ -277,5 +277,17 @@ TEST(AppCatalogTest, SaveThenLoadRoundTrips) {
   EXPECT_DOUBLE_EQ(back->apps[0].fixed_s, 0.004);
 }
 
+// The ground truth of use (issue #16) is the application's trajectory, the same for every
+// instance; an application without one has none, and so does an unknown application.
+TEST(PhysicsUsageTest, UseFollowsTheApplicationsTrajectory) {
+  AppCatalog c = Catalog();
+  c.apps[0].usage.phases = {{30, {2000, 0.05, 0.02}}, {60, {7000, 0.6, 0.3}}};
+  const Physics physics(c, 1);
+  EXPECT_EQ(physics.UsageAt(W(1, "x"), 10), (UsagePoint{2000, 0.05, 0.02}));
+  EXPECT_EQ(physics.UsageAt(W(1, "x"), 30), (UsagePoint{7000, 0.6, 0.3}));
+  EXPECT_EQ(physics.UsageAt(W(2, "measured"), 10), std::nullopt);
+  EXPECT_EQ(physics.UsageAt(W(3, "nobody"), 10), std::nullopt);
+}
+
 }  // namespace
 }  // namespace tessera::sim

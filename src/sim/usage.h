@@ -1,0 +1,52 @@
+#pragma once
+// UsageTrajectory: what a running workload of an application holds and does on its GPU over
+// time, apart from what it requested (issue #16; seed 003 §3, seed 004 §2): GPU memory in use,
+// SM activity and memory-bandwidth activity (0..1 of the GPU), as phases played from the
+// workload's start, plus an optional periodic burst. Seed 004 measured SM peaks up to 90× and
+// bandwidth peaks up to 400× the median; a burst is how a trajectory states such peaks.
+//
+// Phases hold for their duration_s in order; after the last one the trajectory holds the last
+// phase (repeat: hold) or starts over (repeat: loop). A burst covers the last duration_s of
+// every period_s since the start: during it each quantity is the larger of the phase's and the
+// burst's. A pure value: data/apps.yaml describes it (sim/apps.h), sim::Physics answers it as
+// ground truth, the engine samples it; policies never see it, only the telemetry it produces.
+
+#include <optional>
+#include <vector>
+
+namespace tessera::sim {
+
+struct UsagePoint {
+  double memory_mib = 0;
+  double sm = 0;         // SM activity, 0..1 (DCGM_FI_PROF_SM_ACTIVE)
+  double bandwidth = 0;  // DRAM activity, 0..1 of peak (DCGM_FI_PROF_DRAM_ACTIVE)
+  bool operator==(const UsagePoint&) const = default;
+};
+
+struct UsagePhase {
+  double duration_s = 0;  // > 0
+  UsagePoint use;
+  bool operator==(const UsagePhase&) const = default;
+};
+
+struct UsageBurst {
+  double period_s = 0;    // > duration_s
+  double duration_s = 0;  // > 0
+  UsagePoint peak;
+  bool operator==(const UsageBurst&) const = default;
+};
+
+struct UsageTrajectory {
+  std::vector<UsagePhase> phases;  // empty: the application states no trajectory
+  bool loop = false;
+  std::optional<UsageBurst> burst;
+
+  bool empty() const { return phases.empty(); }
+  // The use `since_start_s` seconds after the workload started (clamped at 0).
+  UsagePoint At(double since_start_s) const;
+  // The most memory it ever holds.
+  double PeakMemoryMib() const;
+  bool operator==(const UsageTrajectory&) const = default;
+};
+
+}  // namespace tessera::sim
