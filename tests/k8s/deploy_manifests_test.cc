@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -155,6 +156,27 @@ TEST(DeployManifestsTest, ProbesAskLivenessAndReadinessOnTheListenPort) {
   EXPECT_EQ(daemons, 3);  // schedule, agent, extender
 }
 
+// `kubectl apply -f deploy/` applies the files in the order their names sort (it walks the
+// directory in lexical order, not into extender/ without -R): the Namespace must come first,
+// or everything in tessera-system fails on the first apply (issue #19).
+TEST(DeployManifestsTest, ApplyOrderCreatesTheNamespaceFirst) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(fs::path(TESSERA_SOURCE_DIR) / "deploy")) {
+    if (e.path().extension() == ".yaml") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_FALSE(files.empty());
+  const std::vector<YAML::Node> first = YAML::LoadAllFromFile(files.front().string());
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(first.front()["kind"].as<std::string>(), "Namespace") << files.front();
+  EXPECT_EQ(first.front()["metadata"]["name"].as<std::string>(), "tessera-system");
+  for (std::size_t i = 1; i < files.size(); ++i) {
+    for (const YAML::Node& n : YAML::LoadAllFromFile(files[i].string())) {
+      if (n && n["kind"]) EXPECT_NE(n["kind"].as<std::string>(), "Namespace") << files[i];
+    }
+  }
+}
+
 TEST(DeployManifestsTest, ExamplePodIsOneTesseraSchedules) {
   for (const Doc& d : LoadAll()) {
     if (d.file != "example-inference.yaml") continue;
@@ -225,7 +247,7 @@ TEST(DeployManifestsTest, OfflineExampleIsBestEffortAndReleasesItsContextBeforeS
 TEST(DeployManifestsTest, SchedulerRbacCoversItsCallsAndNoMore) {
   std::set<std::string> granted;  // "group/resource:verb"
   for (const Doc& d : LoadAll()) {
-    if (d.file != "scheduler.yaml" || (d.kind() != "ClusterRole" && d.kind() != "Role")) continue;
+    if (d.file != "30-scheduler.yaml" || (d.kind() != "ClusterRole" && d.kind() != "Role")) continue;
     for (const YAML::Node& r : d.node["rules"]) {
       for (const YAML::Node& g : r["apiGroups"]) {
         for (const YAML::Node& res : r["resources"]) {
