@@ -172,7 +172,9 @@ TEST(DeployManifestsTest, ApplyOrderCreatesTheNamespaceFirst) {
   EXPECT_EQ(first.front()["metadata"]["name"].as<std::string>(), "tessera-system");
   for (std::size_t i = 1; i < files.size(); ++i) {
     for (const YAML::Node& n : YAML::LoadAllFromFile(files[i].string())) {
-      if (n && n["kind"]) EXPECT_NE(n["kind"].as<std::string>(), "Namespace") << files[i];
+      if (n && n["kind"]) {
+        EXPECT_NE(n["kind"].as<std::string>(), "Namespace") << files[i];
+      }
     }
   }
 }
@@ -244,39 +246,150 @@ TEST(DeployManifestsTest, OfflineExampleIsBestEffortAndReleasesItsContextBeforeS
   FAIL() << "deploy/example-offline-training.yaml not found";
 }
 
-TEST(DeployManifestsTest, SchedulerRbacCoversItsCallsAndNoMore) {
-  std::set<std::string> granted;  // "group/resource:verb"
-  for (const Doc& d : LoadAll()) {
-    if (d.file != "30-scheduler.yaml" || (d.kind() != "ClusterRole" && d.kind() != "Role")) continue;
-    for (const YAML::Node& r : d.node["rules"]) {
+std::string Namespace(const YAML::Node& n) {
+  return n["metadata"]["namespace"].as<std::string>("");
+}
+
+// Everything a ServiceAccount of tessera-system is granted, following its bindings, as
+// "<scope>|<group>/<resource>:<verb>[@<resourceName>]", scope "*" for cluster-wide (a
+// ClusterRoleBinding) or the namespace of the RoleBinding.
+std::set<std::string> GrantsOf(const std::vector<Doc>& docs, const std::string& account) {
+  std::map<std::string, YAML::Node> roles;  // "ClusterRole/<name>" or "Role/<ns>/<name>"
+  for (const Doc& d : docs) {
+    if (d.kind() == "ClusterRole") roles["ClusterRole/" + d.name()] = d.node;
+    if (d.kind() == "Role") roles["Role/" + Namespace(d.node) + "/" + d.name()] = d.node;
+  }
+  std::set<std::string> granted;
+  for (const Doc& d : docs) {
+    if (d.kind() != "ClusterRoleBinding" && d.kind() != "RoleBinding") continue;
+    bool bound = false;
+    for (const YAML::Node& s : d.node["subjects"]) {
+      bound |= s["kind"].as<std::string>() == "ServiceAccount" &&
+               s["name"].as<std::string>() == account &&
+               s["namespace"].as<std::string>("") == "tessera-system";
+    }
+    if (!bound) continue;
+    const std::string scope = d.kind() == "RoleBinding" ? Namespace(d.node) : "*";
+    const std::string ref_kind = d.node["roleRef"]["kind"].as<std::string>();
+    const std::string ref_name = d.node["roleRef"]["name"].as<std::string>();
+    const std::string key =
+        ref_kind == "Role" ? "Role/" + scope + "/" + ref_name : "ClusterRole/" + ref_name;
+    if (!roles.contains(key)) {
+      ADD_FAILURE() << d.file << " " << d.name() << " refers to " << key << ", which is not here";
+      continue;
+    }
+    for (const YAML::Node& r : roles[key]["rules"]) {
+      std::vector<std::string> names;
+      for (const YAML::Node& n : r["resourceNames"]) names.push_back("@" + n.as<std::string>());
+      if (names.empty()) names.push_back("");
       for (const YAML::Node& g : r["apiGroups"]) {
         for (const YAML::Node& res : r["resources"]) {
           for (const YAML::Node& v : r["verbs"]) {
-            granted.insert(g.as<std::string>() + "/" + res.as<std::string>() + ":" +
-                           v.as<std::string>());
+            for (const std::string& n : names) {
+              granted.insert(scope + "|" + g.as<std::string>() + "/" + res.as<std::string>() +
+                             ":" + v.as<std::string>() + n);
+            }
           }
         }
       }
     }
   }
-  // What k8s::Scheduler, Binder, Informer and LeaderElector call.
-  const std::set<std::string> needed = {"/pods:list",
-                                        "/pods:watch",
-                                        "/pods:patch",
-                                        "/pods:get",
-                                        "/pods/binding:create",
-                                        "/nodes:list",
-                                        "/nodes:watch",
-                                        "/configmaps:create",
-                                        "/configmaps:get",
-                                        "/configmaps:update",
-                                        "/events:create",
-                                        "coordination.k8s.io/leases:get",
-                                        "coordination.k8s.io/leases:update"};
+  return granted;
+}
+
+// The namespaces of the example workloads Tessera schedules: they need the binder's writes.
+std::set<std::string> WorkloadNamespaces(const std::vector<Doc>& docs) {
+  std::set<std::string> out;
+  for (const Doc& d : docs) {
+    if (d.file.starts_with("example-")) out.insert(Namespace(d.node));
+  }
+  return out;
+}
+
+// What a binding writes (src/k8s/binder.cc), in each workload namespace.
+void AddBinderWrites(std::set<std::string>& needed, const std::set<std::string>& namespaces) {
+  for (const std::string& ns : namespaces) {
+    for (const char* g : {"/configmaps:create", "/configmaps:get", "/configmaps:update",
+                          "/pods:patch", "/pods/binding:create"}) {
+      needed.insert(ns + "|" + g);
+    }
+  }
+}
+
+// Exactly what k8s::Scheduler, Binder, Informer and LeaderElector call: the reads and Events
+// cluster-wide, the binding's writes only in the workload namespaces, the Lease only in
+// tessera-system and, but for create, only by name.
+TEST(DeployManifestsTest, SchedulerRbacCoversItsCallsAndNoMore) {
+  const std::vector<Doc> docs = LoadAll();
+  std::set<std::string> needed = {"*|/pods:get",
+                                  "*|/pods:list",
+                                  "*|/pods:watch",
+                                  "*|/nodes:list",
+                                  "*|/nodes:watch",
+                                  "*|/events:create",
+                                  "tessera-system|coordination.k8s.io/leases:get@tessera-scheduler",
+                                  "tessera-system|coordination.k8s.io/leases:update@tessera-scheduler",
+                                  "tessera-system|coordination.k8s.io/leases:create"};
+  const std::set<std::string> namespaces = WorkloadNamespaces(docs);
+  EXPECT_TRUE(namespaces.contains("default"));
+  AddBinderWrites(needed, namespaces);
+  const std::set<std::string> granted = GrantsOf(docs, "tessera-scheduler");
   for (const std::string& n : needed) EXPECT_TRUE(granted.contains(n)) << "missing " << n;
+  for (const std::string& g : granted) EXPECT_TRUE(needed.contains(g)) << "not called: " << g;
+}
+
+// The extender: bind GETs the pod, the pod informer lists and watches, bind records an Event
+// and makes the same writes as the scheduler's binder.
+TEST(DeployManifestsTest, ExtenderRbacCoversItsCallsAndNoMore) {
+  const std::vector<Doc> docs = LoadAll();
+  std::set<std::string> needed = {"*|/pods:get", "*|/pods:list", "*|/pods:watch",
+                                  "*|/events:create"};
+  AddBinderWrites(needed, WorkloadNamespaces(docs));
+  const std::set<std::string> granted = GrantsOf(docs, "tessera-extender");
+  for (const std::string& n : needed) EXPECT_TRUE(granted.contains(n)) << "missing " << n;
+  for (const std::string& g : granted) EXPECT_TRUE(needed.contains(g)) << "not called: " << g;
+}
+
+// Issue #19: ConfigMap writes and pod patches are limited to what binding needs. The
+// ConfigMaps are named after the pods, in the pods' namespaces, so resourceNames cannot narrow
+// them: the rule is that no ClusterRole grants a write on configmaps, pods or pods/binding
+// (a ClusterRole bound by a ClusterRoleBinding writes every namespace, kube-system's included),
+// and that the namespaced Roles that do live outside tessera-system (binding writes only
+// where workloads run) or name what they write.
+TEST(DeployManifestsTest, WritesOnConfigMapsAndPodsOnlyInWorkloadNamespaceRoles) {
+  const std::set<std::string> writes = {"create", "update", "patch", "delete",
+                                        "deletecollection", "*"};
+  const std::set<std::string> guarded = {"configmaps", "pods", "pods/binding", "*"};
+  int roles_with_writes = 0;
+  for (const Doc& d : LoadAll()) {
+    if (d.kind() != "ClusterRole" && d.kind() != "Role") continue;
+    const std::string who = d.file + " " + d.kind() + "/" + d.name();
+    for (const YAML::Node& r : d.node["rules"]) {
+      bool writes_guarded = false;
+      for (const YAML::Node& res : r["resources"]) {
+        for (const YAML::Node& v : r["verbs"]) {
+          writes_guarded |=
+              guarded.contains(res.as<std::string>()) && writes.contains(v.as<std::string>());
+        }
+      }
+      if (!writes_guarded || r["resourceNames"]) continue;
+      EXPECT_EQ(d.kind(), "Role") << who << " writes configmaps or pods cluster-wide";
+      EXPECT_NE(Namespace(d.node), "tessera-system") << who;
+      ++roles_with_writes;
+    }
+  }
+  EXPECT_GE(roles_with_writes, 1);  // the binder's Role exists
+}
+
+// Deleting the Lease must not stop leader election for good: LeaderElector creates it on 404,
+// which needs create on leases (resourceNames cannot restrict create, so the rule has none).
+TEST(DeployManifestsTest, SchedulerMayRecreateItsLease) {
+  const std::set<std::string> granted = GrantsOf(LoadAll(), "tessera-scheduler");
+  EXPECT_TRUE(granted.contains("tessera-system|coordination.k8s.io/leases:create"));
   for (const std::string& g : granted) {
-    EXPECT_EQ(g.find(":delete"), std::string::npos) << g;
-    EXPECT_EQ(g.find("secrets"), std::string::npos) << g;
+    if (g.find("leases:") != std::string::npos) {
+      EXPECT_TRUE(g.starts_with("tessera-system|")) << g;
+    }
   }
 }
 
