@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "k8s/objects.h"
@@ -117,13 +118,20 @@ TEST(DeployManifestsTest, EveryDocumentHasTheFieldsItsKindRequires) {
       EXPECT_TRUE(d.node["subjects"].IsSequence()) << who;
     } else if (k == "Lease") {
       EXPECT_EQ(d.node["apiVersion"].as<std::string>(), "coordination.k8s.io/v1");
+    } else if (k == "NetworkPolicy") {
+      EXPECT_EQ(d.node["apiVersion"].as<std::string>(), "networking.k8s.io/v1") << who;
+      EXPECT_TRUE(d.node["spec"]["podSelector"]) << who;
+    } else if (k == "PodDisruptionBudget") {
+      EXPECT_EQ(d.node["apiVersion"].as<std::string>(), "policy/v1") << who;
+      EXPECT_TRUE(d.node["spec"]["selector"]["matchLabels"]) << who;
     } else {
       EXPECT_TRUE(k == "ServiceAccount" || k == "Namespace") << "unexpected kind " << who;
     }
   }
   for (const char* k : {"Deployment", "DaemonSet", "StatefulSet", "Job", "Service",
                         "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                        "RoleBinding", "Lease", "Namespace", "KubeSchedulerConfiguration"}) {
+                        "RoleBinding", "Lease", "Namespace", "KubeSchedulerConfiguration",
+                        "NetworkPolicy"}) {
     EXPECT_GE(kinds[k], 1) << "no " << k << " in deploy/";
   }
 }
@@ -249,6 +257,139 @@ TEST(DeployManifestsTest, OfflineExampleIsBestEffortAndReleasesItsContextBeforeS
 std::string Namespace(const YAML::Node& n) {
   return n["metadata"]["namespace"].as<std::string>("");
 }
+
+// The pod templates of the workload kinds, with who they are.
+std::vector<std::pair<std::string, YAML::Node>> PodTemplates(const std::vector<Doc>& docs) {
+  std::vector<std::pair<std::string, YAML::Node>> out;
+  for (const Doc& d : docs) {
+    const std::string k = d.kind();
+    if (k == "Deployment" || k == "DaemonSet" || k == "StatefulSet" || k == "Job") {
+      out.emplace_back(d.file + " " + k + "/" + d.name(), d.node["spec"]["template"]);
+    }
+  }
+  return out;
+}
+
+const Doc* Find(const std::vector<Doc>& docs, const std::string& kind, const std::string& name) {
+  for (const Doc& d : docs) {
+    if (d.kind() == kind && d.node["metadata"]["name"] && d.name() == name) return &d;
+  }
+  return nullptr;
+}
+
+// The name of the env variable of container c taken from Secret tessera-redis, key password.
+std::string RedisPasswordVariable(const YAML::Node& c, const std::string& name = "") {
+  for (const YAML::Node& e : c["env"]) {
+    const YAML::Node ref = e["valueFrom"]["secretKeyRef"];
+    if (!ref || ref["name"].as<std::string>() != "tessera-redis" ||
+        ref["key"].as<std::string>() != "password") {
+      continue;
+    }
+    if (name.empty() || e["name"].as<std::string>() == name) return e["name"].as<std::string>();
+  }
+  return "";
+}
+
+// Issue #19: Redis held every placement without AUTH. It must start with requirepass from the
+// Secret (through the environment, no password in the manifest or on a command line), its
+// readiness probe must authenticate, and every Tessera daemon must have the password where
+// the shared redis flag code reads it ($TESSERA_REDIS_PASSWORD, src/cli/daemon_flags.h).
+TEST(DeployManifestsTest, RedisRequiresThePasswordOfItsSecret) {
+  const std::vector<Doc> docs = LoadAll();
+  const Doc* redis = Find(docs, "StatefulSet", "tessera-redis");
+  ASSERT_NE(redis, nullptr);
+  const YAML::Node c = redis->node["spec"]["template"]["spec"]["containers"][0];
+  const std::string var = RedisPasswordVariable(c, "REDIS_PASSWORD");
+  ASSERT_EQ(var, "REDIS_PASSWORD") << "no REDIS_PASSWORD from Secret tessera-redis";
+  std::string command;
+  for (const YAML::Node& a : c["command"]) command += a.as<std::string>() + " ";
+  for (const YAML::Node& a : c["args"]) command += a.as<std::string>() + " ";
+  EXPECT_NE(command.find("requirepass $REDIS_PASSWORD"), std::string::npos) << command;
+  EXPECT_EQ(command.find("--requirepass"), std::string::npos)
+      << "a password on redis-server's command line is readable in /proc: " << command;
+  // redis-cli answers NOAUTH with exit status 0: the probe must authenticate and want PONG.
+  EXPECT_EQ(RedisPasswordVariable(c, "REDISCLI_AUTH"), "REDISCLI_AUTH");
+  std::string probe;
+  for (const YAML::Node& a : c["readinessProbe"]["exec"]["command"]) probe += a.as<std::string>();
+  EXPECT_NE(probe.find("PONG"), std::string::npos) << probe;
+  EXPECT_EQ(Find(docs, "Secret", "tessera-redis"), nullptr)
+      << "a Secret in the repository is a published password";
+
+  int daemons = 0;
+  for (const auto& [who, tmpl] : PodTemplates(docs)) {
+    for (const YAML::Node& d : tmpl["spec"]["containers"]) {
+      if (d["image"].as<std::string>().find("tessera/tessera") == std::string::npos) continue;
+      ++daemons;
+      EXPECT_EQ(RedisPasswordVariable(d, "TESSERA_REDIS_PASSWORD"), "TESSERA_REDIS_PASSWORD")
+          << who;
+      for (const YAML::Node& a : d["args"]) {
+        EXPECT_EQ(a.as<std::string>().find("password"), std::string::npos) << who;
+      }
+    }
+  }
+  EXPECT_EQ(daemons, 3);
+}
+
+// Only Tessera's pods reach Redis, on 6379: a NetworkPolicy selects the Redis pods and admits
+// exactly the daemons' pods by label (no empty `from`, no namespace or IP block).
+TEST(DeployManifestsTest, RedisNetworkPolicyAdmitsOnlyTesseraPods) {
+  const std::vector<Doc> docs = LoadAll();
+  const Doc* redis = Find(docs, "StatefulSet", "tessera-redis");
+  ASSERT_NE(redis, nullptr);
+  const YAML::Node redis_labels = redis->node["spec"]["template"]["metadata"]["labels"];
+  std::set<std::string> daemons;  // the app.kubernetes.io/name of each Tessera daemon's pods
+  for (const auto& [who, tmpl] : PodTemplates(docs)) {
+    for (const YAML::Node& c : tmpl["spec"]["containers"]) {
+      if (c["image"].as<std::string>().find("tessera/tessera") != std::string::npos) {
+        daemons.insert(tmpl["metadata"]["labels"]["app.kubernetes.io/name"].as<std::string>());
+      }
+    }
+  }
+  ASSERT_EQ(daemons.size(), 3u);
+  int policies = 0;
+  for (const Doc& d : docs) {
+    if (d.kind() != "NetworkPolicy") continue;
+    bool selects_redis = Namespace(d.node) == Namespace(redis->node);
+    for (const auto& kv : d.node["spec"]["podSelector"]["matchLabels"]) {
+      const YAML::Node v = redis_labels[kv.first.as<std::string>()];
+      selects_redis &= v && v.as<std::string>() == kv.second.as<std::string>();
+    }
+    if (!selects_redis) continue;
+    ++policies;
+    ASSERT_TRUE(d.node["spec"]["ingress"].IsSequence()) << d.name();
+    std::set<std::string> admitted;
+    for (const YAML::Node& rule : d.node["spec"]["ingress"]) {
+      ASSERT_TRUE(rule["from"].IsSequence() && rule["from"].size() > 0)
+          << d.name() << ": an ingress rule without from admits everyone";
+      for (const YAML::Node& from : rule["from"]) {
+        EXPECT_FALSE(from["namespaceSelector"] || from["ipBlock"]) << d.name();
+        for (const YAML::Node& e : from["podSelector"]["matchExpressions"]) {
+          EXPECT_EQ(e["key"].as<std::string>(), "app.kubernetes.io/name");
+          EXPECT_EQ(e["operator"].as<std::string>(), "In");
+          for (const YAML::Node& v : e["values"]) admitted.insert(v.as<std::string>());
+        }
+      }
+      ASSERT_TRUE(rule["ports"].IsSequence()) << d.name() << ": every port open";
+      for (const YAML::Node& p : rule["ports"]) EXPECT_EQ(p["port"].as<int>(), 6379);
+    }
+    EXPECT_EQ(admitted, daemons);
+  }
+  EXPECT_EQ(policies, 1) << "no NetworkPolicy selects the Redis pods";
+}
+
+// A moving tag (redis:7.0, redis:latest) changes the store under a running cluster at the next
+// pull: the image names a patch release (or a digest).
+TEST(DeployManifestsTest, RedisImageIsPinnedToAPatchRelease) {
+  const std::vector<Doc> docs = LoadAll();
+  const Doc* redis = Find(docs, "StatefulSet", "tessera-redis");
+  ASSERT_NE(redis, nullptr);
+  const std::string image =
+      redis->node["spec"]["template"]["spec"]["containers"][0]["image"].as<std::string>();
+  EXPECT_TRUE(std::regex_match(image, std::regex(R"(redis:\d+\.\d+\.\d+(@sha256:[0-9a-f]{64})?)")) ||
+              std::regex_match(image, std::regex(R"(redis(:[^@]+)?@sha256:[0-9a-f]{64})")))
+      << image;
+}
+
 
 // Everything a ServiceAccount of tessera-system is granted, following its bindings, as
 // "<scope>|<group>/<resource>:<verb>[@<resourceName>]", scope "*" for cluster-wide (a
