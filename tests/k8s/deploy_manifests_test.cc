@@ -131,7 +131,7 @@ TEST(DeployManifestsTest, EveryDocumentHasTheFieldsItsKindRequires) {
   for (const char* k : {"Deployment", "DaemonSet", "StatefulSet", "Job", "Service",
                         "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
                         "RoleBinding", "Lease", "Namespace", "KubeSchedulerConfiguration",
-                        "NetworkPolicy"}) {
+                        "NetworkPolicy", "PodDisruptionBudget"}) {
     EXPECT_GE(kinds[k], 1) << "no " << k << " in deploy/";
   }
 }
@@ -288,6 +288,62 @@ std::string RedisPasswordVariable(const YAML::Node& c, const std::string& name =
     if (name.empty() || e["name"].as<std::string>() == name) return e["name"].as<std::string>();
   }
   return "";
+}
+
+// A PodDisruptionBudget with minAvailable >= 1 that selects the Deployment's pods.
+bool HasPdb(const std::vector<Doc>& docs, const Doc& deployment) {
+  const YAML::Node labels = deployment.node["spec"]["template"]["metadata"]["labels"];
+  for (const Doc& d : docs) {
+    if (d.kind() != "PodDisruptionBudget" || Namespace(d.node) != Namespace(deployment.node)) {
+      continue;
+    }
+    bool selects = d.node["spec"]["selector"]["matchLabels"].size() > 0;
+    for (const auto& kv : d.node["spec"]["selector"]["matchLabels"]) {
+      const YAML::Node v = labels[kv.first.as<std::string>()];
+      selects &= v && v.as<std::string>() == kv.second.as<std::string>();
+    }
+    if (selects && d.node["spec"]["minAvailable"].as<int>(0) >= 1) return true;
+  }
+  return false;
+}
+
+// Issue #19: with ignorable: false, one extender replica was a single point of failure for
+// every pod with Tessera's resources. The extender is ignorable, or it runs at least two
+// replicas that a PDB keeps from being evicted together; the scheduler's standby likewise.
+TEST(DeployManifestsTest, ExtenderAndSchedulerSurviveADrain) {
+  const std::vector<Doc> docs = LoadAll();
+  const Doc* config = nullptr;
+  for (const Doc& d : docs) {
+    if (d.kind() == "KubeSchedulerConfiguration") config = &d;
+  }
+  ASSERT_NE(config, nullptr);
+  const bool ignorable = config->node["extenders"][0]["ignorable"].as<bool>(false);
+  for (const char* name : {"tessera-extender", "tessera-scheduler"}) {
+    const Doc* dep = Find(docs, "Deployment", name);
+    ASSERT_NE(dep, nullptr) << name;
+    if (std::string(name) == "tessera-extender" && ignorable) continue;
+    EXPECT_GE(dep->node["spec"]["replicas"].as<int>(), 2) << name;
+    EXPECT_TRUE(HasPdb(docs, *dep)) << name << ": no PodDisruptionBudget with minAvailable >= 1";
+  }
+  EXPECT_FALSE(ignorable) << "README and kube-scheduler-config.yaml explain ignorable: false";
+}
+
+// kube-scheduler runs with hostNetwork and the node's resolver, which cannot resolve *.svc:
+// the urlPrefix names the extender Service's fixed ClusterIP and port.
+TEST(DeployManifestsTest, ExtenderUrlResolvesFromTheHostNetwork) {
+  const std::vector<Doc> docs = LoadAll();
+  const Doc* service = Find(docs, "Service", "tessera-extender");
+  ASSERT_NE(service, nullptr);
+  ASSERT_TRUE(service->node["spec"]["clusterIP"]) << "the Service's address is not fixed";
+  const std::string ip = service->node["spec"]["clusterIP"].as<std::string>();
+  EXPECT_TRUE(std::regex_match(ip, std::regex(R"(\d+\.\d+\.\d+\.\d+)"))) << ip;
+  const std::string port = service->node["spec"]["ports"][0]["port"].as<std::string>();
+  for (const Doc& d : docs) {
+    if (d.kind() != "KubeSchedulerConfiguration") continue;
+    const std::string url = d.node["extenders"][0]["urlPrefix"].as<std::string>();
+    EXPECT_EQ(url, "http://" + ip + ":" + port);
+    EXPECT_EQ(url.find(".svc"), std::string::npos) << url;
+  }
 }
 
 // Issue #19: Redis held every placement without AUTH. It must start with requirepass from the
