@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -390,6 +392,53 @@ TEST(DeployManifestsTest, EveryContainerDropsAllCapabilitiesAndRunsAsNonRoot) {
     }
   }
   EXPECT_GE(containers, 6);  // redis, agent, scheduler, extender, two examples
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The manifests run an image someone can build: the Dockerfile at the root documents the tag
+// (its `docker build -t` line), which is ghcr.io/tessera/tessera:<project version>, and every
+// Tessera container in deploy/ names exactly that tag and the Dockerfile's numeric user.
+TEST(DeployManifestsTest, TesseraImagesAreTheDockerfilesTag) {
+  const std::string dockerfile = ReadFile(fs::path(TESSERA_SOURCE_DIR) / "Dockerfile");
+  ASSERT_FALSE(dockerfile.empty()) << "no Dockerfile at the repository root";
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(dockerfile, m, std::regex(R"(docker build -t (\S+) \.)")));
+  const std::string tag = m[1];
+  const std::string cmake = ReadFile(fs::path(TESSERA_SOURCE_DIR) / "CMakeLists.txt");
+  std::smatch v;
+  ASSERT_TRUE(std::regex_search(cmake, v, std::regex(R"(project\(tessera VERSION (\S+))")));
+  EXPECT_EQ(tag, "ghcr.io/tessera/tessera:" + v[1].str());
+  // Every stage on the pinned Debian 12 base; a numeric non-root user; tessera the entrypoint.
+  int stages = 0;
+  const std::regex from(R"((^|\n)FROM (\S+))");
+  for (std::sregex_iterator it(dockerfile.begin(), dockerfile.end(), from), end; it != end;
+       ++it) {
+    EXPECT_EQ((*it)[2].str(), "debian:12-slim");
+    ++stages;
+  }
+  EXPECT_GE(stages, 2) << "build and runtime stages";
+  std::smatch user;
+  ASSERT_TRUE(std::regex_search(dockerfile, user, std::regex(R"(\nUSER (\d+):(\d+)\n)")));
+  EXPECT_NE(dockerfile.find("ENTRYPOINT [\"/usr/local/bin/tessera\"]"), std::string::npos);
+  EXPECT_NE(dockerfile.find("scripts/deps.sh"), std::string::npos);
+
+  int images = 0;
+  for (const auto& [who, tmpl] : PodTemplates(LoadAll())) {
+    for (const YAML::Node& c : tmpl["spec"]["containers"]) {
+      const std::string image = c["image"].as<std::string>();
+      if (image.find("tessera") == std::string::npos) continue;
+      ++images;
+      EXPECT_EQ(image, tag) << who;
+      EXPECT_EQ(c["securityContext"]["runAsUser"].as<std::string>(""), user[1].str()) << who;
+    }
+  }
+  EXPECT_EQ(images, 3);
+  const std::string ignore = ReadFile(fs::path(TESSERA_SOURCE_DIR) / ".dockerignore");
+  EXPECT_NE(ignore.find("build*/"), std::string::npos) << "build trees in the build context";
 }
 
 // Issue #19: Redis held every placement without AUTH. It must start with requirepass from the
