@@ -130,10 +130,10 @@ TEST(DeployManifestsTest, EveryDocumentHasTheFieldsItsKindRequires) {
       EXPECT_TRUE(k == "ServiceAccount" || k == "Namespace") << "unexpected kind " << who;
     }
   }
-  for (const char* k : {"Deployment", "DaemonSet", "StatefulSet", "Job", "Service",
-                        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                        "RoleBinding", "Lease", "Namespace", "KubeSchedulerConfiguration",
-                        "NetworkPolicy", "PodDisruptionBudget"}) {
+  for (const char* k :
+       {"Deployment", "DaemonSet", "StatefulSet", "Job", "Service", "ServiceAccount", "ClusterRole",
+        "ClusterRoleBinding", "Role", "RoleBinding", "Lease", "Namespace",
+        "KubeSchedulerConfiguration", "NetworkPolicy", "PodDisruptionBudget"}) {
     EXPECT_GE(kinds[k], 1) << "no " << k << " in deploy/";
   }
 }
@@ -357,9 +357,8 @@ TEST(DeployManifestsTest, EveryContainerDropsAllCapabilitiesAndRunsAsNonRoot) {
   const std::map<std::string, std::string> kExceptions = {};
   int containers = 0;
   for (const auto& [who, tmpl] : PodTemplates(LoadAll())) {
-    const YAML::Node pod_sc = tmpl["spec"]["securityContext"]
-                                  ? tmpl["spec"]["securityContext"]
-                                  : YAML::Node(YAML::NodeType::Map);
+    const YAML::Node pod_sc = tmpl["spec"]["securityContext"] ? tmpl["spec"]["securityContext"]
+                                                              : YAML::Node(YAML::NodeType::Map);
     for (const char* list : {"initContainers", "containers"}) {
       for (const YAML::Node& c : tmpl["spec"][list]) {
         const std::string name = who + " " + c["name"].as<std::string>();
@@ -415,8 +414,7 @@ TEST(DeployManifestsTest, TesseraImagesAreTheDockerfilesTag) {
   // Every stage on the pinned Debian 12 base; a numeric non-root user; tessera the entrypoint.
   int stages = 0;
   const std::regex from(R"((^|\n)FROM (\S+))");
-  for (std::sregex_iterator it(dockerfile.begin(), dockerfile.end(), from), end; it != end;
-       ++it) {
+  for (std::sregex_iterator it(dockerfile.begin(), dockerfile.end(), from), end; it != end; ++it) {
     EXPECT_EQ((*it)[2].str(), "debian:12-slim");
     ++stages;
   }
@@ -536,11 +534,11 @@ TEST(DeployManifestsTest, RedisImageIsPinnedToAPatchRelease) {
   ASSERT_NE(redis, nullptr);
   const std::string image =
       redis->node["spec"]["template"]["spec"]["containers"][0]["image"].as<std::string>();
-  EXPECT_TRUE(std::regex_match(image, std::regex(R"(redis:\d+\.\d+\.\d+(@sha256:[0-9a-f]{64})?)")) ||
-              std::regex_match(image, std::regex(R"(redis(:[^@]+)?@sha256:[0-9a-f]{64})")))
+  EXPECT_TRUE(
+      std::regex_match(image, std::regex(R"(redis:\d+\.\d+\.\d+(@sha256:[0-9a-f]{64})?)")) ||
+      std::regex_match(image, std::regex(R"(redis(:[^@]+)?@sha256:[0-9a-f]{64})")))
       << image;
 }
-
 
 // Everything a ServiceAccount of tessera-system is granted, following its bindings, as
 // "<scope>|<group>/<resource>:<verb>[@<resourceName>]", scope "*" for cluster-wide (a
@@ -578,8 +576,8 @@ std::set<std::string> GrantsOf(const std::vector<Doc>& docs, const std::string& 
         for (const YAML::Node& res : r["resources"]) {
           for (const YAML::Node& v : r["verbs"]) {
             for (const std::string& n : names) {
-              granted.insert(scope + "|" + g.as<std::string>() + "/" + res.as<std::string>() +
-                             ":" + v.as<std::string>() + n);
+              granted.insert(scope + "|" + g.as<std::string>() + "/" + res.as<std::string>() + ":" +
+                             v.as<std::string>() + n);
             }
           }
         }
@@ -613,15 +611,16 @@ void AddBinderWrites(std::set<std::string>& needed, const std::set<std::string>&
 // tessera-system and, but for create, only by name.
 TEST(DeployManifestsTest, SchedulerRbacCoversItsCallsAndNoMore) {
   const std::vector<Doc> docs = LoadAll();
-  std::set<std::string> needed = {"*|/pods:get",
-                                  "*|/pods:list",
-                                  "*|/pods:watch",
-                                  "*|/nodes:list",
-                                  "*|/nodes:watch",
-                                  "*|/events:create",
-                                  "tessera-system|coordination.k8s.io/leases:get@tessera-scheduler",
-                                  "tessera-system|coordination.k8s.io/leases:update@tessera-scheduler",
-                                  "tessera-system|coordination.k8s.io/leases:create"};
+  std::set<std::string> needed = {
+      "*|/pods:get",
+      "*|/pods:list",
+      "*|/pods:watch",
+      "*|/nodes:list",
+      "*|/nodes:watch",
+      "*|/events:create",
+      "tessera-system|coordination.k8s.io/leases:get@tessera-scheduler",
+      "tessera-system|coordination.k8s.io/leases:update@tessera-scheduler",
+      "tessera-system|coordination.k8s.io/leases:create"};
   const std::set<std::string> namespaces = WorkloadNamespaces(docs);
   EXPECT_TRUE(namespaces.contains("default"));
   AddBinderWrites(needed, namespaces);
@@ -649,8 +648,8 @@ TEST(DeployManifestsTest, ExtenderRbacCoversItsCallsAndNoMore) {
 // and that the namespaced Roles that do live outside tessera-system (binding writes only
 // where workloads run) or name what they write.
 TEST(DeployManifestsTest, WritesOnConfigMapsAndPodsOnlyInWorkloadNamespaceRoles) {
-  const std::set<std::string> writes = {"create", "update", "patch", "delete",
-                                        "deletecollection", "*"};
+  const std::set<std::string> writes = {"create", "update",           "patch",
+                                        "delete", "deletecollection", "*"};
   const std::set<std::string> guarded = {"configmaps", "pods", "pods/binding", "*"};
   int roles_with_writes = 0;
   for (const Doc& d : LoadAll()) {
