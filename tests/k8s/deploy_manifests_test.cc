@@ -326,6 +326,15 @@ TEST(DeployManifestsTest, ExtenderAndSchedulerSurviveADrain) {
     if (std::string(name) == "tessera-extender" && ignorable) continue;
     EXPECT_GE(dep->node["spec"]["replicas"].as<int>(), 2) << name;
     EXPECT_TRUE(HasPdb(docs, *dep)) << name << ": no PodDisruptionBudget with minAvailable >= 1";
+    // A node failure, which no PDB prevents, takes one replica, not both.
+    const YAML::Node affinity = dep->node["spec"]["template"]["spec"]["affinity"];
+    ASSERT_TRUE(affinity && affinity["podAntiAffinity"]) << name << ": no podAntiAffinity";
+    const YAML::Node spread =
+        affinity["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+    ASSERT_TRUE(spread.IsSequence()) << name;
+    EXPECT_EQ(spread[0]["podAffinityTerm"]["topologyKey"].as<std::string>(),
+              "kubernetes.io/hostname")
+        << name;
   }
   EXPECT_FALSE(ignorable) << "README and kube-scheduler-config.yaml explain ignorable: false";
 }
