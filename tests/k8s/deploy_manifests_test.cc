@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "k8s/objects.h"
@@ -116,13 +120,20 @@ TEST(DeployManifestsTest, EveryDocumentHasTheFieldsItsKindRequires) {
       EXPECT_TRUE(d.node["subjects"].IsSequence()) << who;
     } else if (k == "Lease") {
       EXPECT_EQ(d.node["apiVersion"].as<std::string>(), "coordination.k8s.io/v1");
+    } else if (k == "NetworkPolicy") {
+      EXPECT_EQ(d.node["apiVersion"].as<std::string>(), "networking.k8s.io/v1") << who;
+      EXPECT_TRUE(d.node["spec"]["podSelector"]) << who;
+    } else if (k == "PodDisruptionBudget") {
+      EXPECT_EQ(d.node["apiVersion"].as<std::string>(), "policy/v1") << who;
+      EXPECT_TRUE(d.node["spec"]["selector"]["matchLabels"]) << who;
     } else {
       EXPECT_TRUE(k == "ServiceAccount" || k == "Namespace") << "unexpected kind " << who;
     }
   }
-  for (const char* k : {"Deployment", "DaemonSet", "StatefulSet", "Job", "Service",
-                        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                        "RoleBinding", "Lease", "Namespace", "KubeSchedulerConfiguration"}) {
+  for (const char* k :
+       {"Deployment", "DaemonSet", "StatefulSet", "Job", "Service", "ServiceAccount", "ClusterRole",
+        "ClusterRoleBinding", "Role", "RoleBinding", "Lease", "Namespace",
+        "KubeSchedulerConfiguration", "NetworkPolicy", "PodDisruptionBudget"}) {
     EXPECT_GE(kinds[k], 1) << "no " << k << " in deploy/";
   }
 }
@@ -153,6 +164,29 @@ TEST(DeployManifestsTest, ProbesAskLivenessAndReadinessOnTheListenPort) {
     }
   }
   EXPECT_EQ(daemons, 3);  // schedule, agent, extender
+}
+
+// `kubectl apply -f deploy/` applies the files in the order their names sort (it walks the
+// directory in lexical order, not into extender/ without -R): the Namespace must come first,
+// or everything in tessera-system fails on the first apply (issue #19).
+TEST(DeployManifestsTest, ApplyOrderCreatesTheNamespaceFirst) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(fs::path(TESSERA_SOURCE_DIR) / "deploy")) {
+    if (e.path().extension() == ".yaml") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_FALSE(files.empty());
+  const std::vector<YAML::Node> first = YAML::LoadAllFromFile(files.front().string());
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(first.front()["kind"].as<std::string>(), "Namespace") << files.front();
+  EXPECT_EQ(first.front()["metadata"]["name"].as<std::string>(), "tessera-system");
+  for (std::size_t i = 1; i < files.size(); ++i) {
+    for (const YAML::Node& n : YAML::LoadAllFromFile(files[i].string())) {
+      if (n && n["kind"]) {
+        EXPECT_NE(n["kind"].as<std::string>(), "Namespace") << files[i];
+      }
+    }
+  }
 }
 
 TEST(DeployManifestsTest, ExamplePodIsOneTesseraSchedules) {
@@ -222,39 +256,440 @@ TEST(DeployManifestsTest, OfflineExampleIsBestEffortAndReleasesItsContextBeforeS
   FAIL() << "deploy/example-offline-training.yaml not found";
 }
 
-TEST(DeployManifestsTest, SchedulerRbacCoversItsCallsAndNoMore) {
-  std::set<std::string> granted;  // "group/resource:verb"
-  for (const Doc& d : LoadAll()) {
-    if (d.file != "scheduler.yaml" || (d.kind() != "ClusterRole" && d.kind() != "Role")) continue;
-    for (const YAML::Node& r : d.node["rules"]) {
+std::string Namespace(const YAML::Node& n) {
+  return n["metadata"]["namespace"].as<std::string>("");
+}
+
+// The pod templates of the workload kinds, with who they are.
+std::vector<std::pair<std::string, YAML::Node>> PodTemplates(const std::vector<Doc>& docs) {
+  std::vector<std::pair<std::string, YAML::Node>> out;
+  for (const Doc& d : docs) {
+    const std::string k = d.kind();
+    if (k == "Deployment" || k == "DaemonSet" || k == "StatefulSet" || k == "Job") {
+      out.emplace_back(d.file + " " + k + "/" + d.name(), d.node["spec"]["template"]);
+    }
+  }
+  return out;
+}
+
+const Doc* Find(const std::vector<Doc>& docs, const std::string& kind, const std::string& name) {
+  for (const Doc& d : docs) {
+    if (d.kind() == kind && d.node["metadata"]["name"] && d.name() == name) return &d;
+  }
+  return nullptr;
+}
+
+// The name of the env variable of container c taken from Secret tessera-redis, key password.
+std::string RedisPasswordVariable(const YAML::Node& c, const std::string& name = "") {
+  for (const YAML::Node& e : c["env"]) {
+    const YAML::Node ref = e["valueFrom"]["secretKeyRef"];
+    if (!ref || ref["name"].as<std::string>() != "tessera-redis" ||
+        ref["key"].as<std::string>() != "password") {
+      continue;
+    }
+    if (name.empty() || e["name"].as<std::string>() == name) return e["name"].as<std::string>();
+  }
+  return "";
+}
+
+// A PodDisruptionBudget with minAvailable >= 1 that selects the Deployment's pods.
+bool HasPdb(const std::vector<Doc>& docs, const Doc& deployment) {
+  const YAML::Node labels = deployment.node["spec"]["template"]["metadata"]["labels"];
+  for (const Doc& d : docs) {
+    if (d.kind() != "PodDisruptionBudget" || Namespace(d.node) != Namespace(deployment.node)) {
+      continue;
+    }
+    bool selects = d.node["spec"]["selector"]["matchLabels"].size() > 0;
+    for (const auto& kv : d.node["spec"]["selector"]["matchLabels"]) {
+      const YAML::Node v = labels[kv.first.as<std::string>()];
+      selects &= v && v.as<std::string>() == kv.second.as<std::string>();
+    }
+    if (selects && d.node["spec"]["minAvailable"].as<int>(0) >= 1) return true;
+  }
+  return false;
+}
+
+// Issue #19: with ignorable: false, one extender replica was a single point of failure for
+// every pod with Tessera's resources. The extender is ignorable, or it runs at least two
+// replicas that a PDB keeps from being evicted together; the scheduler's standby likewise.
+TEST(DeployManifestsTest, ExtenderAndSchedulerSurviveADrain) {
+  const std::vector<Doc> docs = LoadAll();
+  const Doc* config = nullptr;
+  for (const Doc& d : docs) {
+    if (d.kind() == "KubeSchedulerConfiguration") config = &d;
+  }
+  ASSERT_NE(config, nullptr);
+  const bool ignorable = config->node["extenders"][0]["ignorable"].as<bool>(false);
+  for (const char* name : {"tessera-extender", "tessera-scheduler"}) {
+    const Doc* dep = Find(docs, "Deployment", name);
+    ASSERT_NE(dep, nullptr) << name;
+    if (std::string(name) == "tessera-extender" && ignorable) continue;
+    EXPECT_GE(dep->node["spec"]["replicas"].as<int>(), 2) << name;
+    EXPECT_TRUE(HasPdb(docs, *dep)) << name << ": no PodDisruptionBudget with minAvailable >= 1";
+    // A node failure, which no PDB prevents, takes one replica, not both.
+    const YAML::Node affinity = dep->node["spec"]["template"]["spec"]["affinity"];
+    ASSERT_TRUE(affinity && affinity["podAntiAffinity"]) << name << ": no podAntiAffinity";
+    const YAML::Node spread =
+        affinity["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+    ASSERT_TRUE(spread.IsSequence()) << name;
+    EXPECT_EQ(spread[0]["podAffinityTerm"]["topologyKey"].as<std::string>(),
+              "kubernetes.io/hostname")
+        << name;
+  }
+  EXPECT_FALSE(ignorable) << "README and kube-scheduler-config.yaml explain ignorable: false";
+}
+
+// kube-scheduler runs with hostNetwork and the node's resolver, which cannot resolve *.svc:
+// the urlPrefix names the extender Service's fixed ClusterIP and port.
+TEST(DeployManifestsTest, ExtenderUrlResolvesFromTheHostNetwork) {
+  const std::vector<Doc> docs = LoadAll();
+  const Doc* service = Find(docs, "Service", "tessera-extender");
+  ASSERT_NE(service, nullptr);
+  ASSERT_TRUE(service->node["spec"]["clusterIP"]) << "the Service's address is not fixed";
+  const std::string ip = service->node["spec"]["clusterIP"].as<std::string>();
+  EXPECT_TRUE(std::regex_match(ip, std::regex(R"(\d+\.\d+\.\d+\.\d+)"))) << ip;
+  const std::string port = service->node["spec"]["ports"][0]["port"].as<std::string>();
+  for (const Doc& d : docs) {
+    if (d.kind() != "KubeSchedulerConfiguration") continue;
+    const std::string url = d.node["extenders"][0]["urlPrefix"].as<std::string>();
+    EXPECT_EQ(url, "http://" + ip + ":" + port);
+    EXPECT_EQ(url.find(".svc"), std::string::npos) << url;
+  }
+}
+
+// Issue #19: every container (Tessera's, Redis, the examples'), initContainers included,
+// drops every capability, cannot gain privileges, runs as a numeric non-root user (its own or
+// the pod's) on a read-only root filesystem. kExceptions names a container allowed to run as
+// root, with the reason; none needs it now (the agent opens the GPU device files, 0666 by
+// default, as its non-root user).
+TEST(DeployManifestsTest, EveryContainerDropsAllCapabilitiesAndRunsAsNonRoot) {
+  const std::map<std::string, std::string> kExceptions = {};
+  int containers = 0;
+  for (const auto& [who, tmpl] : PodTemplates(LoadAll())) {
+    const YAML::Node pod_sc = tmpl["spec"]["securityContext"] ? tmpl["spec"]["securityContext"]
+                                                              : YAML::Node(YAML::NodeType::Map);
+    for (const char* list : {"initContainers", "containers"}) {
+      for (const YAML::Node& c : tmpl["spec"][list]) {
+        const std::string name = who + " " + c["name"].as<std::string>();
+        ++containers;
+        if (!c["securityContext"]) {
+          ADD_FAILURE() << name << ": no securityContext";
+          continue;
+        }
+        const YAML::Node sc = c["securityContext"];
+        ASSERT_TRUE(!sc["capabilities"] || sc["capabilities"].IsMap()) << name;
+        bool drops_all = false;
+        if (sc["capabilities"] && sc["capabilities"]["drop"]) {
+          for (const YAML::Node& cap : sc["capabilities"]["drop"]) {
+            drops_all |= cap.as<std::string>() == "ALL";
+          }
+        }
+        EXPECT_TRUE(drops_all) << name << ": capabilities.drop lacks ALL";
+        EXPECT_FALSE(sc["allowPrivilegeEscalation"].as<bool>(true)) << name;
+        EXPECT_TRUE(sc["readOnlyRootFilesystem"].as<bool>(false)) << name;
+        if (kExceptions.contains(name)) continue;
+        // The container's own setting, or else the pod's.
+        auto setting = [&](const char* key) {
+          if (sc[key]) return sc[key];
+          return pod_sc[key] ? pod_sc[key] : YAML::Node();
+        };
+        EXPECT_TRUE(setting("runAsNonRoot").as<bool>(false)) << name << ": runAsNonRoot";
+        const YAML::Node uid = setting("runAsUser");
+        EXPECT_TRUE(uid.IsScalar() && uid.as<int>(-1) > 0) << name << ": no numeric runAsUser";
+      }
+    }
+  }
+  EXPECT_GE(containers, 6);  // redis, agent, scheduler, extender, two examples
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The manifests run an image someone can build: the Dockerfile at the root documents the tag
+// (its `docker build -t` line), which is ghcr.io/tessera/tessera:<project version>, and every
+// Tessera container in deploy/ names exactly that tag and the Dockerfile's numeric user.
+TEST(DeployManifestsTest, TesseraImagesAreTheDockerfilesTag) {
+  const std::string dockerfile = ReadFile(fs::path(TESSERA_SOURCE_DIR) / "Dockerfile");
+  ASSERT_FALSE(dockerfile.empty()) << "no Dockerfile at the repository root";
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(dockerfile, m, std::regex(R"(docker build -t (\S+) \.)")));
+  const std::string tag = m[1];
+  const std::string cmake = ReadFile(fs::path(TESSERA_SOURCE_DIR) / "CMakeLists.txt");
+  std::smatch v;
+  ASSERT_TRUE(std::regex_search(cmake, v, std::regex(R"(project\(tessera VERSION (\S+))")));
+  EXPECT_EQ(tag, "ghcr.io/tessera/tessera:" + v[1].str());
+  // Every stage on the pinned Debian 12 base; a numeric non-root user; tessera the entrypoint.
+  int stages = 0;
+  const std::regex from(R"((^|\n)FROM (\S+))");
+  for (std::sregex_iterator it(dockerfile.begin(), dockerfile.end(), from), end; it != end; ++it) {
+    EXPECT_EQ((*it)[2].str(), "debian:12-slim");
+    ++stages;
+  }
+  EXPECT_GE(stages, 2) << "build and runtime stages";
+  std::smatch user;
+  ASSERT_TRUE(std::regex_search(dockerfile, user, std::regex(R"(\nUSER (\d+):(\d+)\n)")));
+  EXPECT_NE(dockerfile.find("ENTRYPOINT [\"/usr/local/bin/tessera\"]"), std::string::npos);
+  EXPECT_NE(dockerfile.find("scripts/deps.sh"), std::string::npos);
+
+  int images = 0;
+  for (const auto& [who, tmpl] : PodTemplates(LoadAll())) {
+    for (const YAML::Node& c : tmpl["spec"]["containers"]) {
+      const std::string image = c["image"].as<std::string>();
+      if (image.find("tessera") == std::string::npos) continue;
+      ++images;
+      EXPECT_EQ(image, tag) << who;
+      EXPECT_EQ(c["securityContext"]["runAsUser"].as<std::string>(""), user[1].str()) << who;
+    }
+  }
+  EXPECT_EQ(images, 3);
+  const std::string ignore = ReadFile(fs::path(TESSERA_SOURCE_DIR) / ".dockerignore");
+  EXPECT_NE(ignore.find("build*/"), std::string::npos) << "build trees in the build context";
+}
+
+// Issue #19: Redis held every placement without AUTH. It must start with requirepass from the
+// Secret (through the environment, no password in the manifest or on a command line), its
+// readiness probe must authenticate, and every Tessera daemon must have the password where
+// the shared redis flag code reads it ($TESSERA_REDIS_PASSWORD, src/cli/daemon_flags.h).
+TEST(DeployManifestsTest, RedisRequiresThePasswordOfItsSecret) {
+  const std::vector<Doc> docs = LoadAll();
+  const Doc* redis = Find(docs, "StatefulSet", "tessera-redis");
+  ASSERT_NE(redis, nullptr);
+  const YAML::Node c = redis->node["spec"]["template"]["spec"]["containers"][0];
+  const std::string var = RedisPasswordVariable(c, "REDIS_PASSWORD");
+  ASSERT_EQ(var, "REDIS_PASSWORD") << "no REDIS_PASSWORD from Secret tessera-redis";
+  std::string command;
+  for (const YAML::Node& a : c["command"]) command += a.as<std::string>() + " ";
+  for (const YAML::Node& a : c["args"]) command += a.as<std::string>() + " ";
+  EXPECT_NE(command.find("requirepass $REDIS_PASSWORD"), std::string::npos) << command;
+  EXPECT_EQ(command.find("--requirepass"), std::string::npos)
+      << "a password on redis-server's command line is readable in /proc: " << command;
+  // redis-cli answers NOAUTH with exit status 0: the probe must authenticate and want PONG.
+  EXPECT_EQ(RedisPasswordVariable(c, "REDISCLI_AUTH"), "REDISCLI_AUTH");
+  std::string probe;
+  for (const YAML::Node& a : c["readinessProbe"]["exec"]["command"]) probe += a.as<std::string>();
+  EXPECT_NE(probe.find("PONG"), std::string::npos) << probe;
+  EXPECT_EQ(Find(docs, "Secret", "tessera-redis"), nullptr)
+      << "a Secret in the repository is a published password";
+
+  int daemons = 0;
+  for (const auto& [who, tmpl] : PodTemplates(docs)) {
+    for (const YAML::Node& d : tmpl["spec"]["containers"]) {
+      if (d["image"].as<std::string>().find("tessera/tessera") == std::string::npos) continue;
+      ++daemons;
+      EXPECT_EQ(RedisPasswordVariable(d, "TESSERA_REDIS_PASSWORD"), "TESSERA_REDIS_PASSWORD")
+          << who;
+      for (const YAML::Node& a : d["args"]) {
+        EXPECT_EQ(a.as<std::string>().find("password"), std::string::npos) << who;
+      }
+    }
+  }
+  EXPECT_EQ(daemons, 3);
+}
+
+// Only Tessera's pods reach Redis, on 6379: a NetworkPolicy selects the Redis pods and admits
+// exactly the daemons' pods by label (no empty `from`, no namespace or IP block).
+TEST(DeployManifestsTest, RedisNetworkPolicyAdmitsOnlyTesseraPods) {
+  const std::vector<Doc> docs = LoadAll();
+  const Doc* redis = Find(docs, "StatefulSet", "tessera-redis");
+  ASSERT_NE(redis, nullptr);
+  const YAML::Node redis_labels = redis->node["spec"]["template"]["metadata"]["labels"];
+  std::set<std::string> daemons;  // the app.kubernetes.io/name of each Tessera daemon's pods
+  for (const auto& [who, tmpl] : PodTemplates(docs)) {
+    for (const YAML::Node& c : tmpl["spec"]["containers"]) {
+      if (c["image"].as<std::string>().find("tessera/tessera") != std::string::npos) {
+        daemons.insert(tmpl["metadata"]["labels"]["app.kubernetes.io/name"].as<std::string>());
+      }
+    }
+  }
+  ASSERT_EQ(daemons.size(), 3u);
+  int policies = 0;
+  for (const Doc& d : docs) {
+    if (d.kind() != "NetworkPolicy") continue;
+    bool selects_redis = Namespace(d.node) == Namespace(redis->node);
+    for (const auto& kv : d.node["spec"]["podSelector"]["matchLabels"]) {
+      const YAML::Node v = redis_labels[kv.first.as<std::string>()];
+      selects_redis &= v && v.as<std::string>() == kv.second.as<std::string>();
+    }
+    if (!selects_redis) continue;
+    ++policies;
+    ASSERT_TRUE(d.node["spec"]["ingress"].IsSequence()) << d.name();
+    std::set<std::string> admitted;
+    for (const YAML::Node& rule : d.node["spec"]["ingress"]) {
+      ASSERT_TRUE(rule["from"].IsSequence() && rule["from"].size() > 0)
+          << d.name() << ": an ingress rule without from admits everyone";
+      for (const YAML::Node& from : rule["from"]) {
+        EXPECT_FALSE(from["namespaceSelector"] || from["ipBlock"]) << d.name();
+        for (const YAML::Node& e : from["podSelector"]["matchExpressions"]) {
+          EXPECT_EQ(e["key"].as<std::string>(), "app.kubernetes.io/name");
+          EXPECT_EQ(e["operator"].as<std::string>(), "In");
+          for (const YAML::Node& v : e["values"]) admitted.insert(v.as<std::string>());
+        }
+      }
+      ASSERT_TRUE(rule["ports"].IsSequence()) << d.name() << ": every port open";
+      for (const YAML::Node& p : rule["ports"]) EXPECT_EQ(p["port"].as<int>(), 6379);
+    }
+    EXPECT_EQ(admitted, daemons);
+  }
+  EXPECT_EQ(policies, 1) << "no NetworkPolicy selects the Redis pods";
+}
+
+// A moving tag (redis:7.0, redis:latest) changes the store under a running cluster at the next
+// pull: the image names a patch release (or a digest).
+TEST(DeployManifestsTest, RedisImageIsPinnedToAPatchRelease) {
+  const std::vector<Doc> docs = LoadAll();
+  const Doc* redis = Find(docs, "StatefulSet", "tessera-redis");
+  ASSERT_NE(redis, nullptr);
+  const std::string image =
+      redis->node["spec"]["template"]["spec"]["containers"][0]["image"].as<std::string>();
+  EXPECT_TRUE(
+      std::regex_match(image, std::regex(R"(redis:\d+\.\d+\.\d+(@sha256:[0-9a-f]{64})?)")) ||
+      std::regex_match(image, std::regex(R"(redis(:[^@]+)?@sha256:[0-9a-f]{64})")))
+      << image;
+}
+
+// Everything a ServiceAccount of tessera-system is granted, following its bindings, as
+// "<scope>|<group>/<resource>:<verb>[@<resourceName>]", scope "*" for cluster-wide (a
+// ClusterRoleBinding) or the namespace of the RoleBinding.
+std::set<std::string> GrantsOf(const std::vector<Doc>& docs, const std::string& account) {
+  std::map<std::string, YAML::Node> roles;  // "ClusterRole/<name>" or "Role/<ns>/<name>"
+  for (const Doc& d : docs) {
+    if (d.kind() == "ClusterRole") roles["ClusterRole/" + d.name()] = d.node;
+    if (d.kind() == "Role") roles["Role/" + Namespace(d.node) + "/" + d.name()] = d.node;
+  }
+  std::set<std::string> granted;
+  for (const Doc& d : docs) {
+    if (d.kind() != "ClusterRoleBinding" && d.kind() != "RoleBinding") continue;
+    bool bound = false;
+    for (const YAML::Node& s : d.node["subjects"]) {
+      bound |= s["kind"].as<std::string>() == "ServiceAccount" &&
+               s["name"].as<std::string>() == account &&
+               s["namespace"].as<std::string>("") == "tessera-system";
+    }
+    if (!bound) continue;
+    const std::string scope = d.kind() == "RoleBinding" ? Namespace(d.node) : "*";
+    const std::string ref_kind = d.node["roleRef"]["kind"].as<std::string>();
+    const std::string ref_name = d.node["roleRef"]["name"].as<std::string>();
+    const std::string key =
+        ref_kind == "Role" ? "Role/" + scope + "/" + ref_name : "ClusterRole/" + ref_name;
+    if (!roles.contains(key)) {
+      ADD_FAILURE() << d.file << " " << d.name() << " refers to " << key << ", which is not here";
+      continue;
+    }
+    for (const YAML::Node& r : roles[key]["rules"]) {
+      std::vector<std::string> names;
+      for (const YAML::Node& n : r["resourceNames"]) names.push_back("@" + n.as<std::string>());
+      if (names.empty()) names.push_back("");
       for (const YAML::Node& g : r["apiGroups"]) {
         for (const YAML::Node& res : r["resources"]) {
           for (const YAML::Node& v : r["verbs"]) {
-            granted.insert(g.as<std::string>() + "/" + res.as<std::string>() + ":" +
-                           v.as<std::string>());
+            for (const std::string& n : names) {
+              granted.insert(scope + "|" + g.as<std::string>() + "/" + res.as<std::string>() + ":" +
+                             v.as<std::string>() + n);
+            }
           }
         }
       }
     }
   }
-  // What k8s::Scheduler, Binder, Informer and LeaderElector call.
-  const std::set<std::string> needed = {"/pods:list",
-                                        "/pods:watch",
-                                        "/pods:patch",
-                                        "/pods:get",
-                                        "/pods/binding:create",
-                                        "/nodes:list",
-                                        "/nodes:watch",
-                                        "/configmaps:create",
-                                        "/configmaps:get",
-                                        "/configmaps:update",
-                                        "/events:create",
-                                        "coordination.k8s.io/leases:get",
-                                        "coordination.k8s.io/leases:update"};
+  return granted;
+}
+
+// The namespaces of the example workloads Tessera schedules: they need the binder's writes.
+std::set<std::string> WorkloadNamespaces(const std::vector<Doc>& docs) {
+  std::set<std::string> out;
+  for (const Doc& d : docs) {
+    if (d.file.starts_with("example-")) out.insert(Namespace(d.node));
+  }
+  return out;
+}
+
+// What a binding writes (src/k8s/binder.cc), in each workload namespace.
+void AddBinderWrites(std::set<std::string>& needed, const std::set<std::string>& namespaces) {
+  for (const std::string& ns : namespaces) {
+    for (const char* g : {"/configmaps:create", "/configmaps:get", "/configmaps:update",
+                          "/pods:patch", "/pods/binding:create"}) {
+      needed.insert(ns + "|" + g);
+    }
+  }
+}
+
+// Exactly what k8s::Scheduler, Binder, Informer and LeaderElector call: the reads and Events
+// cluster-wide, the binding's writes only in the workload namespaces, the Lease only in
+// tessera-system and, but for create, only by name.
+TEST(DeployManifestsTest, SchedulerRbacCoversItsCallsAndNoMore) {
+  const std::vector<Doc> docs = LoadAll();
+  std::set<std::string> needed = {
+      "*|/pods:get",
+      "*|/pods:list",
+      "*|/pods:watch",
+      "*|/nodes:list",
+      "*|/nodes:watch",
+      "*|/events:create",
+      "tessera-system|coordination.k8s.io/leases:get@tessera-scheduler",
+      "tessera-system|coordination.k8s.io/leases:update@tessera-scheduler",
+      "tessera-system|coordination.k8s.io/leases:create"};
+  const std::set<std::string> namespaces = WorkloadNamespaces(docs);
+  EXPECT_TRUE(namespaces.contains("default"));
+  AddBinderWrites(needed, namespaces);
+  const std::set<std::string> granted = GrantsOf(docs, "tessera-scheduler");
   for (const std::string& n : needed) EXPECT_TRUE(granted.contains(n)) << "missing " << n;
+  for (const std::string& g : granted) EXPECT_TRUE(needed.contains(g)) << "not called: " << g;
+}
+
+// The extender: bind GETs the pod, the pod informer lists and watches, bind records an Event
+// and makes the same writes as the scheduler's binder.
+TEST(DeployManifestsTest, ExtenderRbacCoversItsCallsAndNoMore) {
+  const std::vector<Doc> docs = LoadAll();
+  std::set<std::string> needed = {"*|/pods:get", "*|/pods:list", "*|/pods:watch",
+                                  "*|/events:create"};
+  AddBinderWrites(needed, WorkloadNamespaces(docs));
+  const std::set<std::string> granted = GrantsOf(docs, "tessera-extender");
+  for (const std::string& n : needed) EXPECT_TRUE(granted.contains(n)) << "missing " << n;
+  for (const std::string& g : granted) EXPECT_TRUE(needed.contains(g)) << "not called: " << g;
+}
+
+// Issue #19: ConfigMap writes and pod patches are limited to what binding needs. The
+// ConfigMaps are named after the pods, in the pods' namespaces, so resourceNames cannot narrow
+// them: the rule is that no ClusterRole grants a write on configmaps, pods or pods/binding
+// (a ClusterRole bound by a ClusterRoleBinding writes every namespace, kube-system's included),
+// and that the namespaced Roles that do live outside tessera-system (binding writes only
+// where workloads run) or name what they write.
+TEST(DeployManifestsTest, WritesOnConfigMapsAndPodsOnlyInWorkloadNamespaceRoles) {
+  const std::set<std::string> writes = {"create", "update",           "patch",
+                                        "delete", "deletecollection", "*"};
+  const std::set<std::string> guarded = {"configmaps", "pods", "pods/binding", "*"};
+  int roles_with_writes = 0;
+  for (const Doc& d : LoadAll()) {
+    if (d.kind() != "ClusterRole" && d.kind() != "Role") continue;
+    const std::string who = d.file + " " + d.kind() + "/" + d.name();
+    for (const YAML::Node& r : d.node["rules"]) {
+      bool writes_guarded = false;
+      for (const YAML::Node& res : r["resources"]) {
+        for (const YAML::Node& v : r["verbs"]) {
+          writes_guarded |=
+              guarded.contains(res.as<std::string>()) && writes.contains(v.as<std::string>());
+        }
+      }
+      if (!writes_guarded || r["resourceNames"]) continue;
+      EXPECT_EQ(d.kind(), "Role") << who << " writes configmaps or pods cluster-wide";
+      EXPECT_NE(Namespace(d.node), "tessera-system") << who;
+      ++roles_with_writes;
+    }
+  }
+  EXPECT_GE(roles_with_writes, 1);  // the binder's Role exists
+}
+
+// Deleting the Lease must not stop leader election for good: LeaderElector creates it on 404,
+// which needs create on leases (resourceNames cannot restrict create, so the rule has none).
+TEST(DeployManifestsTest, SchedulerMayRecreateItsLease) {
+  const std::set<std::string> granted = GrantsOf(LoadAll(), "tessera-scheduler");
+  EXPECT_TRUE(granted.contains("tessera-system|coordination.k8s.io/leases:create"));
   for (const std::string& g : granted) {
-    EXPECT_EQ(g.find(":delete"), std::string::npos) << g;
-    EXPECT_EQ(g.find("secrets"), std::string::npos) << g;
+    if (g.find("leases:") != std::string::npos) {
+      EXPECT_TRUE(g.starts_with("tessera-system|")) << g;
+    }
   }
 }
 
