@@ -352,8 +352,62 @@ TEST(DeployManifestsTest, ExtenderUrlResolvesFromTheHostNetwork) {
   for (const Doc& d : docs) {
     if (d.kind() != "KubeSchedulerConfiguration") continue;
     const std::string url = d.node["extenders"][0]["urlPrefix"].as<std::string>();
-    EXPECT_EQ(url, "http://" + ip + ":" + port);
+    EXPECT_EQ(url, "https://" + ip + ":" + port);
     EXPECT_EQ(url.find(".svc"), std::string::npos) << url;
+  }
+}
+
+// Issue #19: the extender serves HTTPS by default. kube-scheduler calls it with HTTPS and
+// checks its certificate against a CA file under the name the certificate carries (not
+// `insecure`); the extender is given its certificate and key from the Secret mounted where its
+// flags point, and the kubelet probes it over HTTPS.
+TEST(DeployManifestsTest, TheExtenderServesHttpsWithACertificateFromASecret) {
+  const std::vector<Doc> docs = LoadAll();
+  bool configured = false;
+  for (const Doc& d : docs) {
+    if (d.kind() != "KubeSchedulerConfiguration") continue;
+    const YAML::Node e = d.node["extenders"][0];
+    EXPECT_TRUE(e["enableHTTPS"].as<bool>(false)) << d.file;
+    const YAML::Node tls = e["tlsConfig"];
+    ASSERT_TRUE(tls && tls.IsMap()) << d.file << ": no tlsConfig";
+    EXPECT_FALSE(tls["insecure"].as<bool>(false)) << d.file;
+    EXPECT_TRUE(tls["caFile"] || tls["caData"]) << d.file << ": no CA to check the extender";
+    EXPECT_EQ(tls["serverName"].as<std::string>(""), "tessera-extender.tessera-system.svc");
+    configured = true;
+  }
+  EXPECT_TRUE(configured);
+  const Doc* dep = Find(docs, "Deployment", "tessera-extender");
+  ASSERT_NE(dep, nullptr);
+  const YAML::Node spec = dep->node["spec"]["template"]["spec"];
+  const YAML::Node c = spec["containers"][0];
+  std::string cert, key;
+  for (const YAML::Node& a : c["args"]) {
+    const std::string arg = a.as<std::string>();
+    if (arg.starts_with("--tls-cert=")) cert = arg.substr(11);
+    if (arg.starts_with("--tls-key=")) key = arg.substr(10);
+  }
+  ASSERT_FALSE(cert.empty()) << "no --tls-cert";
+  ASSERT_FALSE(key.empty()) << "no --tls-key";
+  std::string mount, volume;
+  for (const YAML::Node& m : c["volumeMounts"]) {
+    const std::string path = m["mountPath"].as<std::string>();
+    if (cert.starts_with(path + "/") && key.starts_with(path + "/")) {
+      mount = path;
+      volume = m["name"].as<std::string>();
+    }
+  }
+  ASSERT_FALSE(mount.empty()) << cert << " and " << key << " are not in a mounted volume";
+  bool from_secret = false;
+  for (const YAML::Node& v : spec["volumes"]) {
+    if (v["name"].as<std::string>() == volume && v["secret"]) {
+      from_secret = v["secret"]["secretName"].as<std::string>() == "tessera-extender-tls";
+    }
+  }
+  EXPECT_TRUE(from_secret) << "volume " << volume << " is not the Secret tessera-extender-tls";
+  EXPECT_EQ(cert, mount + "/tls.crt");  // the keys of a kubernetes.io/tls Secret
+  EXPECT_EQ(key, mount + "/tls.key");
+  for (const char* probe : {"livenessProbe", "readinessProbe"}) {
+    EXPECT_EQ(c[probe]["httpGet"]["scheme"].as<std::string>(""), "HTTPS") << probe;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "fake_api_server.h"
 #include "k8s_fixtures.h"
 #include "slow_clients.h"
 
@@ -178,6 +179,39 @@ TEST_F(ExtenderTest, ABodyOverTheLimitIsRefusedWith413AndTheExtenderStaysUp) {
   auto after = http.Post("/prioritize", body, "application/json");
   ASSERT_TRUE(after) << httplib::to_string(after.error());
   EXPECT_EQ(after->status, 200);
+  ext.Stop();
+}
+
+// The shipped manifests run the extender on HTTPS (deploy/README.md): given a certificate and
+// key it serves the protocol over TLS to a client that checks the certificate against its CA,
+// as kube-scheduler does with tlsConfig.caFile; a client trusting another CA gets no answer,
+// and nothing is served in clear on that port.
+TEST_F(ExtenderTest, WithACertificateItServesHttpsThatTheCaVouchesFor) {
+  testing_support::TestPki pki;
+  ExtenderConfig cfg;
+  cfg.tls_cert_file = pki.cert_path;
+  cfg.tls_key_file = pki.key_path;
+  Extender ext(store_, clock_, cfg, nullptr);
+  ASSERT_TRUE(ext.Start().has_value());
+  auto port = ext.Serve("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value()) << port.error().message;
+  const std::string body = json{{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0"}}}.dump();
+  httplib::SSLClient trusted("127.0.0.1", *port);
+  trusted.set_ca_cert_path(pki.dir + "/ca.crt");
+  trusted.enable_server_certificate_verification(true);
+  auto r = trusted.Post("/filter", body, "application/json");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["NodeNames"], json({"gpu-0"}));
+  httplib::SSLClient wary("127.0.0.1", *port);
+  wary.set_ca_cert_path(pki.dir + "/other.crt");
+  wary.enable_server_certificate_verification(true);
+  auto refused = wary.Get("/healthz");
+  EXPECT_FALSE(refused);
+  httplib::Client plain("127.0.0.1", *port);
+  plain.set_read_timeout(2);
+  auto clear = plain.Get("/healthz");
+  EXPECT_TRUE(!clear || clear->status != 200);
   ext.Stop();
 }
 
