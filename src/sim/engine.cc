@@ -285,7 +285,11 @@ void Engine::OomKill(model::WorkloadId id) {
   r.remaining = std::max(0.0, r.remaining - Progress(r, now));
   r.since = now;
   RollBackToCheckpoint(o, r);
-  r.resume_at = now + options_.oom_relaunch_s;
+  if (now - r.run_start >= options_.oom_backoff_reset_s) r.crashes_in_a_row = 0;
+  const double backoff = std::min(
+      options_.oom_relaunch_max_s, options_.oom_relaunch_s * std::pow(2.0, r.crashes_in_a_row));
+  ++r.crashes_in_a_row;
+  r.resume_at = now + backoff;
   r.run_start = r.resume_at;
   r.last_memory = 0;
   ++r.version;  // the completion pushed for the killed run is stale

@@ -11,8 +11,8 @@
 // series would. A partition whose use exceeds its memory is out of memory: the workload whose
 // use grew most since the last sample (its allocation is the one that fails; ties: the last
 // bound) crashes and is relaunched in place, as the kubelet restarts a crashed container:
-// nothing for oom_relaunch_s, its work back to its last checkpoint, its trajectory from the
-// start. Each kill is counted in its outcome.
+// nothing for its back-off (oom_relaunch_s, doubling per crash in a row), its work back to its
+// last checkpoint, its trajectory from the start. Each kill is counted in its outcome.
 //
 // Events at equal times run in a fixed order (completions, reshapes, arrivals, usage samples,
 // telemetry samples, cycle), and
@@ -56,9 +56,12 @@ struct EngineOptions {
   // (PolicyContext::clock: muxflow's rescheduling period); else the engine keeps its own.
   ManualClock* clock = nullptr;
   // Usage sampling (and so OOM detection) period, and the time an OOM-killed workload serves
-  // nothing before its container is back: the kubelet's first crash back-off is 10 s.
+  // nothing before its container is back: the kubelet's crash back-off, 10 s doubling with each
+  // crash up to 300 s, and back to 10 s once a run lasted 600 s (Kubernetes, "Pod Lifecycle").
   double usage_interval_s = 1.0;
   double oom_relaunch_s = 10.0;
+  double oom_relaunch_max_s = 300.0;
+  double oom_backoff_reset_s = 600.0;
 };
 
 // One workload's life, for reports.
@@ -131,6 +134,7 @@ class Engine {
     double resume_at = 0;  // after a move: no progress before this (restart)
     double run_start = 0;  // its usage trajectory's time 0: this run's start
     double last_memory = 0;  // at the last usage sample
+    int crashes_in_a_row = 0;  // the kubelet's back-off count
     uint64_t version = 0;
     std::vector<model::GpuIndex> gpus;
   };

@@ -260,6 +260,25 @@ TEST_F(EngineTest, EachWorkloadsOwnUseIsPublishedUnderItsName) {
   EXPECT_EQ(t.MemoryUsed("steady", 1e9)->back().value, 8000);
 }
 
+// A workload that alone outgrows its GPU crash-loops under the kubelet's back-off: 4,000 MiB for
+// 5 s, then 20,000 > 16,384. Crashes at t = 5 (back 10 s later, at 15), 20 (back after 20 s, at
+// 40), 45 (after 40 s, at 85) and 90 (after 80 s, at 170): four by t = 100.
+class AloneTooBig : public ToyTruth {
+ public:
+  std::optional<UsagePoint> UsageAt(const model::Workload&, double since) const override {
+    return since < 5 ? UsagePoint{4000, 0.1, 0.1} : UsagePoint{20000, 0.5, 0.5};
+  }
+};
+
+TEST_F(EngineTest, ACrashLoopBacksOffAsTheKubeletDoes) {
+  AloneTooBig truth;
+  Engine e(c_, ff_, truth, rng_, {.horizon_s = 100});
+  ASSERT_TRUE(e.Add(W(1, 0, 100000, 1000)));
+  const EngineResult r = e.Run();
+  EXPECT_EQ(r.workloads[0].oom_kills, 4);
+  EXPECT_FALSE(r.workloads[0].end_s.has_value());
+}
+
 TEST_F(EngineTest, WithoutTrajectoriesNoUsageIsSampled) {
   // The toy application states no usage: nothing is published beyond utilisation and rates,
   // and nothing is killed, however much the slices reserve.
