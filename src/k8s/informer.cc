@@ -8,6 +8,39 @@ namespace tessera::k8s {
 
 using nlohmann::json;
 
+std::optional<WatchEvent> DecodeWatchEvent(std::string_view line) {
+  json ev = json::parse(line, nullptr, false);
+  if (ev.is_discarded() || !ev.is_object() || !ev.contains("object")) return std::nullopt;
+  WatchEvent out;
+  const json& type = ev["type"];
+  const std::string t = type.is_string() ? type.get<std::string>() : "";
+  out.kind = t == "ADDED"      ? WatchEvent::Kind::kAdded
+             : t == "MODIFIED" ? WatchEvent::Kind::kModified
+             : t == "DELETED"  ? WatchEvent::Kind::kDeleted
+             : t == "BOOKMARK" ? WatchEvent::Kind::kBookmark
+             : t == "ERROR"    ? WatchEvent::Kind::kError
+                               : WatchEvent::Kind::kOther;
+  out.object = std::move(ev["object"]);
+  const json& obj = out.object;
+  if (out.kind == WatchEvent::Kind::kError && obj.is_object()) {
+    if (auto it = obj.find("code"); it != obj.end() && it->is_number_integer()) {
+      out.error_code = it->get<int>();
+    }
+    if (auto it = obj.find("message"); it != obj.end() && it->is_string()) {
+      out.error_message = it->get<std::string>();
+    }
+  }
+  if (obj.is_object()) {
+    if (auto m = obj.find("metadata"); m != obj.end() && m->is_object()) {
+      if (auto rv = m->find("resourceVersion"); rv != m->end() && rv->is_string()) {
+        out.resource_version = rv->get<std::string>();
+      }
+    }
+  }
+  return out;
+}
+
+
 Expected<std::vector<json>> ListObjects(ApiClient& api, const std::string& path, int page_size) {
   std::vector<json> out;
   std::string cont;
@@ -205,36 +238,36 @@ bool Informer::Watch(bool& failed) {
           streaming = true;
           Note("");
         }
-        json ev = json::parse(line, nullptr, false);
-        if (ev.is_discarded() || !ev.is_object() || !ev.contains("object")) {
+        std::optional<WatchEvent> ev = DecodeWatchEvent(line);
+        if (!ev) {
           // One undecodable line is skipped; the stream stays in use.
           if (++bad_lines <= 3) {
             spdlog::warn("informer {}: skipping a malformed watch event", options_.path);
           }
           return true;
         }
-        const std::string type = ev.value("type", "");
-        const json& obj = ev["object"];
-        if (type == "ERROR") {
-          const int code = obj.is_object() ? obj.value("code", 0) : 0;
-          spdlog::info("informer {}: watch ERROR {}: {}", options_.path, code,
-                       obj.is_object() ? obj.value("message", "") : "");
-          gone = code == 410;
+        if (ev->kind == WatchEvent::Kind::kError) {
+          spdlog::info("informer {}: watch ERROR {}: {}", options_.path, ev->error_code,
+                       ev->error_message);
+          gone = ev->error_code == 410;
           failed = !gone;
           return false;
         }
-        std::string rv;
-        if (obj.is_object() && obj.contains("metadata") && obj["metadata"].is_object()) {
-          rv = obj["metadata"].value("resourceVersion", "");
-        }
-        if (type == "ADDED") {
-          Apply(EventType::kAdded, obj);
-        } else if (type == "MODIFIED") {
-          Apply(EventType::kModified, obj);
-        } else if (type == "DELETED") {
-          Apply(EventType::kDeleted, obj);
-        } else if (type != "BOOKMARK") {
-          return true;
+        const std::string& rv = ev->resource_version;
+        switch (ev->kind) {
+          case WatchEvent::Kind::kAdded:
+            Apply(EventType::kAdded, ev->object);
+            break;
+          case WatchEvent::Kind::kModified:
+            Apply(EventType::kModified, ev->object);
+            break;
+          case WatchEvent::Kind::kDeleted:
+            Apply(EventType::kDeleted, ev->object);
+            break;
+          case WatchEvent::Kind::kBookmark:
+            break;
+          default:
+            return true;
         }
         if (!rv.empty()) {
           std::lock_guard lock(mu_);

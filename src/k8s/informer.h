@@ -21,7 +21,9 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -30,6 +32,19 @@
 namespace tessera::k8s {
 
 enum class EventType { kAdded, kModified, kDeleted };
+
+// One line of a watch stream, decoded (the informer's only parser of server data there).
+struct WatchEvent {
+  enum class Kind { kAdded, kModified, kDeleted, kBookmark, kError, kOther };
+  Kind kind = Kind::kOther;
+  nlohmann::json object;         // the event's object
+  std::string resource_version;  // its metadata.resourceVersion when a string, else ""
+  int error_code = 0;            // kError: the Status object's code (0 when absent or not a number)
+  std::string error_message;     // kError: its message when a string
+};
+// nullopt for a line that is not a JSON object with an "object" member; never throws, whatever
+// the types inside (a "type", "code" or "resourceVersion" of the wrong type reads as absent).
+std::optional<WatchEvent> DecodeWatchEvent(std::string_view line);
 
 struct InformerOptions {
   std::string path = "/api/v1/pods";  // a collection; the watch uses the same path

@@ -199,5 +199,46 @@ TEST(LeaderElectorTest, TakesOverOnlyAfterTheLeaseLapses) {
   EXPECT_TRUE(ea.TryAcquireOrRenew().value());  // a released Lease is free at once
 }
 
+// A watch line is server data: decoding it must never throw. Before DecodeWatchEvent the
+// informer read "type", "code" and "resourceVersion" with json::value, which throws
+// type_error on a member of another type — an exception on the watch thread, and the daemon
+// terminated.
+TEST(WatchEventTest, DecodesEventsAndReadsMistypedMembersAsAbsent) {
+  auto added = DecodeWatchEvent(
+      R"({"type":"ADDED","object":{"metadata":{"name":"p","resourceVersion":"42"}}})");
+  ASSERT_TRUE(added);
+  EXPECT_EQ(added->kind, WatchEvent::Kind::kAdded);
+  EXPECT_EQ(added->resource_version, "42");
+  EXPECT_EQ(added->object["metadata"]["name"], "p");
+  auto gone = DecodeWatchEvent(
+      R"({"type":"ERROR","object":{"kind":"Status","code":410,"message":"too old"}})");
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->kind, WatchEvent::Kind::kError);
+  EXPECT_EQ(gone->error_code, 410);
+  EXPECT_EQ(gone->error_message, "too old");
+  // Mistyped members: no throw, read as absent.
+  auto odd_type = DecodeWatchEvent(R"({"type":7,"object":{}})");
+  ASSERT_TRUE(odd_type);
+  EXPECT_EQ(odd_type->kind, WatchEvent::Kind::kOther);
+  auto odd_code = DecodeWatchEvent(R"({"type":"ERROR","object":{"code":"410","message":[1]}})");
+  ASSERT_TRUE(odd_code);
+  EXPECT_EQ(odd_code->error_code, 0);
+  EXPECT_EQ(odd_code->error_message, "");
+  auto odd_rv = DecodeWatchEvent(
+      R"({"type":"MODIFIED","object":{"metadata":{"resourceVersion":42}}})");
+  ASSERT_TRUE(odd_rv);
+  EXPECT_EQ(odd_rv->resource_version, "");
+  auto odd_meta = DecodeWatchEvent(R"({"type":"DELETED","object":{"metadata":"x"}})");
+  ASSERT_TRUE(odd_meta);
+  EXPECT_EQ(odd_meta->kind, WatchEvent::Kind::kDeleted);
+  auto error_not_object = DecodeWatchEvent(R"({"type":"ERROR","object":"boom"})");
+  ASSERT_TRUE(error_not_object);
+  EXPECT_EQ(error_not_object->error_code, 0);
+  // Not an event at all.
+  EXPECT_FALSE(DecodeWatchEvent("not json"));
+  EXPECT_FALSE(DecodeWatchEvent("[1,2]"));
+  EXPECT_FALSE(DecodeWatchEvent(R"({"type":"ADDED"})"));
+}
+
 }  // namespace
 }  // namespace tessera::k8s
