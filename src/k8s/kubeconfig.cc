@@ -85,13 +85,12 @@ Expected<Credentials> InClusterCredentials(std::string_view dir) {
   return c;
 }
 
-Expected<Credentials> KubeconfigCredentials(const std::string& path, const std::string& context) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    return Fail("kubeconfig {}: {}", path, e.what());
-  }
+namespace {
+
+// The credentials of `root`, a parsed kubeconfig; yaml-cpp may throw on a node of an
+// unexpected kind (a list entry that is a scalar, a map where a list should be).
+Expected<Credentials> CredentialsOf(const YAML::Node& root, const std::string& path,
+                                    const std::string& context) {
   const std::string ctx_name = context.empty() ? Str(root, "current-context") : context;
   if (ctx_name.empty()) return Fail("kubeconfig {}: no current-context and none given", path);
   const YAML::Node ctx = Named(root["contexts"], ctx_name)["context"];
@@ -161,6 +160,18 @@ Expected<Credentials> KubeconfigCredentials(const std::string& path, const std::
   }
   if (const std::string ns = Str(ctx, "namespace"); !ns.empty()) c.namespace_ = ns;
   return c;
+}
+
+}  // namespace
+
+Expected<Credentials> KubeconfigCredentials(const std::string& path, const std::string& context) {
+  try {
+    return CredentialsOf(YAML::LoadFile(path), path, context);
+  } catch (const YAML::Exception& e) {
+    // Found by fuzzing (fuzz/kubeconfig.cc): a malformed file threw out of here and ended
+    // the daemon; it is now an error naming the file.
+    return Fail("kubeconfig {}: {}", path, e.what());
+  }
 }
 
 Expected<Credentials> DefaultCredentials(const std::string& kubeconfig,

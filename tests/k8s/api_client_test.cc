@@ -120,6 +120,26 @@ TEST(ApiClientTest, KubeconfigCurrentContextWithInlineCa) {
   EXPECT_EQ(missing.error().message, "kubeconfig " + dir + "/config: context 'nope' not found");
 }
 
+// Found by fuzzing (fuzz/kubeconfig.cc): entries of the wrong kind made yaml-cpp throw out of
+// KubeconfigCredentials, which ended `tessera schedule` at start with an uncaught exception.
+// Each is now one error naming the file.
+TEST(ApiClientTest, AMalformedKubeconfigIsAnErrorNamingTheFile) {
+  const std::string path = ::testing::TempDir() + "/malformed-kubeconfig-" +
+                           std::to_string(getpid());
+  for (const char* text : {"current-context: c\ncontexts:\n  - just-a-name\n",
+                           "current-context: c\ncontexts:\n  - name: [c]\n",
+                           "current-context: c\ncontexts:\n  - name: c\n    context: {cluster: k}\n"
+                           "clusters:\n  - k\n",
+                           "- a\n- b\n"}) {
+    std::ofstream(path) << text;
+    auto creds = KubeconfigCredentials(path);
+    ASSERT_FALSE(creds.has_value()) << text;
+    EXPECT_EQ(creds.error().message.rfind("kubeconfig " + path + ": ", 0), 0u)
+        << creds.error().message;
+  }
+  std::remove(path.c_str());
+}
+
 TEST(ApiClientTest, InClusterConfigFromTheServiceAccountFiles) {
   FakeApiServer api;
   const std::string dir = api.pki().dir + "/sa";
