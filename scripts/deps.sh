@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, whatever the build, the tests and the runtime need and the
 # machine lacks. Idempotent: a machine that has everything is left alone (no apt-get call).
+# Extra packages may be named as arguments (scripts/fuzz.sh asks for afl++).
 set -euo pipefail
 
 packages=(
@@ -9,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libhiredis-dev libcpp-httplib-dev libssl-dev openssl liblemon-dev
   redis-server prometheus
+  "$@"
 )
 
 missing=()
