@@ -122,6 +122,21 @@ struct MalformedCase {
   const char* says;    // and contains this
 };
 
+// Each case's catalogue is refused with one error that starts with its file:line and says what.
+template <size_t N>
+void ExpectEachRefused(const MalformedCase (&cases)[N]) {
+  for (const MalformedCase& c : cases) {
+    auto catalog = ParseAppCatalog(c.yaml, "apps.yaml");
+    if (catalog) {
+      ADD_FAILURE() << c.name << ": loaded";
+      continue;
+    }
+    const std::string& message = catalog.error().message;
+    EXPECT_EQ(message.rfind(c.prefix, 0), 0u) << c.name << ": " << message;
+    EXPECT_NE(message.find(c.says), std::string::npos) << c.name << ": " << message;
+  }
+}
+
 TEST(AppFeaturesTest, MalformedFeaturesAreOneErrorNamingAppAndLine) {
   const std::string two_apps =
       "apps:\n"
@@ -154,16 +169,7 @@ TEST(AppFeaturesTest, MalformedFeaturesAreOneErrorNamingAppAndLine) {
       {"numeric in one app, categorical in another", two_apps + "      batch: large\n",
        "apps.yaml:10:", "application 'b': feature 'batch' is categorical here but numeric"},
   };
-  for (const MalformedCase& c : cases) {
-    auto catalog = ParseAppCatalog(c.yaml, "apps.yaml");
-    if (catalog) {
-      ADD_FAILURE() << c.name << ": loaded";
-      continue;
-    }
-    const std::string& message = catalog.error().message;
-    EXPECT_EQ(message.rfind(c.prefix, 0), 0u) << c.name << ": " << message;
-    EXPECT_NE(message.find(c.says), std::string::npos) << c.name << ": " << message;
-  }
+  ExpectEachRefused(cases);
 }
 
 TEST(AppFeaturesTest, SaveThenLoadKeepsFeatures) {
@@ -268,16 +274,7 @@ TEST(UsageTrajectoryTest, MalformedUsageIsOneErrorNamingAppAndLine) {
                 "], burst: {period_s: 9, duration_s: 2, memory_mib: 1, sm: 1, bandwidth: .nan}}"),
        "apps.yaml:2:", "app a: usage burst: 'bandwidth' must be in 0..1"},
   };
-  for (const MalformedCase& c : cases) {
-    auto catalog = ParseAppCatalog(c.yaml, "apps.yaml");
-    if (catalog) {
-      ADD_FAILURE() << c.name << ": loaded";
-      continue;
-    }
-    const std::string& message = catalog.error().message;
-    EXPECT_EQ(message.rfind(c.prefix, 0), 0u) << c.name << ": " << message;
-    EXPECT_NE(message.find(c.says), std::string::npos) << c.name << ": " << message;
-  }
+  ExpectEachRefused(cases);
 }
 
 }  // namespace
