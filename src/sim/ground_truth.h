@@ -23,6 +23,9 @@ struct RunRate {
   // Its share of the GPU's SMs × the fraction of time it keeps them computing, 0..1: what
   // power follows (a client on 25 % of the SMs loads the GPU a quarter as much).
   double sm_load = 0;
+  // What it could serve now: qps, unless an offered load (an online service's requests) keeps
+  // it below that — then qps is the load and this the service rate its queue sees.
+  double capacity_qps = 0;
 };
 
 class GroundTruth {
@@ -34,6 +37,12 @@ class GroundTruth {
   virtual double GpuPower(model::GpuIndex g, double load, const model::ClusterState& cluster) = 0;
   // What `w` holds and does `since_start_s` seconds into its current run (sim/usage.h);
   // nullopt when its application states no trajectory (it holds what its slices reserve).
+  // The truth's clock: what moves with time (an online service's offered load) is evaluated at
+  // the last time set. The engine sets it before it asks for rates.
+  virtual void SetTime(double /*t*/) {}
+  // Whether `w` serves an offered load that moves with time: the engine then re-rates it every
+  // EngineOptions::load_interval_s and records its load and service rate.
+  virtual bool HasOfferedLoad(const model::Workload& /*w*/) const { return false; }
   virtual std::optional<UsagePoint> UsageAt(const model::Workload& /*w*/,
                                             double /*since_start_s*/) const {
     return std::nullopt;

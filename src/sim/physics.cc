@@ -96,7 +96,7 @@ RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterSta
   const double noise = NoiseFactor(w.id);
   if (pw.placement.slices.empty()) {
     const double t = app->fixed_s + options_.cpu_slowdown * (app->compute_s + app->memory_s);
-    return {noise / t, 0, false, "", 0};
+    return {noise / t, 0, false, "", 0, noise / t};
   }
   const model::Slice& s = pw.placement.slices.front();
   const model::Partition& part = c.partition(s.partition);
@@ -117,8 +117,11 @@ RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterSta
 
   const Isolated self = IsolatedRate(*app, gpu.model, part.profile, s.milli);
   // What everyone else on this partition (MPS) and on the GPU's other MIG instances does,
-  // from their isolated behaviour (no fixed point: interference is first order).
-  double front = 0, sm = 0, mig_demand = 0;
+  // from their isolated behaviour (no fixed point: interference is first order), each at the
+  // utilisation its offered load leaves it.
+  double front = 0, sm = 0, be_sm = 0, mig_demand = 0;
+  double others_active = 0, guaranteed_active = 0;  // engine-active fractions, this partition
+  int sharers = 1;
   for (const model::Partition& p : c.partitions_of(part.gpu)) {
     for (const model::Client& other : p.clients) {
       if (other.workload == w.id) continue;
@@ -126,29 +129,68 @@ RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterSta
       const AppSpec* oapp = opw ? catalog_.Find(opw->workload.app) : nullptr;
       if (!oapp) continue;
       const Isolated o = IsolatedRate(*oapp, gpu.model, p.profile, other.milli);
+      const double uo = Utilisation(other.workload, o.qps);
       if (&p == &part) {
-        front += o.fixed_duty();
-        sm += o.gpu_duty();
+        front += o.fixed_duty() * uo;
+        if (other.best_effort) {
+          be_sm += o.compute_share * o.gpu_duty() * uo;
+        } else {
+          sm += o.gpu_duty() * uo;
+        }
+        const double active =
+            std::min(1.0, (o.gpu_s + options_.fixed_active * o.fixed_s) * o.qps) * uo;
+        others_active += active;
+        if (!other.best_effort) guaranteed_active += active;
+        ++sharers;
       } else {
-        mig_demand += o.gpu_duty() * o.memory_fraction;
+        mig_demand += o.gpu_duty() * o.memory_fraction * uo;
       }
     }
   }
-  // The fixed part waits on a shared server loaded to rho by the co-runners' fixed parts.
-  const double rho = std::min(kMaxFrontLoad, options_.mps_front_kappa * front);
-  const double fixed = self.fixed_s * (1 + app->sensitivity * (1 / (1 - rho) - 1));
-  const double busy_gpu = self.gpu_s * (1 + options_.mps_sm_kappa * app->sensitivity * sm);
+  using Sharing = PhysicsOptions::Sharing;
+  const bool sliced = options_.sharing != Sharing::kMps && sharers > 1;
+  double fixed = self.fixed_s, busy_gpu = self.gpu_s, time_share = 1;
+  if (!sliced) {
+    // The fixed part waits on a shared server loaded to rho by the co-runners' fixed parts.
+    const double rho = std::min(kMaxFrontLoad, options_.mps_front_kappa * front);
+    fixed = self.fixed_s * (1 + app->sensitivity * (1 / (1 - rho) - 1));
+    busy_gpu = self.gpu_s * (1 + options_.mps_sm_kappa * app->sensitivity * sm +
+                             options_.be_sm_kappa * app->sensitivity * be_sm);
+  } else if (!s.best_effort) {
+    // Its kernels wait out the others' time slices (or, with priority, only the preemption).
+    const double stretch = options_.sharing == Sharing::kTimeSlice
+                               ? 1 + std::min(1.0, others_active)
+                               : 1 + options_.ts_priority_overhead * std::min(1.0, others_active);
+    const double active_fixed = options_.fixed_active * self.fixed_s;
+    busy_gpu = self.gpu_s * stretch;
+    fixed = (self.fixed_s - active_fixed) + active_fixed * stretch;
+  } else {
+    // It runs in the engine time the guaranteed clients leave.
+    const double left = options_.sharing == Sharing::kTimeSlice
+                            ? std::max(1.0 - guaranteed_active, 1.0 / sharers)
+                            : 1.0 - guaranteed_active * (1 + options_.ts_priority_overhead);
+    time_share = std::clamp(left, 0.0, 1.0);
+  }
   double t = fixed + busy_gpu;
   if (!part.whole()) {
     t *= 1 + options_.mig_max * std::min(1.0, mig_demand) * std::min(1.0, app->sensitivity);
   }
-  const double qps = noise * static_cast<double>(pw.placement.slices.size()) / t;
+  const double capacity = noise * static_cast<double>(pw.placement.slices.size()) / t * time_share;
+  // An online service is busy only for the load it is offered.
+  const double u = Utilisation(w.id, capacity);
   // Kernels execute during the SM-bound part and the active share of the fixed part; waiting
   // on co-runners is idle (DCGM GR_ENGINE_ACTIVE).
-  const double active = std::min(1.0, (busy_gpu + options_.fixed_active * self.fixed_s) / t);
+  const double active =
+      std::min(1.0, (busy_gpu + options_.fixed_active * self.fixed_s) / t) * time_share * u;
   // Power follows the SMs kept busy: its share of the GPU's SMs for the SM-bound work.
-  const double sm_load = self.compute_share * self.gpu_s / t;
-  return {qps, active, false, "", sm_load};
+  const double sm_load = self.compute_share * self.gpu_s / t * time_share * u;
+  return {capacity * u, active, false, "", sm_load, capacity};
+}
+
+double Physics::Utilisation(model::WorkloadId id, double capacity_qps) const {
+  auto it = offered_.find(id);
+  if (it == offered_.end() || capacity_qps <= 0) return 1;
+  return std::clamp(it->second.QpsAt(now_) / capacity_qps, 0.0, 1.0);
 }
 
 double Physics::GpuPower(model::GpuIndex g, double load, const model::ClusterState& c) {

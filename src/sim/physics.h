@@ -13,6 +13,21 @@
 //    stretches by 1 / (1 − ρ), ρ = front_kappa × Σ co-runners' fixed-part duty (f / t), as on
 //    a shared server; its SM-bound part by 1 + sm_kappa × Σ co-runners' SM-bound duty (g / t).
 //    Both scaled by the victim's sensitivity; first order (co-runners' isolated behaviour).
+//  - A best-effort co-runner (an offline job under an MPS thread cap, Slice::best_effort) keeps
+//    to its SMs: its pressure on the victim's SM-bound part is `be_sm_kappa` × its share of the
+//    SMs × its SM-bound duty instead of the thesis's channel, calibrated to seed 001 Fig. 4 (a T4
+//    lends an offline job up to 62 % more computing power while the online service slows by
+//    less than 20 %: 0.2 / 0.62 ≈ 0.32). Its fixed-part duty still loads the shared front.
+//  - Without MPS (`sharing`, issue #17, 001 Fig. 3) a partition's clients take turns in time
+//    slices. Time-sharing: a guaranteed client's engine-active time stretches by
+//    1 + Σ co-runners' active fraction (its kernels wait out their slices); priority time-sharing:
+//    by 1 + `ts_priority_overhead` while anyone else runs (preemption at slice boundaries). A
+//    best-effort client gets the engine time the guaranteed ones leave: 1 − Σ their active
+//    fraction (× (1 + overhead) under priority), and at least 1/n of it under plain
+//    time-sharing, n the clients (round robin).
+//  - Offered load (SetOfferedLoad): an online service serves min(λ(now), capacity) queries/s;
+//    its engine-active and SM duties scale by u = served / capacity, as a co-runner too (from
+//    its isolated capacity: first order). capacity_qps is what its request queue sees.
 //  - MIG instances are isolated but for the shared host path: at most `mig_max` (3%) slowdown.
 //  - A workload whose footprint exceeds its memory limit (its MPS pinned-memory reservation,
 //    or what is left of its partition) fails at start, as in the thesis's "errors".
@@ -31,10 +46,12 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/apps.h"
 #include "sim/ground_truth.h"
+#include "sim/load_curve.h"
 
 namespace tessera::sim {
 
@@ -58,6 +75,14 @@ struct PhysicsOptions {
   // one; a negative rise gives them the datasheet line too.
   double flat_power_rise = 0.2;
   std::vector<std::string> flat_power_models = {"V100-32GB", "A30-24GB"};
+  // Best-effort co-runners' SM channel (001 Fig. 4, see above).
+  double be_sm_kappa = 0.32;
+  // How a partition's clients share it: MPS (space), or time slices without MPS (issue #17's
+  // TS and PB-TS baselines; 001 §2). Chosen overhead: a preemption at each slice boundary
+  // costs the high-priority client about 5 % (no seed gives it).
+  enum class Sharing { kMps, kTimeSlice, kPriorityTimeSlice };
+  Sharing sharing = Sharing::kMps;
+  double ts_priority_overhead = 0.05;
 };
 
 class Physics final : public GroundTruth {
@@ -66,6 +91,10 @@ class Physics final : public GroundTruth {
 
   RunRate Rate(const model::PlacedWorkload& pw, const model::ClusterState& cluster) override;
   double GpuPower(model::GpuIndex g, double load, const model::ClusterState& cluster) override;
+  // `id` serves `load` (an online service's requests over the day) from now on.
+  void SetOfferedLoad(model::WorkloadId id, DailyLoad load) { offered_[id] = load; }
+  void SetTime(double t) override { now_ = t; }
+  bool HasOfferedLoad(const model::Workload& w) const override { return offered_.contains(w.id); }
   // The application's `usage` trajectory (apps.yaml), the same for every instance of it.
   std::optional<UsagePoint> UsageAt(const model::Workload& w, double since_start_s) const override;
 
@@ -100,11 +129,15 @@ class Physics final : public GroundTruth {
                         int32_t milli) const;
   RunRate RateIn(const model::PlacedWorkload& pw, const model::ClusterState& cluster) const;
   double NoiseFactor(model::WorkloadId id) const;
+  // min(1, λ(now) / capacity) for a workload with an offered load; 1 otherwise.
+  double Utilisation(model::WorkloadId id, double capacity_qps) const;
 
   AppCatalog catalog_;
   uint64_t seed_;
   PhysicsOptions options_;
   model::GpuModelId reference_;
+  std::unordered_map<model::WorkloadId, DailyLoad> offered_;
+  double now_ = 0;
 };
 
 }  // namespace tessera::sim

@@ -289,5 +289,104 @@ TEST(PhysicsUsageTest, UseFollowsTheApplicationsTrajectory) {
   EXPECT_EQ(physics.UsageAt(W(3, "nobody"), 10), std::nullopt);
 }
 
+// Issue #17: an online service with an offered load, and the two ways of sharing without MPS.
+// On a whole A100-40GB (the reference), service s: 2 ms compute + 1 ms memory + 2 ms fixed =
+// 5 ms, 200 QPS alone; job b: 6 ms compute per iteration, nothing else.
+constexpr const char* kSharingApps = R"(
+reference_gpu: A100-40GB
+apps:
+  - {key: s, compute_s: 0.002, memory_s: 0.001, fixed_s: 0.002, footprint_mib: 1000}
+  - {key: b, compute_s: 0.006, memory_s: 0, fixed_s: 0, footprint_mib: 1000}
+)";
+
+class SharingTest : public ::testing::Test {
+ protected:
+  Physics Make(PhysicsOptions::Sharing sharing) {
+    auto catalog = ParseAppCatalog(kSharingApps, "test.yaml");
+    EXPECT_TRUE(catalog) << catalog.error().message;
+    PhysicsOptions o{.noise_sd = 0};
+    o.sharing = sharing;
+    return Physics(*catalog, 1, o);
+  }
+  void SetUp() override {
+    ASSERT_TRUE(
+        c_.AddNode(model::UniformNode("n", *model::FindGpuModel("A100-40GB"), 1, 64000, 1 << 20)));
+  }
+  void Service() { ASSERT_TRUE(c_.Place(W(1, "s"), {1, 0, {{0, 1000, 20000}}})); }
+  void Job(int32_t milli) {
+    ASSERT_TRUE(c_.Place(W(2, "b"), {2, 0, {{0, milli, 10000, /*best_effort=*/true}}}));
+  }
+  ClusterState c_;
+};
+
+TEST(DailyLoadTest, PeaksAtItsHourAndTroughsTwelveHoursLater) {
+  const DailyLoad load{.trough_qps = 20, .peak_qps = 190, .peak_hour = 20};
+  EXPECT_DOUBLE_EQ(load.QpsAt(20 * 3600), 190);
+  EXPECT_NEAR(load.QpsAt(8 * 3600), 20, 1e-9);
+  EXPECT_NEAR(load.QpsAt(44 * 3600), 190, 1e-9);  // a day later
+  EXPECT_NEAR(load.QpsAt(14 * 3600), 105, 1e-9);  // six hours off: half way
+}
+
+TEST_F(SharingTest, AServiceServesItsOfferedLoadAndIsBusyOnlyForIt) {
+  Physics p = Make(PhysicsOptions::Sharing::kMps);
+  Service();
+  const model::Workload& w = c_.Find(1)->workload;
+  EXPECT_FALSE(p.HasOfferedLoad(w));
+  const RunRate closed = p.Rate(*c_.Find(1), c_);
+  EXPECT_DOUBLE_EQ(closed.qps, 200);
+  EXPECT_DOUBLE_EQ(closed.capacity_qps, 200);
+  // 50 QPS offered at t = 0 (flat curve): u = 50 / 200 = 0.25.
+  p.SetOfferedLoad(1, {.trough_qps = 50, .peak_qps = 50});
+  EXPECT_TRUE(p.HasOfferedLoad(w));
+  const RunRate open = p.Rate(*c_.Find(1), c_);
+  EXPECT_DOUBLE_EQ(open.qps, 50);
+  EXPECT_DOUBLE_EQ(open.capacity_qps, 200);
+  EXPECT_DOUBLE_EQ(open.gpu_busy, 0.25);           // engine-active 5/5 ms × 0.25
+  EXPECT_DOUBLE_EQ(open.sm_load, 3.0 / 5 * 0.25);  // SM-bound 3 of 5 ms × 0.25
+  // More than it can serve: it serves its capacity.
+  p.SetOfferedLoad(1, {.trough_qps = 300, .peak_qps = 300});
+  EXPECT_DOUBLE_EQ(p.Rate(*c_.Find(1), c_).qps, 200);
+}
+
+TEST_F(SharingTest, AnMpsBestEffortJobPressesInProportionToItsSms) {
+  Physics p = Make(PhysicsOptions::Sharing::kMps);
+  Service();
+  Job(600);
+  p.SetOfferedLoad(1, {.trough_qps = 50, .peak_qps = 50});
+  // b at 60 % of the SMs: 10 ms per iteration, SM-bound all of it: duty 1, share 0.6.
+  // s's SM-bound 3 ms × (1 + 0.32 × 0.6 × 1) = 3.576 ms; its fixed part waits on nothing
+  // (b has none): 5.576 ms, capacity 1000 / 5.576.
+  const RunRate s = p.Rate(*c_.Find(1), c_);
+  EXPECT_NEAR(s.capacity_qps, 1000 / 5.576, 1e-9);
+  EXPECT_DOUBLE_EQ(s.qps, 50);
+  // b: s's front duty (2 ms × 50 QPS = 0.1) does not touch b (no fixed part); s's SM duty
+  // 3 ms × 200 × 0.25 = 0.15 stretches b's SM-bound part by 1 + 1.5 × 0.15.
+  EXPECT_NEAR(p.Rate(*c_.Find(2), c_).qps, 1 / (0.010 * (1 + 1.5 * 0.15)), 1e-9);
+}
+
+TEST_F(SharingTest, TimeSlicingDoublesTheServicesTimeAndLeavesTheJobTheRest) {
+  Physics p = Make(PhysicsOptions::Sharing::kTimeSlice);
+  Service();
+  Job(1000);
+  p.SetOfferedLoad(1, {.trough_qps = 50, .peak_qps = 50});
+  // b is busy all the time: s's 5 engine-active ms wait out b's slices, 10 ms, 100 QPS.
+  const RunRate s = p.Rate(*c_.Find(1), c_);
+  EXPECT_NEAR(s.capacity_qps, 100, 1e-9);
+  EXPECT_DOUBLE_EQ(s.qps, 50);
+  // b gets what s leaves: s alone is active 5 ms × 50 QPS = 25 % of the time: b 75 % of its
+  // 6 ms iterations, 125 per second.
+  EXPECT_NEAR(p.Rate(*c_.Find(2), c_).qps, 0.75 / 0.006, 1e-9);
+}
+
+TEST_F(SharingTest, PriorityTimeSlicingCostsTheServiceOnlyThePreemption) {
+  Physics p = Make(PhysicsOptions::Sharing::kPriorityTimeSlice);
+  Service();
+  Job(1000);
+  p.SetOfferedLoad(1, {.trough_qps = 50, .peak_qps = 50});
+  // 5 ms × 1.05; b gets 1 − 0.25 × 1.05 of the time.
+  EXPECT_NEAR(p.Rate(*c_.Find(1), c_).capacity_qps, 1000 / 5.25, 1e-9);
+  EXPECT_NEAR(p.Rate(*c_.Find(2), c_).qps, (1 - 0.25 * 1.05) / 0.006, 1e-9);
+}
+
 }  // namespace
 }  // namespace tessera::sim
