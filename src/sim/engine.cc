@@ -46,21 +46,21 @@ Engine::Engine(model::ClusterState& cluster, policy::Policy& policy, GroundTruth
                              Suspend(w.id);
                              TESSERA_CHECK(scheduler_.Submit(w).has_value());
                            },
-                       .resized =
-                           [this](const model::Workload& w,
-                                  const model::Placement&) -> Expected<void> {
-                             auto it = running_.find(w.id);
-                             if (it == running_.end()) return {};
-                             rerate_.insert(rerate_.end(), it->second.gpus.begin(),
-                                            it->second.gpus.end());
-                             return {};
-                           },
+                       .resized = [this](const model::Workload& w,
+                                         const model::Placement&) -> Expected<void> {
+                         auto it = running_.find(w.id);
+                         if (it == running_.end()) return {};
+                         rerate_.insert(rerate_.end(), it->second.gpus.begin(),
+                                        it->second.gpus.end());
+                         return {};
+                       },
                        .unschedulable = {}}) {
   gpu_util_.assign(cluster_.gpu_count(), 0);
   partition_util_.assign(static_cast<size_t>(cluster_.gpu_count()) * model::kMaxPartitions, 0);
   unpublished_flag_.assign(cluster_.gpu_count(), 1);
   for (model::GpuIndex g = 0; g < cluster_.gpu_count(); ++g) unpublished_.push_back(g);
   gpu_power_.assign(cluster_.gpu_count(), 0);
+  gpu_load_.assign(cluster_.gpu_count(), 0);
   for (model::GpuIndex g = 0; g < cluster_.gpu_count(); ++g) {
     gpu_power_[g] = truth_.GpuPower(g, 0, cluster_);
     total_power_ += gpu_power_[g];
@@ -86,11 +86,13 @@ void Engine::AdvanceTo(double t) {
     energy_j_ += total_power_ * dt;
     if (!running_.empty()) {
       util_time_ += total_util_ * dt;
+      sm_time_ += total_load_ * dt;
       active_time_ += dt;
     }
   }
   last_t_ = t;
   clock_.Set(t);
+  truth_.SetTime(t);
 }
 
 std::vector<model::GpuIndex> Engine::GpusOf(const model::Placement& p) const {
@@ -128,6 +130,10 @@ void Engine::Bind(const model::Workload& w, const model::Placement& p) {
   if (!usage_pending_ && truth_.UsageAt(w, 0)) {
     usage_pending_ = true;
     Push(now, Kind::kUsage, 0);
+  }
+  if (!load_pending_ && options_.load_interval_s > 0 && truth_.HasOfferedLoad(w)) {
+    load_pending_ = true;
+    Push(now + options_.load_interval_s, Kind::kLoad, 0);
   }
   running_.emplace(w.id, std::move(r));
   rerate_.insert(rerate_.end(), running_.at(w.id).gpus.begin(), running_.at(w.id).gpus.end());
@@ -230,8 +236,7 @@ void Engine::SampleUsage() {
     add(x, 1);
     if (x.use) {
       for (const model::Slice& slice : pw->placement.slices) {
-        use[slice.partition].growers.emplace_back(x.use->memory_mib - r.last_memory, r.index,
-                                                  id);
+        use[slice.partition].growers.emplace_back(x.use->memory_mib - r.last_memory, r.index, id);
       }
       r.last_memory = x.use->memory_mib;
     }
@@ -286,8 +291,8 @@ void Engine::OomKill(model::WorkloadId id) {
   r.since = now;
   RollBackToCheckpoint(o, r);
   if (now - r.run_start >= options_.oom_backoff_reset_s) r.crashes_in_a_row = 0;
-  const double backoff = std::min(
-      options_.oom_relaunch_max_s, options_.oom_relaunch_s * std::pow(2.0, r.crashes_in_a_row));
+  const double backoff = std::min(options_.oom_relaunch_max_s,
+                                  options_.oom_relaunch_s * std::pow(2.0, r.crashes_in_a_row));
   ++r.crashes_in_a_row;
   r.resume_at = now + backoff;
   r.run_start = r.resume_at;
@@ -302,6 +307,8 @@ void Engine::OomKill(model::WorkloadId id) {
 void Engine::SetGpuUtil(model::GpuIndex g, double util, double load) {
   total_util_ += util - gpu_util_[g];
   gpu_util_[g] = util;
+  total_load_ += load - gpu_load_[g];
+  gpu_load_[g] = load;
   const double power = truth_.GpuPower(g, load, cluster_);
   total_power_ += power - gpu_power_[g];
   gpu_power_[g] = power;
@@ -343,6 +350,7 @@ void Engine::Settle() {
       r.qps = rate.qps;
       r.busy = std::clamp(rate.gpu_busy, 0.0, 1.0);
       r.load = std::clamp(rate.sm_load, 0.0, 1.0);
+      r.capacity = rate.capacity_qps;
       ++r.version;
       if (r.qps > 0) {
         Push(std::max(now, r.resume_at) + r.remaining / r.qps, Kind::kCompletion,
@@ -378,6 +386,32 @@ void Engine::Settle() {
   }
 }
 
+void Engine::LoadTick() {
+  load_pending_ = false;
+  bool any = false;
+  for (const auto& [id, r] : running_) {
+    if (!truth_.HasOfferedLoad(outcomes_[r.index].workload)) continue;
+    rerate_.insert(rerate_.end(), r.gpus.begin(), r.gpus.end());
+    if (r.gpus.empty()) rerate_ids_.push_back(id);
+    any = true;
+  }
+  if (!any) return;
+  load_due_ = true;
+  load_pending_ = true;
+  RequestCycle();  // live-state policies follow the load (muxflow's dynamic SM)
+  Push(clock_.Now() + options_.load_interval_s, Kind::kLoad, 0);
+}
+
+void Engine::RecordLoad() {
+  const double now = clock_.Now();
+  for (const auto& [id, r] : running_) {
+    WorkloadOutcome& o = outcomes_[r.index];
+    if (truth_.HasOfferedLoad(o.workload)) o.load.push_back({now, r.capacity, r.qps});
+  }
+  const double gpus = std::max(1, cluster_.gpu_count());
+  load_ticks_.push_back({now, total_util_ / gpus, total_load_ / gpus});
+}
+
 void Engine::PublishTelemetry() {
   // Only GPUs whose utilisation was recomputed since the last sample (all, at the first).
   for (model::GpuIndex g : unpublished_) {
@@ -391,12 +425,14 @@ void Engine::PublishTelemetry() {
       for (const model::Client& client : part.clients) {
         auto r = running_.find(client.workload);
         if (r != running_.end()) {
-          options_.telemetry->SetWorkloadQps(outcomes_[r->second.index].workload.name,
-                                             r->second.qps);
+          const std::string& name = outcomes_[r->second.index].workload.name;
+          options_.telemetry->SetWorkloadQps(name, r->second.qps);
+          options_.telemetry->SetSmActivity(name, r->second.load);
         }
       }
     }
     options_.telemetry->SetUtilization(gpu.uuid, gpu_util_[g]);  // the whole GPU's partition
+    options_.telemetry->SetSmActivity(gpu.uuid, gpu_load_[g]);
   }
   unpublished_.clear();
 }
@@ -444,6 +480,9 @@ EngineResult Engine::Run() {
       case Kind::kUsage:
         SampleUsage();
         break;
+      case Kind::kLoad:
+        LoadTick();
+        break;
       case Kind::kTelemetry:
         PublishTelemetry();
         Push(e.t + options_.telemetry_interval_s, Kind::kTelemetry, 0);
@@ -459,6 +498,10 @@ EngineResult Engine::Run() {
         break;
     }
     Settle();
+    if (load_due_) {
+      load_due_ = false;
+      RecordLoad();
+    }
   }
   EngineResult result;
   result.first_arrival_s = std::max(0.0, first_arrival);
@@ -468,6 +511,9 @@ EngineResult Engine::Run() {
   const double gpus = std::max(1, cluster_.gpu_count());
   result.gpu_util_mean = makespan > 0 ? util_time_ / (gpus * makespan) : 0;
   result.energy_j = energy_j_;
+  result.gpu_util_integral = util_time_;
+  result.sm_activity_integral = sm_time_;
+  result.load_ticks = std::move(load_ticks_);
   result.power_w_mean = last_t_ > 0 ? energy_j_ / last_t_ : 0;
   result.scheduler = scheduler_.totals();
   result.workloads = std::move(outcomes_);

@@ -14,8 +14,13 @@
 // nothing for its back-off (oom_relaunch_s, doubling per crash in a row), its work back to its
 // last checkpoint, its trajectory from the start. Each kill is counted in its outcome.
 //
+// Online services (issue #17) whose offered load moves with time are re-rated at load ticks
+// (load_interval_s), and their service rate sampled for latency reports. Telemetry publishes
+// each client's SM activity (its sm_load) by workload name and each GPU's by uuid, as NVML's
+// per-process utilisation and DCGM's PROF_SM_ACTIVE would.
+//
 // Events at equal times run in a fixed order (completions, reshapes, arrivals, usage samples,
-// telemetry samples, cycle), and
+// load ticks, telemetry samples, cycle), and
 // ties by sequence number, so a run is a pure function of its inputs and seeds.
 // Single-threaded. The engine owns nothing it is given: cluster, policy and truth outlive it.
 
@@ -62,6 +67,24 @@ struct EngineOptions {
   double oom_relaunch_s = 10.0;
   double oom_relaunch_max_s = 300.0;
   double oom_backoff_reset_s = 600.0;
+  // Online services whose truth states an offered load (GroundTruth::HasOfferedLoad; issue
+  // #17): re-rated every this many seconds while any runs, their service rate recorded in
+  // WorkloadOutcome::load — the load moves smoothly in minutes (seed 001 §2).
+  double load_interval_s = 60.0;
+};
+
+// An online service's state at a load tick: the rate its request queue is served at.
+struct LoadSample {
+  double t = 0;
+  double capacity_qps = 0;  // RunRate::capacity_qps: what it could serve there now
+  double served_qps = 0;    // min(offered, capacity)
+};
+
+// The cluster at a load tick: mean GPU utilisation and SM activity over its GPUs.
+struct ClusterSample {
+  double t = 0;
+  double gpu_util = 0;
+  double sm_activity = 0;
 };
 
 // One workload's life, for reports.
@@ -72,13 +95,15 @@ struct WorkloadOutcome {
   bool failed = false;
   std::string failure;
   model::NodeIndex node = -1;
-  std::string partition;  // uuid of its first slice
-  std::string profile;    // that partition's MIG profile ("1g.6gb"), or "whole"
-  int32_t milli = 0;      // its share of that partition (MPS active threads x 10; 1000 = all)
-  int moves = 0;          // times a policy moved it (the slice above is the last one)
+  std::string partition;    // uuid of its first slice
+  std::string profile;      // that partition's MIG profile ("1g.6gb"), or "whole"
+  int32_t milli = 0;        // its share of that partition (MPS active threads x 10; 1000 = all)
+  int moves = 0;            // times a policy moved it (the slice above is the last one)
   double lost_queries = 0;  // work done since its last checkpoint when moved or killed: redone
   int oom_kills = 0;        // times it crashed out of memory (and was relaunched in place)
   double queries_done = 0;
+  // Online services with an offered load: one sample per load tick while bound (and serving).
+  std::vector<LoadSample> load;
   // Mean QPS over its execution: queries / (end - start); 0 if it never ran.
   // Moves count: their restarts and time back in the queue are part of the execution.
   double achieved_qps() const;
@@ -93,6 +118,11 @@ struct EngineResult {
   double gpu_util_mean = 0;  // time-mean over GPUs, while anything ran
   double power_w_mean = 0;   // cluster power, time-mean over the makespan
   double energy_j = 0;
+  // Σ over GPUs of ∫ utilisation dt and ∫ SM activity dt (Σ clients' SM load, capped at 1)
+  // over the whole run, for experiments whose work never drains (online services).
+  double gpu_util_integral = 0;
+  double sm_activity_integral = 0;
+  std::vector<ClusterSample> load_ticks;  // one per load tick (online services only)
   sched::CycleStats scheduler;
 };
 
@@ -113,8 +143,9 @@ class Engine {
     kReshapeDone = 1,
     kArrival = 2,
     kUsage = 3,
-    kTelemetry = 4,
-    kCycle = 5
+    kLoad = 4,
+    kTelemetry = 5,
+    kCycle = 6
   };
   struct Event {
     double t;
@@ -129,11 +160,12 @@ class Engine {
     double remaining;  // queries
     double qps = 0;
     double busy = 0;
-    double load = 0;       // its sm_load
-    double since = 0;      // last progress update
-    double resume_at = 0;  // after a move: no progress before this (restart)
-    double run_start = 0;  // its usage trajectory's time 0: this run's start
-    double last_memory = 0;  // at the last usage sample
+    double load = 0;           // its sm_load
+    double capacity = 0;       // RunRate::capacity_qps
+    double since = 0;          // last progress update
+    double resume_at = 0;      // after a move: no progress before this (restart)
+    double run_start = 0;      // its usage trajectory's time 0: this run's start
+    double last_memory = 0;    // at the last usage sample
     int crashes_in_a_row = 0;  // the kubelet's back-off count
     uint64_t version = 0;
     std::vector<model::GpuIndex> gpus;
@@ -161,6 +193,10 @@ class Engine {
   void SetGpuUtil(model::GpuIndex g, double util, double load);
   void RequestCycle();
   void PublishTelemetry();
+  // A load tick: re-rates the GPUs of every running service with an offered load.
+  void LoadTick();
+  // After the tick's re-rate: one LoadSample per such service.
+  void RecordLoad();
   std::vector<model::GpuIndex> GpusOf(const model::Placement& p) const;
   bool Done() const;
 
@@ -180,21 +216,27 @@ class Engine {
   std::unordered_map<model::WorkloadId, Running> suspended_;
   size_t settled_ = 0;  // finished or failed
   bool cycle_pending_ = false;
-  bool usage_pending_ = false;  // a kUsage event is queued
+  bool usage_pending_ = false;                 // a kUsage event is queued
+  bool load_pending_ = false;                  // a kLoad event is queued
+  bool load_due_ = false;                      // a tick ran: record the samples once settled
   std::vector<model::GpuIndex> rerate_;        // GPUs whose co-location changed
   std::vector<model::WorkloadId> rerate_ids_;  // GPU-less workloads just started
   std::vector<double> gpu_util_;
   std::vector<double> gpu_power_;             // at its current SM load
+  std::vector<double> gpu_load_;              // Σ clients' sm_load, capped at 1
   std::vector<double> partition_util_;        // by PartitionIndex
   std::vector<model::GpuIndex> unpublished_;  // re-rated since the last telemetry sample
   std::vector<char> unpublished_flag_;        // by GpuIndex: in unpublished_
   double total_util_ = 0;                     // Σ gpu_util_
   double total_power_ = 0;                    // Σ gpu_power_
+  double total_load_ = 0;                     // Σ gpu_load_
   double end_s_ = 0;
+  std::vector<ClusterSample> load_ticks_;
   // Integrals.
   double last_t_ = 0;
   double energy_j_ = 0;
   double util_time_ = 0;    // Σ_gpus ∫ util dt
+  double sm_time_ = 0;      // Σ_gpus ∫ SM load dt
   double active_time_ = 0;  // ∫ dt while anything ran
 };
 

@@ -229,7 +229,7 @@ TEST_F(EngineTest, AGpuOutgrownByItsClientsKillsTheGrowerWhichRestartsFromItsChe
   EXPECT_EQ(at(*memory, 15), 12000);
   auto sm = t.SmActivitySeries(gpu, 1e9);
   ASSERT_TRUE(sm);
-  EXPECT_NEAR(at(*sm, 4), 0.4, 1e-12);  // 0.3 + 0.1
+  EXPECT_NEAR(at(*sm, 4), 0.4, 1e-12);   // 0.3 + 0.1
   EXPECT_NEAR(at(*sm, 20), 0.6, 1e-12);  // the grower alone
   // A finished workload's own series are forgotten with it.
   EXPECT_EQ(t.BandwidthSeries("grow", 1e9), std::nullopt);
@@ -378,6 +378,60 @@ TEST(EngineReshapeTest, AReshapeDelaysTheStartByItsDuration) {
   EXPECT_EQ(r.workloads[0].partition.rfind("MIG-", 0), 0u);
   EXPECT_EQ(r.scheduler.reshapes, 1);
   EXPECT_EQ(c.gpu(0).partition_count, 4);
+}
+
+}  // namespace
+}  // namespace tessera::sim
+
+namespace tessera::sim {
+namespace {
+
+// Issue #17: an online service offered λ(t) = t / 30 QPS, capacity 10 QPS; busy and SM load
+// 0.5 × λ / 10 each. The truth sees time only through SetTime.
+class LoadTruth : public GroundTruth {
+ public:
+  void SetTime(double t) override { now_ = t; }
+  bool HasOfferedLoad(const model::Workload& w) const override { return w.app == "svc"; }
+  RunRate Rate(const model::PlacedWorkload& pw, const model::ClusterState&) override {
+    const double lambda = HasOfferedLoad(pw.workload) ? std::min(10.0, now_ / 30) : 10.0;
+    const double u = lambda / 10;
+    return {.qps = lambda, .gpu_busy = 0.5 * u, .sm_load = 0.5 * u, .capacity_qps = 10};
+  }
+  double GpuPower(model::GpuIndex, double, const model::ClusterState&) override { return 0; }
+
+ private:
+  double now_ = 0;
+};
+
+TEST(EngineLoadTest, ServicesAreReRatedAndSampledEveryLoadTick) {
+  model::ClusterState c;
+  ASSERT_TRUE(c.AddNode(model::UniformNode("n", *model::FindGpuModel("T4"), 1, 8000, 8192)));
+  policy::FirstFit ff;
+  LoadTruth truth;
+  Rng rng(1);
+  telemetry::StaticTelemetry telemetry;
+  Engine e(c, ff, truth, rng, {.horizon_s = 185, .telemetry = &telemetry, .load_interval_s = 60});
+  model::Workload w = W(1, 0, int64_t{1} << 40, 1000, "svc");
+  w.name = "svc-0";
+  ASSERT_TRUE(e.Add(w));
+  const EngineResult r = e.Run();
+  // Ticks at 60, 120 and 180 s: λ = 2, 4, 6 QPS of a capacity of 10.
+  const std::vector<LoadSample>& load = r.workloads[0].load;
+  ASSERT_EQ(load.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_DOUBLE_EQ(load[i].t, 60.0 * static_cast<double>(i + 1));
+    EXPECT_DOUBLE_EQ(load[i].capacity_qps, 10);
+    EXPECT_DOUBLE_EQ(load[i].served_qps, 2.0 * static_cast<double>(i + 1));
+  }
+  ASSERT_EQ(r.load_ticks.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.load_ticks[2].gpu_util, 0.3);
+  EXPECT_DOUBLE_EQ(r.load_ticks[2].sm_activity, 0.3);
+  // SM activity by workload and by GPU, as muxflow's dynamic SM reads them.
+  EXPECT_DOUBLE_EQ(*telemetry.SmActivity("svc-0"), 0.3);
+  EXPECT_DOUBLE_EQ(*telemetry.SmActivity(c.gpu(0).uuid), 0.3);
+  // ∫ SM load: 0 until the first re-rate at 60, 0.1 to 120, 0.2 to 180, 0.3 to 185.
+  EXPECT_NEAR(r.sm_activity_integral, 60 * 0.1 + 60 * 0.2 + 5 * 0.3, 1e-9);
+  EXPECT_FALSE(r.workloads[0].end_s);  // a service runs to the horizon
 }
 
 }  // namespace
