@@ -82,15 +82,16 @@ Expected<void> OnlyKeys(const std::string& file, const std::string& what, const 
 Expected<UsagePoint> ParseUsagePoint(const std::string& file, const std::string& what,
                                      const YAML::Node& n) {
   UsagePoint u;
-  for (auto [name, field] : {std::pair{"memory_mib", &UsagePoint::memory_mib},
-                             std::pair{"sm", &UsagePoint::sm},
-                             std::pair{"bandwidth", &UsagePoint::bandwidth}}) {
+  for (auto [name, field] :
+       {std::pair{"memory_mib", &UsagePoint::memory_mib}, std::pair{"sm", &UsagePoint::sm},
+        std::pair{"bandwidth", &UsagePoint::bandwidth}}) {
     auto v = Get<double>(file, n, name, true, 0.0);
     if (!v) return std::unexpected(v.error());
     const bool fraction = field != &UsagePoint::memory_mib;
     if (!std::isfinite(*v) || *v < 0 || (fraction && *v > 1)) {
-      return At(file, n[name], fmt::format("{}: '{}' must be {}", what, name,
-                                           fraction ? "in 0..1" : "a finite number >= 0"));
+      return At(file, n[name],
+                fmt::format("{}: '{}' must be {}", what, name,
+                            fraction ? "in 0..1" : "a finite number >= 0"));
     }
     u.*field = *v;
   }
@@ -119,8 +120,8 @@ Expected<UsageTrajectory> ParseUsage(const std::string& file, const std::string&
   }
   for (const YAML::Node& p : phases) {
     if (!p.IsMap()) return At(file, p, what + ": a phase must be a map");
-    if (auto ok = OnlyKeys(file, what + " phase", p,
-                           {"duration_s", "memory_mib", "sm", "bandwidth"});
+    if (auto ok =
+            OnlyKeys(file, what + " phase", p, {"duration_s", "memory_mib", "sm", "bandwidth"});
         !ok) {
       return std::unexpected(ok.error());
     }
@@ -168,6 +169,62 @@ void EmitUsagePoint(YAML::Emitter& out, const UsagePoint& u) {
   out << YAML::Key << "bandwidth" << YAML::Value << u.bandwidth;
 }
 
+Expected<AppSpec> ParseApp(const std::string& file, const YAML::Node& n,
+                           std::set<std::string>& keys, predict::FeatureTable& declared) {
+  if (!n.IsMap()) return At(file, n, "an app must be a map");
+  AppSpec a;
+#define TESSERA_FIELD(member, key, required, fallback)                  \
+  {                                                                     \
+    auto v = Get<decltype(a.member)>(file, n, key, required, fallback); \
+    if (!v) return std::unexpected(v.error());                          \
+    a.member = *v;                                                      \
+  }
+  TESSERA_FIELD(key, "key", true, std::string());
+  TESSERA_FIELD(description, "description", false, std::string());
+  TESSERA_FIELD(compute_s, "compute_s", true, 0.0);
+  TESSERA_FIELD(memory_s, "memory_s", true, 0.0);
+  TESSERA_FIELD(fixed_s, "fixed_s", true, 0.0);
+  TESSERA_FIELD(footprint_mib, "footprint_mib", true, int64_t{0});
+  TESSERA_FIELD(sensitivity, "sensitivity", false, 1.0);
+  TESSERA_FIELD(queries_min, "queries_min", false, int64_t{1000});
+  TESSERA_FIELD(queries_max, "queries_max", false, int64_t{1000});
+#undef TESSERA_FIELD
+  if (a.compute_s < 0 || a.memory_s < 0 || a.fixed_s < 0 ||
+      a.compute_s + a.memory_s + a.fixed_s <= 0) {
+    return At(file, n, fmt::format("app {}: times must be >= 0 and not all zero", a.key));
+  }
+  if (a.footprint_mib < 0 || a.sensitivity < 0 || a.queries_min <= 0 ||
+      a.queries_max < a.queries_min) {
+    return At(file, n, fmt::format("app {}: bad footprint, sensitivity or query range", a.key));
+  }
+  if (!keys.insert(a.key).second) return At(file, n, fmt::format("app {} listed twice", a.key));
+  if (const YAML::Node m = n["measured"]) {
+    if (!m.IsMap()) return At(file, m, fmt::format("app {}: 'measured' must be a map", a.key));
+    for (const auto& kv : m) {
+      double qps = 0;
+      try {
+        qps = kv.second.as<double>();
+      } catch (const YAML::Exception&) {
+        return At(file, kv.second, fmt::format("app {}: measured value is not a number", a.key));
+      }
+      if (!(qps > 0)) return At(file, kv.second, fmt::format("app {}: measured value <= 0", a.key));
+      a.measured[kv.first.as<std::string>()] = qps;
+    }
+  }
+  if (const YAML::Node f = n["features"]) {
+    auto features = ParseFeatures(file, a.key, f);
+    if (!features) return std::unexpected(features.error());
+    if (auto ok = declared.Set(a.key, *features); !ok) return At(file, f, ok.error().message);
+    a.features = std::move(*features);
+  }
+  if (const YAML::Node u = n["usage"]) {
+    auto usage = ParseUsage(file, a.key, u);
+    if (!usage) return std::unexpected(usage.error());
+    a.usage = std::move(*usage);
+  }
+  return a;
+}
+
 }  // namespace
 
 const AppSpec* AppCatalog::Find(const std::string& key) const {
@@ -191,62 +248,24 @@ Expected<AppCatalog> ParseAppCatalog(const std::string& text, const std::string&
   auto ref = Get<std::string>(file, root, "reference_gpu", false, catalog.reference_gpu);
   if (!ref) return std::unexpected(ref.error());
   catalog.reference_gpu = *ref;
-  std::set<std::string> keys;
+  if (root["training"] && !root["training"].IsSequence()) {
+    return At(file, root["training"], "'training' must be a list of apps");
+  }
+  std::set<std::string> keys;      // unique across both lists
   predict::FeatureTable declared;  // checks that a feature has one kind across the apps
   for (const YAML::Node& n : root["apps"]) {
-    if (!n.IsMap()) return At(file, n, "an app must be a map");
-    AppSpec a;
-#define TESSERA_FIELD(member, key, required, fallback)                  \
-  {                                                                     \
-    auto v = Get<decltype(a.member)>(file, n, key, required, fallback); \
-    if (!v) return std::unexpected(v.error());                          \
-    a.member = *v;                                                      \
+    if (auto a = ParseApp(file, n, keys, declared); !a) {
+      return std::unexpected(a.error());
+    } else {
+      catalog.apps.push_back(std::move(*a));
+    }
   }
-    TESSERA_FIELD(key, "key", true, std::string());
-    TESSERA_FIELD(description, "description", false, std::string());
-    TESSERA_FIELD(compute_s, "compute_s", true, 0.0);
-    TESSERA_FIELD(memory_s, "memory_s", true, 0.0);
-    TESSERA_FIELD(fixed_s, "fixed_s", true, 0.0);
-    TESSERA_FIELD(footprint_mib, "footprint_mib", true, int64_t{0});
-    TESSERA_FIELD(sensitivity, "sensitivity", false, 1.0);
-    TESSERA_FIELD(queries_min, "queries_min", false, int64_t{1000});
-    TESSERA_FIELD(queries_max, "queries_max", false, int64_t{1000});
-#undef TESSERA_FIELD
-    if (a.compute_s < 0 || a.memory_s < 0 || a.fixed_s < 0 ||
-        a.compute_s + a.memory_s + a.fixed_s <= 0) {
-      return At(file, n, fmt::format("app {}: times must be >= 0 and not all zero", a.key));
+  for (const YAML::Node& n : root["training"]) {
+    if (auto a = ParseApp(file, n, keys, declared); !a) {
+      return std::unexpected(a.error());
+    } else {
+      catalog.training.push_back(std::move(*a));
     }
-    if (a.footprint_mib < 0 || a.sensitivity < 0 || a.queries_min <= 0 ||
-        a.queries_max < a.queries_min) {
-      return At(file, n, fmt::format("app {}: bad footprint, sensitivity or query range", a.key));
-    }
-    if (!keys.insert(a.key).second) return At(file, n, fmt::format("app {} listed twice", a.key));
-    if (const YAML::Node m = n["measured"]) {
-      if (!m.IsMap()) return At(file, m, fmt::format("app {}: 'measured' must be a map", a.key));
-      for (const auto& kv : m) {
-        double qps = 0;
-        try {
-          qps = kv.second.as<double>();
-        } catch (const YAML::Exception&) {
-          return At(file, kv.second, fmt::format("app {}: measured value is not a number", a.key));
-        }
-        if (!(qps > 0))
-          return At(file, kv.second, fmt::format("app {}: measured value <= 0", a.key));
-        a.measured[kv.first.as<std::string>()] = qps;
-      }
-    }
-    if (const YAML::Node f = n["features"]) {
-      auto features = ParseFeatures(file, a.key, f);
-      if (!features) return std::unexpected(features.error());
-      if (auto ok = declared.Set(a.key, *features); !ok) return At(file, f, ok.error().message);
-      a.features = std::move(*features);
-    }
-    if (const YAML::Node u = n["usage"]) {
-      auto usage = ParseUsage(file, a.key, u);
-      if (!usage) return std::unexpected(usage.error());
-      a.usage = std::move(*usage);
-    }
-    catalog.apps.push_back(std::move(a));
   }
   return catalog;
 }
@@ -263,58 +282,63 @@ Expected<void> SaveAppCatalog(const AppCatalog& catalog, const std::string& path
   YAML::Emitter out;
   out.SetDoublePrecision(8);
   out << YAML::BeginMap << YAML::Key << "reference_gpu" << YAML::Value << catalog.reference_gpu;
-  out << YAML::Key << "apps" << YAML::Value << YAML::BeginSeq;
-  for (const AppSpec& a : catalog.apps) {
-    out << YAML::BeginMap;
-    out << YAML::Key << "key" << YAML::Value << a.key;
-    if (!a.description.empty()) out << YAML::Key << "description" << YAML::Value << a.description;
-    out << YAML::Key << "compute_s" << YAML::Value << a.compute_s;
-    out << YAML::Key << "memory_s" << YAML::Value << a.memory_s;
-    out << YAML::Key << "fixed_s" << YAML::Value << a.fixed_s;
-    out << YAML::Key << "footprint_mib" << YAML::Value << a.footprint_mib;
-    out << YAML::Key << "sensitivity" << YAML::Value << a.sensitivity;
-    out << YAML::Key << "queries_min" << YAML::Value << a.queries_min;
-    out << YAML::Key << "queries_max" << YAML::Value << a.queries_max;
-    if (!a.measured.empty()) {
-      out << YAML::Key << "measured" << YAML::Value << YAML::BeginMap;
-      for (const auto& [k, v] : a.measured) out << YAML::Key << k << YAML::Value << v;
-      out << YAML::EndMap;
-    }
-    if (!a.features.empty()) {
-      out << YAML::Key << "features" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      for (const auto& [name, value] : a.features) {
-        out << YAML::Key << name << YAML::Value;
-        if (const double* d = std::get_if<double>(&value)) {
-          out << *d;
-        } else {
-          out << std::get<std::string>(value);
+  for (const auto* list : {&catalog.apps, &catalog.training}) {
+    if (list == &catalog.training && list->empty()) break;
+    out << YAML::Key << (list == &catalog.apps ? "apps" : "training") << YAML::Value
+        << YAML::BeginSeq;
+    for (const AppSpec& a : *list) {
+      out << YAML::BeginMap;
+      out << YAML::Key << "key" << YAML::Value << a.key;
+      if (!a.description.empty()) out << YAML::Key << "description" << YAML::Value << a.description;
+      out << YAML::Key << "compute_s" << YAML::Value << a.compute_s;
+      out << YAML::Key << "memory_s" << YAML::Value << a.memory_s;
+      out << YAML::Key << "fixed_s" << YAML::Value << a.fixed_s;
+      out << YAML::Key << "footprint_mib" << YAML::Value << a.footprint_mib;
+      out << YAML::Key << "sensitivity" << YAML::Value << a.sensitivity;
+      out << YAML::Key << "queries_min" << YAML::Value << a.queries_min;
+      out << YAML::Key << "queries_max" << YAML::Value << a.queries_max;
+      if (!a.measured.empty()) {
+        out << YAML::Key << "measured" << YAML::Value << YAML::BeginMap;
+        for (const auto& [k, v] : a.measured) out << YAML::Key << k << YAML::Value << v;
+        out << YAML::EndMap;
+      }
+      if (!a.features.empty()) {
+        out << YAML::Key << "features" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        for (const auto& [name, value] : a.features) {
+          out << YAML::Key << name << YAML::Value;
+          if (const double* d = std::get_if<double>(&value)) {
+            out << *d;
+          } else {
+            out << std::get<std::string>(value);
+          }
         }
+        out << YAML::EndMap;
+      }
+      if (!a.usage.empty()) {
+        out << YAML::Key << "usage" << YAML::Value << YAML::BeginMap;
+        out << YAML::Key << "repeat" << YAML::Value << (a.usage.loop ? "loop" : "hold");
+        out << YAML::Key << "phases" << YAML::Value << YAML::BeginSeq;
+        for (const UsagePhase& p : a.usage.phases) {
+          out << YAML::Flow << YAML::BeginMap;
+          out << YAML::Key << "duration_s" << YAML::Value << p.duration_s;
+          EmitUsagePoint(out, p.use);
+          out << YAML::EndMap;
+        }
+        out << YAML::EndSeq;
+        if (a.usage.burst) {
+          out << YAML::Key << "burst" << YAML::Value << YAML::Flow << YAML::BeginMap;
+          out << YAML::Key << "period_s" << YAML::Value << a.usage.burst->period_s;
+          out << YAML::Key << "duration_s" << YAML::Value << a.usage.burst->duration_s;
+          EmitUsagePoint(out, a.usage.burst->peak);
+          out << YAML::EndMap;
+        }
+        out << YAML::EndMap;
       }
       out << YAML::EndMap;
     }
-    if (!a.usage.empty()) {
-      out << YAML::Key << "usage" << YAML::Value << YAML::BeginMap;
-      out << YAML::Key << "repeat" << YAML::Value << (a.usage.loop ? "loop" : "hold");
-      out << YAML::Key << "phases" << YAML::Value << YAML::BeginSeq;
-      for (const UsagePhase& p : a.usage.phases) {
-        out << YAML::Flow << YAML::BeginMap;
-        out << YAML::Key << "duration_s" << YAML::Value << p.duration_s;
-        EmitUsagePoint(out, p.use);
-        out << YAML::EndMap;
-      }
-      out << YAML::EndSeq;
-      if (a.usage.burst) {
-        out << YAML::Key << "burst" << YAML::Value << YAML::Flow << YAML::BeginMap;
-        out << YAML::Key << "period_s" << YAML::Value << a.usage.burst->period_s;
-        out << YAML::Key << "duration_s" << YAML::Value << a.usage.burst->duration_s;
-        EmitUsagePoint(out, a.usage.burst->peak);
-        out << YAML::EndMap;
-      }
-      out << YAML::EndMap;
-    }
-    out << YAML::EndMap;
+    out << YAML::EndSeq;
   }
-  out << YAML::EndSeq << YAML::EndMap;
+  out << YAML::EndMap;
   std::ofstream f(path);
   if (!f) return Fail("{}: cannot write", path);
   f << "# Tessera simulator application catalogue (docs/simulator.md). The MIGProfiler entries "

@@ -54,6 +54,11 @@ struct AppSpec {
 struct AppCatalog {
   std::string reference_gpu = "A100-40GB";
   std::vector<AppSpec> apps;
+  // `training:` offline training jobs (issue #17), kept apart so that the inference
+  // experiments, their profiling campaign and the predictor see only `apps`; an experiment
+  // that runs training moves the ones it needs into `apps` of its own copy. Keys are unique
+  // across both lists.
+  std::vector<AppSpec> training;
   const AppSpec* Find(const std::string& key) const;
 };
 

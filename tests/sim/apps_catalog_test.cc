@@ -246,16 +246,16 @@ TEST(UsageTrajectoryTest, MalformedUsageIsOneErrorNamingAppAndLine) {
   const std::string phase = "{duration_s: 10, memory_mib: 100, sm: 0.1, bandwidth: 0.1}";
   const MalformedCase cases[] = {
       {"not a map", UsageApp("[1]"), "apps.yaml:2:", "app a: usage must be a map"},
-      {"unknown key", UsageApp("{phses: []}"), "apps.yaml:2:",
-       "app a: usage: unknown key 'phses' (allowed: repeat, phases, burst)"},
-      {"no phases", UsageApp("{repeat: hold}"), "apps.yaml:2:",
-       "app a: usage: 'phases' must be a non-empty list"},
-      {"empty phases", UsageApp("{phases: []}"), "apps.yaml:2:",
-       "app a: usage: 'phases' must be a non-empty list"},
-      {"bad repeat", UsageApp("{repeat: forever, phases: [" + phase + "]}"), "apps.yaml:2:",
-       "'repeat' must be hold or loop"},
-      {"typo in a phase", UsageApp("{phases: [{duration_s: 1, memory: 1}]}"), "apps.yaml:2:",
-       "app a: usage phase: unknown key 'memory'"},
+      {"unknown key", UsageApp("{phses: []}"),
+       "apps.yaml:2:", "app a: usage: unknown key 'phses' (allowed: repeat, phases, burst)"},
+      {"no phases", UsageApp("{repeat: hold}"),
+       "apps.yaml:2:", "app a: usage: 'phases' must be a non-empty list"},
+      {"empty phases", UsageApp("{phases: []}"),
+       "apps.yaml:2:", "app a: usage: 'phases' must be a non-empty list"},
+      {"bad repeat", UsageApp("{repeat: forever, phases: [" + phase + "]}"),
+       "apps.yaml:2:", "'repeat' must be hold or loop"},
+      {"typo in a phase", UsageApp("{phases: [{duration_s: 1, memory: 1}]}"),
+       "apps.yaml:2:", "app a: usage phase: unknown key 'memory'"},
       {"missing sm", UsageApp("{phases: [{duration_s: 1, memory_mib: 1, bandwidth: 0}]}"),
        "apps.yaml:2:", "missing 'sm'"},
       {"sm above 1", UsageApp("{phases: [{duration_s: 1, memory_mib: 1, sm: 1.5, bandwidth: 0}]}"),
@@ -275,6 +275,26 @@ TEST(UsageTrajectoryTest, MalformedUsageIsOneErrorNamingAppAndLine) {
        "apps.yaml:2:", "app a: usage burst: 'bandwidth' must be in 0..1"},
   };
   ExpectEachRefused(cases);
+}
+
+// Issue #17: training apps live in their own list, apart from the inference apps.
+TEST(TrainingAppsTest, TheyAreParsedApartAndKeysAreUniqueAcrossBothLists) {
+  const std::string app = "{key: t, compute_s: 1, memory_s: 0, fixed_s: 0, footprint_mib: 1}";
+  auto ok =
+      ParseAppCatalog("apps:\n  - " + app + "\ntraining:\n  - " +
+                          "{key: u, compute_s: 1, memory_s: 0, fixed_s: 0, footprint_mib: 1}\n",
+                      "apps.yaml");
+  ASSERT_TRUE(ok) << ok.error().message;
+  ASSERT_EQ(ok->apps.size(), 1u);
+  ASSERT_EQ(ok->training.size(), 1u);
+  EXPECT_EQ(ok->training[0].key, "u");
+  EXPECT_EQ(ok->Find("u"), nullptr);
+  auto twice = ParseAppCatalog("apps:\n  - " + app + "\ntraining:\n  - " + app + "\n", "apps.yaml");
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().message.rfind("apps.yaml:4:", 0), 0u) << twice.error().message;
+  auto not_a_list = ParseAppCatalog("apps:\n  - " + app + "\ntraining: 3\n", "apps.yaml");
+  ASSERT_FALSE(not_a_list);
+  EXPECT_NE(not_a_list.error().message.find("'training' must be a list"), std::string::npos);
 }
 
 }  // namespace
