@@ -26,9 +26,10 @@ Expected<void> ReadThresholds(const nlohmann::json& options, const char* key, Th
   }
   t = {v[0].get<double>(), v[1].get<double>(), v[2].get<double>()};
   if (!(t.healthy >= 0 && t.healthy <= t.unhealthy && t.unhealthy <= t.overlimit)) {
-    return Fail("policy muxflow: option '{}': thresholds must be 0 ≤ healthy ≤ unhealthy ≤ "
-                "overlimit, got [{}, {}, {}]",
-                key, t.healthy, t.unhealthy, t.overlimit);
+    return Fail(
+        "policy muxflow: option '{}': thresholds must be 0 ≤ healthy ≤ unhealthy ≤ "
+        "overlimit, got [{}, {}, {}]",
+        key, t.healthy, t.unhealthy, t.overlimit);
   }
   return {};
 }
@@ -79,8 +80,12 @@ int64_t OfflineMemoryCap(int64_t memory_mib, double quota) {
 std::vector<OptionInfo> MuxflowOptionList() {
   return {
       {"dynamic_sm", "true", "offline MPS share = 100 % − the online service's SM activity"},
+      {"fixed_sm_percent", "100",
+       "offline MPS share without dynamic SM (100: MPS's default; 001 Fig. 8's example: 40)"},
       {"matching", "true", "max-weight matching of offline jobs to online GPUs each period"},
       {"period_s", "900", "rescheduling period of the matching (001: 15 min)"},
+      {"offline_period", "false",
+       "without matching: place offline jobs greedily at the rounds, not as they come"},
       {"memory_quota", "0.4", "offline share of a GPU's memory (001 §6: 40 %)"},
       {"min_offline_percent", "10", "least MPS share worth giving an offline job"},
       {"resize_step", "5", "percentage points the offline share must move by to be resized"},
@@ -101,7 +106,9 @@ Expected<MuxflowOptions> ParseMuxflowOptions(const nlohmann::json& options) {
   MuxflowOptions o;
   for (const Expected<void>& read :
        {ReadOption(kName, options, "dynamic_sm", o.dynamic_sm),
+        ReadOption(kName, options, "fixed_sm_percent", o.fixed_sm_percent),
         ReadOption(kName, options, "matching", o.matching),
+        ReadOption(kName, options, "offline_period", o.offline_period),
         ReadOption(kName, options, "period_s", o.period_s),
         ReadOption(kName, options, "memory_quota", o.memory_quota),
         ReadOption(kName, options, "min_offline_percent", o.min_offline_percent),
@@ -117,6 +124,7 @@ Expected<MuxflowOptions> ParseMuxflowOptions(const nlohmann::json& options) {
   for (const Expected<void>& check :
        {within("period_s", o.period_s, 1, 86400), within("memory_quota", o.memory_quota, 0.01, 1),
         within("min_offline_percent", o.min_offline_percent, 1, 100),
+        within("fixed_sm_percent", o.fixed_sm_percent, 1, 100),
         within("resize_step", o.resize_step, 1, 100)}) {
     if (!check) return std::unexpected(check.error());
   }
@@ -195,7 +203,7 @@ struct Muxflow::Impl {
 
   // The offline share a job would get on `o` now (nullopt: none worth giving).
   std::optional<int> OfflinePercent(const OnlineGpu& o, const ClusterState& c) const {
-    if (!options.dynamic_sm) return 100;
+    if (!options.dynamic_sm) return options.fixed_sm_percent;
     const std::optional<double> a = ServiceActivity(o, c);
     if (!a) return std::nullopt;
     const int p = DynamicSmPercent(*a);
@@ -323,13 +331,14 @@ struct Muxflow::Impl {
       const model::PartitionIndex p = ClusterState::PartitionOf(g, 0);
       const model::Partition& part = c.partition(p);
       if (part.used_milli > 0) continue;  // a guaranteed client: another service or a job
-      const int64_t mem = w.gpu.memory_mib > 0
-                              ? w.gpu.memory_mib
-                              : part.memory_mib - OfflineMemoryCap(part.memory_mib,
-                                                                   options.memory_quota);
+      const int64_t mem =
+          w.gpu.memory_mib > 0
+              ? w.gpu.memory_mib
+              : part.memory_mib - OfflineMemoryCap(part.memory_mib, options.memory_quota);
       if (mem > part.free_memory_mib()) continue;
       const double score = part.empty() ? 100 : 50;
-      if (!best || score > best->score) best = Candidate{score, {w.id, n, {{p, 1000, mem}}}, {}, {}};
+      if (!best || score > best->score)
+        best = Candidate{score, {w.id, n, {{p, 1000, mem}}}, {}, {}};
       if (score == 100) break;
     }
     return best;
@@ -346,6 +355,9 @@ Feasibility Muxflow::Filter(const Workload& w, NodeIndex node, const ClusterStat
   if (!SingleGpu(w)) return Policy::Filter(w, node, c);
   if (Offline(w)) {
     if (impl_->options.matching) return Feasibility::No("offline work waits for the matching");
+    if (impl_->options.offline_period) {
+      return Feasibility::No("offline work waits for the next round");
+    }
     const std::string_view why = impl_->OfflineReason(w, node, c);
     return why.empty() ? Feasibility::Yes() : Feasibility::No(why);
   }
@@ -356,7 +368,7 @@ Feasibility Muxflow::Filter(const Workload& w, NodeIndex node, const ClusterStat
 std::optional<Candidate> Muxflow::Score(const Workload& w, NodeIndex node, const ClusterState& c) {
   if (!SingleGpu(w)) return impl_->view.FirstFitOffer(w, node, c);
   if (Offline(w)) {
-    if (impl_->options.matching) return std::nullopt;
+    if (impl_->options.matching || impl_->options.offline_period) return std::nullopt;
     impl_->UpdateMonitors(c);
     return impl_->OfflineOffer(w, node, c);
   }
@@ -366,7 +378,7 @@ std::optional<Candidate> Muxflow::Score(const Workload& w, NodeIndex node, const
 std::optional<std::vector<Candidate>> Muxflow::PlaceBatch(std::span<const Workload* const> pending,
                                                           const ClusterState& c) {
   Impl& m = *impl_;
-  if (!m.options.matching) return std::nullopt;
+  if (!m.options.matching && !m.options.offline_period) return std::nullopt;
   const double now = m.clock.Now();
   if (m.next_round && now < *m.next_round) return std::nullopt;
   m.next_round = (std::floor(now / m.options.period_s) + 1) * m.options.period_s;
@@ -404,9 +416,24 @@ std::optional<std::vector<Candidate>> Muxflow::PlaceBatch(std::span<const Worklo
     }
   }
   if (edges.empty()) return std::nullopt;
-  const flow::MatchingResult r = flow::MaxWeightBipartiteMatching(
-      static_cast<int>(jobs.size()), static_cast<int>(gpus.size()), edges);
-  TESSERA_CHECK(r.status == flow::Status::kOptimal);  // the edges are valid by construction
+  flow::MatchingResult r;
+  if (m.options.matching) {
+    r = flow::MaxWeightBipartiteMatching(static_cast<int>(jobs.size()),
+                                         static_cast<int>(gpus.size()), edges);
+    TESSERA_CHECK(r.status == flow::Status::kOptimal);  // the edges are valid by construction
+  } else {
+    // Greedy rounds: each job, in arrival order, takes the first free GPU in cluster order.
+    r.match.assign(jobs.size(), -1);
+    std::vector<char> taken(gpus.size(), 0);
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      for (const auto& [i, weight] : options[j]) {
+        if (taken[static_cast<size_t>(i)]) continue;
+        taken[static_cast<size_t>(i)] = 1;
+        r.match[j] = i;
+        break;
+      }
+    }
+  }
   // Jobs matched on one node must fit its CPU and memory together: heaviest first.
   std::vector<size_t> order;
   std::vector<double> matched(jobs.size(), 0), next(jobs.size(), 0);
@@ -437,8 +464,8 @@ std::optional<std::vector<Candidate>> Muxflow::PlaceBatch(std::span<const Worklo
     cpu += w.cpu_milli;
     mem += w.memory_mib;
     const int64_t gpu_mem = *m.OfflineMemory(w, c.partition(f.gpu.partition));
-    m.matches[w.id] = {f.gpu.gpu, f.percent, matched[j], next[j],
-                       static_cast<int>(options[j].size()), now};
+    m.matches[w.id] = {
+        f.gpu.gpu, f.percent, matched[j], next[j], static_cast<int>(options[j].size()), now};
     out.push_back({100.0 * matched[j],
                    {w.id, n, {{f.gpu.partition, f.percent * 10, gpu_mem, /*best_effort=*/true}}},
                    {},
@@ -460,9 +487,9 @@ std::vector<Eviction> Muxflow::Evict(const ClusterState& c) {
     const std::optional<Impl::OnlineGpu> o = Impl::Online(g, c);
     if (!o) continue;
     for (WorkloadId id : o->offline) {
-      out.push_back({id, m.can_move,
-                     fmt::format("SysMonitor Overlimit on {}: {}", c.gpu(g).uuid,
-                                 m.monitors[g]->reason())});
+      out.push_back(
+          {id, m.can_move,
+           fmt::format("SysMonitor Overlimit on {}: {}", c.gpu(g).uuid, m.monitors[g]->reason())});
     }
   }
   return out;
@@ -509,16 +536,19 @@ std::string Muxflow::Explain(const Workload& w, const ClusterState& c) {
   if (!SingleGpu(w) || !Offline(w)) return Policy::Explain(w, c);
   Impl& m = *impl_;
   m.UpdateMonitors(c);
-  std::string out = fmt::format("muxflow: offline {} ({}); matching {}, dynamic SM {}\n", w.name,
-                                w.app, m.options.matching ? "on" : "off",
-                                m.options.dynamic_sm ? "on" : "off");
+  std::string out =
+      fmt::format("muxflow: offline {} ({}); matching {}, dynamic SM {}\n", w.name, w.app,
+                  m.options.matching         ? "on"
+                  : m.options.offline_period ? "off (greedy rounds)"
+                                             : "off",
+                  m.options.dynamic_sm ? "on" : "off");
   if (const std::optional<MuxflowMatch> match = LastMatch(w.id)) {
     out += fmt::format(
         "  matched at t={:.0f}s to {} at {} % SM: predicted normalised throughput {:.3f} "
         "(next best of {} free GPUs {:.3f})\n",
         match->at_s, c.gpu(match->gpu).uuid, match->percent, match->weight, match->candidates,
         match->next);
-  } else if (m.options.matching && m.next_round) {
+  } else if ((m.options.matching || m.options.offline_period) && m.next_round) {
     out += fmt::format("  not matched yet; next round at t={:.0f}s\n", *m.next_round);
   }
   for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
@@ -528,7 +558,8 @@ std::string Muxflow::Explain(const Workload& w, const ClusterState& c) {
     out += fmt::format("  {} (service {}): {}", c.gpu(g).uuid, o->service->workload.name,
                        mon ? ToString(mon->state()) : "Init");
     if (mon) out += fmt::format(" — {}", mon->reason());
-    if (mon && mon->evicts_offline()) out += fmt::format(", held until t={:.0f}s", mon->hold_until());
+    if (mon && mon->evicts_offline())
+      out += fmt::format(", held until t={:.0f}s", mon->hold_until());
     if (!o->offline.empty()) {
       out += fmt::format("; shares with {} offline job(s)\n", o->offline.size());
       continue;

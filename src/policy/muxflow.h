@@ -6,7 +6,8 @@
 //
 //  - Dynamic SM (`dynamic_sm`, §4.3): the offline MPS share is 100 % − the online service's SM
 //    activity (DynamicSmPercent), re-applied every cycle through Policy::Resizes when it moves
-//    by `resize_step` points or more; off, the offline job runs at MPS's default 100 %.
+//    by `resize_step` points or more; off, the offline job runs at a fixed share,
+//    `fixed_sm_percent` (default MPS's 100 %; 001 Fig. 8 contrasts dynamic SM with a fixed 40 %).
 //    The service's activity is the telemetry's SmActivity by the service's workload name (a
 //    per-process reading: NVML's process utilisation), else, while no offline job is there,
 //    the GPU's own SmActivity. Unknown: no offline job is placed there and none resized.
@@ -16,8 +17,8 @@
 //  - SysMonitor (§4.1, policy/sys_monitor.h): one state machine per online GPU, fed from
 //    telemetry whenever its version changes (GPU utilisation, the service's SM activity as
 //    dynamic SM reads it — the GPU's total is near 100 % by design once a job fills the rest —
-//    memory used, SM clock drop below the highest clock the GPU has reported). Offline jobs go only to
-//    Healthy GPUs; Overlimit evicts them (Policy::Evict, requeued where the driver restarts
+//    memory used, SM clock drop below the highest clock the GPU has reported). Offline jobs go only
+//    to Healthy GPUs; Overlimit evicts them (Policy::Evict, requeued where the driver restarts
 //    moved work — PolicyContext::can_move — the simulator resuming them from their last
 //    checkpoint). A GPU without telemetry stays Init: nothing offline goes there.
 //  - Matching (`matching`, §5, Alg. 1): every `period_s` (001: 15 min) the pending offline
@@ -27,7 +28,10 @@
 //    isolated(v, u's model, whole, 100), p the dynamic share and s u's service (the predictor
 //    — CF over profiled pairs — stands in for 001's MLP; an application the predictor does not
 //    know weighs p/100 · (1 − the kind's mean f)). Weights are scaled by 10^6 to integers.
-//    Off, pending offline jobs take the first free Healthy GPU in cluster order as they come.
+//    Off, pending offline jobs take the first free Healthy GPU in cluster order: as they come,
+//    or with `offline_period` in rounds at the same period, in arrival order (001 §6 invokes
+//    its scheduler periodically for every offline job; an ablation that drops only the
+//    matching keeps the rounds).
 //    Running offline jobs are not re-matched (a move costs a restart from a checkpoint).
 //
 // Online services (one GPU) take the first whole GPU that hosts no other service, preferring one
@@ -50,7 +54,9 @@ namespace tessera::policy {
 
 struct MuxflowOptions {
   bool dynamic_sm = true;
+  int fixed_sm_percent = 100;  // the offline share when dynamic_sm is off
   bool matching = true;
+  bool offline_period = false;  // without matching: place offline work only at the rounds
   double period_s = 900;
   double memory_quota = 0.40;
   int min_offline_percent = 10;  // a GPU whose service leaves less takes no offline job
@@ -73,11 +79,11 @@ int64_t OfflineMemoryCap(int64_t memory_mib, double quota);
 // One offline job matched in the last round, for Explain.
 struct MuxflowMatch {
   GpuIndex gpu = 0;
-  int percent = 0;      // its MPS share there
-  double weight = 0;    // predicted normalised throughput there
-  double next = 0;      // its best weight on any other free GPU (0: none)
-  int candidates = 0;   // free Healthy GPUs it could have gone to (this one included)
-  double at_s = 0;      // when
+  int percent = 0;     // its MPS share there
+  double weight = 0;   // predicted normalised throughput there
+  double next = 0;     // its best weight on any other free GPU (0: none)
+  int candidates = 0;  // free Healthy GPUs it could have gone to (this one included)
+  double at_s = 0;     // when
 };
 
 class Muxflow final : public Policy {

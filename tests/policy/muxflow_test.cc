@@ -28,8 +28,8 @@ namespace {
 using model::ClusterState;
 using model::GpuIndex;
 
-constexpr double kIso[4][4] = {{40, 70, 90, 100}, {50, 80, 95, 100}, {20, 45, 75, 100},
-                               {30, 60, 85, 100}};
+constexpr double kIso[4][4] = {
+    {40, 70, 90, 100}, {50, 80, 95, 100}, {20, 45, 75, 100}, {30, 60, 85, 100}};
 constexpr int kPercents[4] = {25, 50, 75, 100};
 double F(int job, int service) { return 0.05 * (1 + (job + service) % 3); }
 double Normalised(int job, int percent) {
@@ -90,7 +90,8 @@ class MuxflowTest : public ::testing::Test {
   void PlaceService(GpuIndex g, model::WorkloadId id, int s, double activity) {
     const Workload w = Service(id, s);
     const model::PartitionIndex p = ClusterState::PartitionOf(g, 0);
-    const int64_t mem = c_.partition(p).memory_mib - OfflineMemoryCap(c_.partition(p).memory_mib, 0.4);
+    const int64_t mem =
+        c_.partition(p).memory_mib - OfflineMemoryCap(c_.partition(p).memory_mib, 0.4);
     ASSERT_TRUE(c_.Place(w, {w.id, c_.gpu(g).node, {{p, 1000, mem}}}));
     telemetry_.SetSmActivity(w.name, activity);
     telemetry_.SetSmActivity(c_.gpu(g).uuid, activity);
@@ -130,6 +131,9 @@ TEST(MuxflowArithmeticTest, OptionsAreCheckedAndNamed) {
   EXPECT_FALSE(ParseMuxflowOptions({{"period_s", 0}}).has_value());
   EXPECT_FALSE(ParseMuxflowOptions({{"memory_quota", 1.5}}).has_value());
   EXPECT_FALSE(ParseMuxflowOptions({{"base_hold_s", -1}}).has_value());
+  EXPECT_FALSE(ParseMuxflowOptions({{"fixed_sm_percent", 0}}).has_value());
+  EXPECT_FALSE(ParseMuxflowOptions({{"fixed_sm_percent", 101}}).has_value());
+  EXPECT_EQ(ParseMuxflowOptions({{"fixed_sm_percent", 40}})->fixed_sm_percent, 40);
   auto hold = ParseMuxflowOptions({{"base_hold_s", 600}, {"max_hold_s", 60}});
   ASSERT_FALSE(hold.has_value());
   EXPECT_NE(hold.error().message.find("max_hold_s"), std::string::npos);
@@ -137,8 +141,9 @@ TEST(MuxflowArithmeticTest, OptionsAreCheckedAndNamed) {
 
 TEST_F(MuxflowTest, MatchesLikeTheSeedsExampleAndExplains) {
   // Two services (activity 0.5 → 50 %, 0.25 → 75 %) and two jobs. Weights by hand:
-  //   j1 on GPU0 (s0, 50 %): 0.80 · (1 − 0.10) = 0.720   on GPU1 (s1, 75 %): 0.95 · (1 − 0.15) = 0.8075
-  //   j2 on GPU0:            0.45 · (1 − 0.15) = 0.3825  on GPU1:            0.75 · (1 − 0.05) = 0.7125
+  //   j1 on GPU0 (s0, 50 %): 0.80 · (1 − 0.10) = 0.720   on GPU1 (s1, 75 %): 0.95 · (1 − 0.15) =
+  //   0.8075 j2 on GPU0:            0.45 · (1 − 0.15) = 0.3825  on GPU1:            0.75 · (1 −
+  //   0.05) = 0.7125
   // j1→GPU1 + j2→GPU0 = 1.19 < j1→GPU0 + j2→GPU1 = 1.4325: the matching takes the second, which
   // a greedy pick of the single heaviest pair (j1→GPU1) would miss.
   AddNodes(1, 2);
@@ -170,7 +175,8 @@ TEST_F(MuxflowTest, MatchesLikeTheSeedsExampleAndExplains) {
   EXPECT_NEAR(m.LastMatch(b.id)->weight, 0.7125, 1e-9);
   EXPECT_NEAR(m.LastMatch(b.id)->next, 0.3825, 1e-9);
   const std::string why = m.Explain(a, c_);
-  EXPECT_NE(why.find("at 50 % SM: predicted normalised throughput 0.720"), std::string::npos) << why;
+  EXPECT_NE(why.find("at 50 % SM: predicted normalised throughput 0.720"), std::string::npos)
+      << why;
   EXPECT_NE(why.find("Healthy"), std::string::npos) << why;
   // The next round is 900 s later: nothing is matched before.
   EXPECT_FALSE(m.PlaceBatch(pending, c_).has_value());
@@ -219,7 +225,8 @@ TEST_F(MuxflowTest, MatchingIsOptimalOnSmallRandomInstances) {
       for (int g = 0; g < gpus; ++g) {
         if (used[g]) continue;
         used[g] = true;
-        self(self, j + 1, used, total + Normalised(app[j], percent[g]) * (1 - F(app[j], service[g])));
+        self(self, j + 1, used,
+             total + Normalised(app[j], percent[g]) * (1 - F(app[j], service[g])));
         used[g] = false;
       }
     };
@@ -293,13 +300,59 @@ TEST_F(MuxflowTest, FirstFitWithoutMatchingAndNothingOnAnUnknownGpu) {
   EXPECT_EQ(m.Filter(Job(4, 1), 0, c_).reason, "no online GPU is Healthy (SysMonitor)");
 }
 
+// offline_period without matching: the same rounds, but each job, in arrival order, takes the
+// first free Healthy GPU in cluster order. With j2 arriving first (weights as in the test
+// above) that is j2 → GPU0 and j1 → GPU1, 1.19 in all, where the matching finds 1.4325.
+TEST_F(MuxflowTest, GreedyRoundsWaitForThePeriodAndTakeTheFirstFreeGpu) {
+  AddNodes(1, 2);
+  PlaceService(0, 1, 0, 0.5);
+  PlaceService(1, 2, 1, 0.25);
+  Muxflow m = Make({.matching = false, .offline_period = true});
+  const Workload a = Job(10, 1), b = Job(11, 2);
+  m.Evict(c_);
+  // Between rounds nothing is offered one by one.
+  EXPECT_EQ(m.Filter(a, 0, c_).reason, "offline work waits for the next round");
+  EXPECT_FALSE(m.Score(a, 0, c_).has_value());
+  // b (j2) arrived first: it takes GPU0 (0.3825), a (j1) the next, GPU1 (0.8075).
+  const Workload* pending[] = {&b, &a};
+  auto batch = m.PlaceBatch(pending, c_);
+  ASSERT_TRUE(batch.has_value());
+  ASSERT_EQ(batch->size(), 2u);
+  EXPECT_NEAR(m.LastMatch(b.id)->weight, 0.3825, 1e-9);
+  EXPECT_EQ(m.LastMatch(b.id)->gpu, 0);
+  EXPECT_NEAR(m.LastMatch(a.id)->weight, 0.8075, 1e-9);
+  EXPECT_EQ(m.LastMatch(a.id)->gpu, 1);
+  EXPECT_NE(m.Explain(a, c_).find("matching off (greedy rounds)"), std::string::npos);
+  // The next round is a period later.
+  EXPECT_FALSE(m.PlaceBatch(pending, c_).has_value());
+  clock_.Set(900);
+  EXPECT_TRUE(m.PlaceBatch(pending, c_).has_value());
+}
+
+// Without dynamic SM the offline share is fixed: MPS's 100 % by default, or what the operator
+// fixes (001 Fig. 8 contrasts dynamic SM with a fixed 40 %), whatever the service leaves.
+TEST_F(MuxflowTest, WithoutDynamicSmTheShareIsFixed) {
+  AddNodes(1, 1);
+  PlaceService(0, 1, 0, 0.5);
+  for (const auto& [fixed, milli] : {std::pair{100, 1000}, {40, 400}}) {
+    Muxflow m = Make({.dynamic_sm = false, .fixed_sm_percent = fixed, .matching = false});
+    m.Evict(c_);
+    auto offer = m.Score(Job(3, 0), 0, c_);
+    ASSERT_TRUE(offer.has_value());
+    EXPECT_EQ(offer->placement.slices.at(0).milli, milli);
+  }
+}
+
 // Property: under muxflow driven through the scheduler core with random arrivals, departures and
 // telemetry, every cycle's placements, evictions and resizes keep every ClusterState invariant.
 TEST_F(MuxflowTest, PropertyEvictionsAndResizesKeepEveryInvariant) {
   AddNodes(4, 4);
   Rng rng(11);
-  PolicyContext ctx{.rng = &rng, .clock = &clock_, .predictor = &predictor_,
-                    .telemetry = &telemetry_, .can_move = true};
+  PolicyContext ctx{.rng = &rng,
+                    .clock = &clock_,
+                    .predictor = &predictor_,
+                    .telemetry = &telemetry_,
+                    .can_move = true};
   auto policy = MakePolicy("muxflow", ctx, {{"period_s", 300}});
   ASSERT_TRUE(policy.has_value()) << policy.error().message;
   sched::Scheduler* core = nullptr;
@@ -312,8 +365,8 @@ TEST_F(MuxflowTest, PropertyEvictionsAndResizesKeepEveryInvariant) {
     EXPECT_EQ(w.klass, model::WorkloadClass::kOffline);
     int services = 0;
     for (const model::Client& cl : c_.partition(p.slices[0].partition).clients) {
-      services += !cl.best_effort && c_.Find(cl.workload)->workload.klass ==
-                                         model::WorkloadClass::kOnline;
+      services +=
+          !cl.best_effort && c_.Find(cl.workload)->workload.klass == model::WorkloadClass::kOnline;
     }
     EXPECT_EQ(services, 1);
     return {};
