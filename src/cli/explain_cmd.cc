@@ -4,15 +4,24 @@
 // CPU node. The predictor is built from the Profiler's samples of the simulator's physics (as
 // in `tessera simulate`), util(p) from what those two pods keep busy. Then one pod arrives
 // and the policy says how it judges every partition it could take.
+//
+// muxflow (issue #17) gets the online-offline experiment's world instead: one node of four T4s
+// at the evening peak (20:00), each held by a replica of the experiment's services with its SM
+// activity and utilisation published, GPU 3 already sharing with a VGG16 training job; an
+// offline training job (--app, default train/resnet50) arrives, a matching round places it, and
+// the policy explains each GPU's SysMonitor state and why the job went where it did.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/commands.h"
 #include "cli/policy_flags.h"
+#include "policy/muxflow.h"
 #include "policy/registry.h"
 #include "predict/predictor.h"
 #include "sim/embedded_apps.h"
+#include "sim/online_offline.h"
 #include "sim/physics.h"
 #include "sim/profiler.h"
 #include "sim/thesis.h"
@@ -26,12 +35,121 @@ struct ExplainFlags {
   std::string app = "onnx/resnet50";
   double slo = 0;  // 0: the app's SLO_4 (isolated on a quarter of the GPU), as in the thesis
   uint64_t seed = 1;
+  bool app_set = false;  // --app given (muxflow's default is a training job)
 };
+
+Status RunMuxflowExplain(const ExplainFlags& f, const policy::PolicySpec& spec,
+                         const sim::AppCatalog& full) {
+  constexpr int kGpus = 4;
+  constexpr double kEvening = 20 * 3600.0;
+  const std::vector<sim::OnlineService> services = sim::DefaultServices(kGpus);
+  Expected<sim::AppCatalog> catalog = sim::OnlineOfflineCatalog(full, services);
+  if (!catalog) return Failed(catalog.error());
+  sim::Physics physics(*catalog, f.seed);
+  const std::string app_key = f.app_set ? f.app : "train/resnet50";
+  const sim::AppSpec* app = physics.catalog().Find(app_key);
+  if (!app || std::none_of(full.training.begin(), full.training.end(),
+                           [&](const sim::AppSpec& t) { return t.key == app_key; })) {
+    return Usage(
+        "--app: muxflow explains an offline training job; '{}' is not one of the "
+        "catalogue's `training` apps",
+        app_key);
+  }
+  Expected<predict::Predictor> predictor = sim::OnlineOfflinePredictor(physics, "T4", f.seed);
+  if (!predictor) return Failed(predictor.error());
+
+  model::ClusterState cluster;
+  const model::GpuModelId t4 = *model::FindGpuModel("T4");
+  if (auto ok = cluster.AddNode(model::UniformNode("t4-00", t4, kGpus, 64000, 128 << 10)); !ok) {
+    return Failed(ok.error());
+  }
+  physics.SetTime(kEvening);
+  auto job = [&](model::WorkloadId id, const sim::AppSpec& a) {
+    model::Workload w;
+    w.id = id;
+    w.name = fmt::format("job-{}", id);
+    w.app = a.key;
+    w.klass = model::WorkloadClass::kOffline;
+    w.queries = 100000;
+    w.gpu = {.count = 1, .milli = 1000, .memory_mib = a.footprint_mib, .models = {t4}};
+    return w;
+  };
+  // One replica per GPU, reserving what the offline quota leaves; GPU 3 also runs VGG16.
+  model::WorkloadId id = 1;
+  std::vector<std::string> lines;
+  for (int g = 0; g < kGpus; ++g) {
+    const sim::OnlineService& s = services[static_cast<size_t>(g) % services.size()];
+    const model::PartitionIndex p = model::ClusterState::PartitionOf(g, 0);
+    model::Workload w;
+    w.id = id++;
+    w.name = fmt::format("{}-{}", s.name, g);
+    w.app = s.app;
+    w.gpu = {.count = 1, .milli = 1000, .models = {t4}};
+    const int64_t memory = cluster.partition(p).memory_mib -
+                           policy::OfflineMemoryCap(cluster.partition(p).memory_mib, 0.4);
+    if (auto ok = cluster.Place(w, {w.id, 0, {{p, 1000, memory}}}); !ok) {
+      return Failed(ok.error());
+    }
+    physics.SetOfferedLoad(w.id, s.load);
+    lines.push_back(fmt::format("{} ({}, {:.0f} QPS now)", w.name, s.app, s.load.QpsAt(kEvening)));
+  }
+  const model::Workload vgg = job(id++, *physics.catalog().Find("train/vgg16"));
+  const model::PartitionIndex shared = model::ClusterState::PartitionOf(kGpus - 1, 0);
+  if (auto ok = cluster.Place(vgg, {vgg.id, 0, {{shared, 700, 6000, /*best_effort=*/true}}}); !ok) {
+    return Failed(ok.error());
+  }
+  // What DCGM and NVML would publish: each service's SM activity, each GPU's total and its
+  // engine utilisation.
+  telemetry::StaticTelemetry telemetry;
+  for (int g = 0; g < kGpus; ++g) {
+    double busy = 0, sm = 0;
+    for (const model::Client& c :
+         cluster.partition(model::ClusterState::PartitionOf(g, 0)).clients) {
+      const model::PlacedWorkload& pw = *cluster.Find(c.workload);
+      const sim::RunRate r = physics.Rate(pw, cluster);
+      busy += r.gpu_busy;
+      sm += r.sm_load;
+      if (!c.best_effort) telemetry.SetSmActivity(pw.workload.name, r.sm_load);
+    }
+    telemetry.SetSmActivity(cluster.gpu(g).uuid, std::min(1.0, sm));
+    telemetry.SetUtilization(cluster.gpu(g).uuid, std::min(1.0, busy));
+  }
+  Rng rng(f.seed);
+  ManualClock clock;
+  clock.Set(kEvening);
+  auto policy = policy::MakePolicy(
+      spec.name, {.rng = &rng, .clock = &clock, .predictor = &*predictor, .telemetry = &telemetry},
+      spec.options);
+  if (!policy) return Failed(policy.error());
+  const model::Workload x = job(id++, *app);
+  (*policy)->Evict(cluster);  // the first telemetry sample: Init → Healthy
+  const model::Workload* pending[] = {&x};
+  std::printf(
+      "scenario: online-offline (issue #17) at 20:00 — one node of %d T4s, each held by a "
+      "service replica:\n",
+      kGpus);
+  for (const std::string& l : lines) std::printf("  %s\n", l.c_str());
+  std::printf("  GPU %d also runs %s (train/vgg16) at 70 %% SM, best effort\n", kGpus - 1,
+              vgg.name.c_str());
+  auto batch = (*policy)->PlaceBatch(pending, cluster);
+  if (batch && !batch->empty()) {
+    if (auto ok = cluster.Place(x, batch->front().placement); !ok) return Failed(ok.error());
+    std::printf("%s arrives (%s); a matching round places it.\n\n", x.name.c_str(), x.app.c_str());
+  } else {
+    std::printf("%s arrives (%s); no round placed it.\n\n", x.name.c_str(), x.app.c_str());
+  }
+  std::fputs((*policy)->Explain(x, cluster).c_str(), stdout);
+  return {};
+}
 
 Status RunExplain(const ExplainFlags& f) {
   Expected<sim::AppCatalog> catalog =
       sim::ParseAppCatalog(std::string(sim::EmbeddedAppsYaml()), "data/apps.yaml");
   if (!catalog) return Failed(catalog.error());
+  if (Expected<policy::PolicySpec> spec = ParseRegisteredPolicy(f.policy);
+      spec && spec->name == "muxflow") {
+    return RunMuxflowExplain(f, *spec, *catalog);
+  }
   sim::Physics physics(*catalog, f.seed);
   const sim::AppSpec* app = physics.catalog().Find(f.app);
   if (!app) return Usage("--app: unknown application '{}'", f.app);
@@ -92,7 +210,10 @@ void AddExplain(CLI::App& app, Status* status) {
       "explain", "Print the score breakdown of one scheduling decision on a built-in scenario");
   sub->add_option("--policy", flags->policy,
                   "Policy, optionally with options: name or name{json} (default predictive)");
-  sub->add_option("--app", flags->app, "Application of the arriving pod (default onnx/resnet50)");
+  sub->add_option("--app", flags->app,
+                  "Application of the arriving pod (default onnx/resnet50; muxflow: a training "
+                  "job, default train/resnet50)")
+      ->each([flags](const std::string&) { flags->app_set = true; });
   sub->add_option("--slo", flags->slo, "Its SLO in QPS (default: SLO_4, the thesis's low SLO)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--seed", flags->seed,

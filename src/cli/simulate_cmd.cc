@@ -14,11 +14,13 @@
 #include "cli/commands.h"
 #include "cli/policy_flags.h"
 #include "policy/registry.h"
+#include "report/online_offline_report.h"
 #include "report/openb_report.h"
 #include "report/thesis_report.h"
 #include "sim/apps.h"
 #include "sim/calibrate.h"
 #include "sim/embedded_apps.h"
+#include "sim/online_offline.h"
 #include "sim/openb.h"
 #include "sim/packing.h"
 #include "sim/thesis.h"
@@ -153,11 +155,11 @@ Status RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& 
         }
         if (run->pods > 0 && run->never_placed == run->pods) {
           Progress("", true);
-          std::fprintf(stderr,
-                       "tessera simulate: warning: %s placed none of the %d pods of %s (seed %llu); "
-                       "its time and energy figures describe an idle cluster\n",
-                       name.c_str(), run->pods, sc.name().c_str(),
-                       static_cast<unsigned long long>(seed));
+          std::fprintf(
+              stderr,
+              "tessera simulate: warning: %s placed none of the %d pods of %s (seed %llu); "
+              "its time and energy figures describe an idle cluster\n",
+              name.c_str(), run->pods, sc.name().c_str(), static_cast<unsigned long long>(seed));
         }
         runs.push_back(std::move(*run));
         Progress(fmt::format("{}: {}/{} runs ({} {})", f.experiment, runs.size(), total, name,
@@ -343,6 +345,57 @@ Status CheckPolicies(const SimulateFlags& f) {
   return {};
 }
 
+// online-offline (issue #17): its policies are the experiment's variants (online-only, ts,
+// pb-ts, muxflow and its ablations), not registry names.
+Status RunOnlineOfflineExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
+  Expected<sim::AppCatalog> catalog = CatalogOf(f);
+  if (!catalog) return Failed(catalog.error());
+  std::vector<std::string> policies = f.policies;
+  if (policies.empty()) {
+    for (std::string_view p : sim::OnlineOfflinePolicies()) policies.emplace_back(p);
+  }
+  const sim::OnlineOfflineScenario scenario;
+  std::vector<sim::OnlineOfflineRun> means;
+  for (const std::string& policy : policies) {
+    std::vector<sim::OnlineOfflineRun> runs;
+    for (uint64_t seed : seeds) {
+      Progress(fmt::format("online-offline: {} seed {}", policy, seed), false);
+      Expected<sim::OnlineOfflineRun> run = sim::RunOnlineOffline(policy, scenario, seed, *catalog);
+      if (!run) {
+        Progress("", true);
+        return run.error().message.starts_with("experiment online-offline: unknown policy")
+                   ? Usage(run.error())
+                   : Failed(run.error());
+      }
+      runs.push_back(std::move(*run));
+    }
+    means.push_back(sim::MeanOf(runs));
+  }
+  Progress("", true);
+  if (!f.out.empty()) {
+    auto written = report::WriteOnlineOfflineReport(f.out, seeds.size(), means);
+    if (!written) return Failed(written.error());
+  }
+  if (f.json) {
+    std::printf("%s\n", report::OnlineOfflineJson(seeds.size(), means).dump(2).c_str());
+    return {};
+  }
+  std::printf(
+      "experiment online-offline: %d x %d %s, 24 h, 3 online services on every GPU, %d offline "
+      "training jobs (Philly-like), %zu seed(s)\n\n",
+      scenario.nodes, scenario.gpus_per_node, scenario.gpu.c_str(), scenario.offline_jobs,
+      seeds.size());
+  std::printf("%-12s %10s %9s %8s %8s %10s %9s %9s %10s\n", "policy", "lat mean", "lat p99",
+              "GPU %", "SM %", "JCT s", "jobs", "evicted", "executions");
+  for (const sim::OnlineOfflineRun& m : means) {
+    std::printf("%-12s %8.2fms %7.2fms %8.1f %8.1f %10.0f %9.1f %9.1f %10.1f\n", m.policy.c_str(),
+                m.online_latency_mean_ms, m.online_latency_p99_ms, 100 * m.gpu_util_mean,
+                100 * m.sm_activity_mean, m.offline_jct_mean_s, m.offline_jobs_done, m.evictions,
+                m.executions);
+  }
+  return {};
+}
+
 Status RunSimulate(SimulateFlags f) {
   for (const std::string& arg : f.policy_args) {
     Expected<std::vector<std::string>> list = SplitPolicyList(arg);
@@ -355,6 +408,7 @@ Status RunSimulate(SimulateFlags f) {
   }
   auto seeds = ParseSeeds(f);
   if (!seeds) return Usage(seeds.error());
+  if (f.experiment == "online-offline") return RunOnlineOfflineExperiment(f, *seeds);
   if (Status ok = CheckPolicies(f); !ok) return ok;
   if (f.experiment == "calibrate") return RunCalibration(f);
   if (f.experiment == "thesis" || f.experiment == "thesis-scale") {
@@ -371,7 +425,8 @@ void AddSimulate(CLI::App& app, Status* status) {
   CLI::App* sub = app.add_subcommand(
       "simulate", "Run a simulated experiment on the scheduler core and compare policies");
   sub->add_option("--experiment", flags->experiment, "Experiment preset")
-      ->check(CLI::IsMember({"thesis", "thesis-scale", "packing", "openb-alloc", "calibrate"}))
+      ->check(CLI::IsMember(
+          {"thesis", "thesis-scale", "packing", "openb-alloc", "online-offline", "calibrate"}))
       ->capture_default_str();
   sub->add_option("--policy", flags->policy_args,
                   "Policies to compare, comma-separated or repeated; NAME{json} gives options, "

@@ -228,6 +228,53 @@ TEST(CliTest, ExplainSloAwareShowsTargetMarginAndWhyNot) {
       << high;
 }
 
+// muxflow's scene (issue #17): every GPU's SysMonitor state, and why the job went where it did.
+TEST(CliTest, ExplainMuxflowShowsEachGpusStateAndTheMatch) {
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"explain", "--policy", "muxflow"}), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("muxflow: offline job-6 (train/resnet50); matching on, dynamic SM on"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("matched at t=72000s to GPU-"), std::string::npos) << out;
+  EXPECT_NE(out.find("(next best of 3 free GPUs"), std::string::npos) << out;
+  EXPECT_NE(out.find("(service translate-1): Healthy"), std::string::npos) << out;
+  // The GPU it was matched to and GPU 3 (VGG16) now share; the other two still offer a share.
+  size_t sharing = 0;
+  for (size_t at = out.find("shares with 1 offline job(s)"); at != std::string::npos;
+       at = out.find("shares with 1 offline job(s)", at + 1)) {
+    ++sharing;
+  }
+  EXPECT_EQ(sharing, 2u) << out;
+  // An inference app is not an offline job.
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"explain", "--policy", "muxflow", "--app", "onnx/resnet50"}), 2);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("not one of the catalogue's `training`"),
+            std::string::npos);
+}
+
+TEST(CliTest, OnlineOfflineWritesItsJsonAndReport) {
+  const std::string dir = testing::TempDir() + "/online_offline_cli";
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "online-offline", "--seed", "1", "--policy",
+                     "online-only", "--json", "--out", dir}),
+            0);
+  const nlohmann::json j = nlohmann::json::parse(testing::internal::GetCapturedStdout());
+  EXPECT_EQ(j["experiment"], "online-offline");
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["policy"], "online-only");
+  EXPECT_EQ(j["results"][0]["executions"], 0.0);
+  EXPECT_GT(j["results"][0]["online_latency_p99_ms"].get<double>(),
+            j["results"][0]["online_latency_mean_ms"].get<double>());
+  EXPECT_TRUE(std::ifstream(dir + "/report.html").good());
+  EXPECT_TRUE(std::ifstream(dir + "/report.json").good());
+  // Its policies are the experiment's variants: anything else is a usage error.
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "online-offline", "--policy", "fifo"}), 2);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("unknown policy 'fifo'"),
+            std::string::npos);
+}
+
 // The breakdown's values and their order; how the columns are spaced is not the contract.
 TEST(CliTest, ExplainPrintsTheBreakdownBestFirst) {
   testing::internal::CaptureStdout();

@@ -1,0 +1,128 @@
+#pragma once
+// The online-offline experiment (issue #17; seed 001, MuxFlow §7): online inference services
+// with a daily load hold every GPU of a T4 cluster for a simulated day, while offline training
+// jobs from a Philly-like trace fill what the services leave. Policies:
+//
+//   online-only   the services alone: the latency baseline (001: "Online-only")
+//   ts            offline jobs time-share the services' GPUs, no MPS, no protection (Gandiva)
+//   pb-ts         the same with the service at high priority (AntMan, PAI)
+//   muxflow       MPS space sharing with dynamic SM, matching and SysMonitor (policy/muxflow.h)
+//   muxflow-S, muxflow-M, muxflow-S-M   without dynamic SM, matching, or both (001 Fig. 13)
+//
+// Every policy that places offline work does it in rounds every 15 min (001 §6: the scheduler
+// is invoked periodically; muxflow's offline_period where the matching is off), so an ablation
+// changes one mechanism only. Without dynamic SM the offline share is fixed at 40 % (001
+// Fig. 8's example). ts and pb-ts place like muxflow-M at MPS's full share with SysMonitor's
+// thresholds out of reach, on a ground truth without MPS (PhysicsOptions::sharing). Any
+// variant takes muxflow options after its name: muxflow-S{"fixed_sm_percent":100}.
+//
+// Latency (stated model; no seed gives one): each service replica is an M/M/1 queue served at
+// the rate its GPU gives it now (RunRate::capacity_qps, sampled every load tick) and offered
+// the service's load λ(t) per replica, plus a fixed host latency (network, pre- and
+// post-processing): a request's sojourn is host + Exp(μ − λ). The day's mean weights every
+// tick and replica by its requests; the p99 is that of the mixture of their sojourn
+// distributions. A tick with λ ≥ 0.99 μ is overloaded and counted at ρ = 0.99.
+//
+// Deterministic for (policy, scenario, seed). Not thread-safe; runs share nothing.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "predict/predictor.h"
+#include "sim/apps.h"
+#include "sim/load_curve.h"
+#include "sim/physics.h"
+
+namespace tessera::sim {
+
+struct OnlineService {
+  std::string name;  // workload names are "<name>-<replica>"
+  std::string app;   // key in the catalogue's `apps`
+  DailyLoad load;    // per replica
+  int replicas = 0;
+};
+
+struct OnlineOfflineScenario {
+  int nodes = 16;
+  int gpus_per_node = 8;
+  std::string gpu = "T4";
+  double horizon_s = 86400;
+  // Offline trace (Philly-like; see docs/results.md): Poisson submissions over the first
+  // `submit_window_s`, exclusive run time log-normal with this median and σ, capped; one GPU
+  // each; models drawn uniformly from the catalogue's `training` list.
+  int offline_jobs = 1400;
+  double submit_window_s = 12 * 3600;
+  double duration_median_s = 1800;
+  double duration_sigma = 1.5;
+  double duration_max_s = 8 * 3600;
+  double checkpoint_s = 600;  // a checkpoint every 10 min of exclusive progress
+  double host_latency_ms = 10;
+  std::vector<OnlineService> services;  // empty: DefaultServices(nodes × gpus_per_node)
+};
+
+// Three services sharing `gpus` replicas as evenly as they can (001 §7.1: three services
+// "deployed over hundreds of GPUs", QPS "from 20 to 190"): bert-base/bs1 at 20–190 QPS per
+// replica, and two with higher T4 capacity over the same utilisation range.
+std::vector<OnlineService> DefaultServices(int gpus);
+
+// The experiment's own catalogue: its services' apps and the `training` apps, all in `apps`,
+// nothing else, so the profiling campaign characterises exactly what runs.
+[[nodiscard]] Expected<AppCatalog> OnlineOfflineCatalog(const AppCatalog& catalog,
+                                                        std::span<const OnlineService> services);
+// muxflow's speed predictor: CF over what the Profiler measured of every app of `physics` on
+// `gpu`, alone on every configuration (3 runs each) and in pairs at 50 % MPS.
+[[nodiscard]] Expected<predict::Predictor> OnlineOfflinePredictor(const Physics& physics,
+                                                                  const std::string& gpu,
+                                                                  uint64_t seed);
+
+// The experiment's policies, in report order.
+std::span<const std::string_view> OnlineOfflinePolicies();
+
+struct TimelinePoint {
+  double hour = 0;        // bucket start
+  double latency_ms = 0;  // request-weighted mean over the bucket
+  double gpu_util = 0;    // mean over the bucket's load ticks
+  double sm_activity = 0;
+};
+
+struct OnlineOfflineRun {
+  std::string policy;
+  uint64_t seed = 0;
+  double online_latency_mean_ms = 0;
+  double online_latency_p99_ms = 0;
+  double overloaded_share = 0;  // of replica-ticks with λ ≥ 0.99 μ
+  double gpu_util_mean = 0;     // over GPUs and the horizon
+  double sm_activity_mean = 0;
+  double offline_jct_mean_s = 0;  // finished jobs: end − submission
+  double offline_jobs_done = 0;
+  double offline_jobs = 0;
+  double evictions = 0;   // offline runs a policy stopped (requeued from their checkpoint)
+  double executions = 0;  // offline runs started: first starts + restarts after evictions
+  double lost_iterations = 0;
+  std::vector<TimelinePoint> timeline;  // hourly
+};
+
+[[nodiscard]] Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy,
+                                                          const OnlineOfflineScenario& scenario,
+                                                          uint64_t seed, const AppCatalog& catalog);
+// Means over seeds (timelines point by point); policy of the first.
+OnlineOfflineRun MeanOf(std::span<const OnlineOfflineRun> runs);
+
+// The latency model, exposed for tests. One queue observation: `weight` requests offered at
+// λ to a server of rate μ.
+struct QueueObservation {
+  double weight = 0;
+  double lambda = 0;
+  double mu = 0;
+};
+// ρ capped at 0.99: the rate at which a request's sojourn decays, μ − min(λ, 0.99 μ).
+double SojournRate(const QueueObservation& q);
+// Request-weighted mean of host + 1 / (μ − λ), in seconds.
+double MeanLatency(std::span<const QueueObservation> qs, double host_s);
+// The q-quantile (0..1) of the mixture of host + Exp(μ − λ), in seconds (bisection).
+double LatencyQuantile(std::span<const QueueObservation> qs, double host_s, double q);
+
+}  // namespace tessera::sim

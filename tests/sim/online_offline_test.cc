@@ -1,0 +1,126 @@
+#include "sim/online_offline.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/embedded_apps.h"
+
+namespace tessera::sim {
+namespace {
+
+// The latency model by hand: M/M/1, a request's sojourn host + Exp(μ − λ).
+TEST(LatencyModelTest, MeanAndQuantileOfOneQueue) {
+  const QueueObservation q{.weight = 1, .lambda = 50, .mu = 100};
+  EXPECT_DOUBLE_EQ(SojournRate(q), 50);
+  EXPECT_DOUBLE_EQ(MeanLatency(std::span(&q, 1), 0.010), 0.010 + 1.0 / 50);
+  // P(T > host + x) = e^{−50 x} = 0.01: x = ln(100) / 50.
+  EXPECT_NEAR(LatencyQuantile(std::span(&q, 1), 0.010, 0.99), 0.010 + std::log(100.0) / 50, 1e-9);
+}
+
+TEST(LatencyModelTest, TheDayWeighsQueuesByTheirRequestsAndCapsOverload) {
+  // 3 requests at rate 50 − 20 = 30/s, 1 at 100 − 90 = 10/s: mean (3/30 + 1/10) / 4 = 0.05 s.
+  const std::vector<QueueObservation> day = {{.weight = 3, .lambda = 20, .mu = 50},
+                                             {.weight = 1, .lambda = 90, .mu = 100}};
+  EXPECT_NEAR(MeanLatency(day, 0), 0.05, 1e-12);
+  // The p99 solves (3 e^{−30x} + e^{−10x}) / 4 = 0.01; check the tail there.
+  const double x = LatencyQuantile(day, 0, 0.99);
+  EXPECT_NEAR((3 * std::exp(-30 * x) + std::exp(-10 * x)) / 4, 0.01, 1e-9);
+  // λ ≥ μ: counted at ρ = 0.99, a sojourn rate of μ / 100.
+  const QueueObservation over{.weight = 1, .lambda = 120, .mu = 100};
+  EXPECT_DOUBLE_EQ(SojournRate(over), 1);
+  EXPECT_DOUBLE_EQ(MeanLatency(std::span(&over, 1), 0.01), 1.01);
+}
+
+TEST(OnlineOfflineTest, DefaultServicesShareTheGpusAndFollow001sRange) {
+  const std::vector<OnlineService> s = DefaultServices(128);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].replicas + s[1].replicas + s[2].replicas, 128);
+  EXPECT_EQ(s[0].replicas, 43);
+  EXPECT_DOUBLE_EQ(s[0].load.trough_qps, 20);  // 001 §7.1: QPS from 20 to 190
+  EXPECT_DOUBLE_EQ(s[0].load.peak_qps, 190);
+}
+
+class OnlineOfflineRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = ParseAppCatalog(std::string(EmbeddedAppsYaml()), "data/apps.yaml");
+    ASSERT_TRUE(c) << c.error().message;
+    catalog_ = std::move(*c);
+    // Small: 2 nodes × 2 T4, 30 jobs over 2 h, 6 h simulated.
+    scenario_.nodes = 2;
+    scenario_.gpus_per_node = 2;
+    scenario_.horizon_s = 6 * 3600;
+    scenario_.offline_jobs = 30;
+    scenario_.submit_window_s = 2 * 3600;
+    scenario_.duration_median_s = 900;
+    scenario_.duration_max_s = 3600;
+  }
+  OnlineOfflineRun RunPolicy(std::string_view policy, uint64_t seed = 1) {
+    auto r = RunOnlineOffline(policy, scenario_, seed, catalog_);
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? *r : OnlineOfflineRun{};
+  }
+  AppCatalog catalog_;
+  OnlineOfflineScenario scenario_;
+};
+
+TEST_F(OnlineOfflineRunTest, TheInferenceCatalogueKeepsTrainingApart) {
+  EXPECT_EQ(catalog_.training.size(), 4u);
+  EXPECT_EQ(catalog_.Find("train/resnet50"), nullptr);  // the inference experiments see none
+}
+
+TEST_F(OnlineOfflineRunTest, OnlineOnlyRunsNoOfflineWorkAndSharingRaisesUtilisation) {
+  const OnlineOfflineRun alone = RunPolicy("online-only");
+  EXPECT_EQ(alone.executions, 0);
+  EXPECT_EQ(alone.offline_jobs, 0);
+  EXPECT_GT(alone.online_latency_mean_ms, scenario_.host_latency_ms);
+  EXPECT_GE(alone.online_latency_p99_ms, alone.online_latency_mean_ms);
+  ASSERT_EQ(alone.timeline.size(), 6u);
+  for (std::string_view p : {"ts", "pb-ts", "muxflow", "muxflow-S-M"}) {
+    SCOPED_TRACE(p);
+    const OnlineOfflineRun shared = RunPolicy(p);
+    EXPECT_EQ(shared.offline_jobs, 30);
+    EXPECT_GT(shared.offline_jobs_done, 0);
+    EXPECT_GE(shared.executions, shared.offline_jobs_done);
+    EXPECT_GT(shared.gpu_util_mean, alone.gpu_util_mean);
+    // Nobody serves the services faster than they run alone.
+    EXPECT_GE(shared.online_latency_mean_ms, alone.online_latency_mean_ms - 1e-9);
+  }
+}
+
+TEST_F(OnlineOfflineRunTest, TimeSharingSlowsTheServicesMoreThanPriorityOrMps) {
+  const double ts = RunPolicy("ts").online_latency_mean_ms;
+  EXPECT_GT(ts, RunPolicy("pb-ts").online_latency_mean_ms);
+  EXPECT_GT(ts, RunPolicy("muxflow").online_latency_mean_ms);
+}
+
+TEST_F(OnlineOfflineRunTest, ARunIsAFunctionOfItsSeed) {
+  const OnlineOfflineRun a = RunPolicy("muxflow", 7), b = RunPolicy("muxflow", 7);
+  EXPECT_EQ(a.online_latency_mean_ms, b.online_latency_mean_ms);
+  EXPECT_EQ(a.offline_jct_mean_s, b.offline_jct_mean_s);
+  EXPECT_EQ(a.executions, b.executions);
+}
+
+TEST_F(OnlineOfflineRunTest, UnknownPoliciesAndBadOptionsAreRefused) {
+  auto unknown = RunOnlineOffline("fifo", scenario_, 1, catalog_);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("unknown policy 'fifo'"), std::string::npos);
+  auto bad = RunOnlineOffline("muxflow{oops", scenario_, 1, catalog_);
+  ASSERT_FALSE(bad);
+  auto bad_option = RunOnlineOffline(R"(muxflow{"period_s":-1})", scenario_, 1, catalog_);
+  ASSERT_FALSE(bad_option);
+  EXPECT_NE(bad_option.error().message.find("period_s"), std::string::npos);
+}
+
+TEST_F(OnlineOfflineRunTest, MeansAreOverSeeds) {
+  std::vector<OnlineOfflineRun> runs = {RunPolicy("muxflow", 1), RunPolicy("muxflow", 2)};
+  const OnlineOfflineRun mean = MeanOf(runs);
+  EXPECT_DOUBLE_EQ(mean.offline_jct_mean_s,
+                   (runs[0].offline_jct_mean_s + runs[1].offline_jct_mean_s) / 2);
+  EXPECT_DOUBLE_EQ(mean.timeline[3].latency_ms,
+                   (runs[0].timeline[3].latency_ms + runs[1].timeline[3].latency_ms) / 2);
+}
+
+}  // namespace
+}  // namespace tessera::sim
