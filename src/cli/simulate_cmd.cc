@@ -431,12 +431,13 @@ void AddSimulate(CLI::App& app, Status* status) {
   sub->add_option("--policy", flags->policy_args,
                   "Policies to compare, comma-separated or repeated; NAME{json} gives options, "
                   "whose commas do not split (default: the experiment's set; see "
-                  "--list-policies)");
+                  "--list-policies; online-offline takes online-only, ts, pb-ts, muxflow, "
+                  "muxflow-S, muxflow-M, muxflow-S-M, each with muxflow options)");
   CLI::Option* seed =
       sub->add_option("--seed", flags->seed, "One seed, 0..2^64-1")->check(SeedCheck());
   sub->add_option("--seeds", flags->seeds,
                   "Seeds: N (1..N) or A-B, at most 10,000 (default: thesis 10, packing 3, "
-                  "openb-alloc 42)")
+                  "openb-alloc 42, online-offline 3)")
       ->check(SeedsCheck())
       ->excludes(seed);
   sub->add_option("--apps", flags->apps,
@@ -461,6 +462,7 @@ void AddSimulate(CLI::App& app, Status* status) {
   sub->add_option("--out", flags->out,
                   "thesis, thesis-scale: directory for report.json, workloads.csv and "
                   "report.html; openb-alloc: directory for curves (CSV) and the plot (HTML/SVG); "
+                  "online-offline: directory for report.json and report.html; "
                   "calibrate: the catalogue file to write");
   sub->add_flag("--json", flags->json, "Print one JSON object instead of a table");
   sub->add_flag("--list-policies", flags->list_policies,
