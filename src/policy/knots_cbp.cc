@@ -90,8 +90,11 @@ double KnotsCbp::SizeOf(const Workload& w, std::string* how) const {
 double KnotsCbp::UnseenMib(GpuIndex g, double newest_t, const ClusterState& c) const {
   double sum = 0;
   for (const model::Client& cl : c.partition(ClusterState::PartitionOf(g, 0)).clients) {
-    if (!fresh_.Unseen(g, cl.workload, newest_t, 0)) continue;
-    if (const model::PlacedWorkload* pw = c.Find(cl.workload)) sum += SizeOf(pw->workload);
+    const model::PlacedWorkload* pw = c.Find(cl.workload);
+    if (pw == nullptr) continue;
+    if (fresh_.Unseen(g, cl.workload, newest_t, 0) || HoldsNothingNow(pw->workload, telemetry_)) {
+      sum += SizeOf(pw->workload);
+    }
   }
   return sum;
 }

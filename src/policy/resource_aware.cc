@@ -92,8 +92,12 @@ int64_t ResourceAware::UnseenMib(GpuIndex g, double newest_t, double settle_s,
                                  const ClusterState& c) const {
   int64_t sum = 0;
   for (const model::Client& cl : c.partition(ClusterState::PartitionOf(g, 0)).clients) {
-    if (!fresh_.Unseen(g, cl.workload, newest_t, settle_s)) continue;
-    if (const model::PlacedWorkload* pw = c.Find(cl.workload)) sum += pw->workload.gpu.memory_mib;
+    const model::PlacedWorkload* pw = c.Find(cl.workload);
+    if (pw == nullptr) continue;
+    if (fresh_.Unseen(g, cl.workload, newest_t, settle_s) ||
+        HoldsNothingNow(pw->workload, telemetry_)) {
+      sum += pw->workload.gpu.memory_mib;
+    }
   }
   return sum;
 }

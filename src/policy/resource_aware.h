@@ -14,7 +14,8 @@
 //
 // If all three fail on every GPU, the pod stays queued and the next one is tried (003: "put
 // into the priority queue … attempts to schedule the next"). Checks 2 and 3 add, at their
-// request, the pods their data cannot show yet (usage_view.h: FreshPods). Among GPUs that take
+// request, the pods their data cannot show yet (usage_view.h: FreshPods) and the pods that hold
+// nothing now, restarting after a crash (HoldsNothingNow): 003 does neither. Among GPUs that take
 // the pod, one let in by an earlier check wins; among those of check 1, the tightest (less
 // memory left unrequested, as gpushare); of checks 2 and 3, the one with the most estimated
 // memory left. Pods reserve no memory in the cluster state (their requests may together exceed

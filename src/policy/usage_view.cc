@@ -183,6 +183,14 @@ std::optional<Ar1Forecast> ForecastAhead(std::span<const double> v, int steps) {
   return f;
 }
 
+bool HoldsNothingNow(const Workload& w, const telemetry::Telemetry* t) {
+  if (t == nullptr || w.name.empty()) return false;
+  // The newest sample is all it needs; a short window keeps the read small.
+  constexpr double kWindowS = 5;
+  const std::optional<telemetry::Series> s = t->MemoryUsed(w.name, kWindowS);
+  return s && !s->empty() && s->back().value <= 0;
+}
+
 telemetry::Series GpuMemorySeries(const telemetry::Telemetry* t, const model::Gpu& gpu,
                                   double window_s) {
   if (t == nullptr) return {};

@@ -92,6 +92,14 @@ struct Ar1Forecast {
 };
 std::optional<Ar1Forecast> ForecastAhead(std::span<const double> v, int steps);
 
+// Whether pod w's own memory series (by its name) ends at 0 MiB: it holds nothing now — its
+// container is starting, or restarting after a crash (the kubelet's CrashLoopBackOff). Its
+// GPU's series cannot show what it will take back when it runs again, so the usage checks
+// count it as they count a pod not yet seen: at its request (or size). Without that, a crashed
+// pod's back-off reads as free memory, another pod is admitted into it, and the relaunch runs
+// the GPU out of memory again — a crash loop. false without a series.
+bool HoldsNothingNow(const Workload& w, const telemetry::Telemetry* t);
+
 // Per pod: the newest memory sample of its GPU when the pod was first seen there.
 class FreshPods {
  public:

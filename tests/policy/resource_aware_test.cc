@@ -173,6 +173,44 @@ TEST_F(ResourceAwareTest, PodsTheTelemetryCannotShowYetCountAtTheirRequest) {
   ASSERT_TRUE(c_.CheckInvariants());
 }
 
+// A pod whose own series ends at 0 MiB is restarting after a crash: the GPU's series shows its
+// back-off as free memory, so the checks count it at its request (HoldsNothingNow; 003 does
+// not). GPU steady at 7,000 MiB (CV 0, p80 7,000); a 20,000 MiB pod fits beside that
+// (32,768 − 7,000 = 25,768 MiB free) but not once pod 100's 24,576 MiB are counted (1,192).
+TEST_F(ResourceAwareTest, APodRestartingAfterACrashCountsAtItsRequest) {
+  SetUpGpus(1);
+  std::vector<double> steady(30, 7000);
+  FeedMemory(telemetry_, Uuid(0), 0, steady);
+  FeedMemory(telemetry_, "pod100", 0, steady);  // pod 100 holds the 7,000 MiB, running
+  ResourceAware p(&telemetry_);
+  const ResourceAware::Verdict running = p.Judge(MemoryPod(1, 20000), 0, c_);
+  EXPECT_EQ(running.by, ResourceAware::Check::kCbp) << running.detail;
+  EXPECT_TRUE(Contains(running.detail, "p80 7000 MiB + 0 MiB not yet seen")) << running.detail;
+  // It crashes: its own newest sample is 0; the GPU's window still reads 7,000 at p80.
+  telemetry_.AddMemorySample("pod100", 30, 0);
+  telemetry_.AddMemorySample(Uuid(0), 30, 0);
+  const ResourceAware::Verdict crashed = p.Judge(MemoryPod(1, 20000), 0, c_);
+  EXPECT_EQ(crashed.by, ResourceAware::Check::kNone) << crashed.detail;
+  EXPECT_TRUE(Contains(crashed.detail, "p80 7000 MiB + 24576 MiB not yet seen")) << crashed.detail;
+  // Running again, it counts by its use.
+  telemetry_.AddMemorySample("pod100", 31, 6500);
+  telemetry_.AddMemorySample(Uuid(0), 31, 6500);
+  EXPECT_EQ(p.Judge(MemoryPod(1, 20000), 0, c_).by, ResourceAware::Check::kCbp);
+}
+
+TEST(HoldsNothingNowTest, OnlyAPodWhoseOwnSeriesEndsAtZero) {
+  telemetry::StaticTelemetry t;
+  const Workload w = MemoryPod(7, 1000);
+  EXPECT_FALSE(HoldsNothingNow(w, &t));  // no series: not known to hold nothing
+  EXPECT_FALSE(HoldsNothingNow(w, nullptr));
+  t.AddMemorySample("pod7", 0, 0);
+  EXPECT_TRUE(HoldsNothingNow(w, &t));  // starting: nothing allocated yet
+  t.AddMemorySample("pod7", 1, 800);
+  EXPECT_FALSE(HoldsNothingNow(w, &t));
+  t.AddMemorySample("pod7", 2, 0);
+  EXPECT_TRUE(HoldsNothingNow(w, &t));  // crashed
+}
+
 TEST_F(ResourceAwareTest, ABlockedHeadDoesNotBlockTheQueue) {
   SetUpGpus(1);
   ResourceAware p(nullptr);  // no telemetry: only the agnostic check
