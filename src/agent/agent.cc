@@ -197,7 +197,7 @@ std::string Agent::Metrics() {
         }
       }
       out = RenderDcgmMetrics(options_.node, gpus_, *samples, pods_);
-      out += RenderPodMetrics(options_.node, gpus_, *samples, pods_by_uid_).text;
+      out += RenderPodMetrics(options_.node, gpus_, *samples, pods_by_uid_, pods_).text;
     } else {
       ++stats_.backend_errors;
       Note(last_sample_error_, "GPU readings", samples.error().message);

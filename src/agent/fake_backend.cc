@@ -299,6 +299,7 @@ FakeGpu ParseGpu(const YAML::Node& g, int index, const std::string& node) {
   if (!g["mig"]) {
     inv.partitions = {{inv.uuid, "", -1, 0, inv.memory_mib}};
     out.processes = ParseProcesses(g["processes"], inv);
+    out.processes_listed = static_cast<bool>(g["processes"]);
     return out;
   }
   const std::string text = As<std::string>(g["mig"], "mig");
@@ -336,6 +337,7 @@ FakeGpu ParseGpu(const YAML::Node& g, int index, const std::string& node) {
     out.instances.push_back(std::move(script));
   }
   out.processes = ParseProcesses(g["processes"], inv);
+  out.processes_listed = static_cast<bool>(g["processes"]);
   return out;
 }
 
@@ -485,6 +487,7 @@ Expected<std::vector<GpuSample>> FakeBackend::Sample(const std::vector<store::Gp
       return p;
     };
     s.sm_clock_mhz = g->script.At(now, &P::sm_clock_mhz);
+    s.processes_listed = g->processes_listed;
     for (const FakeProcess& f : g->processes) {
       s.processes.push_back({.pid = f.pid,
                              .partition_uuid = f.partition_uuid,

@@ -77,6 +77,7 @@ struct FakeGpu {
   std::vector<Script> instances;  // parallel to inventory.partitions when MIG is on
   MpsScript mps;                  // whole GPUs only
   std::vector<FakeProcess> processes;
+  bool processes_listed = false;  // the file has `processes:` (possibly empty): they are all
 };
 
 struct FakeNode {

@@ -58,6 +58,9 @@ struct GpuSample {
   std::vector<PartitionSample> partitions;
   std::optional<MpsSample> mps;          // nullopt: the backend knows nothing of MPS on this GPU
   std::vector<ProcessSample> processes;  // the compute processes the backend could see
+  // The backend listed the GPU's compute processes: `processes` is all of them, and a pod placed
+  // here with none runs nothing on it now (starting, or restarting after a crash).
+  bool processes_listed = false;
 };
 
 class GpuBackend {

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <tuple>
 
 namespace tessera::agent {
 namespace {
@@ -137,7 +139,8 @@ std::string RenderDcgmMetrics(std::string_view hostname,
 
 PodUsageMetrics RenderPodMetrics(std::string_view hostname,
                                  const std::vector<store::GpuInventory>& gpus,
-                                 const std::vector<GpuSample>& samples, const PodsByUid& pods) {
+                                 const std::vector<GpuSample>& samples, const PodsByUid& pods,
+                                 const Attribution& placed) {
   Family fb{"tessera_pod_fb_used_mib", "gauge",
             "Framebuffer memory the pod's processes use on the partition (in MiB).", ""};
   Family sm{"tessera_pod_sm_active", "gauge",
@@ -168,8 +171,26 @@ PodUsageMetrics RenderPodMetrics(std::string_view hostname,
       add(s.sm, proc.sm);
       add(s.dram, proc.dram);
     }
-    for (const auto& [key, s] : sums) {
-      const store::PartitionInventory& p = g.partitions[key.first];
+    // A pod placed on a partition of a GPU whose processes were all listed, with none of its
+    // own there, runs nothing on it now (starting, or restarting after a crash): 0 for each.
+    std::map<std::pair<size_t, PodRef>, Sum> idle;
+    if (samples[i].processes_listed) {
+      for (size_t k = 0; k < g.partitions.size(); ++k) {
+        auto it = placed.find(g.partitions[k].uuid);
+        if (it == placed.end()) continue;
+        for (const PodRef& ref : it->second) {
+          const bool running = std::any_of(sums.begin(), sums.end(), [&](const auto& e) {
+            return e.first.first == k && pods.at(e.first.second) == ref;
+          });
+          if (!running) idle[{k, ref}] = Sum{0.0, 0.0, 0.0};
+        }
+      }
+    }
+    std::vector<std::tuple<size_t, PodRef, Sum>> rows;
+    for (const auto& [key, s] : sums) rows.emplace_back(key.first, pods.at(key.second), s);
+    for (const auto& [key, s] : idle) rows.emplace_back(key.first, key.second, s);
+    for (const auto& [part_index, ref, s] : rows) {
+      const store::PartitionInventory& p = g.partitions[part_index];
       std::vector<std::pair<std::string, std::string>> labels = {
           {"gpu", std::to_string(g.index)},
           {"UUID", g.uuid},
@@ -180,7 +201,7 @@ PodUsageMetrics RenderPodMetrics(std::string_view hostname,
         labels.emplace_back("GPU_I_ID", std::to_string(p.gi_id));
       }
       labels.emplace_back("partition_uuid", p.uuid);
-      const std::vector<PodRef> who = {pods.at(key.second)};
+      const std::vector<PodRef> who = {ref};
       // Per-process samples taken at slightly different instants can add up past the whole.
       auto share = [](std::optional<double> v) {
         return v ? std::optional<double>(std::clamp(*v, 0.0, 1.0)) : std::nullopt;

@@ -21,6 +21,7 @@
 //   tessera_agent_unattributed_processes{Hostname}.
 // Pure functions; thread-safe.
 
+#include <compare>
 #include <map>
 #include <string>
 #include <string_view>
@@ -34,7 +35,7 @@ namespace tessera::agent {
 struct PodRef {
   std::string pod;
   std::string ns;
-  bool operator==(const PodRef&) const = default;
+  auto operator<=>(const PodRef&) const = default;
 };
 using Attribution = std::map<std::string, std::vector<PodRef>>;  // partition uuid → pods
 
@@ -51,7 +52,8 @@ struct PodUsageMetrics {
 // (empty: unknown). A value no process of the pod reports has no series, never 0.
 PodUsageMetrics RenderPodMetrics(std::string_view hostname,
                                  const std::vector<store::GpuInventory>& gpus,
-                                 const std::vector<GpuSample>& samples, const PodsByUid& pods);
+                                 const std::vector<GpuSample>& samples, const PodsByUid& pods,
+                                 const Attribution& placed = {});
 
 std::string RenderDcgmMetrics(std::string_view hostname,
                               const std::vector<store::GpuInventory>& gpus,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "model/gpu_model.h"
@@ -102,14 +103,15 @@ bool Resolve(void* lib, const char* name, F*& out) {
 }
 
 // The compute processes on `dev`, through the two-call protocol (a count, then a buffer with some
-// room for processes started in between); empty when NVML cannot tell.
-std::vector<nvmlProcessInfo_t> ComputeProcesses(const NvmlBackend::Api& a, nvmlDevice_t dev) {
-  if (a.GetComputeProcesses == nullptr) return {};
+// room for processes started in between); nullopt when NVML cannot tell.
+std::optional<std::vector<nvmlProcessInfo_t>> ComputeProcesses(const NvmlBackend::Api& a,
+                                                               nvmlDevice_t dev) {
+  if (a.GetComputeProcesses == nullptr) return std::nullopt;
   for (int attempt = 0; attempt < 3; ++attempt) {
     unsigned int count = 0;
     nvmlReturn_t r = a.GetComputeProcesses(dev, &count, nullptr);
-    if (r == NVML_SUCCESS) return {};  // none
-    if (r != NVML_ERROR_INSUFFICIENT_SIZE) return {};
+    if (r == NVML_SUCCESS) return std::vector<nvmlProcessInfo_t>{};  // none
+    if (r != NVML_ERROR_INSUFFICIENT_SIZE) return std::nullopt;
     std::vector<nvmlProcessInfo_t> out(count + 8);
     count = static_cast<unsigned int>(out.size());
     r = a.GetComputeProcesses(dev, &count, out.data());
@@ -117,9 +119,9 @@ std::vector<nvmlProcessInfo_t> ComputeProcesses(const NvmlBackend::Api& a, nvmlD
       out.resize(std::min<size_t>(count, out.size()));
       return out;
     }
-    if (r != NVML_ERROR_INSUFFICIENT_SIZE) return {};
+    if (r != NVML_ERROR_INSUFFICIENT_SIZE) return std::nullopt;
   }
-  return {};  // processes kept starting faster than we could list them
+  return std::nullopt;  // processes kept starting faster than we could list them
 }
 
 // Each process's latest sample on `dev` (pid → sample); samples older than 10 s before the
@@ -153,7 +155,10 @@ std::map<unsigned int, nvmlProcessUtilizationSample_t> ProcessUtilization(const 
 // layouts and semantics are nvml.h's, checked against the stand-in library only.
 void ReadProcesses(const NvmlBackend::Api& a, nvmlDevice_t dev, const store::GpuInventory& g,
                    GpuSample& s) {
-  const std::vector<nvmlProcessInfo_t> procs = ComputeProcesses(a, dev);
+  const std::optional<std::vector<nvmlProcessInfo_t>> listed = ComputeProcesses(a, dev);
+  if (!listed) return;
+  s.processes_listed = true;
+  const std::vector<nvmlProcessInfo_t>& procs = *listed;
   if (procs.empty()) return;
   // NVML's per-process utilisation is a whole GPU's; on MIG it is not supported.
   const auto util =

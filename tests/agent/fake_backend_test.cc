@@ -303,6 +303,8 @@ gpus:
     model: A30-24GB
     processes:
       - {pid: 21}
+  - uuid: GPU-x
+    model: A30-24GB
 )");
   auto b = FakeBackend::Load(path_.string(), clock_, 0);
   ASSERT_TRUE(b) << b.error().message;
@@ -329,6 +331,11 @@ gpus:
   // No partition named on a whole GPU: the GPU itself; no pod_uid: the agent resolves the pid.
   ASSERT_EQ(w.processes.size(), 1u);
   EXPECT_EQ(w.processes[0], (ProcessSample{.pid = 21, .partition_uuid = "GPU-w"}));
+  // A GPU whose file lists processes has them all; one that says nothing has none known.
+  EXPECT_TRUE(m.processes_listed);
+  EXPECT_TRUE(w.processes_listed);
+  EXPECT_FALSE((*s)[2].processes_listed);
+  EXPECT_TRUE((*s)[2].processes.empty());
 }
 
 TEST(MpsScriptTest, LoopsEveryPeriod) {

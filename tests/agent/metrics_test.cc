@@ -158,6 +158,34 @@ TEST(MetricsTest, PodSeriesSumThePodsProcessesPerPartition) {
   EXPECT_EQ(text.find("u-x"), std::string::npos);
 }
 
+// A pod placed on a partition with no process of its own there runs nothing now (starting, or
+// restarting after a crash): where the backend listed every process, it gets 0 for each series,
+// so the usage-aware policies see it hold nothing (policy/usage_view.h: HoldsNothingNow); where
+// the backend could not list them, nothing is said.
+TEST(MetricsTest, APlacedPodWithNoProcessReadsZeroWhereProcessesWereListed) {
+  std::vector<GpuSample> s(2);
+  s[0].partitions.resize(1);
+  s[0].processes = {{.pid = 1, .partition_uuid = "GPU-w", .fb_used_mib = 2048, .pod_uid = "u-a"}};
+  s[0].processes_listed = true;
+  s[1].partitions.resize(1);
+  const PodsByUid pods = {{"u-a", {"train-0", "ml"}}, {"u-b", {"infer-0", "web"}}};
+  const Attribution placed = {{"GPU-w", {{"train-0", "ml"}, {"infer-0", "web"}}},
+                              {"MIG-1", {{"infer-0", "web"}}}};
+  const std::string text = RenderPodMetrics("node-1", Gpus(), s, pods, placed).text;
+  const std::string w =
+      R"(gpu="0",UUID="GPU-w",modelName="NVIDIA A30",Hostname="node-1",partition_uuid="GPU-w")";
+  for (const std::string& line : {
+           "tessera_pod_fb_used_mib{" + w + R"(,pod="train-0",namespace="ml"} 2048)",
+           "tessera_pod_fb_used_mib{" + w + R"(,pod="infer-0",namespace="web"} 0)",
+           "tessera_pod_sm_active{" + w + R"(,pod="infer-0",namespace="web"} 0)",
+           "tessera_pod_dram_active{" + w + R"(,pod="infer-0",namespace="web"} 0)",
+       }) {
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\nin:\n" << text;
+  }
+  // GPU 1 did not list its processes: infer-0 there has no series.
+  EXPECT_EQ(text.find("MIG-1"), std::string::npos) << text;
+}
+
 // Shares of one partition summed over a pod's processes stay within it (samples taken at
 // slightly different instants can add past 1); a lost GPU's processes are not read.
 TEST(MetricsTest, PodSharesAreCappedAtTheWholePartitionAndLostGpusAreNotRead) {

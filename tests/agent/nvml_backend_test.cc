@@ -128,6 +128,11 @@ TEST_F(FakeNvmlTest, ReadsSmClockAndComputeProcesses) {
             (ProcessSample{.pid = 200, .partition_uuid = "MIG-f0b", .fb_used_mib = 256}));
   EXPECT_EQ((*s)[2].sm_clock_mhz, std::nullopt);  // lost
   EXPECT_TRUE((*s)[2].processes.empty());
+  // Listed: the lists are whole (a pod placed there with none runs nothing); the lost GPU's
+  // could not be read.
+  EXPECT_TRUE(h100.processes_listed);
+  EXPECT_TRUE(a100.processes_listed);
+  EXPECT_FALSE((*s)[2].processes_listed);
 }
 
 TEST_F(FakeNvmlTest, DriverErrorIsAnErrorWithNvmlsText) {
