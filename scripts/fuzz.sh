@@ -10,10 +10,17 @@
 # ("GCC and plugin have incompatible versions"), and clang 14 cannot compile libstdc++ 12's
 # <expected>, so neither the GCC plugin nor libFuzzer is available here; each input is run by
 # the driver's file mode (afl-fuzz ... -- fuzz_<target> @@) under AFL's fork server.
+#
+# FUZZ_SANITIZE=0 builds without ASan/UBSan (into build-fuzz-plain): each fork is then far
+# cheaper, so the same minutes try many more inputs, but only crashes the code itself detects
+# (an abort, a TESSERA_CHECK, a segfault) are found. Run both: plain for reach, sanitized for
+# depth (replay the plain run's queue through the sanitized build to check it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh afl++
-build=${TESSERA_FUZZ_BUILD:-build-fuzz}
+sanitize=${FUZZ_SANITIZE:-1}
+if [ "$sanitize" = 0 ]; then default_build=build-fuzz-plain; else default_build=build-fuzz; fi
+build=${TESSERA_FUZZ_BUILD:-$default_build}
 seconds=${FUZZ_SECONDS:-1800}
 out=${FUZZ_OUT:-$build/findings}
 all=(openb_pods openb_nodes apps_yaml profile_csv fake_node pod extender_body kubeconfig
@@ -21,8 +28,10 @@ all=(openb_pods openb_nodes apps_yaml profile_csv fake_node pod extender_body ku
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
+sanitize_flag=ON
+[ "$sanitize" = 0 ] && sanitize_flag=OFF
 CXX=afl-g++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTESSERA_SANITIZE=ON -DTESSERA_BENCH=OFF >/dev/null
+  -DTESSERA_SANITIZE=$sanitize_flag -DTESSERA_BENCH=OFF >/dev/null
 AFL_QUIET=1 cmake --build "$build" --target "${targets[@]/#/fuzz_}"
 
 export AFL_SKIP_CPUFREQ=1 AFL_NO_UI=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1
