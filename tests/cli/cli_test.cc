@@ -253,6 +253,30 @@ TEST(CliTest, ExplainMuxflowShowsEachGpusStateAndTheMatch) {
             std::string::npos);
 }
 
+// The memory-sharing policies' scene (issue #16): which check let the engine in on each GPU. On
+// GPU 1 the use is an exact ramp 4,000 + 400 t: AR(1) forecasts 15,600 + 400 = 16,000 MiB, and
+// 32,768 − 16,000 = 16,768 MiB free holds the 14,336 asked for.
+TEST(CliTest, ExplainMemorySharingShowsTheCheckThatLetThePodIn) {
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"explain", "--policy", "resource-aware"}), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("agnostic: 28672 of 32768 MiB requested → 4096 MiB free < 14336"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("in by CBP"), std::string::npos) << out;
+  EXPECT_NE(out.find("AR(1) 400.0 + 1.000·15600 = 16000 MiB + 0 MiB not yet seen → 16768 MiB "
+                     "free ≥ 14336: in"),
+            std::string::npos)
+      << out;
+  // Kube-Knots' CBP refuses the GPU whose series moves with the pod's own history.
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"explain", "--policy", "knots-cbp"}), 0);
+  const std::string knots = testing::internal::GetCapturedStdout();
+  EXPECT_NE(knots.find("memory r 1.000 ≥ 0.5"), std::string::npos) << knots;
+  EXPECT_NE(knots.find("CBP refuses (correlated)"), std::string::npos) << knots;
+  EXPECT_NE(knots.find("in by CBP"), std::string::npos) << knots;
+}
+
 TEST(CliTest, OnlineOfflineWritesItsJsonAndReport) {
   const std::string dir = testing::TempDir() + "/online_offline_cli";
   testing::internal::CaptureStdout();
