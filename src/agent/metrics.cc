@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 namespace tessera::agent {
@@ -171,24 +172,21 @@ PodUsageMetrics RenderPodMetrics(std::string_view hostname,
       add(s.sm, proc.sm);
       add(s.dram, proc.dram);
     }
+    std::vector<std::tuple<size_t, PodRef, Sum>> rows;
+    std::set<std::pair<size_t, PodRef>> running;
+    for (const auto& [key, s] : sums) {
+      rows.emplace_back(key.first, pods.at(key.second), s);
+      running.emplace(key.first, pods.at(key.second));
+    }
     // A pod placed on a partition of a GPU whose processes were all listed, with none of its
     // own there, runs nothing on it now (starting, or restarting after a crash): 0 for each.
-    std::map<std::pair<size_t, PodRef>, Sum> idle;
-    if (samples[i].processes_listed) {
-      for (size_t k = 0; k < g.partitions.size(); ++k) {
-        auto it = placed.find(g.partitions[k].uuid);
-        if (it == placed.end()) continue;
-        for (const PodRef& ref : it->second) {
-          const bool running = std::any_of(sums.begin(), sums.end(), [&](const auto& e) {
-            return e.first.first == k && pods.at(e.first.second) == ref;
-          });
-          if (!running) idle[{k, ref}] = Sum{0.0, 0.0, 0.0};
-        }
+    for (size_t k = 0; samples[i].processes_listed && k < g.partitions.size(); ++k) {
+      auto it = placed.find(g.partitions[k].uuid);
+      if (it == placed.end()) continue;
+      for (const PodRef& ref : it->second) {
+        if (running.emplace(k, ref).second) rows.emplace_back(k, ref, Sum{0.0, 0.0, 0.0});
       }
     }
-    std::vector<std::tuple<size_t, PodRef, Sum>> rows;
-    for (const auto& [key, s] : sums) rows.emplace_back(key.first, pods.at(key.second), s);
-    for (const auto& [key, s] : idle) rows.emplace_back(key.first, key.second, s);
     for (const auto& [part_index, ref, s] : rows) {
       const store::PartitionInventory& p = g.partitions[part_index];
       std::vector<std::pair<std::string, std::string>> labels = {

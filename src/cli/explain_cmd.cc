@@ -149,11 +149,6 @@ Status RunMuxflowExplain(const ExplainFlags& f, const policy::PolicySpec& spec,
   return {};
 }
 
-bool SharesByMemoryPolicy(std::string_view name) {
-  return name == "gpushare" || name == "resource-aware" || name == "knots-resag" ||
-         name == "knots-cbp" || name == "knots-pp";
-}
-
 Status RunMemoryShareExplain(const ExplainFlags& f, const policy::PolicySpec& spec) {
   constexpr int64_t kRequest = 14336;
   const std::string app = f.app_set ? f.app : "tf/ssd-mobilenet";
@@ -235,7 +230,9 @@ Status RunExplain(const ExplainFlags& f) {
   if (!catalog) return Failed(catalog.error());
   if (Expected<policy::PolicySpec> spec = ParseRegisteredPolicy(f.policy); spec) {
     if (spec->name == "muxflow") return RunMuxflowExplain(f, *spec, *catalog);
-    if (SharesByMemoryPolicy(spec->name)) return RunMemoryShareExplain(f, *spec);
+    // The policies that share GPUs by memory are those that allocate no compute.
+    const std::optional<policy::PolicyInfo> info = policy::FindPolicy(spec->name);
+    if (info && !info->allocates_compute) return RunMemoryShareExplain(f, *spec);
   }
   sim::Physics physics(*catalog, f.seed);
   const sim::AppSpec* app = physics.catalog().Find(f.app);

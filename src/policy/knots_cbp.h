@@ -11,9 +11,8 @@
 //  - Free memory of a GPU: its memory minus its newest memory-used sample, minus the sizes of
 //    its pods bound after that sample (FreshPods) and of those restarting after a crash, whose
 //    own series ends at 0 (HoldsNothingNow; 004 does neither). Without memory telemetry, its
-//    memory minus the
-//    sizes of its pods. GPUs are tried by free memory, the most first (Algorithm 1 sorts nodes
-//    by free memory at the most recent timestamp): a GPU's score is its free memory.
+//    memory minus the sizes of its pods. GPUs are tried by free memory, the most first (Algorithm 1
+//    sorts nodes by free memory at the most recent timestamp): a GPU's score is its free memory.
 //  - Co-location: on a GPU that hosts pods, the Pearson correlation between the pod's history
 //    and the GPU's series over the last `window_s` (004: 5 s), aligned at their newest samples,
 //    must stay below `correlation_threshold` (004: 0.5) for memory, SM activity and bandwidth.

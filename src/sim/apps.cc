@@ -225,6 +225,58 @@ Expected<AppSpec> ParseApp(const std::string& file, const YAML::Node& n,
   return a;
 }
 
+// One app of a list, as ParseApp reads it.
+void EmitApp(YAML::Emitter& out, const AppSpec& a) {
+  out << YAML::BeginMap;
+  out << YAML::Key << "key" << YAML::Value << a.key;
+  if (!a.description.empty()) out << YAML::Key << "description" << YAML::Value << a.description;
+  out << YAML::Key << "compute_s" << YAML::Value << a.compute_s;
+  out << YAML::Key << "memory_s" << YAML::Value << a.memory_s;
+  out << YAML::Key << "fixed_s" << YAML::Value << a.fixed_s;
+  out << YAML::Key << "footprint_mib" << YAML::Value << a.footprint_mib;
+  out << YAML::Key << "sensitivity" << YAML::Value << a.sensitivity;
+  out << YAML::Key << "queries_min" << YAML::Value << a.queries_min;
+  out << YAML::Key << "queries_max" << YAML::Value << a.queries_max;
+  if (!a.measured.empty()) {
+    out << YAML::Key << "measured" << YAML::Value << YAML::BeginMap;
+    for (const auto& [k, v] : a.measured) out << YAML::Key << k << YAML::Value << v;
+    out << YAML::EndMap;
+  }
+  if (!a.features.empty()) {
+    out << YAML::Key << "features" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [name, value] : a.features) {
+      out << YAML::Key << name << YAML::Value;
+      if (const double* d = std::get_if<double>(&value)) {
+        out << *d;
+      } else {
+        out << std::get<std::string>(value);
+      }
+    }
+    out << YAML::EndMap;
+  }
+  if (!a.usage.empty()) {
+    out << YAML::Key << "usage" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "repeat" << YAML::Value << (a.usage.loop ? "loop" : "hold");
+    out << YAML::Key << "phases" << YAML::Value << YAML::BeginSeq;
+    for (const UsagePhase& p : a.usage.phases) {
+      out << YAML::Flow << YAML::BeginMap;
+      out << YAML::Key << "duration_s" << YAML::Value << p.duration_s;
+      EmitUsagePoint(out, p.use);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+    if (a.usage.burst) {
+      out << YAML::Key << "burst" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      out << YAML::Key << "period_s" << YAML::Value << a.usage.burst->period_s;
+      out << YAML::Key << "duration_s" << YAML::Value << a.usage.burst->duration_s;
+      EmitUsagePoint(out, a.usage.burst->peak);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+}
+
 }  // namespace
 
 const AppSpec* AppCatalog::Find(const std::string& key) const {
@@ -282,62 +334,13 @@ Expected<void> SaveAppCatalog(const AppCatalog& catalog, const std::string& path
   YAML::Emitter out;
   out.SetDoublePrecision(8);
   out << YAML::BeginMap << YAML::Key << "reference_gpu" << YAML::Value << catalog.reference_gpu;
-  for (const auto* list : {&catalog.apps, &catalog.training}) {
-    if (list == &catalog.training && list->empty()) break;
-    out << YAML::Key << (list == &catalog.apps ? "apps" : "training") << YAML::Value
-        << YAML::BeginSeq;
-    for (const AppSpec& a : *list) {
-      out << YAML::BeginMap;
-      out << YAML::Key << "key" << YAML::Value << a.key;
-      if (!a.description.empty()) out << YAML::Key << "description" << YAML::Value << a.description;
-      out << YAML::Key << "compute_s" << YAML::Value << a.compute_s;
-      out << YAML::Key << "memory_s" << YAML::Value << a.memory_s;
-      out << YAML::Key << "fixed_s" << YAML::Value << a.fixed_s;
-      out << YAML::Key << "footprint_mib" << YAML::Value << a.footprint_mib;
-      out << YAML::Key << "sensitivity" << YAML::Value << a.sensitivity;
-      out << YAML::Key << "queries_min" << YAML::Value << a.queries_min;
-      out << YAML::Key << "queries_max" << YAML::Value << a.queries_max;
-      if (!a.measured.empty()) {
-        out << YAML::Key << "measured" << YAML::Value << YAML::BeginMap;
-        for (const auto& [k, v] : a.measured) out << YAML::Key << k << YAML::Value << v;
-        out << YAML::EndMap;
-      }
-      if (!a.features.empty()) {
-        out << YAML::Key << "features" << YAML::Value << YAML::Flow << YAML::BeginMap;
-        for (const auto& [name, value] : a.features) {
-          out << YAML::Key << name << YAML::Value;
-          if (const double* d = std::get_if<double>(&value)) {
-            out << *d;
-          } else {
-            out << std::get<std::string>(value);
-          }
-        }
-        out << YAML::EndMap;
-      }
-      if (!a.usage.empty()) {
-        out << YAML::Key << "usage" << YAML::Value << YAML::BeginMap;
-        out << YAML::Key << "repeat" << YAML::Value << (a.usage.loop ? "loop" : "hold");
-        out << YAML::Key << "phases" << YAML::Value << YAML::BeginSeq;
-        for (const UsagePhase& p : a.usage.phases) {
-          out << YAML::Flow << YAML::BeginMap;
-          out << YAML::Key << "duration_s" << YAML::Value << p.duration_s;
-          EmitUsagePoint(out, p.use);
-          out << YAML::EndMap;
-        }
-        out << YAML::EndSeq;
-        if (a.usage.burst) {
-          out << YAML::Key << "burst" << YAML::Value << YAML::Flow << YAML::BeginMap;
-          out << YAML::Key << "period_s" << YAML::Value << a.usage.burst->period_s;
-          out << YAML::Key << "duration_s" << YAML::Value << a.usage.burst->duration_s;
-          EmitUsagePoint(out, a.usage.burst->peak);
-          out << YAML::EndMap;
-        }
-        out << YAML::EndMap;
-      }
-      out << YAML::EndMap;
-    }
+  auto list = [&](const char* key, const std::vector<AppSpec>& apps) {
+    out << YAML::Key << key << YAML::Value << YAML::BeginSeq;
+    for (const AppSpec& a : apps) EmitApp(out, a);
     out << YAML::EndSeq;
-  }
+  };
+  list("apps", catalog.apps);
+  if (!catalog.training.empty()) list("training", catalog.training);
   out << YAML::EndMap;
   std::ofstream f(path);
   if (!f) return Fail("{}: cannot write", path);

@@ -386,7 +386,7 @@ void Engine::Settle() {
   }
 }
 
-void Engine::LoadTick() {
+bool Engine::LoadTick() {
   load_pending_ = false;
   bool any = false;
   for (const auto& [id, r] : running_) {
@@ -395,11 +395,11 @@ void Engine::LoadTick() {
     if (r.gpus.empty()) rerate_ids_.push_back(id);
     any = true;
   }
-  if (!any) return;
-  load_due_ = true;
+  if (!any) return false;
   load_pending_ = true;
   RequestCycle();  // live-state policies follow the load (muxflow's dynamic SM)
   Push(clock_.Now() + options_.load_interval_s, Kind::kLoad, 0);
+  return true;
 }
 
 void Engine::RecordLoad() {
@@ -450,6 +450,7 @@ EngineResult Engine::Run() {
   if (options_.telemetry) Push(0, Kind::kTelemetry, 0);
   while (!events_.empty() && !Done()) {
     const Event e = events_.top();
+    bool record_load = false;
     if (e.t > options_.horizon_s) break;
     events_.pop();
     AdvanceTo(e.t);
@@ -481,7 +482,7 @@ EngineResult Engine::Run() {
         SampleUsage();
         break;
       case Kind::kLoad:
-        LoadTick();
+        record_load = LoadTick();
         break;
       case Kind::kTelemetry:
         PublishTelemetry();
@@ -498,10 +499,7 @@ EngineResult Engine::Run() {
         break;
     }
     Settle();
-    if (load_due_) {
-      load_due_ = false;
-      RecordLoad();
-    }
+    if (record_load) RecordLoad();  // the services' rates as re-rated at this tick
   }
   EngineResult result;
   result.first_arrival_s = std::max(0.0, first_arrival);

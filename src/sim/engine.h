@@ -193,8 +193,9 @@ class Engine {
   void SetGpuUtil(model::GpuIndex g, double util, double load);
   void RequestCycle();
   void PublishTelemetry();
-  // A load tick: re-rates the GPUs of every running service with an offered load.
-  void LoadTick();
+  // A load tick: re-rates the GPUs of every running service with an offered load; false when
+  // none runs (the ticks stop until one is bound).
+  bool LoadTick();
   // After the tick's re-rate: one LoadSample per such service.
   void RecordLoad();
   std::vector<model::GpuIndex> GpusOf(const model::Placement& p) const;
@@ -218,7 +219,6 @@ class Engine {
   bool cycle_pending_ = false;
   bool usage_pending_ = false;                 // a kUsage event is queued
   bool load_pending_ = false;                  // a kLoad event is queued
-  bool load_due_ = false;                      // a tick ran: record the samples once settled
   std::vector<model::GpuIndex> rerate_;        // GPUs whose co-location changed
   std::vector<model::WorkloadId> rerate_ids_;  // GPU-less workloads just started
   std::vector<double> gpu_util_;

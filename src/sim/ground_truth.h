@@ -35,14 +35,14 @@ class GroundTruth {
   virtual RunRate Rate(const model::PlacedWorkload& pw, const model::ClusterState& cluster) = 0;
   // Power draw of GPU g in watts at SM load `load` (0..1: Σ of its clients' sm_load).
   virtual double GpuPower(model::GpuIndex g, double load, const model::ClusterState& cluster) = 0;
-  // What `w` holds and does `since_start_s` seconds into its current run (sim/usage.h);
-  // nullopt when its application states no trajectory (it holds what its slices reserve).
   // The truth's clock: what moves with time (an online service's offered load) is evaluated at
   // the last time set. The engine sets it before it asks for rates.
   virtual void SetTime(double /*t*/) {}
   // Whether `w` serves an offered load that moves with time: the engine then re-rates it every
   // EngineOptions::load_interval_s and records its load and service rate.
   virtual bool HasOfferedLoad(const model::Workload& /*w*/) const { return false; }
+  // What `w` holds and does `since_start_s` seconds into its current run (sim/usage.h);
+  // nullopt when its application states no trajectory (it holds what its slices reserve).
   virtual std::optional<UsagePoint> UsageAt(const model::Workload& /*w*/,
                                             double /*since_start_s*/) const {
     return std::nullopt;

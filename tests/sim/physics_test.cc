@@ -316,6 +316,14 @@ class SharingTest : public ::testing::Test {
   void Job(int32_t milli) {
     ASSERT_TRUE(c_.Place(W(2, "b"), {2, 0, {{0, milli, 10000, /*best_effort=*/true}}}));
   }
+  // s offered a flat 50 QPS (u = 0.25 alone) beside b at `milli`, shared the given way.
+  Physics Shared(PhysicsOptions::Sharing sharing, int32_t milli) {
+    Physics p = Make(sharing);
+    Service();
+    Job(milli);
+    p.SetOfferedLoad(1, {.trough_qps = 50, .peak_qps = 50});
+    return p;
+  }
   ClusterState c_;
 };
 
@@ -349,10 +357,7 @@ TEST_F(SharingTest, AServiceServesItsOfferedLoadAndIsBusyOnlyForIt) {
 }
 
 TEST_F(SharingTest, AnMpsBestEffortJobPressesInProportionToItsSms) {
-  Physics p = Make(PhysicsOptions::Sharing::kMps);
-  Service();
-  Job(600);
-  p.SetOfferedLoad(1, {.trough_qps = 50, .peak_qps = 50});
+  Physics p = Shared(PhysicsOptions::Sharing::kMps, 600);
   // b at 60 % of the SMs: 10 ms per iteration, SM-bound all of it: duty 1, share 0.6.
   // s's SM-bound 3 ms × (1 + 0.32 × 0.6 × 1) = 3.576 ms; its fixed part waits on nothing
   // (b has none): 5.576 ms, capacity 1000 / 5.576.
@@ -365,10 +370,7 @@ TEST_F(SharingTest, AnMpsBestEffortJobPressesInProportionToItsSms) {
 }
 
 TEST_F(SharingTest, TimeSlicingDoublesTheServicesTimeAndLeavesTheJobTheRest) {
-  Physics p = Make(PhysicsOptions::Sharing::kTimeSlice);
-  Service();
-  Job(1000);
-  p.SetOfferedLoad(1, {.trough_qps = 50, .peak_qps = 50});
+  Physics p = Shared(PhysicsOptions::Sharing::kTimeSlice, 1000);
   // b is busy all the time: s's 5 engine-active ms wait out b's slices, 10 ms, 100 QPS.
   const RunRate s = p.Rate(*c_.Find(1), c_);
   EXPECT_NEAR(s.capacity_qps, 100, 1e-9);
@@ -379,10 +381,7 @@ TEST_F(SharingTest, TimeSlicingDoublesTheServicesTimeAndLeavesTheJobTheRest) {
 }
 
 TEST_F(SharingTest, PriorityTimeSlicingCostsTheServiceOnlyThePreemption) {
-  Physics p = Make(PhysicsOptions::Sharing::kPriorityTimeSlice);
-  Service();
-  Job(1000);
-  p.SetOfferedLoad(1, {.trough_qps = 50, .peak_qps = 50});
+  Physics p = Shared(PhysicsOptions::Sharing::kPriorityTimeSlice, 1000);
   // 5 ms × 1.05; b gets 1 − 0.25 × 1.05 of the time.
   EXPECT_NEAR(p.Rate(*c_.Find(1), c_).capacity_qps, 1000 / 5.25, 1e-9);
   EXPECT_NEAR(p.Rate(*c_.Find(2), c_).qps, (1 - 0.25 * 1.05) / 0.006, 1e-9);
