@@ -16,12 +16,14 @@
 #include "policy/registry.h"
 #include "report/online_offline_report.h"
 #include "report/openb_report.h"
+#include "report/overprovision_report.h"
 #include "report/thesis_report.h"
 #include "sim/apps.h"
 #include "sim/calibrate.h"
 #include "sim/embedded_apps.h"
 #include "sim/online_offline.h"
 #include "sim/openb.h"
+#include "sim/overprovision.h"
 #include "sim/packing.h"
 #include "sim/thesis.h"
 
@@ -49,11 +51,12 @@ struct SimulateFlags {
 // "10" -> 1..10; "42-51" -> 42..51.
 Expected<std::vector<uint64_t>> ParseSeeds(const SimulateFlags& f) {
   if (f.seed) return std::vector<uint64_t>{*f.seed};
-  const std::string text = !f.seeds.empty()                 ? f.seeds
-                           : f.experiment == "thesis"       ? "10"
-                           : f.experiment == "thesis-scale" ? "1"
-                           : f.experiment == "openb-alloc"  ? "42"
-                                                            : "3";
+  const std::string text = !f.seeds.empty()                  ? f.seeds
+                           : f.experiment == "thesis"        ? "10"
+                           : f.experiment == "thesis-scale"  ? "1"
+                           : f.experiment == "openb-alloc"   ? "42"
+                           : f.experiment == "overprovision" ? "10"
+                                                             : "3";
   return ParseSeedRange(text);
 }
 
@@ -396,6 +399,58 @@ Status RunOnlineOfflineExperiment(const SimulateFlags& f, const std::vector<uint
   return {};
 }
 
+// overprovision (issue #16; seed 003 §6): both mixes at every over-provisioning percentage.
+Status RunOverprovisionExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
+  Expected<sim::AppCatalog> catalog = CatalogOf(f);
+  if (!catalog) return Failed(catalog.error());
+  std::vector<std::string> policies = f.policies;
+  if (policies.empty()) {
+    for (std::string_view p : sim::OverprovisionPolicies()) policies.emplace_back(p);
+  }
+  const sim::OverprovisionScenario scenario;
+  std::vector<sim::OverprovisionRun> means;
+  for (std::string_view mix : sim::OverprovisionMixes()) {
+    for (const std::string& policy : policies) {
+      for (int pct : scenario.overprovision_pct) {
+        std::vector<sim::OverprovisionRun> runs;
+        for (uint64_t seed : seeds) {
+          Progress(fmt::format("overprovision: {} {} {}% seed {}", mix, policy, pct, seed), false);
+          Expected<sim::OverprovisionRun> run =
+              sim::RunOverprovision(policy, mix, pct, scenario, seed, *catalog);
+          if (!run) {
+            Progress("", true);
+            return Failed(run.error());
+          }
+          runs.push_back(std::move(*run));
+        }
+        means.push_back(sim::MeanOf(runs));
+      }
+    }
+  }
+  Progress("", true);
+  if (!f.out.empty()) {
+    auto written = report::WriteOverprovisionReport(f.out, seeds.size(), means);
+    if (!written) return Failed(written.error());
+  }
+  if (f.json) {
+    std::printf("%s\n", report::OverprovisionJson(seeds.size(), means).dump(2).c_str());
+    return {};
+  }
+  std::printf(
+      "experiment overprovision: one %s, MLPerf SingleStream engines arriving every %.0f-%.0f s, "
+      "%zu seed(s)\n\n",
+      scenario.gpu.c_str(), scenario.arrival_min_s, scenario.arrival_max_s, seeds.size());
+  std::printf("%-14s %-16s %5s %10s %10s %10s %7s %8s %10s %6s\n", "mix", "policy", "over%",
+              "pending s", "e2e p99 s", "mem MiB", "util %", "power W", "energy kJ", "OOM");
+  for (const sim::OverprovisionRun& m : means) {
+    std::printf("%-14s %-16s %5d %10.1f %10.1f %10.0f %7.1f %8.1f %10.1f %6.1f\n", m.mix.c_str(),
+                m.policy.c_str(), m.overprovision_pct, m.pending_s_mean, m.e2e_p99_s,
+                m.gpu_mem_used_mean, 100 * m.gpu_util_mean, m.power_w_mean, m.energy_j / 1000,
+                m.oom_kills);
+  }
+  return {};
+}
+
 Status RunSimulate(SimulateFlags f) {
   for (const std::string& arg : f.policy_args) {
     Expected<std::vector<std::string>> list = SplitPolicyList(arg);
@@ -415,6 +470,7 @@ Status RunSimulate(SimulateFlags f) {
     return RunThesisExperiment(f, *seeds);
   }
   if (f.experiment == "openb-alloc") return RunOpenbExperiment(f, *seeds);
+  if (f.experiment == "overprovision") return RunOverprovisionExperiment(f, *seeds);
   return RunPackingExperiment(f, *seeds);
 }
 
@@ -425,8 +481,8 @@ void AddSimulate(CLI::App& app, Status* status) {
   CLI::App* sub = app.add_subcommand(
       "simulate", "Run a simulated experiment on the scheduler core and compare policies");
   sub->add_option("--experiment", flags->experiment, "Experiment preset")
-      ->check(CLI::IsMember(
-          {"thesis", "thesis-scale", "packing", "openb-alloc", "online-offline", "calibrate"}))
+      ->check(CLI::IsMember({"thesis", "thesis-scale", "packing", "openb-alloc", "online-offline",
+                             "overprovision", "calibrate"}))
       ->capture_default_str();
   sub->add_option("--policy", flags->policy_args,
                   "Policies to compare, comma-separated or repeated; NAME{json} gives options, "
@@ -437,7 +493,7 @@ void AddSimulate(CLI::App& app, Status* status) {
       sub->add_option("--seed", flags->seed, "One seed, 0..2^64-1")->check(SeedCheck());
   sub->add_option("--seeds", flags->seeds,
                   "Seeds: N (1..N) or A-B, at most 10,000 (default: thesis 10, packing 3, "
-                  "openb-alloc 42, online-offline 3)")
+                  "openb-alloc 42, online-offline 3, overprovision 10)")
       ->check(SeedsCheck())
       ->excludes(seed);
   sub->add_option("--apps", flags->apps,
@@ -462,7 +518,7 @@ void AddSimulate(CLI::App& app, Status* status) {
   sub->add_option("--out", flags->out,
                   "thesis, thesis-scale: directory for report.json, workloads.csv and "
                   "report.html; openb-alloc: directory for curves (CSV) and the plot (HTML/SVG); "
-                  "online-offline: directory for report.json and report.html; "
+                  "online-offline, overprovision: directory for report.json and report.html; "
                   "calibrate: the catalogue file to write");
   sub->add_flag("--json", flags->json, "Print one JSON object instead of a table");
   sub->add_flag("--list-policies", flags->list_policies,

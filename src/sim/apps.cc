@@ -300,23 +300,20 @@ Expected<AppCatalog> ParseAppCatalog(const std::string& text, const std::string&
   auto ref = Get<std::string>(file, root, "reference_gpu", false, catalog.reference_gpu);
   if (!ref) return std::unexpected(ref.error());
   catalog.reference_gpu = *ref;
-  if (root["training"] && !root["training"].IsSequence()) {
-    return At(file, root["training"], "'training' must be a list of apps");
-  }
-  std::set<std::string> keys;      // unique across both lists
+  std::set<std::string> keys;      // unique across the lists
   predict::FeatureTable declared;  // checks that a feature has one kind across the apps
-  for (const YAML::Node& n : root["apps"]) {
-    if (auto a = ParseApp(file, n, keys, declared); !a) {
-      return std::unexpected(a.error());
-    } else {
-      catalog.apps.push_back(std::move(*a));
-    }
-  }
-  for (const YAML::Node& n : root["training"]) {
-    if (auto a = ParseApp(file, n, keys, declared); !a) {
-      return std::unexpected(a.error());
-    } else {
-      catalog.training.push_back(std::move(*a));
+  for (auto [key, list] :
+       {std::pair{"apps", &catalog.apps}, std::pair{"training", &catalog.training},
+        std::pair{"sharing", &catalog.sharing}}) {
+    const YAML::Node seq = root[key];
+    if (!seq) continue;
+    if (!seq.IsSequence()) return At(file, seq, fmt::format("'{}' must be a list of apps", key));
+    for (const YAML::Node& n : seq) {
+      if (auto a = ParseApp(file, n, keys, declared); !a) {
+        return std::unexpected(a.error());
+      } else {
+        list->push_back(std::move(*a));
+      }
     }
   }
   return catalog;
@@ -341,6 +338,7 @@ Expected<void> SaveAppCatalog(const AppCatalog& catalog, const std::string& path
   };
   list("apps", catalog.apps);
   if (!catalog.training.empty()) list("training", catalog.training);
+  if (!catalog.sharing.empty()) list("sharing", catalog.sharing);
   out << YAML::EndMap;
   std::ofstream f(path);
   if (!f) return Fail("{}: cannot write", path);

@@ -59,6 +59,11 @@ struct AppCatalog {
   // that runs training moves the ones it needs into `apps` of its own copy. Keys are unique
   // across both lists.
   std::vector<AppSpec> training;
+  // `sharing:` inference engines whose memory, SM and bandwidth use move while they run
+  // (`usage`), for the experiments of the policies that share GPUs by memory (issue #16; seeds
+  // 003 and 004), kept apart for the same reason as `training`.
+  std::vector<AppSpec> sharing;
+  // Searches `apps` only: an experiment moves what it runs there.
   const AppSpec* Find(const std::string& key) const;
 };
 

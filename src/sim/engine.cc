@@ -258,6 +258,10 @@ void Engine::SampleUsage() {
     x.use = UsagePoint{};
     OomKill(x.id);
   }
+  // What the GPUs hold until the next sample (the memory integral of EngineResult).
+  for (const auto& [index, p] : use) {
+    memory_time_ += std::max(0.0, p.sum.memory_mib) * options_.usage_interval_s;
+  }
   if (options_.telemetry) {
     for (const Sampled& x : sampled) {
       if (!x.use) continue;
@@ -511,6 +515,7 @@ EngineResult Engine::Run() {
   result.energy_j = energy_j_;
   result.gpu_util_integral = util_time_;
   result.sm_activity_integral = sm_time_;
+  result.gpu_memory_integral = memory_time_;
   result.load_ticks = std::move(load_ticks_);
   result.power_w_mean = last_t_ > 0 ? energy_j_ / last_t_ : 0;
   result.scheduler = scheduler_.totals();

@@ -122,6 +122,10 @@ struct EngineResult {
   // over the whole run, for experiments whose work never drains (online services).
   double gpu_util_integral = 0;
   double sm_activity_integral = 0;
+  // Σ over partitions of ∫ GPU memory used dt (MiB·s), from the usage samples (each holds
+  // until the next one): what DCGM's FB_USED would integrate. Only while workloads with a
+  // usage trajectory run (0 otherwise).
+  double gpu_memory_integral = 0;
   std::vector<ClusterSample> load_ticks;  // one per load tick (online services only)
   sched::CycleStats scheduler;
 };
@@ -237,6 +241,7 @@ class Engine {
   double energy_j_ = 0;
   double util_time_ = 0;    // Σ_gpus ∫ util dt
   double sm_time_ = 0;      // Σ_gpus ∫ SM load dt
+  double memory_time_ = 0;  // Σ_partitions ∫ memory used dt (MiB·s), from usage samples
   double active_time_ = 0;  // ∫ dt while anything ran
 };
 

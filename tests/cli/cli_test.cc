@@ -277,6 +277,27 @@ TEST(CliTest, ExplainMemorySharingShowsTheCheckThatLetThePodIn) {
   EXPECT_NE(knots.find("in by CBP"), std::string::npos) << knots;
 }
 
+TEST(CliTest, OverprovisionWritesItsJsonAndReport) {
+  const std::string dir = testing::TempDir() + "/overprovision_cli";
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(
+      RunArgs({"simulate", "--experiment", "overprovision", "--seed", "1", "--policy",
+               "whole-gpu,resource-aware{\"peak_prediction\":false}", "--json", "--out", dir}),
+      0);
+  const nlohmann::json j = nlohmann::json::parse(testing::internal::GetCapturedStdout());
+  EXPECT_EQ(j["experiment"], "overprovision");
+  // 2 mixes × 2 policies × 6 percentages.
+  ASSERT_EQ(j["results"].size(), 24u);
+  EXPECT_EQ(j["results"][0]["policy"], "whole-gpu");
+  EXPECT_EQ(j["results"][6]["policy"], "resource-aware{\"peak_prediction\":false}");
+  EXPECT_EQ(j["results"][0]["oom_kills"], 0.0);  // one engine per GPU never runs out
+  EXPECT_TRUE(std::ifstream(dir + "/report.html").good());
+  EXPECT_TRUE(std::ifstream(dir + "/report.json").good());
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "overprovision", "--policy", "fifo"}), 2);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("fifo"), std::string::npos);
+}
+
 TEST(CliTest, OnlineOfflineWritesItsJsonAndReport) {
   const std::string dir = testing::TempDir() + "/online_offline_cli";
   testing::internal::CaptureStdout();

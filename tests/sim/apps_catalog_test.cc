@@ -297,5 +297,25 @@ TEST(TrainingAppsTest, TheyAreParsedApartAndKeysAreUniqueAcrossBothLists) {
   EXPECT_NE(not_a_list.error().message.find("'training' must be a list"), std::string::npos);
 }
 
+// Issue #16: seed 003's engines live in `sharing`, apart from both; keys unique across all three.
+TEST(SharingAppsTest, TheyAreParsedApartAndKeysAreUniqueAcrossTheLists) {
+  const std::string app = "{key: t, compute_s: 1, memory_s: 0, fixed_s: 0, footprint_mib: 1}";
+  const std::string other = "{key: u, compute_s: 1, memory_s: 0, fixed_s: 0, footprint_mib: 1}";
+  auto ok = ParseAppCatalog("apps:\n  - " + app + "\nsharing:\n  - " + other + "\n", "apps.yaml");
+  ASSERT_TRUE(ok) << ok.error().message;
+  ASSERT_EQ(ok->sharing.size(), 1u);
+  EXPECT_EQ(ok->sharing[0].key, "u");
+  EXPECT_TRUE(ok->training.empty());
+  EXPECT_EQ(ok->Find("u"), nullptr);
+  auto twice = ParseAppCatalog(
+      "apps:\n  - " + app + "\ntraining:\n  - " + other + "\nsharing:\n  - " + other + "\n",
+      "apps.yaml");
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().message.rfind("apps.yaml:6:", 0), 0u) << twice.error().message;
+  auto not_a_list = ParseAppCatalog("apps:\n  - " + app + "\nsharing: {}\n", "apps.yaml");
+  ASSERT_FALSE(not_a_list);
+  EXPECT_NE(not_a_list.error().message.find("'sharing' must be a list"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tessera::sim

@@ -233,6 +233,9 @@ TEST_F(EngineTest, AGpuOutgrownByItsClientsKillsTheGrowerWhichRestartsFromItsChe
   EXPECT_NEAR(at(*sm, 20), 0.6, 1e-12);  // the grower alone
   // A finished workload's own series are forgotten with it.
   EXPECT_EQ(t.BandwidthSeries("grow", 1e9), std::nullopt);
+  // Memory held, each sample for its second: 12000 × 5 (t = 0..4) + 8000 × 10 (5..14) + 12000 × 3
+  // (15..17) + 4000 × 2 (18, 19: the steady one ended at 18) + 9000 × 5 (20..24) MiB·s.
+  EXPECT_DOUBLE_EQ(r.gpu_memory_integral, 60000 + 80000 + 36000 + 8000 + 45000);
 }
 
 TEST_F(EngineTest, EachWorkloadsOwnUseIsPublishedUnderItsName) {

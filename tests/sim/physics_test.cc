@@ -387,5 +387,39 @@ TEST_F(SharingTest, PriorityTimeSlicingCostsTheServiceOnlyThePreemption) {
   EXPECT_NEAR(p.Rate(*c_.Find(2), c_).qps, (1 - 0.25 * 1.05) / 0.006, 1e-9);
 }
 
+// Seed 003 §4: four TF ssd-mobilenet engines sharing a V100 by memory (gpushare at 0 %
+// over-provisioning) finish the workload 2.67× faster than one engine per GPU. The `sharing`
+// apps' sensitivity (0.06) is set so: four memory shares (best effort, no MPS reservation)
+// together serve 2.67× one engine alone, within 5 %.
+TEST(Seed003SharingTest, FourEnginesServe267TimesOne) {
+  auto full = LoadAppCatalog(TESSERA_SOURCE_DIR "/data/apps.yaml");
+  ASSERT_TRUE(full) << full.error().message;
+  AppCatalog catalog;
+  catalog.apps = full->sharing;
+  Physics physics(catalog, 1, {.noise_sd = 0});
+  ClusterState c;
+  ASSERT_TRUE(
+      c.AddNode(model::UniformNode("v100", *model::FindGpuModel("V100-32GB"), 1, 64000, 1 << 20)));
+  const model::PartitionIndex p = ClusterState::PartitionOf(0, 0);
+  auto engine = [](model::WorkloadId id) {
+    model::Workload w;
+    w.id = id;
+    w.name = "engine-" + std::to_string(id);
+    w.app = "mlperf/tf/ssd-mobilenet";
+    w.queries = 1024;
+    w.gpu = {.count = 1, .milli = 1000, .memory_mib = 7168};
+    return w;
+  };
+  ASSERT_TRUE(c.Place(engine(1), {1, 0, {{.partition = p, .best_effort = true}}}));
+  const double alone = physics.Rate(*c.Find(1), c).qps;
+  EXPECT_NEAR(alone, 14.6, 0.1 * 14.6);  // tf/ssd-mobilenet's speed: the V100's ~14 QPS
+  for (model::WorkloadId id = 2; id <= 4; ++id) {
+    ASSERT_TRUE(c.Place(engine(id), {id, 0, {{.partition = p, .best_effort = true}}}));
+  }
+  double together = 0;
+  for (model::WorkloadId id = 1; id <= 4; ++id) together += physics.Rate(*c.Find(id), c).qps;
+  EXPECT_NEAR(together / alone, 2.67, 0.05 * 2.67);
+}
+
 }  // namespace
 }  // namespace tessera::sim

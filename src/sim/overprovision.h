@@ -1,0 +1,76 @@
+#pragma once
+// The over-provisioning experiment (issue #16; seed 003 §6): MLPerf SingleStream inference
+// engines arrive one by one, uniformly every [5, 10] s, at one V100-32GB. Each asks for more GPU
+// memory than it uses by an over-provisioning percentage (0 to 250 % in steps of 50 %): its
+// request is its peak use × (1 + pct/100), so at 0 % a 7 GB engine asks for 7 GB (003 §6.1).
+// What it really holds moves as data/apps.yaml's `sharing` apps state (sim/usage.h): a container
+// start, a model load at half its memory, then its working set. Two mixes:
+//
+//   homogeneous     25 TensorFlow ssd-mobilenet engines of 1,024 queries (003 §6.1)
+//   heterogeneous   the 25 engines of 003 Table 2, in an order drawn per seed
+//
+// Policies: whole-gpu (Kubernetes' device plugin), gpushare (Alibaba's extender: packs by
+// request), resource-aware (003 §5: packs by use). Any registered policy may be named, with
+// options (NAME{json}). Metrics per run: mean pending time (first bind − arrival), the p99 of
+// end-to-end time (end − arrival), the GPU's mean memory used, utilisation and power over the
+// makespan, the energy, and OOM kills. Deterministic for (policy, mix, pct, seed).
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "sim/apps.h"
+
+namespace tessera::sim {
+
+struct SharingEngine {
+  std::string app;  // key in the catalogue's `sharing` list
+  int64_t queries = 0;
+};
+
+struct OverprovisionScenario {
+  std::string gpu = "V100-32GB";
+  double arrival_min_s = 5;
+  double arrival_max_s = 10;
+  std::vector<int> overprovision_pct = {0, 50, 100, 150, 200, 250};
+  int homogeneous_engines = 25;  // 003 does not say; Table 2's mix has 25
+  std::string homogeneous_app = "mlperf/tf/ssd-mobilenet";
+  int64_t homogeneous_queries = 1024;
+};
+
+// The mixes, in report order, and their engines (before the per-seed shuffle).
+std::span<const std::string_view> OverprovisionMixes();
+[[nodiscard]] Expected<std::vector<SharingEngine>> MixEngines(
+    std::string_view mix, const OverprovisionScenario& scenario);
+// whole-gpu, gpushare, resource-aware.
+std::span<const std::string_view> OverprovisionPolicies();
+// What an engine of `app` asks for at `pct` % over-provisioning: ceil(peak use × (1 + pct/100)).
+int64_t OverprovisionedRequestMib(const AppSpec& app, int pct);
+
+struct OverprovisionRun {
+  std::string policy;
+  std::string mix;
+  int overprovision_pct = 0;
+  uint64_t seed = 0;
+  double pending_s_mean = 0;
+  double e2e_p99_s = 0;
+  double gpu_mem_used_mean = 0;  // MiB, time-mean over the makespan
+  double gpu_util_mean = 0;      // SM activity, 0..1, time-mean over the makespan
+  double power_w_mean = 0;       // mean over the run (t = 0 to the last event)
+  double energy_j = 0;           // over the run
+  double oom_kills = 0;
+  double makespan_s = 0;
+  double engines_failed = 0;
+};
+
+[[nodiscard]] Expected<OverprovisionRun> RunOverprovision(std::string_view policy,
+                                                          std::string_view mix, int pct,
+                                                          const OverprovisionScenario& scenario,
+                                                          uint64_t seed, const AppCatalog& catalog);
+// Means over seeds; policy, mix and pct of the first.
+OverprovisionRun MeanOf(std::span<const OverprovisionRun> runs);
+
+}  // namespace tessera::sim

@@ -1,0 +1,118 @@
+#include "sim/overprovision.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "sim/embedded_apps.h"
+
+namespace tessera::sim {
+namespace {
+
+class OverprovisionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = ParseAppCatalog(std::string(EmbeddedAppsYaml()), "data/apps.yaml");
+    ASSERT_TRUE(c) << c.error().message;
+    catalog_ = std::move(*c);
+  }
+  const AppSpec& Sharing(const std::string& key) const {
+    for (const AppSpec& a : catalog_.sharing) {
+      if (a.key == key) return a;
+    }
+    ADD_FAILURE() << key;
+    return catalog_.sharing.front();
+  }
+  OverprovisionRun Run(std::string_view policy, std::string_view mix, int pct, uint64_t seed = 1) {
+    auto r = RunOverprovision(policy, mix, pct, scenario_, seed, catalog_);
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? *r : OverprovisionRun{};
+  }
+  AppCatalog catalog_;
+  OverprovisionScenario scenario_;
+};
+
+// 003 §6.1: a TF ssd-mobilenet engine needs about 7 GB; at 0, 50, 100 and 150 % gpushare fits 4,
+// 3, 2 and 1 of them on a 32 GB card. 7,168 MiB × (1, 1.5, 2, 2.5, 3, 3.5).
+TEST_F(OverprovisionTest, RequestsScaleThePeakUseAsSeed003Counts) {
+  const AppSpec& ssd = Sharing("mlperf/tf/ssd-mobilenet");
+  EXPECT_EQ(ssd.usage.PeakMemoryMib(), 7168);
+  const int64_t want[] = {7168, 10752, 14336, 17920, 21504, 25088};
+  const int fit[] = {4, 3, 2, 1, 1, 1};
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(OverprovisionedRequestMib(ssd, 50 * i), want[i]) << 50 * i;
+    EXPECT_EQ(32768 / want[i], fit[i]) << 50 * i;
+  }
+}
+
+// 003 Table 2: 25 engines; queries 2·1024 + 2·2048 + 2·256 + 2·512 + 2·4096 + 2·8192 + 3·128 +
+// 2·1024 + 2·64 + 2·1024 + 2·512 + 2·4096 = 46,080.
+TEST_F(OverprovisionTest, TheMixesAreSeed003s) {
+  auto homo = MixEngines("homogeneous", scenario_);
+  ASSERT_TRUE(homo);
+  EXPECT_EQ(homo->size(), 25u);
+  for (const SharingEngine& e : *homo) EXPECT_EQ(e.queries, 1024);
+  auto hetero = MixEngines("heterogeneous", scenario_);
+  ASSERT_TRUE(hetero);
+  EXPECT_EQ(hetero->size(), 25u);
+  EXPECT_EQ(std::accumulate(hetero->begin(), hetero->end(), int64_t{0},
+                            [](int64_t s, const SharingEngine& e) { return s + e.queries; }),
+            46080);
+  for (const SharingEngine& e : *hetero) EXPECT_FALSE(Sharing(e.app).usage.empty()) << e.app;
+  EXPECT_FALSE(MixEngines("mixed", scenario_));
+}
+
+// Whole GPUs: one engine at a time, first come first served, so each ends one run time after
+// max(its arrival, the previous end); the run time is the same for every engine of the
+// homogeneous mix (1,024 queries alone on the V100), so the pending times follow by hand.
+TEST_F(OverprovisionTest, WholeGpuIsASingleServerQueue) {
+  scenario_.homogeneous_engines = 6;
+  const OverprovisionRun r = Run("whole-gpu", "homogeneous", 0);
+  EXPECT_EQ(r.oom_kills, 0);
+  EXPECT_EQ(r.engines_failed, 0);
+  // n engines back to back: the makespan is n run times plus at most the last gap's idle.
+  const double run_s = r.makespan_s / 6;
+  EXPECT_GT(run_s, 30);  // ~14 QPS alone (data/apps.yaml): ~73 s per 1,024 queries
+  // With arrivals 5-10 s apart and runs of ~70 s, engine i waits about i·(run − 7.5) s.
+  EXPECT_GT(r.pending_s_mean, 2.5 * (run_s - 10) - 1);
+  EXPECT_LT(r.pending_s_mean, 2.5 * (run_s - 5) + 1);
+}
+
+// gpushare at 150 % and above fits one engine per GPU: the same schedule as whole GPUs.
+TEST_F(OverprovisionTest, GpushareDecaysToWholeGpu) {
+  scenario_.homogeneous_engines = 8;
+  const OverprovisionRun whole = Run("whole-gpu", "homogeneous", 150);
+  for (int pct : {150, 250}) {
+    const OverprovisionRun share = Run("gpushare", "homogeneous", pct);
+    EXPECT_NEAR(share.pending_s_mean, whole.pending_s_mean, 1e-6) << pct;
+    EXPECT_NEAR(share.makespan_s, whole.makespan_s, 1e-6) << pct;
+  }
+  // At 0 % it runs four at a time and waits far less.
+  EXPECT_LT(Run("gpushare", "homogeneous", 0).pending_s_mean, whole.pending_s_mean / 2);
+}
+
+// resource-aware packs by what the engines use, so 250 % over-provisioning still shares the GPU;
+// the same seed, percentage and mix give the same run.
+TEST_F(OverprovisionTest, ResourceAwareKeepsSharingWhenRequestsAreInflated) {
+  scenario_.homogeneous_engines = 8;
+  const OverprovisionRun whole = Run("whole-gpu", "homogeneous", 250);
+  const OverprovisionRun aware = Run("resource-aware", "homogeneous", 250);
+  EXPECT_LT(aware.pending_s_mean, whole.pending_s_mean / 2);
+  EXPECT_GT(aware.gpu_mem_used_mean, whole.gpu_mem_used_mean);
+  const OverprovisionRun again = Run("resource-aware", "homogeneous", 250);
+  EXPECT_EQ(again.pending_s_mean, aware.pending_s_mean);
+  EXPECT_EQ(again.energy_j, aware.energy_j);
+}
+
+TEST_F(OverprovisionTest, BadInputIsOneError) {
+  EXPECT_FALSE(RunOverprovision("no-such-policy", "homogeneous", 0, scenario_, 1, catalog_));
+  EXPECT_FALSE(RunOverprovision("gpushare", "homogeneous", -50, scenario_, 1, catalog_));
+  AppCatalog empty = catalog_;
+  empty.sharing.clear();
+  auto r = RunOverprovision("gpushare", "homogeneous", 0, scenario_, 1, empty);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("mlperf/tf/ssd-mobilenet"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::sim
