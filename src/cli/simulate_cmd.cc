@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/policy_flags.h"
 #include "policy/registry.h"
+#include "report/knots_report.h"
 #include "report/online_offline_report.h"
 #include "report/openb_report.h"
 #include "report/overprovision_report.h"
@@ -21,6 +22,7 @@
 #include "sim/apps.h"
 #include "sim/calibrate.h"
 #include "sim/embedded_apps.h"
+#include "sim/knots.h"
 #include "sim/online_offline.h"
 #include "sim/openb.h"
 #include "sim/overprovision.h"
@@ -56,6 +58,7 @@ Expected<std::vector<uint64_t>> ParseSeeds(const SimulateFlags& f) {
                            : f.experiment == "thesis-scale"  ? "1"
                            : f.experiment == "openb-alloc"   ? "42"
                            : f.experiment == "overprovision" ? "10"
+                           : f.experiment == "knots"         ? "10"
                                                              : "3";
   return ParseSeedRange(text);
 }
@@ -451,6 +454,52 @@ Status RunOverprovisionExperiment(const SimulateFlags& f, const std::vector<uint
   return {};
 }
 
+// knots (issue #16; seed 004): batch jobs and inference pods on 10 GPU nodes.
+Status RunKnotsExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
+  Expected<sim::AppCatalog> catalog = CatalogOf(f);
+  if (!catalog) return Failed(catalog.error());
+  std::vector<std::string> policies = f.policies;
+  if (policies.empty()) {
+    for (std::string_view p : sim::KnotsPolicies()) policies.emplace_back(p);
+  }
+  const sim::KnotsScenario scenario;
+  std::vector<sim::KnotsRun> means;
+  for (const std::string& policy : policies) {
+    std::vector<sim::KnotsRun> runs;
+    for (uint64_t seed : seeds) {
+      Progress(fmt::format("knots: {} seed {}", policy, seed), false);
+      Expected<sim::KnotsRun> run = sim::RunKnots(policy, scenario, seed, *catalog);
+      if (!run) {
+        Progress("", true);
+        return Failed(run.error());
+      }
+      runs.push_back(std::move(*run));
+    }
+    means.push_back(sim::MeanOf(runs));
+  }
+  Progress("", true);
+  if (!f.out.empty()) {
+    auto written = report::WriteKnotsReport(f.out, seeds.size(), means);
+    if (!written) return Failed(written.error());
+  }
+  if (f.json) {
+    std::printf("%s\n", report::KnotsJson(seeds.size(), means).dump(2).c_str());
+    return {};
+  }
+  std::printf(
+      "experiment knots: %d x %s, %d batch jobs and %d inference pods over %.0f s, %zu seed(s)\n\n",
+      scenario.nodes, scenario.gpu.c_str(), scenario.batch_jobs, scenario.inference_pods,
+      scenario.submit_window_s, seeds.size());
+  std::printf("%-14s %8s %10s %10s %8s %8s %10s\n", "policy", "SM %", "batch JCT", "energy kJ",
+              "QoS viol", "OOM", "makespan");
+  for (const sim::KnotsRun& m : means) {
+    std::printf("%-14s %8.1f %9.0fs %10.1f %8.1f %8.1f %9.0fs\n", m.policy.c_str(),
+                100 * m.gpu_util_mean, m.jct_s_mean, m.energy_j / 1000, m.qos_violations,
+                m.oom_kills, m.makespan_s);
+  }
+  return {};
+}
+
 Status RunSimulate(SimulateFlags f) {
   for (const std::string& arg : f.policy_args) {
     Expected<std::vector<std::string>> list = SplitPolicyList(arg);
@@ -471,6 +520,7 @@ Status RunSimulate(SimulateFlags f) {
   }
   if (f.experiment == "openb-alloc") return RunOpenbExperiment(f, *seeds);
   if (f.experiment == "overprovision") return RunOverprovisionExperiment(f, *seeds);
+  if (f.experiment == "knots") return RunKnotsExperiment(f, *seeds);
   return RunPackingExperiment(f, *seeds);
 }
 
@@ -482,7 +532,7 @@ void AddSimulate(CLI::App& app, Status* status) {
       "simulate", "Run a simulated experiment on the scheduler core and compare policies");
   sub->add_option("--experiment", flags->experiment, "Experiment preset")
       ->check(CLI::IsMember({"thesis", "thesis-scale", "packing", "openb-alloc", "online-offline",
-                             "overprovision", "calibrate"}))
+                             "overprovision", "knots", "calibrate"}))
       ->capture_default_str();
   sub->add_option("--policy", flags->policy_args,
                   "Policies to compare, comma-separated or repeated; NAME{json} gives options, "
@@ -493,7 +543,7 @@ void AddSimulate(CLI::App& app, Status* status) {
       sub->add_option("--seed", flags->seed, "One seed, 0..2^64-1")->check(SeedCheck());
   sub->add_option("--seeds", flags->seeds,
                   "Seeds: N (1..N) or A-B, at most 10,000 (default: thesis 10, packing 3, "
-                  "openb-alloc 42, online-offline 3, overprovision 10)")
+                  "openb-alloc 42, online-offline 3, overprovision and knots 10)")
       ->check(SeedsCheck())
       ->excludes(seed);
   sub->add_option("--apps", flags->apps,
@@ -515,11 +565,12 @@ void AddSimulate(CLI::App& app, Status* status) {
                   "Arrived GPU load to inflate the pods to, x capacity (openb-alloc)")
       ->check(CLI::Range(0.01, 10.0))
       ->capture_default_str();
-  sub->add_option("--out", flags->out,
-                  "thesis, thesis-scale: directory for report.json, workloads.csv and "
-                  "report.html; openb-alloc: directory for curves (CSV) and the plot (HTML/SVG); "
-                  "online-offline, overprovision: directory for report.json and report.html; "
-                  "calibrate: the catalogue file to write");
+  sub->add_option(
+      "--out", flags->out,
+      "thesis, thesis-scale: directory for report.json, workloads.csv and "
+      "report.html; openb-alloc: directory for curves (CSV) and the plot (HTML/SVG); "
+      "online-offline, overprovision, knots: directory for report.json and report.html; "
+      "calibrate: the catalogue file to write");
   sub->add_flag("--json", flags->json, "Print one JSON object instead of a table");
   sub->add_flag("--list-policies", flags->list_policies,
                 "List the registered policies with their options and defaults, and exit");

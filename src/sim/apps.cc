@@ -286,6 +286,13 @@ const AppSpec* AppCatalog::Find(const std::string& key) const {
   return nullptr;
 }
 
+AppCatalog SharingCatalog(const AppCatalog& catalog) {
+  AppCatalog out;
+  out.reference_gpu = catalog.reference_gpu;
+  out.apps = catalog.sharing;
+  return out;
+}
+
 Expected<AppCatalog> ParseAppCatalog(const std::string& text, const std::string& file) {
   YAML::Node root;
   try {

@@ -67,6 +67,9 @@ struct AppCatalog {
   const AppSpec* Find(const std::string& key) const;
 };
 
+// The catalogue the memory-sharing experiments' physics runs on: `sharing` as its `apps`.
+AppCatalog SharingCatalog(const AppCatalog& catalog);
+
 [[nodiscard]] Expected<AppCatalog> LoadAppCatalog(const std::string& path);
 [[nodiscard]] Expected<AppCatalog> ParseAppCatalog(const std::string& yaml_text,
                                                    const std::string& name_for_errors);

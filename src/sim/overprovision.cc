@@ -72,9 +72,7 @@ Expected<OverprovisionRun> RunOverprovision(std::string_view policy_spec, std::s
   Expected<std::vector<SharingEngine>> engines = MixEngines(mix, scenario);
   if (!engines) return std::unexpected(engines.error());
   // The experiment's own catalogue: the `sharing` apps, as its physics' `apps`.
-  AppCatalog catalog;
-  catalog.reference_gpu = full_catalog.reference_gpu;
-  catalog.apps = full_catalog.sharing;
+  const AppCatalog catalog = SharingCatalog(full_catalog);
   for (const SharingEngine& e : *engines) {
     const AppSpec* app = catalog.Find(e.app);
     if (app == nullptr || app->usage.empty()) {

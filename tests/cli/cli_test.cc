@@ -298,6 +298,23 @@ TEST(CliTest, OverprovisionWritesItsJsonAndReport) {
   EXPECT_NE(testing::internal::GetCapturedStderr().find("fifo"), std::string::npos);
 }
 
+TEST(CliTest, KnotsWritesItsJsonAndReport) {
+  const std::string dir = testing::TempDir() + "/knots_cli";
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "knots", "--seed", "1", "--policy",
+                     "whole-gpu,knots-pp", "--json", "--out", dir}),
+            0);
+  const nlohmann::json j = nlohmann::json::parse(testing::internal::GetCapturedStdout());
+  EXPECT_EQ(j["experiment"], "knots");
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["policy"], "whole-gpu");
+  EXPECT_EQ(j["results"][0]["oom_kills"], 0.0);
+  EXPECT_LT(j["results"][1]["jct_s_mean"].get<double>(),
+            j["results"][0]["jct_s_mean"].get<double>());
+  EXPECT_TRUE(std::ifstream(dir + "/report.html").good());
+  EXPECT_TRUE(std::ifstream(dir + "/report.json").good());
+}
+
 TEST(CliTest, OnlineOfflineWritesItsJsonAndReport) {
   const std::string dir = testing::TempDir() + "/online_offline_cli";
   testing::internal::CaptureStdout();

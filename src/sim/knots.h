@@ -1,0 +1,60 @@
+#pragma once
+// The Kube-Knots experiment (issue #16; seed 004): batch jobs whose use moves in phases and
+// latency-bound inference pods share a cluster of 10 GPU nodes. Every pod asks for the GPU
+// memory its user expects it to hold (the app's footprint_mib), which a batch job exceeds
+// during its bursts (004: SM peaks 90× and bandwidth peaks 400× the median, the whole capacity
+// used ~6 % of the time). data/apps.yaml's `sharing` list states the apps (docs/simulator.md).
+//
+// Policies, in 004's order: whole-gpu (004's Uniform, Kubernetes' default), knots-resag (first
+// fit decreasing by request), knots-cbp (correlation-based provisioning), knots-pp (CBP + peak
+// prediction). Any registered policy may be named, with options (NAME{json}).
+//
+// Metrics per run: the cluster's SM activity (time mean over GPUs and the makespan), the mean
+// job completion time of the batch jobs (end − arrival), the energy, QoS violations (inference
+// pods whose mean rate over their execution fell below their objective: `slo_fraction` of their
+// rate alone on the GPU, crash restarts included), and OOM kills. Deterministic for (policy,
+// seed).
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "sim/apps.h"
+
+namespace tessera::sim {
+
+struct KnotsScenario {
+  int nodes = 10;  // 004: "a ten node GPU cluster"
+  std::string gpu = "V100-16GB";
+  int batch_jobs = 60;
+  int inference_pods = 30;
+  double submit_window_s = 1800;  // Poisson submissions over this window
+  double slo_fraction = 0.8;      // an inference pod's objective: this share of its rate alone
+  std::vector<std::string> batch_apps = {"rodinia/lavamd", "rodinia/srad", "rodinia/backprop"};
+  std::vector<std::string> inference_apps = {"djinn/imc", "djinn/face", "djinn/pos"};
+};
+
+// whole-gpu, knots-resag, knots-cbp, knots-pp.
+std::span<const std::string_view> KnotsPolicies();
+
+struct KnotsRun {
+  std::string policy;
+  uint64_t seed = 0;
+  double gpu_util_mean = 0;  // SM activity, 0..1
+  double jct_s_mean = 0;     // batch jobs
+  double energy_j = 0;
+  double qos_violations = 0;  // inference pods below their objective
+  double oom_kills = 0;
+  double makespan_s = 0;
+  double inference_jct_s_mean = 0;
+};
+
+[[nodiscard]] Expected<KnotsRun> RunKnots(std::string_view policy, const KnotsScenario& scenario,
+                                          uint64_t seed, const AppCatalog& catalog);
+// Means over seeds; policy of the first.
+KnotsRun MeanOf(std::span<const KnotsRun> runs);
+
+}  // namespace tessera::sim
