@@ -26,8 +26,9 @@ class KnotsTest : public ::testing::Test {
 // 004's batch workloads peak far above their median (SM 90×, bandwidth 400×) for ~6 % of the
 // time: data/apps.yaml's Rodinia-like apps, base 0.01 SM and 0.002 bandwidth.
 TEST_F(KnotsTest, TheBatchAppsPeakAsSeed004Measured) {
+  const AppCatalog sharing = SharingCatalog(catalog_);
   for (const std::string& key : scenario_.batch_apps) {
-    const AppSpec* app = SharingCatalog(catalog_).Find(key);
+    const AppSpec* app = sharing.Find(key);
     ASSERT_NE(app, nullptr) << key;
     ASSERT_TRUE(app->usage.burst.has_value()) << key;
     const UsageBurst& b = *app->usage.burst;
