@@ -79,6 +79,14 @@ void Binder::ClearAnnotations(const PodRef& pod) {
 Expected<void> Binder::Bind(const PodRef& pod, const store::PlacementRecord& record,
                             const model::Environment& env, const std::function<bool()>& may_bind) {
   const std::string who = pod.namespace_ + "/" + pod.name;
+  for (const store::SliceRecord& s : record.slices) {
+    // Seed 002's disaggregated GPUs need a remote-GPU middleware's environment in the pod, which
+    // Tessera does not write yet (issue #18): refused before anything is written.
+    if (!s.remote_node.empty()) {
+      return Fail("pod {}: its GPU {} is on node {}: remote GPU slices cannot be bound yet", who,
+                  s.partition_uuid, s.remote_node);
+    }
+  }
   if (may_bind && !may_bind()) return Fail("pod {}: not the leader any more", who);
   if (auto ok = PutConfigMap(pod, env); !ok) return ok;
 

@@ -28,7 +28,12 @@ Expected<model::Placement> PlacementFromRecord(const store::PlacementRecord& rec
       return Fail("its placement names partition {}, which the inventory of {} lacks",
                   s.partition_uuid, record.node);
     }
-    p.slices.push_back({*part, s.milli, s.memory_mib, s.best_effort});
+    const std::string& gpu_node = cluster.node(cluster.gpu(cluster.partition(*part).gpu).node).name;
+    if (s.remote_node.empty() ? gpu_node != record.node : gpu_node != s.remote_node) {
+      return Fail("its placement puts partition {} on node {}, but the inventory has it on {}",
+                  s.partition_uuid, s.remote_node.empty() ? record.node : s.remote_node, gpu_node);
+    }
+    p.slices.push_back({*part, s.milli, s.memory_mib, s.best_effort, !s.remote_node.empty()});
   }
   w.gpu.count = static_cast<int>(p.slices.size());
   if (!p.slices.empty()) {
@@ -42,8 +47,9 @@ store::PlacementRecord RecordOf(const PodRef& pod, const model::Placement& p,
                                 const model::ClusterState& cluster) {
   store::PlacementRecord rec{pod.uid, cluster.node(p.node).name, pod.name, pod.namespace_, {}};
   for (const model::Slice& s : p.slices) {
-    rec.slices.push_back(
-        {cluster.partition(s.partition).uuid, s.milli, s.memory_mib, s.best_effort});
+    const model::Partition& part = cluster.partition(s.partition);
+    rec.slices.push_back({part.uuid, s.milli, s.memory_mib, s.best_effort,
+                          s.remote ? cluster.node(cluster.gpu(part.gpu).node).name : ""});
   }
   return rec;
 }
@@ -51,8 +57,9 @@ store::PlacementRecord RecordOf(const PodRef& pod, const model::Placement& p,
 std::string SlicesText(const std::vector<store::SliceRecord>& slices) {
   std::string out;
   for (const store::SliceRecord& s : slices) {
-    out += fmt::format("{}{} ({} milli{}, {} MiB)", out.empty() ? "" : ", ", s.partition_uuid,
-                       s.milli, s.best_effort ? " best effort" : "", s.memory_mib);
+    out += fmt::format("{}{} ({} milli{}, {} MiB{})", out.empty() ? "" : ", ", s.partition_uuid,
+                       s.milli, s.best_effort ? " best effort" : "", s.memory_mib,
+                       s.remote_node.empty() ? "" : ", remote on " + s.remote_node);
   }
   return out;
 }

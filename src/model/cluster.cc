@@ -154,8 +154,16 @@ Expected<void> ClusterState::CheckPlacement(const Workload& w, const Placement& 
     }
     const GpuIndex g = s.partition / kMaxPartitions;
     const Gpu& gpu = gpus_[g];
-    if (gpu.node != p.node) {
+    if (!s.remote && gpu.node != p.node) {
       return Fail("workload {}: GPU {} is not on node {}", w.id, gpu.uuid, node.name);
+    }
+    if (s.remote && gpu.node == p.node) {
+      return Fail("workload {}: GPU {} is on its own node {}, not remote", w.id, gpu.uuid,
+                  node.name);
+    }
+    if (s.remote && !nodes_[gpu.node].ready) {
+      return Fail("workload {}: node {} of remote GPU {} is not ready", w.id, nodes_[gpu.node].name,
+                  gpu.uuid);
     }
     if (s.partition % kMaxPartitions >= gpu.partition_count) {
       return Fail("workload {}: GPU {} has no partition slot {}", w.id, gpu.uuid,
@@ -205,8 +213,9 @@ Expected<void> ClusterState::Place(const Workload& w, const Placement& p) {
     part.used_memory_mib += s.memory_mib;
     allocated_gpu_milli_ += s.reserved_milli() * part.compute_share;
     Gpu& gpu = gpus_[part.gpu];
-    if (gpu.clients++ == 0) --node.idle_gpus;
+    if (gpu.clients++ == 0) --nodes_[gpu.node].idle_gpus;
     RefreshGpu(part.gpu);
+    if (s.remote) Touch(gpu.node);
   }
   placed_.emplace(w.id, PlacedWorkload{w, p});
   Touch(p.node);
@@ -230,8 +239,9 @@ Expected<void> ClusterState::Remove(WorkloadId id) {
     part.used_memory_mib -= s.memory_mib;
     allocated_gpu_milli_ -= s.reserved_milli() * part.compute_share;
     Gpu& gpu = gpus_[part.gpu];
-    if (--gpu.clients == 0 && gpu.available) ++node.idle_gpus;
+    if (--gpu.clients == 0 && gpu.available) ++nodes_[gpu.node].idle_gpus;
     RefreshGpu(part.gpu);
+    if (s.remote) Touch(gpu.node);
   }
   Touch(pw.placement.node);
   placed_.erase(it);
@@ -253,6 +263,9 @@ Expected<void> ClusterState::Resize(WorkloadId id, const std::vector<Slice>& sli
     }
     if (s.best_effort != old[i].best_effort) {
       return Fail("workload {}: a resize cannot make a slice best effort or guaranteed", id);
+    }
+    if (s.remote != old[i].remote) {
+      return Fail("workload {}: a resize cannot make a slice remote or local", id);
     }
     if (s.milli < 1 || s.milli > 1000 || s.memory_mib < 0) {
       return Fail("workload {}: slice share {} milli / {} MiB is out of range", id, s.milli,
@@ -276,6 +289,7 @@ Expected<void> ClusterState::Resize(WorkloadId id, const std::vector<Slice>& sli
     c->milli = slices[i].milli;
     c->memory_mib = slices[i].memory_mib;
     RefreshGpu(part.gpu);
+    if (slices[i].remote) Touch(gpus_[part.gpu].node);
   }
   old = slices;
   Touch(it->second.placement.node);  // per-node caches (scores, members) must see new limits
@@ -441,7 +455,11 @@ Expected<void> ClusterState::CheckInvariants() const {
     }
     for (const Slice& s : p.slices) {
       const Partition& part = partitions_[s.partition];
-      if (gpus_[part.gpu].node != p.node) return Fail("workload {}: slice off its node", id);
+      if ((gpus_[part.gpu].node != p.node) != s.remote) {
+        return Fail("workload {}: a {} slice on GPU {} of node {}", id,
+                    s.remote ? "remote" : "local", gpus_[part.gpu].uuid,
+                    nodes_[gpus_[part.gpu].node].name);
+      }
       if (std::none_of(part.clients.begin(), part.clients.end(), [&](const Client& c) {
             return c.workload == id && c.milli == s.milli && c.memory_mib == s.memory_mib &&
                    c.best_effort == s.best_effort;

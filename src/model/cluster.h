@@ -10,7 +10,10 @@
 //  - a MIG GPU's partitions are exactly the instances of a layout ValidateLayout accepts;
 //    a GPU with MIG disabled has exactly one whole-GPU partition;
 //  - per node: Σ CPU and Σ memory of its workloads ≤ capacity;
-//  - every placement's slices name partitions that list it as a client, and vice versa;
+//  - every placement's slices name partitions that list it as a client, and vice versa; a
+//    local slice's GPU is on the placement's node, a remote slice's on another node (seed 002's
+//    disaggregated GPUs: the placement's node holds CPU and memory, the GPU's node counts the
+//    GPU busy);
 //  - a reshaped GPU hosted nothing; an unavailable GPU or a not-ready node accepts nothing;
 //  - the incremental indices (free milli/memory per GPU, idle GPUs per node) equal a recount.
 // Place/Remove/Reshape either apply completely or return an Error that says why, changing

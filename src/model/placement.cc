@@ -1,6 +1,12 @@
 #include "model/placement.h"
 
+#include <algorithm>
+
 namespace tessera::model {
+
+bool Placement::has_remote() const {
+  return std::any_of(slices.begin(), slices.end(), [](const Slice& s) { return s.remote; });
+}
 
 std::vector<std::pair<std::string, std::string>> Environment::Variables() const {
   std::vector<std::pair<std::string, std::string>> v;

@@ -24,6 +24,10 @@ struct Slice {
   // nothing, so guaranteed clients may still take the partition's whole compute; its memory
   // is reserved like any other. A policy that shares this way must also evict it (Evict).
   bool best_effort = false;
+  // Remote (DRMaestro's disaggregated GPUs, seed 002): the GPU sits in another node than the
+  // placement's, which holds the workload's CPU and memory; the workload reaches it over the
+  // network through a remote-GPU middleware. A slice on the placement's own node is local.
+  bool remote = false;
   // The compute it holds back from other clients.
   int32_t reserved_milli() const { return best_effort ? 0 : milli; }
   auto operator<=>(const Slice&) const = default;
@@ -31,8 +35,9 @@ struct Slice {
 
 struct Placement {
   WorkloadId workload = 0;
-  NodeIndex node = 0;
+  NodeIndex node = 0;         // its CPU and memory, and every GPU of a local slice
   std::vector<Slice> slices;  // one per GPU; empty for a CPU-only workload
+  bool has_remote() const;
   bool operator==(const Placement&) const = default;
 };
 

@@ -51,6 +51,7 @@ std::string ToJson(const PlacementRecord& p) {
     json slice = {
         {"partition_uuid", s.partition_uuid}, {"milli", s.milli}, {"memory_mib", s.memory_mib}};
     if (s.best_effort) slice["best_effort"] = true;  // absent: guaranteed (older records too)
+    if (!s.remote_node.empty()) slice["remote_node"] = s.remote_node;  // absent: local
     slices.push_back(std::move(slice));
   }
   const json j = {{"workload", p.workload},
@@ -113,6 +114,7 @@ Expected<PlacementRecord> PlacementFromJson(std::string_view text, std::string_v
       s.milli = js.at("milli").get<int32_t>();
       s.memory_mib = js.at("memory_mib").get<int64_t>();
       s.best_effort = js.value("best_effort", false);
+      s.remote_node = js.value("remote_node", "");
       p.slices.push_back(std::move(s));
     }
     return p;
@@ -133,6 +135,10 @@ Expected<void> Validate(const PlacementRecord& p) {
     }
     if (s.memory_mib < 0) {
       return Fail("placement {}: slice on {} has negative memory", p.workload, s.partition_uuid);
+    }
+    if (!s.remote_node.empty() && s.remote_node == p.node) {
+      return Fail("placement {}: slice on {} is remote on its own node {}", p.workload,
+                  s.partition_uuid, p.node);
     }
     if (!seen.insert(s.partition_uuid).second) {
       return Fail("placement {}: two slices on partition {}", p.workload, s.partition_uuid);

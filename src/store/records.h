@@ -51,9 +51,12 @@ struct NodeInventory {
 // One GPU slice of a placement; partitions are named by uuid.
 struct SliceRecord {
   std::string partition_uuid;
-  int32_t milli = 1000;    // share of the partition's compute (MPS active threads × 10)
-  int64_t memory_mib = 0;  // memory reserved on the partition
+  int32_t milli = 1000;      // share of the partition's compute (MPS active threads × 10)
+  int64_t memory_mib = 0;    // memory reserved on the partition
   bool best_effort = false;  // model::Slice::best_effort (muxflow's offline jobs)
+  // model::Slice::remote (seed 002's disaggregated GPUs): the node whose GPU this is, another
+  // than the placement's; empty for a local slice.
+  std::string remote_node;
   bool operator==(const SliceRecord&) const = default;
 };
 

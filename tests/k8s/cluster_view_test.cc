@@ -57,6 +57,37 @@ TEST_F(ClusterViewPlacementTest, RecordAndPlacementTranslateBothWays) {
   EXPECT_EQ(cluster_.gpu(1).free_milli, 750);
 }
 
+// Seed 002's remote slices: CPU and memory on gpu-1, the GPU on gpu-0; the record names the
+// GPU's node, and a record whose slice is not where it says is refused.
+TEST_F(ClusterViewPlacementTest, ARemoteSliceNamesItsGpusNode) {
+  auto spec = store::ToNodeSpec(A100Inventory("gpu-1", 1));
+  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  ASSERT_TRUE(cluster_.AddNode(*spec).has_value());
+  const model::Placement p{
+      8, 1, {{model::ClusterState::PartitionOf(1, 0), 1000, 2048, false, /*remote=*/true}}};
+  const store::PlacementRecord rec = RecordOf({"batch", "r-0", "uid-8"}, p, cluster_);
+  ASSERT_EQ(rec.node, "gpu-1");
+  ASSERT_EQ(rec.slices.size(), 1u);
+  EXPECT_EQ(rec.slices[0].remote_node, "gpu-0");
+  EXPECT_EQ(SlicesText(rec.slices), "GPU-gpu-0-1 (1000 milli, 2048 MiB, remote on gpu-0)");
+  model::Workload w;
+  w.id = 8;
+  auto back = PlacementFromRecord(rec, cluster_, w);
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(*back, p);
+  ASSERT_TRUE(cluster_.Place(w, *back).has_value());
+  // The same slice written as local to gpu-1, or remote on the wrong node: refused.
+  store::PlacementRecord local = rec;
+  local.slices[0].remote_node.clear();
+  EXPECT_FALSE(PlacementFromRecord(local, cluster_, w).has_value());
+  store::PlacementRecord elsewhere = rec;
+  elsewhere.slices[0].remote_node = "gpu-7";
+  auto wrong = PlacementFromRecord(elsewhere, cluster_, w);
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_NE(wrong.error().message.find("inventory has it on gpu-0"), std::string::npos)
+      << wrong.error().message;
+}
+
 TEST_F(ClusterViewPlacementTest, ARecordNamingWhatTheInventoryLacksIsRefused) {
   model::Workload w;
   w.id = 1;

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "k8s/binder.h"
 #include "k8s/scheduler.h"
 #include "k8s_fixtures.h"
 #include "store/memory_store.h"
@@ -305,6 +306,22 @@ TEST_F(SchedulerTest, FailedBindingsUndoTheirReservation) {
   const auto milli = CheckAccounting();
   EXPECT_EQ(milli.at("GPU-gpu-0-0"), 1000);
   s.Stop();
+}
+
+// A remote slice (seed 002) cannot reach a container until the remote-GPU middleware's binding
+// exists: Bind refuses it and writes nothing (no store placement, no ConfigMap, no annotation).
+TEST_F(SchedulerTest, ARemoteSliceIsRefusedBeforeAnythingIsWritten) {
+  Binder binder(*client_, store_, "tessera");
+  store::PlacementRecord rec{"uid-r", "gpu-1", "remote-0", "inference", {{"GPU-gpu-0-0", 1000, 0}}};
+  rec.slices[0].remote_node = "gpu-0";
+  auto bound = binder.Bind({"inference", "remote-0", "uid-r"}, rec, model::Environment{});
+  ASSERT_FALSE(bound);
+  EXPECT_NE(bound.error().message.find("remote GPU slices cannot be bound yet"), std::string::npos)
+      << bound.error().message;
+  auto placed = store_.GetPlacement("uid-r");
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_FALSE(placed->has_value());
+  EXPECT_TRUE(api_.All("configmaps").empty());
 }
 
 TEST_F(SchedulerTest, AnEmptiedStoreIsRefilledFromTheBoundPodsAnnotations) {

@@ -3,7 +3,8 @@
 // nothing. About a third of the placements are deliberately wrong (too big, wrong node, wrong
 // slot) so the refusal paths are exercised as often as the success paths. One in six is best
 // effort (MuxFlow's offline work: its share caps, reserves nothing), often beside guaranteed
-// clients that already hold the whole partition.
+// clients that already hold the whole partition. One in seven is remote (seed 002): its GPU on
+// another node than its CPU and memory.
 #include <gtest/gtest.h>
 
 #include "base/rng.h"
@@ -48,7 +49,8 @@ TEST(ClusterPropertyTest, HundredThousandRandomOperationsKeepEveryInvariant) {
   ClusterState c = MixedCluster(rng);
   std::vector<WorkloadId> live;
   WorkloadId next_id = 1;
-  int placed = 0, refused = 0, removed = 0, reshaped = 0, resized = 0, best_effort = 0;
+  int placed = 0, refused = 0, removed = 0, reshaped = 0, resized = 0, best_effort = 0,
+      remote_placed = 0;
   int oversold = 0;  // steps ending with a partition whose clients' caps exceed 1000 milli
   for (int step = 0; step < 100000; ++step) {
     const Fingerprint before = Take(c);
@@ -74,13 +76,24 @@ TEST(ClusterPropertyTest, HundredThousandRandomOperationsKeepEveryInvariant) {
       const int64_t mem_room = std::max<int64_t>(0, part.free_memory_mib());
       const int64_t mem = wrong ? static_cast<int64_t>(rng.Below(part.memory_mib + 1))
                                 : static_cast<int64_t>(rng.Below(mem_room / 2 + 1));
+      // One in seven is remote (seed 002's disaggregated GPUs): CPU and memory on another node;
+      // a wrong one names the GPU's own node.
+      const bool remote = rng.Uniform() < 1.0 / 7;
       NodeIndex node = gpu.node;
-      if (wrong && rng.Uniform() < 0.2) node = static_cast<NodeIndex>(rng.Below(c.node_count()));
-      result = c.Place(w, {w.id, node, {{p, w.gpu.milli, mem, be}}});
+      if (remote) {
+        node = static_cast<NodeIndex>(
+            (gpu.node + 1 + static_cast<NodeIndex>(rng.Below(c.node_count() - 1))) %
+            c.node_count());
+        if (wrong && rng.Uniform() < 0.2) node = gpu.node;
+      } else if (wrong && rng.Uniform() < 0.2) {
+        node = static_cast<NodeIndex>(rng.Below(c.node_count()));
+      }
+      result = c.Place(w, {w.id, node, {{p, w.gpu.milli, mem, be, remote}}});
       if (result) {
         live.push_back(w.id);
         ++placed;
         best_effort += be;
+        remote_placed += remote;
       }
     } else if (op < 0.60) {
       // A multi-GPU workload on idle GPUs of one node.
@@ -164,6 +177,7 @@ TEST(ClusterPropertyTest, HundredThousandRandomOperationsKeepEveryInvariant) {
   EXPECT_GT(reshaped, 100);
   EXPECT_GT(resized, 500);
   EXPECT_GT(best_effort, 2000);
+  EXPECT_GT(remote_placed, 2000);
   EXPECT_GT(oversold, 500);  // best effort really went beyond what guaranteed clients left
 }
 

@@ -199,6 +199,44 @@ TEST_F(ClusterTest, BestEffortSharesCapButReserveOnlyMemory) {
   ExpectUnchanged();
 }
 
+// Seed 002's disaggregated GPUs: a workload's CPU and memory on node v100, one GPU local and
+// one remote on node a100's 3g.20gb instance. The CPU node counts the CPU, each GPU's node counts
+// its GPU busy; a remote slice must be on another node, a local one on the placement's.
+TEST_F(ClusterTest, RemoteSlicesLeaveCpuOnThePlacementsNodeAndGpusOnTheirs) {
+  Workload w = Sharing(1, 1000, 8192, 2000);
+  w.gpu.count = 2;
+  const PartitionIndex local = ClusterState::PartitionOf(0, 0);
+  const PartitionIndex remote = ClusterState::PartitionOf(2, 0);
+  ASSERT_FALSE(c_.Place(w, {1, 0, {{local, 1000, 8192}, {remote, 1000, 8192}}}))
+      << "a slice on another node must say it is remote";
+  ASSERT_FALSE(c_.Place(w, {1, 0, {{local, 1000, 8192, false, true}, {remote, 1000, 8192}}}))
+      << "a remote slice on its own node";
+  ExpectUnchanged();
+  const Placement p{1, 0, {{local, 1000, 8192}, {remote, 1000, 8192, false, true}}};
+  EXPECT_TRUE(p.has_remote());
+  ASSERT_TRUE(c_.Place(w, p));
+  EXPECT_EQ(c_.node(0).used_cpu_milli, 2000);
+  EXPECT_EQ(c_.node(1).used_cpu_milli, 0);
+  EXPECT_EQ(c_.node(0).idle_gpus, 1);  // GPU 0 busy, GPU 1 idle
+  EXPECT_EQ(c_.node(1).idle_gpus, 0);  // the A100 holds the remote slice
+  EXPECT_EQ(c_.partition(remote).clients.size(), 1u);
+  ExpectUnchanged();
+  // A resize keeps a slice remote; it cannot turn it local.
+  EXPECT_TRUE(c_.Resize(1, {{local, 500, 8192}, {remote, 500, 4096, false, true}}));
+  EXPECT_FALSE(c_.Resize(1, {{local, 500, 8192}, {remote, 500, 4096}}));
+  ExpectUnchanged();
+  // A node whose GPU is lent out cannot go down quietly for new remote placements.
+  c_.SetNodeReady(1, false);
+  Workload v = Sharing(2, 300, 1024);
+  EXPECT_FALSE(c_.Place(v, {2, 0, {{ClusterState::PartitionOf(2, 1), 300, 1024, false, true}}}));
+  c_.SetNodeReady(1, true);
+  ASSERT_TRUE(c_.Remove(1));
+  EXPECT_EQ(c_.node(0).idle_gpus, 2);
+  EXPECT_EQ(c_.node(1).idle_gpus, 1);
+  EXPECT_EQ(c_.node(0).used_cpu_milli, 0);
+  ExpectUnchanged();
+}
+
 TEST_F(ClusterTest, AddNodeRefusesBadSpecs) {
   EXPECT_FALSE(c_.AddNode(UniformNode("v100", Id("T4"), 1, 1, 1)));  // duplicate name
   NodeSpec bad = UniformNode("x", Id("A30-24GB"), 1, 1, 1);

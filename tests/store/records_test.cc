@@ -33,6 +33,17 @@ TEST(RecordsTest, JsonRoundTripsAndMalformedInputNamesTheSource) {
   EXPECT_FALSE(PlacementFromJson(
       R"({"workload":"w","slices":[{"partition_uuid":"g","milli":1,"memory_mib":0,"best_effort":"yes"}]})",
       "k"));
+  // A remote slice (seed 002) names the node whose GPU it is; a local one writes nothing, so
+  // older records read back as local. Remote on the placement's own node is refused.
+  PlacementRecord remote = contract::Place("w", "n1", {{"GPU-n2-0", 1000, 0}});
+  remote.slices[0].remote_node = "n2";
+  EXPECT_NE(ToJson(remote).find(R"("remote_node":"n2")"), std::string::npos);
+  EXPECT_EQ(ToJson(p).find("remote_node"), std::string::npos);
+  EXPECT_EQ(*PlacementFromJson(ToJson(remote), "k"), remote);
+  EXPECT_TRUE(Validate(remote));
+  remote.slices[0].remote_node = "n1";
+  ASSERT_FALSE(Validate(remote));
+  EXPECT_NE(Validate(remote).error().message.find("remote on its own node n1"), std::string::npos);
   auto bad = InventoryFromJson(R"({"node": 3})", "tessera:node:x:inventory");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("tessera:node:x:inventory"), std::string::npos);
