@@ -546,8 +546,10 @@ void AddSimulate(CLI::App& app, Status* status) {
                   "openb-alloc 42, online-offline 3, overprovision and knots 10)")
       ->check(SeedsCheck())
       ->excludes(seed);
-  sub->add_option("--apps", flags->apps,
-                  "Application catalogue (thesis; default: built-in data/apps.yaml)");
+  sub->add_option(
+      "--apps", flags->apps,
+      "Application catalogue (default: built-in data/apps.yaml; overprovision and knots read "
+      "its `sharing` list, online-offline its `training` list)");
   sub->add_option("--workloads", flags->workloads,
                   "Workloads, arriving Poisson at this many per hour (thesis-scale)")
       ->check(CLI::Range(1, 10000000))
