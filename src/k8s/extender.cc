@@ -301,6 +301,12 @@ ExtenderReply Extender::Bind(std::string_view body) {
   };
   json args = json::parse(body, nullptr, false);
   if (args.is_discarded() || !args.is_object()) return answer("bind: body is not a JSON object");
+  // ExtenderBindingArgs' members are strings; json::value would throw on another type.
+  for (const char* key : {"PodNamespace", "PodName", "PodUID", "Node"}) {
+    if (args.contains(key) && !args[key].is_string()) {
+      return answer(fmt::format("bind: {} must be a string", key));
+    }
+  }
   PodRef ref{args.value("PodNamespace", ""), args.value("PodName", ""), args.value("PodUID", "")};
   const std::string node = args.value("Node", "");
   const std::string who = ref.namespace_ + "/" + ref.name;

@@ -126,6 +126,12 @@ TEST_F(ExtenderTest, BadInputGetsOneErrorNamingTheObject) {
   EXPECT_EQ(json::parse(ext.Filter(R"({"Pod": {"metadata": {"name": "x"}}})").body)["Error"],
             "pod default/x: request has neither NodeNames nor Nodes.items");
   EXPECT_EQ(json::parse(ext.Bind("[]").body)["Error"], "bind: body is not a JSON object");
+  // A binding argument of another type than string threw out of Bind (found by fuzzing
+  // extender_body, 2026-11-25): now one error naming the member.
+  EXPECT_EQ(json::parse(ext.Bind(R"({"PodName":"b0","Node":["gpu-0","gpu-1"]})").body)["Error"],
+            "bind: Node must be a string");
+  EXPECT_EQ(json::parse(ext.Bind(R"({"PodName":7,"Node":"gpu-0"})").body)["Error"],
+            "bind: PodName must be a string");
   // Still serving.
   json good = {{"Pod", KubePod("bert-1", 250)}, {"NodeNames", {"gpu-0"}}};
   EXPECT_EQ(json::parse(ext.Filter(good.dump()).body)["NodeNames"], json({"gpu-0"}));
