@@ -12,8 +12,9 @@
 // Policies: whole-gpu (Kubernetes' device plugin), gpushare (Alibaba's extender: packs by
 // request), resource-aware (003 §5: packs by use). Any registered policy may be named, with
 // options (NAME{json}). Metrics per run: mean pending time (first bind − arrival), the p99 of
-// end-to-end time (end − arrival), the GPU's mean memory used, utilisation and power over the
-// makespan, the energy, and OOM kills. Deterministic for (policy, mix, pct, seed).
+// end-to-end time (end − arrival), the GPU's mean memory used and SM activity over the makespan
+// (003's "CUDA cores utilization"), its mean power and energy over the run, and OOM kills.
+// Deterministic for (policy, mix, pct, seed).
 
 #include <cstdint>
 #include <span>
