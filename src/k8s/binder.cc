@@ -52,7 +52,7 @@ Expected<void> Binder::PutConfigMap(const PodRef& pod, const model::Environment&
     if (old.is_discarded() || !old.is_object()) {
       return Fail("ConfigMap {}/{}: not a JSON object", pod.namespace_, pod.name);
     }
-    cm["metadata"]["resourceVersion"] = old["metadata"].value("resourceVersion", "");
+    cm["metadata"]["resourceVersion"] = StringMember(old["metadata"], "resourceVersion");
     auto put = api_.Put(base + "/" + UrlEscape(pod.name), cm.dump());
     if (!put) return std::unexpected(put.error());
     if (put->ok()) return {};
@@ -135,7 +135,7 @@ Expected<void> Binder::Bind(const PodRef& pod, const store::PlacementRecord& rec
     if (auto got = api_.Get(PodPath(pod.namespace_, pod.name)); got && got->ok()) {
       json p = json::parse(got->body, nullptr, false);
       if (!p.is_discarded() && p.contains("spec") &&
-          p["spec"].value("nodeName", "") == record.node) {
+          StringMember(p["spec"], "nodeName") == record.node) {
         return {};  // our own earlier attempt got through
       }
     }

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "k8s/objects.h"
+
 namespace tessera::k8s {
 
 using nlohmann::json;
@@ -40,7 +42,6 @@ std::optional<WatchEvent> DecodeWatchEvent(std::string_view line) {
   return out;
 }
 
-
 Expected<std::vector<json>> ListObjects(ApiClient& api, const std::string& path, int page_size) {
   std::vector<json> out;
   std::string cont;
@@ -59,7 +60,7 @@ Expected<std::vector<json>> ListObjects(ApiClient& api, const std::string& path,
     if (list.is_discarded() || !list.contains("items") || !list["items"].is_array()) {
       return Fail("list {}: not a list object", path);
     }
-    cont = list.contains("metadata") ? list["metadata"].value("continue", "") : "";
+    cont = list.contains("metadata") ? StringMember(list["metadata"], "continue") : "";
     for (json& item : list["items"]) out.push_back(std::move(item));
   } while (!cont.empty());
   return out;
@@ -114,8 +115,8 @@ std::string Informer::KeyOf(const json& object) {
     return "";
   }
   const json& m = object["metadata"];
-  const std::string name = m.value("name", "");
-  const std::string ns = m.value("namespace", "");
+  const std::string name = StringMember(m, "name");
+  const std::string ns = StringMember(m, "namespace");
   return ns.empty() ? name : ns + "/" + name;
 }
 
@@ -181,8 +182,8 @@ bool Informer::List() {
       return false;
     }
     const json& meta = list.contains("metadata") ? list["metadata"] : json::object();
-    rv = meta.value("resourceVersion", "");
-    cont = meta.value("continue", "");
+    rv = StringMember(meta, "resourceVersion");
+    cont = StringMember(meta, "continue");
     for (json& item : list["items"]) {
       const std::string key = KeyOf(item);
       if (!key.empty()) fresh[key] = std::move(item);

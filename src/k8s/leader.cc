@@ -6,6 +6,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "k8s/objects.h"
+
 namespace tessera::k8s {
 
 using nlohmann::json;
@@ -77,12 +79,12 @@ Expected<bool> LeaderElector::TryAcquireOrRenew() {
   }
   json& spec = lease["spec"];
   if (!spec.is_object()) spec = json::object();
-  const std::string holder = spec.value("holderIdentity", "");
+  const std::string holder = StringMember(spec, "holderIdentity");
   {
     std::lock_guard lock(holder_mu_);
     holder_ = holder;
   }
-  const std::string record = holder + "|" + spec.value("renewTime", "");
+  const std::string record = holder + "|" + StringMember(spec, "renewTime");
   if (record != observed_record_) {
     observed_record_ = record;
     observed_at_ = now;
@@ -95,7 +97,11 @@ Expected<bool> LeaderElector::TryAcquireOrRenew() {
   if (!mine && !holder.empty() && now - observed_at_ < lease_s) return false;
   if (!mine) {
     spec["acquireTime"] = stamp;
-    spec["leaseTransitions"] = spec.value("leaseTransitions", 0) + (holder.empty() ? 0 : 1);
+    const int64_t transitions =
+        spec.contains("leaseTransitions") && spec["leaseTransitions"].is_number_integer()
+            ? spec["leaseTransitions"].get<int64_t>()
+            : 0;
+    spec["leaseTransitions"] = transitions + (holder.empty() ? 0 : 1);
   }
   spec["holderIdentity"] = options_.identity;
   spec["leaseDurationSeconds"] = duration;
@@ -125,7 +131,7 @@ void LeaderElector::Release() {
   if (!got || !got->ok()) return;
   json lease = json::parse(got->body, nullptr, false);
   if (lease.is_discarded() || !lease.contains("spec") ||
-      lease["spec"].value("holderIdentity", "") != options_.identity) {
+      StringMember(lease["spec"], "holderIdentity") != options_.identity) {
     return;
   }
   lease["spec"]["holderIdentity"] = "";

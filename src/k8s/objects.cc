@@ -13,6 +13,13 @@
 #include "predict/features.h"
 
 namespace tessera::k8s {
+
+std::string StringMember(const nlohmann::json& object, std::string_view key, std::string fallback) {
+  if (!object.is_object()) return fallback;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) return fallback;
+  return it->get<std::string>();
+}
 namespace {
 
 static_assert(std::is_same_v<model::AppFeatures, predict::AppFeatures>,

@@ -74,6 +74,12 @@ struct Node {
   int64_t memory_mib = 0;
 };
 
+// `object`'s member `key` when `object` is an object and the member a string; else `fallback`.
+// json::value throws on a member of another type; an object from the API server or a client is
+// read with this instead, so a mistyped member is absent, not an exception out of a daemon.
+std::string StringMember(const nlohmann::json& object, std::string_view key,
+                         std::string fallback = "");
+
 // The error names the object ("pod ns/name: ...") and the field.
 [[nodiscard]] Expected<Pod> PodFromJson(const nlohmann::json& object);
 [[nodiscard]] Expected<Node> NodeFromJson(const nlohmann::json& object);

@@ -270,13 +270,13 @@ void Scheduler::Apply(const Change& c) {
     if (c.type != EventType::kDeleted && c.object.contains("metadata")) {
       const json& m = c.object["metadata"];
       const json& spec = c.object.contains("spec") ? c.object["spec"] : json::object();
-      if (spec.is_object() && spec.value("schedulerName", "") == config_.scheduler_name &&
-          spec.value("nodeName", "").empty() && leading_) {
+      if (spec.is_object() && StringMember(spec, "schedulerName") == config_.scheduler_name &&
+          StringMember(spec, "nodeName").empty() && leading_) {
         Pod stub;
-        stub.namespace_ = m.value("namespace", "default");
-        stub.name = m.value("name", "");
-        stub.uid = m.value("uid", "");
-        stub.resource_version = m.value("resourceVersion", "");
+        stub.namespace_ = StringMember(m, "namespace", "default");
+        stub.name = StringMember(m, "name");
+        stub.uid = StringMember(m, "uid");
+        stub.resource_version = StringMember(m, "resourceVersion");
         if (!stub.name.empty()) Warn(stub, "FailedScheduling", pod.error().message);
       }
     }
@@ -562,17 +562,17 @@ void Scheduler::StartCore(std::unique_ptr<model::ClusterState> cluster) {
                 spdlog::warn("policy {} {} {} ({}); eviction is left to the operator",
                              config_.policy, e.requeue ? "would move" : "evicts", w.name, e.reason);
               },
-          .resized =
-              [this](const model::Workload& w, const model::Placement& p) -> Expected<void> {
-                // MPS fixes a client's active-thread limit when its CUDA context starts: the
-                // core keeps the old limits. Said once per pod.
-                if (resize_warned_.insert(w.id).second) {
-                  spdlog::warn("policy {} would set {}'s MPS share to {} milli; a running MPS "
-                               "client keeps the limit it started with, so it stays",
-                               config_.policy, w.name, p.slices.empty() ? 0 : p.slices[0].milli);
-                }
-                return Fail("a running MPS client's limit cannot change");
-              },
+          .resized = [this](const model::Workload& w, const model::Placement& p) -> Expected<void> {
+            // MPS fixes a client's active-thread limit when its CUDA context starts: the
+            // core keeps the old limits. Said once per pod.
+            if (resize_warned_.insert(w.id).second) {
+              spdlog::warn(
+                  "policy {} would set {}'s MPS share to {} milli; a running MPS "
+                  "client keeps the limit it started with, so it stays",
+                  config_.policy, w.name, p.slices.empty() ? 0 : p.slices[0].milli);
+            }
+            return Fail("a running MPS client's limit cannot change");
+          },
           .unschedulable = [this](const model::Workload& w, const std::string& why,
                                   bool) { Unschedulable(w, why); },
           .scored =

@@ -3,10 +3,25 @@
 
 #include <gtest/gtest.h>
 
+#include "k8s/informer.h"
+
 namespace tessera::k8s {
 namespace {
 
 using nlohmann::json;
+
+// json::value throws on a member of another type: a watch event whose metadata.name was a
+// number ended the scheduler's watch thread. StringMember reads it as absent.
+TEST(ObjectsTest, AMistypedStringMemberReadsAsAbsent) {
+  const nlohmann::json m = {{"name", 7}, {"namespace", "ns"}, {"uid", nullptr}};
+  EXPECT_EQ(StringMember(m, "name"), "");
+  EXPECT_EQ(StringMember(m, "namespace"), "ns");
+  EXPECT_EQ(StringMember(m, "uid", "none"), "none");
+  EXPECT_EQ(StringMember(m, "missing", "d"), "d");
+  EXPECT_EQ(StringMember(nlohmann::json::array(), "name", "d"), "d");
+  const nlohmann::json pod = {{"metadata", {{"name", {"x"}}, {"namespace", "ns"}}}};
+  EXPECT_EQ(Informer::KeyOf(pod), "ns/");
+}
 
 TEST(ObjectsTest, QuantitiesFollowKubernetesSuffixes) {
   struct Case {
