@@ -351,6 +351,24 @@ Status CheckPolicies(const SimulateFlags& f) {
   return {};
 }
 
+// The mean (sim::MeanOf) of `run_one(seed)` over every seed, or the first error; progress on
+// stderr as "<label> seed N". Shared by the experiments that average runs per configuration.
+template <typename Run, typename RunOne>
+Expected<Run> MeanOverSeeds(const std::string& label, const std::vector<uint64_t>& seeds,
+                            const RunOne& run_one) {
+  std::vector<Run> runs;
+  for (uint64_t seed : seeds) {
+    Progress(fmt::format("{} seed {}", label, seed), false);
+    Expected<Run> run = run_one(seed);
+    if (!run) {
+      Progress("", true);
+      return std::unexpected(run.error());
+    }
+    runs.push_back(std::move(*run));
+  }
+  return sim::MeanOf(runs);
+}
+
 // online-offline (issue #17): its policies are the experiment's variants (online-only, ts,
 // pb-ts, muxflow and its ablations), not registry names.
 Status RunOnlineOfflineExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
@@ -363,19 +381,15 @@ Status RunOnlineOfflineExperiment(const SimulateFlags& f, const std::vector<uint
   const sim::OnlineOfflineScenario scenario;
   std::vector<sim::OnlineOfflineRun> means;
   for (const std::string& policy : policies) {
-    std::vector<sim::OnlineOfflineRun> runs;
-    for (uint64_t seed : seeds) {
-      Progress(fmt::format("online-offline: {} seed {}", policy, seed), false);
-      Expected<sim::OnlineOfflineRun> run = sim::RunOnlineOffline(policy, scenario, seed, *catalog);
-      if (!run) {
-        Progress("", true);
-        return run.error().message.starts_with("experiment online-offline: unknown policy")
-                   ? Usage(run.error())
-                   : Failed(run.error());
-      }
-      runs.push_back(std::move(*run));
+    Expected<sim::OnlineOfflineRun> mean = MeanOverSeeds<sim::OnlineOfflineRun>(
+        "online-offline: " + policy, seeds,
+        [&](uint64_t seed) { return sim::RunOnlineOffline(policy, scenario, seed, *catalog); });
+    if (!mean) {
+      return mean.error().message.starts_with("experiment online-offline: unknown policy")
+                 ? Usage(mean.error())
+                 : Failed(mean.error());
     }
-    means.push_back(sim::MeanOf(runs));
+    means.push_back(std::move(*mean));
   }
   Progress("", true);
   if (!f.out.empty()) {
@@ -415,18 +429,12 @@ Status RunOverprovisionExperiment(const SimulateFlags& f, const std::vector<uint
   for (std::string_view mix : sim::OverprovisionMixes()) {
     for (const std::string& policy : policies) {
       for (int pct : scenario.overprovision_pct) {
-        std::vector<sim::OverprovisionRun> runs;
-        for (uint64_t seed : seeds) {
-          Progress(fmt::format("overprovision: {} {} {}% seed {}", mix, policy, pct, seed), false);
-          Expected<sim::OverprovisionRun> run =
-              sim::RunOverprovision(policy, mix, pct, scenario, seed, *catalog);
-          if (!run) {
-            Progress("", true);
-            return Failed(run.error());
-          }
-          runs.push_back(std::move(*run));
-        }
-        means.push_back(sim::MeanOf(runs));
+        Expected<sim::OverprovisionRun> mean = MeanOverSeeds<sim::OverprovisionRun>(
+            fmt::format("overprovision: {} {} {}%", mix, policy, pct), seeds, [&](uint64_t seed) {
+              return sim::RunOverprovision(policy, mix, pct, scenario, seed, *catalog);
+            });
+        if (!mean) return Failed(mean.error());
+        means.push_back(std::move(*mean));
       }
     }
   }
@@ -465,17 +473,11 @@ Status RunKnotsExperiment(const SimulateFlags& f, const std::vector<uint64_t>& s
   const sim::KnotsScenario scenario;
   std::vector<sim::KnotsRun> means;
   for (const std::string& policy : policies) {
-    std::vector<sim::KnotsRun> runs;
-    for (uint64_t seed : seeds) {
-      Progress(fmt::format("knots: {} seed {}", policy, seed), false);
-      Expected<sim::KnotsRun> run = sim::RunKnots(policy, scenario, seed, *catalog);
-      if (!run) {
-        Progress("", true);
-        return Failed(run.error());
-      }
-      runs.push_back(std::move(*run));
-    }
-    means.push_back(sim::MeanOf(runs));
+    Expected<sim::KnotsRun> mean = MeanOverSeeds<sim::KnotsRun>(
+        "knots: " + policy, seeds,
+        [&](uint64_t seed) { return sim::RunKnots(policy, scenario, seed, *catalog); });
+    if (!mean) return Failed(mean.error());
+    means.push_back(std::move(*mean));
   }
   Progress("", true);
   if (!f.out.empty()) {
