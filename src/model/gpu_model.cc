@@ -104,6 +104,9 @@ std::vector<GpuModel> BuildCatalog() {
       Opaque("G1"),
       Opaque("G2"),
       Opaque("G3"),
+      // One GK210 of a Tesla K80 board (the device CUDA and NVML see; a board holds two):
+      // seed 002's testbed GPU. Kepler has no faster half precision, so FP16 = FP32.
+      Make("K80", {"Tesla K80"}, 13, 12, 4.37, 4.37, 240, 25, 150),
   };
   for (size_t i = 0; i < c.size(); ++i) c[i].id = static_cast<GpuModelId>(i);
   return c;

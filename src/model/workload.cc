@@ -28,6 +28,10 @@ Expected<void> Workload::Validate() const {
     return Fail("{}: negative CPU or memory request", who);
   }
   if (slo_qps < 0 || queries < 0) return Fail("{}: negative SLO or query count", who);
+  if (!(goal_s >= 0) || goal_z < 1 || goal_z > 10) {
+    return Fail("{}: completion goal {} s with importance z={} (needs >= 0 s, z in 1..10)", who,
+                goal_s, goal_z);
+  }
   return {};
 }
 

@@ -58,6 +58,11 @@ struct Workload {
   int64_t memory_mib = 0;
   GpuRequest gpu;
   int priority = 0;
+  // A batch job's completion-time goal (seed 002's τ: its run, from start to end, in seconds;
+  // 0 = none) and how much missing it matters, z: 1 (most) .. 10 (least). DRMaestro's utility
+  // (policy/drmaestro.h) turns both into costs.
+  double goal_s = 0;
+  int goal_z = 5;
   double arrival_s = 0;
 
   // Ok, or what is wrong with the request, naming the workload.

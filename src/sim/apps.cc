@@ -222,6 +222,19 @@ Expected<AppSpec> ParseApp(const std::string& file, const YAML::Node& n,
     if (!usage) return std::unexpected(usage.error());
     a.usage = std::move(*usage);
   }
+  if (const YAML::Node r = n["remote"]) {
+    if (!r.IsMap()) return At(file, r, fmt::format("app {}: 'remote' must be a map", a.key));
+    auto share = Get<double>(file, r, "network_share", true, 0.0);
+    if (!share) return std::unexpected(share.error());
+    auto loaded = Get<double>(file, r, "network_share_loaded", true, 0.0);
+    if (!loaded) return std::unexpected(loaded.error());
+    if (!(*share >= 0) || !(*loaded >= *share) || !(*loaded < 1)) {
+      return At(file, r,
+                fmt::format("app {}: remote needs 0 <= network_share <= network_share_loaded < 1",
+                            a.key));
+    }
+    a.remote = {.network_share = *share, .network_share_loaded = *loaded};
+  }
   return a;
 }
 
@@ -272,6 +285,12 @@ void EmitApp(YAML::Emitter& out, const AppSpec& a) {
       EmitUsagePoint(out, a.usage.burst->peak);
       out << YAML::EndMap;
     }
+    out << YAML::EndMap;
+  }
+  if (!a.remote.empty()) {
+    out << YAML::Key << "remote" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "network_share" << YAML::Value << a.remote.network_share;
+    out << YAML::Key << "network_share_loaded" << YAML::Value << a.remote.network_share_loaded;
     out << YAML::EndMap;
   }
   out << YAML::EndMap;

@@ -28,6 +28,25 @@
 
 namespace tessera::sim {
 
+// `remote:` what running on a GPU in another node costs (seed 002's disaggregated GPUs, Fig. 3):
+// the share of the run spent moving data to and from the GPU over the network, with the network
+// otherwise idle and under a saturating load (002 measured NW at 17 % and 49 %, HotSpot at 0.2 %
+// and 1 %). The rest of the run is unchanged, so the run on a remote GPU takes 1 / (1 − a) of
+// its local time with the network idle and 1 / (1 − b) under full load; in between, linearly in
+// the load l: 1 / (1 − a) × (1 + sensitivity × l), sensitivity = (1 − a) / (1 − b) − 1. While it
+// runs, each remote stream keeps its links busy a share a of the time (its network load on the
+// two nodes). All zero: it was never profiled remotely and a remote GPU costs it nothing.
+struct RemoteProfile {
+  double network_share = 0;         // a, 0 ≤ a < 1
+  double network_share_loaded = 0;  // b, a ≤ b < 1
+  double sensitivity() const {
+    return network_share_loaded > 0 ? (1 - network_share) / (1 - network_share_loaded) - 1 : 0;
+  }
+  // Run time on a remote GPU over run time on a local one, at network load `load` (0..1).
+  double Slowdown(double load) const { return (1 + sensitivity() * load) / (1 - network_share); }
+  bool empty() const { return network_share == 0 && network_share_loaded == 0; }
+};
+
 struct AppSpec {
   std::string key;  // application key, e.g. "onnx/resnet50/ss"
   std::string description;
@@ -43,6 +62,7 @@ struct AppSpec {
   // `usage:` what a running instance holds and does over time (sim/usage.h); empty: it holds
   // footprint_mib from start to end and publishes no usage series.
   UsageTrajectory usage;
+  RemoteProfile remote;  // `remote:` {network_share, network_share_loaded}
 
   // Fraction of a query's GPU time spent on memory traffic, on the reference GPU.
   double memory_fraction() const {
@@ -61,7 +81,8 @@ struct AppCatalog {
   std::vector<AppSpec> training;
   // `sharing:` inference engines whose memory, SM and bandwidth use move while they run
   // (`usage`), for the experiments of the policies that share GPUs by memory (issue #16; seeds
-  // 003 and 004), kept apart for the same reason as `training`.
+  // 003 and 004), and the Rodinia-like batch jobs of the disaggregation experiment (issue #18;
+  // seed 002), kept apart for the same reason as `training`.
   std::vector<AppSpec> sharing;
   // Searches `apps` only: an experiment moves what it runs there.
   const AppSpec* Find(const std::string& key) const;

@@ -115,6 +115,8 @@ void Engine::Bind(const model::Workload& w, const model::Placement& p) {
             : model::GetGpuModel(cluster_.gpu(part.gpu).model).mig_profiles[part.profile].name;
     o.milli = p.slices[0].milli;
   }
+  o.remote_slices = static_cast<int>(std::count_if(p.slices.begin(), p.slices.end(),
+                                                   [](const model::Slice& s) { return s.remote; }));
   Running r;
   r.index = index_of_.at(w.id);
   r.remaining = static_cast<double>(w.queries);
@@ -127,6 +129,13 @@ void Engine::Bind(const model::Workload& w, const model::Placement& p) {
   }
   r.run_start = std::max(now, r.resume_at);
   r.gpus = GpusOf(p);
+  if (p.has_remote()) {
+    r.network_nodes.push_back(p.node);
+    for (const model::Slice& s : p.slices) {
+      if (s.remote)
+        r.network_nodes.push_back(cluster_.gpu(cluster_.partition(s.partition).gpu).node);
+    }
+  }
   if (!usage_pending_ && truth_.UsageAt(w, 0)) {
     usage_pending_ = true;
     Push(now, Kind::kUsage, 0);
@@ -135,9 +144,25 @@ void Engine::Bind(const model::Workload& w, const model::Placement& p) {
     load_pending_ = true;
     Push(now + options_.load_interval_s, Kind::kLoad, 0);
   }
+  const std::vector<model::NodeIndex> network_nodes = r.network_nodes;
   running_.emplace(w.id, std::move(r));
   rerate_.insert(rerate_.end(), running_.at(w.id).gpus.begin(), running_.at(w.id).gpus.end());
   if (p.slices.empty()) rerate_ids_.push_back(w.id);
+  if (!network_nodes.empty()) {
+    RerateNetwork(network_nodes);
+    remote_running_.push_back(w.id);
+  }
+}
+
+void Engine::RerateNetwork(const std::vector<model::NodeIndex>& nodes) {
+  for (model::WorkloadId id : remote_running_) {
+    const Running& other = running_.at(id);
+    const bool shares = std::any_of(nodes.begin(), nodes.end(), [&](model::NodeIndex n) {
+      return std::find(other.network_nodes.begin(), other.network_nodes.end(), n) !=
+             other.network_nodes.end();
+    });
+    if (shares) rerate_.insert(rerate_.end(), other.gpus.begin(), other.gpus.end());
+  }
 }
 
 std::optional<Engine::Running> Engine::Stop(model::WorkloadId id) {
@@ -148,6 +173,10 @@ std::optional<Engine::Running> Engine::Stop(model::WorkloadId id) {
   r.remaining = std::max(0.0, r.remaining - Progress(r, clock_.Now()));
   if (options_.telemetry) options_.telemetry->Forget(outcomes_[r.index].workload.name);
   rerate_.insert(rerate_.end(), r.gpus.begin(), r.gpus.end());
+  if (!r.network_nodes.empty()) {
+    std::erase(remote_running_, id);
+    RerateNetwork(r.network_nodes);
+  }
   RequestCycle();
   return r;
 }

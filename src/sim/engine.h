@@ -101,6 +101,7 @@ struct WorkloadOutcome {
   int moves = 0;            // times a policy moved it (the slice above is the last one)
   double lost_queries = 0;  // work done since its last checkpoint when moved or killed: redone
   int oom_kills = 0;        // times it crashed out of memory (and was relaunched in place)
+  int remote_slices = 0;    // of its last placement: GPUs in another node (seed 002)
   double queries_done = 0;
   // Online services with an offered load: one sample per load tick while bound (and serving).
   std::vector<LoadSample> load;
@@ -173,6 +174,8 @@ class Engine {
     int crashes_in_a_row = 0;  // the kubelet's back-off count
     uint64_t version = 0;
     std::vector<model::GpuIndex> gpus;
+    // With remote slices: its node and its remote GPUs' nodes, whose network it loads.
+    std::vector<model::NodeIndex> network_nodes;
   };
 
   void Push(double t, Kind kind, int64_t subject, uint64_t version = 0);
@@ -196,6 +199,9 @@ class Engine {
   void Settle();
   void SetGpuUtil(model::GpuIndex g, double util, double load);
   void RequestCycle();
+  // A remote stream through `nodes` started or stopped: re-rate every running workload whose
+  // remote streams share one of them (their network load moved).
+  void RerateNetwork(const std::vector<model::NodeIndex>& nodes);
   void PublishTelemetry();
   // A load tick: re-rates the GPUs of every running service with an offered load; false when
   // none runs (the ticks stop until one is bound).
@@ -221,10 +227,11 @@ class Engine {
   std::unordered_map<model::WorkloadId, Running> suspended_;
   size_t settled_ = 0;  // finished or failed
   bool cycle_pending_ = false;
-  bool usage_pending_ = false;                 // a kUsage event is queued
-  bool load_pending_ = false;                  // a kLoad event is queued
-  std::vector<model::GpuIndex> rerate_;        // GPUs whose co-location changed
-  std::vector<model::WorkloadId> rerate_ids_;  // GPU-less workloads just started
+  bool usage_pending_ = false;                     // a kUsage event is queued
+  bool load_pending_ = false;                      // a kLoad event is queued
+  std::vector<model::GpuIndex> rerate_;            // GPUs whose co-location changed
+  std::vector<model::WorkloadId> rerate_ids_;      // GPU-less workloads just started
+  std::vector<model::WorkloadId> remote_running_;  // running with remote slices
   std::vector<double> gpu_util_;
   std::vector<double> gpu_power_;             // at its current SM load
   std::vector<double> gpu_load_;              // Σ clients' sm_load, capped at 1

@@ -86,7 +86,56 @@ double Physics::NoiseFactor(model::WorkloadId id) const {
 }
 
 RunRate Physics::Rate(const model::PlacedWorkload& pw, const model::ClusterState& c) {
-  return RateIn(pw, c);
+  RunRate r = RateIn(pw, c);
+  if (r.fails || !pw.placement.has_remote()) return r;
+  const double slowdown = RemoteSlowdown(pw, c);
+  r.qps /= slowdown;
+  r.capacity_qps /= slowdown;
+  r.gpu_busy /= slowdown;  // the GPU waits on the network
+  r.sm_load /= slowdown;
+  return r;
+}
+
+const std::vector<double>& Physics::NetworkLoads(const model::ClusterState& c) {
+  if (network_cluster_ == &c && network_version_ == c.version()) return network_load_;
+  network_cluster_ = &c;
+  network_version_ = c.version();
+  network_load_.assign(static_cast<size_t>(c.node_count()), 0.0);
+  for (const auto& [id, pw] : c.placed()) {
+    if (!pw.placement.has_remote()) continue;
+    const AppSpec* app = catalog_.Find(pw.workload.app);
+    if (app == nullptr) continue;
+    for (const model::Slice& s : pw.placement.slices) {
+      if (!s.remote) continue;
+      network_load_[static_cast<size_t>(pw.placement.node)] += app->remote.network_share;
+      network_load_[static_cast<size_t>(c.gpu(c.partition(s.partition).gpu).node)] +=
+          app->remote.network_share;
+    }
+  }
+  return network_load_;
+}
+
+double Physics::RemoteSlowdown(const model::PlacedWorkload& pw, const model::ClusterState& c) {
+  const AppSpec* app = catalog_.Find(pw.workload.app);
+  if (app == nullptr) return 1;
+  const std::vector<double>& load = NetworkLoads(c);
+  // Its own streams are part of its profile (measured alone): count only the others'.
+  const auto others = [&](model::NodeIndex n) {
+    double own = 0;
+    for (const model::Slice& s : pw.placement.slices) {
+      if (!s.remote) continue;
+      own += (pw.placement.node == n) + (c.gpu(c.partition(s.partition).gpu).node == n);
+    }
+    return std::clamp(load[static_cast<size_t>(n)] - own * app->remote.network_share, 0.0, 1.0);
+  };
+  double worst = 1;
+  for (const model::Slice& s : pw.placement.slices) {
+    if (!s.remote) continue;
+    const double l =
+        std::max(others(pw.placement.node), others(c.gpu(c.partition(s.partition).gpu).node));
+    worst = std::max(worst, app->remote.Slowdown(l));
+  }
+  return worst;
 }
 
 RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterState& c) const {

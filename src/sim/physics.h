@@ -37,11 +37,18 @@
 //  - Power: on the thesis's GPUs (`flat_power_models`: V100, A30) nearly flat, idle × (1 +
 //    `flat_power_rise` × SM load) (Ch. 6.2); elsewhere idle + (max − idle) × SM load. SM load
 //    = Σ clients' share of the GPU's SMs (MIG slices × MPS threads) × their SM-bound duty.
+//  - A remote GPU (Slice::remote; seed 002's disaggregation): the run stretches by the app's
+//    RemoteProfile::Slowdown(l) (sim/apps.h; the worst of its remote slices), l the network
+//    load on the two nodes the stream links, the busier of them: the Σ network_share of every
+//    other remote stream through that node, capped at 1. Its rate, engine activity and SM load
+//    all divide by it (the GPU waits on the network). The engine re-rates a remote workload
+//    whenever a stream through one of its nodes starts or stops.
 //  - Noise: a per-workload factor 1 ± min(|N(0, noise_sd)|, noise_max), seeded by (seed,
 //    workload id), so it does not depend on event order.
 //
 // Only sim:: code can use it: the predictor sees Physics through sim::Profiler's samples only.
-// Immutable after construction; Rate and GpuPower are const in effect (thread-compatible).
+// Immutable after construction but for a cache of the nodes' network loads (by the cluster's
+// version); Rate and GpuPower are const in effect (thread-compatible).
 
 #include <cstdint>
 #include <span>
@@ -129,6 +136,10 @@ class Physics final : public GroundTruth {
                         int32_t milli) const;
   RunRate RateIn(const model::PlacedWorkload& pw, const model::ClusterState& cluster) const;
   double NoiseFactor(model::WorkloadId id) const;
+  // Σ network_share of the remote streams through each node (uncapped), cached by version.
+  const std::vector<double>& NetworkLoads(const model::ClusterState& c);
+  // ≥ 1: how much slower `pw` runs for its remote slices (1 when it has none).
+  double RemoteSlowdown(const model::PlacedWorkload& pw, const model::ClusterState& c);
   // min(1, λ(now) / capacity) for a workload with an offered load; 1 otherwise.
   double Utilisation(model::WorkloadId id, double capacity_qps) const;
 
@@ -138,6 +149,9 @@ class Physics final : public GroundTruth {
   model::GpuModelId reference_;
   std::unordered_map<model::WorkloadId, DailyLoad> offered_;
   double now_ = 0;
+  const model::ClusterState* network_cluster_ = nullptr;
+  uint64_t network_version_ = 0;
+  std::vector<double> network_load_;
 };
 
 }  // namespace tessera::sim
