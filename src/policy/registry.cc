@@ -5,6 +5,7 @@
 
 #include "policy/best_fit.h"
 #include "policy/dot_product.h"
+#include "policy/drmaestro.h"
 #include "policy/fgd.h"
 #include "policy/first_fit.h"
 #include "policy/frag_pack.h"
@@ -91,6 +92,11 @@ const std::vector<Entry>& Registry() {
         "004 peak prediction: CBP, plus a correlated pod where AR(1) forecasts room 1 s ahead",
         false, KnotsPpOptionList(), /*allocates_compute=*/false},
        MakeKnotsPp},
+      {{"drmaestro",
+        "002: two-phase min-cost flow (CPU/memory, then each GPU, local or remote), utility of "
+        "run time vs goal, waiting counter",
+        false, DrmaestroOptionList()},
+       MakeDrmaestro},
       {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
        NoOptions<FirstFit>()},
       {{"whole-gpu", "Kubernetes default + NVIDIA device plugin: whole GPUs, first fit"},

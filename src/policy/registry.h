@@ -19,6 +19,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/rng.h"
+#include "policy/job_profile.h"
 #include "policy/policy.h"
 
 // Forward declarations keep this header light (no Eigen, no HTTP client for its includers).
@@ -47,6 +48,9 @@ struct PolicyContext {
   // Optional: where a policy may fold what it observes (Predictor::Observe) — the same
   // predictor as `predictor` when the driver lets policies learn (slo-aware's `observe`).
   predict::Predictor* learner = nullptr;
+  // Optional: offline profiles of batch applications (drmaestro's φ); null or an app missing:
+  // unknown, a neutral cost.
+  const JobProfiles* job_profiles = nullptr;
   // The driver restarts a workload a policy moves (Eviction::requeue): the simulator does;
   // Kubernetes only behind its flag. Policies propose moves only when it is set.
   bool can_move = false;

@@ -62,6 +62,9 @@ TEST_F(RegistryTest, PoliciesAdvertiseTheOptionsTheirFactoriesRead) {
       {"knots-pp",
        {"correlation_threshold", "percentile", "window_s", "history_s", "min_samples", "lag",
         "horizon_s"}},
+      {"drmaestro",
+       {"disaggregate", "network_aware", "remote_preference", "unscheduled_preference",
+        "load_buckets", "max_postpone_cycles"}},
       {"fgd", {"typical_pods"}},
       {"frag-pack", {"typical_pods"}},
   };
