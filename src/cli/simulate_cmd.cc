@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/policy_flags.h"
 #include "policy/registry.h"
+#include "report/disaggregation_report.h"
 #include "report/knots_report.h"
 #include "report/online_offline_report.h"
 #include "report/openb_report.h"
@@ -21,6 +22,7 @@
 #include "report/thesis_report.h"
 #include "sim/apps.h"
 #include "sim/calibrate.h"
+#include "sim/disaggregation.h"
 #include "sim/embedded_apps.h"
 #include "sim/knots.h"
 #include "sim/online_offline.h"
@@ -502,6 +504,47 @@ Status RunKnotsExperiment(const SimulateFlags& f, const std::vector<uint64_t>& s
   return {};
 }
 
+// disaggregation (issue #18; seed 002): Rodinia-like jobs on K80 nodes, GPUs local or remote.
+Status RunDisaggregationExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
+  Expected<sim::AppCatalog> catalog = CatalogOf(f);
+  if (!catalog) return Failed(catalog.error());
+  std::vector<std::string> policies = f.policies;
+  if (policies.empty()) {
+    for (std::string_view p : sim::DisaggregationPolicies()) policies.emplace_back(p);
+  }
+  std::vector<sim::DisaggregationRun> means;
+  for (const sim::DisaggregationScenario& scenario : sim::DisaggregationScenarios()) {
+    for (const std::string& policy : policies) {
+      Expected<sim::DisaggregationRun> mean = MeanOverSeeds<sim::DisaggregationRun>(
+          "disaggregation " + scenario.Label() + ": " + policy, seeds,
+          [&](uint64_t seed) { return sim::RunDisaggregation(policy, scenario, seed, *catalog); });
+      if (!mean) return Failed(mean.error());
+      means.push_back(std::move(*mean));
+    }
+  }
+  Progress("", true);
+  if (!f.out.empty()) {
+    auto written = report::WriteDisaggregationReport(f.out, seeds.size(), means);
+    if (!written) return Failed(written.error());
+  }
+  if (f.json) {
+    std::printf("%s\n", report::DisaggregationJson(seeds.size(), means).dump(2).c_str());
+    return {};
+  }
+  std::printf(
+      "experiment disaggregation: K80 nodes, half their CPUs held by a warm-up, Rodinia-like "
+      "jobs at 16/s, %zu seed(s)\n\n",
+      seeds.size());
+  std::printf("%-18s %-34s %10s %8s %8s %10s %8s\n", "scenario", "policy", "makespan", "QoS viol",
+              "done", "pending s", "remote");
+  for (const sim::DisaggregationRun& m : means) {
+    std::printf("%-18s %-34s %9.0fs %8.1f %8.0f %10.1f %8.1f\n", m.scenario.c_str(),
+                m.policy.c_str(), m.makespan_s, m.qos_violations, m.jobs_done, m.pending_s_mean,
+                m.remote_jobs);
+  }
+  return {};
+}
+
 Status RunSimulate(SimulateFlags f) {
   for (const std::string& arg : f.policy_args) {
     Expected<std::vector<std::string>> list = SplitPolicyList(arg);
@@ -523,6 +566,7 @@ Status RunSimulate(SimulateFlags f) {
   if (f.experiment == "openb-alloc") return RunOpenbExperiment(f, *seeds);
   if (f.experiment == "overprovision") return RunOverprovisionExperiment(f, *seeds);
   if (f.experiment == "knots") return RunKnotsExperiment(f, *seeds);
+  if (f.experiment == "disaggregation") return RunDisaggregationExperiment(f, *seeds);
   return RunPackingExperiment(f, *seeds);
 }
 
@@ -534,7 +578,7 @@ void AddSimulate(CLI::App& app, Status* status) {
       "simulate", "Run a simulated experiment on the scheduler core and compare policies");
   sub->add_option("--experiment", flags->experiment, "Experiment preset")
       ->check(CLI::IsMember({"thesis", "thesis-scale", "packing", "openb-alloc", "online-offline",
-                             "overprovision", "knots", "calibrate"}))
+                             "overprovision", "knots", "disaggregation", "calibrate"}))
       ->capture_default_str();
   sub->add_option("--policy", flags->policy_args,
                   "Policies to compare, comma-separated or repeated; NAME{json} gives options, "
@@ -545,13 +589,13 @@ void AddSimulate(CLI::App& app, Status* status) {
       sub->add_option("--seed", flags->seed, "One seed, 0..2^64-1")->check(SeedCheck());
   sub->add_option("--seeds", flags->seeds,
                   "Seeds: N (1..N) or A-B, at most 10,000 (default: thesis 10, packing 3, "
-                  "openb-alloc 42, online-offline 3, overprovision and knots 10)")
+                  "openb-alloc 42, online-offline 3, overprovision and knots 10, disaggregation 3)")
       ->check(SeedsCheck())
       ->excludes(seed);
   sub->add_option(
       "--apps", flags->apps,
-      "Application catalogue (default: built-in data/apps.yaml; overprovision and knots read "
-      "its `sharing` list, online-offline its `training` list)");
+      "Application catalogue (default: built-in data/apps.yaml; overprovision, knots and "
+      "disaggregation read its `sharing` list, online-offline its `training` list)");
   sub->add_option("--workloads", flags->workloads,
                   "Workloads, arriving Poisson at this many per hour (thesis-scale)")
       ->check(CLI::Range(1, 10000000))
@@ -569,12 +613,12 @@ void AddSimulate(CLI::App& app, Status* status) {
                   "Arrived GPU load to inflate the pods to, x capacity (openb-alloc)")
       ->check(CLI::Range(0.01, 10.0))
       ->capture_default_str();
-  sub->add_option(
-      "--out", flags->out,
-      "thesis, thesis-scale: directory for report.json, workloads.csv and "
-      "report.html; openb-alloc: directory for curves (CSV) and the plot (HTML/SVG); "
-      "online-offline, overprovision, knots: directory for report.json and report.html; "
-      "calibrate: the catalogue file to write");
+  sub->add_option("--out", flags->out,
+                  "thesis, thesis-scale: directory for report.json, workloads.csv and "
+                  "report.html; openb-alloc: directory for curves (CSV) and the plot (HTML/SVG); "
+                  "online-offline, overprovision, knots, disaggregation: directory for report.json "
+                  "and report.html; "
+                  "calibrate: the catalogue file to write");
   sub->add_flag("--json", flags->json, "Print one JSON object instead of a table");
   sub->add_flag("--list-policies", flags->list_policies,
                 "List the registered policies with their options and defaults, and exit");

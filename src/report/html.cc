@@ -98,6 +98,48 @@ std::string SvgOpen(int width, int height, std::string_view title) {
       width, height, width, height, Escape(title));
 }
 
+std::string BarsSvg(std::string_view title, std::string_view y_label,
+                    const std::vector<Bar>& bars) {
+  double hi = 0;
+  for (const Bar& b : bars) hi = std::max(hi, b.value);
+  const std::vector<double> y_ticks = NiceTicks(0, hi > 0 ? hi : 1, 5);
+  const double width = std::max(300.0, 60.0 * static_cast<double>(bars.size()));
+  PlotFrame f{.x_min = 0,
+              .x_max = static_cast<double>(std::max<size_t>(1, bars.size())),
+              .y_min = 0,
+              .y_max = y_ticks.back(),
+              .left = 64,
+              .top = 34,
+              .width = width,
+              .height = 200};
+  std::string svg = SvgOpen(static_cast<int>(width) + 100, 290, title);
+  svg += SvgAxes(f, {}, y_ticks, "", y_label, 0, y_ticks.back() < 2 ? 2 : 0);
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const double x0 = f.X(static_cast<double>(i) + 0.15), x1 = f.X(static_cast<double>(i) + 0.85);
+    const double y = f.Y(bars[i].value);
+    svg += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", x0, y,
+        x1 - x0, f.Y(0) - y, SeriesColor(i));
+    svg += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\n",
+        (x0 + x1) / 2, f.Y(0) + 14, Escape(bars[i].label));
+  }
+  return svg + "</svg>\n";
+}
+
+std::string PageOpen(std::string_view title, std::string_view heading) {
+  return fmt::format(
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{}</title>\n"
+      "<style>body{{font-family:sans-serif;margin:12px;color:#222}} h1{{font-size:20px}} "
+      "table{{border-collapse:collapse;font-size:12px}} "
+      "td,th{{border:1px solid #bbb;padding:2px 6px;text-align:right}} "
+      "td:first-child,th:first-child{{text-align:left}}</style>\n</head><body>\n"
+      "<h1>{}</h1>\n",
+      Escape(title), Escape(heading));
+}
+
+std::string PageClose() { return "</body></html>\n"; }
+
 std::string SvgAxes(const PlotFrame& f, const std::vector<double>& x_ticks,
                     const std::vector<double>& y_ticks, std::string_view x_label,
                     std::string_view y_label, int x_decimals, int y_decimals) {

@@ -4,6 +4,7 @@
 // all-or-nothing. Pages are self-contained: no scripts, no external assets, they open offline.
 // Stateless; safe from any thread.
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -55,6 +56,18 @@ struct LegendEntry {
   std::string dash;  // "" = solid
 };
 std::string SvgLegend(double x, double y, const std::vector<LegendEntry>& entries);
+
+// One bar per (label, value), in its series colour, from 0, with the value's axis in y_label.
+struct Bar {
+  std::string label;
+  double value = 0;
+};
+std::string BarsSvg(std::string_view title, std::string_view y_label, const std::vector<Bar>& bars);
+
+// A page's opening: doctype, <title>, the shared table style, an <h1>; the caller writes the
+// body and closes it with PageClose().
+std::string PageOpen(std::string_view title, std::string_view heading);
+std::string PageClose();
 
 // Writes every (file name, text) into `dir` (created if needed), all or nothing: it checks that
 // no target is a directory or other non-file, writes each to a temporary file beside it, and

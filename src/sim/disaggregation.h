@@ -1,0 +1,76 @@
+#pragma once
+// The disaggregation experiment (issue #18; seed 002, Experiments 4–5): Rodinia-like batch jobs
+// on a cluster of K80 nodes whose CPUs are half taken by a warm-up of CPU-only jobs, so that a
+// scheduler confined to local GPUs leaves the GPUs of the busy nodes idle, and one that may
+// place a job's GPU on another node than its CPU (a remote slice, over the network) does not.
+//
+//  - Cluster: `nodes` × 4 K80 (one GK210 each), 160 hardware threads and 512 GiB per node
+//    (002's POWER8 Firestone servers: 2 × 10 cores × 8 threads, 512 GB).
+//  - Warm-up: CPU-only jobs of `cpu/warmup`, one per two nodes, each holding a whole node's CPU
+//    (002: "initial jobs requesting 50% of the available CPUs with no network requirements")
+//    for `warmup_s`, submitted at t = 0.
+//  - Jobs: `jobs` of the eight Rodinia-like apps of apps.yaml's `sharing` list, uniformly (002's
+//    simulation), Poisson at `arrival_rate` per second (002: 16), each one GPU, 8 threads and 32
+//    GiB; its work drawn from the app's query range; a completion-time goal τ = its run time
+//    alone on a local K80 × (1 + U[slack_min, slack_max]) and z uniform in 1..10.
+//  - Policies: drmaestro without disaggregation (002's Firmament baseline), drmaestro,
+//    drmaestro + network-aware, first-fit and best-fit. drmaestro's JobProfiles come from the
+//    catalogue as offline profiling would give them (noise-free run time per query on a K80,
+//    RemoteProfile's slowdown and sensitivity).
+//
+// Metrics over the Rodinia jobs: makespan (last completion − first arrival), QoS violations
+// (jobs whose run, start to end, took longer than their goal: 002's "jobs that suffered
+// slowdown"), jobs done, mean pending time, jobs that ran on a remote GPU. Deterministic for
+// (policy, scenario, seed).
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "sim/apps.h"
+
+namespace tessera::sim {
+
+struct DisaggregationScenario {
+  int nodes = 16;
+  int jobs = 512;
+  int gpus_per_node = 4;
+  std::string gpu = "K80";
+  double arrival_rate = 16;  // jobs per second (002)
+  double warmup_s = 2000;    // 002: the warm-up jobs "execute for ≈2000s"
+  double slack_min = 0.1;    // goal = run time alone × (1 + U[slack_min, slack_max]); ours
+  double slack_max = 0.6;
+  std::vector<std::string> apps = {"rodinia/btree",      "rodinia/backprop", "rodinia/gaussian",
+                                   "rodinia/hotspot",    "rodinia/lavamd",   "rodinia/nw",
+                                   "rodinia/pathfinder", "rodinia/srad"};
+  std::string Label() const;  // "nodes=16,jobs=512"
+};
+
+// 002's two simulated scenarios: 16 nodes with 512 jobs, 128 nodes with 4,096.
+std::vector<DisaggregationScenario> DisaggregationScenarios();
+// drmaestro{"disaggregate":false}, drmaestro, drmaestro{"network_aware":true}, first-fit, best-fit.
+std::span<const std::string_view> DisaggregationPolicies();
+
+struct DisaggregationRun {
+  std::string policy;
+  std::string scenario;
+  uint64_t seed = 0;
+  double makespan_s = 0;
+  double qos_violations = 0;
+  double jobs_done = 0;
+  double pending_s_mean = 0;
+  double remote_jobs = 0;  // ran (last) with a remote GPU
+  double gpu_util_mean = 0;
+};
+
+[[nodiscard]] Expected<DisaggregationRun> RunDisaggregation(std::string_view policy,
+                                                            const DisaggregationScenario& scenario,
+                                                            uint64_t seed,
+                                                            const AppCatalog& catalog);
+// Means over seeds; policy, scenario and seed of the first.
+DisaggregationRun MeanOf(std::span<const DisaggregationRun> runs);
+
+}  // namespace tessera::sim
