@@ -4,6 +4,7 @@
 
 #include "policy/first_fit.h"
 #include "policy/fit.h"
+#include "sim/physics.h"
 
 namespace tessera::sim {
 namespace {
@@ -435,6 +436,70 @@ TEST(EngineLoadTest, ServicesAreReRatedAndSampledEveryLoadTick) {
   // ∫ SM load: 0 until the first re-rate at 60, 0.1 to 120, 0.2 to 180, 0.3 to 185.
   EXPECT_NEAR(r.sm_activity_integral, 60 * 0.1 + 60 * 0.2 + 5 * 0.3, 1e-9);
   EXPECT_FALSE(r.workloads[0].end_s);  // a service runs to the horizon
+}
+
+}  // namespace
+}  // namespace tessera::sim
+
+namespace tessera::sim {
+namespace {
+
+// Puts every workload's CPU on node 0 and its GPU on node `id` (remote; seed 002).
+class RemotePlacer : public policy::Policy {
+ public:
+  std::string_view name() const override { return "remote-placer"; }
+  policy::Feasibility Filter(const model::Workload&, model::NodeIndex node,
+                             const model::ClusterState&) const override {
+    return node == 0 ? policy::Feasibility::Yes() : policy::Feasibility::No("not node 0");
+  }
+  std::optional<policy::Candidate> Score(const model::Workload& w, model::NodeIndex,
+                                         const model::ClusterState& c) override {
+    const model::GpuIndex g = c.node(static_cast<model::NodeIndex>(w.id)).first_gpu;
+    return policy::Candidate{
+        .score = 1,
+        .placement = {.workload = w.id,
+                      .node = 0,
+                      .slices = {{model::ClusterState::PartitionOf(g, 0), 1000, 0, false, true}}}};
+  }
+};
+
+// NW-like (seed 002 Fig. 3: 17 % of its run on the network alone, 49 % under load) at 100
+// queries/s locally: 83/s remote and alone, 75/s while another stream shares its CPU node
+// (load 0.17: 83 / (1 + (0.83/0.51 − 1) · 0.17) = 75). Job 1 (1,660 queries) starts at t = 0,
+// job 2 (1,500) at t = 10, when job 1 has 830 left: both at 75/s, so job 1 ends at 10 + 830/75
+// = 21.067; job 2 has done 830 by then and ends 670/83 = 8.072 s later. Without the re-rate
+// (job 1 left at 83/s) job 1 would end at t = 20.
+TEST(EngineRemoteTest, ARemoteStreamStartingOrEndingReratesTheOthersOnItsNodes) {
+  auto catalog = ParseAppCatalog(R"(
+apps:
+  - key: nw
+    compute_s: 0
+    memory_s: 0
+    fixed_s: 0.01
+    footprint_mib: 1000
+    remote: {network_share: 0.17, network_share_loaded: 0.49}
+)",
+                                 "test.yaml");
+  ASSERT_TRUE(catalog) << catalog.error().message;
+  model::ClusterState c;
+  const auto k80 = *model::FindGpuModel("K80");
+  ASSERT_TRUE(c.AddNode(model::UniformNode("cpu", k80, 0, 64000, 1 << 20)));
+  for (const char* name : {"g1", "g2"}) {
+    ASSERT_TRUE(c.AddNode(model::UniformNode(name, k80, 1, 64000, 1 << 20)));
+  }
+  Physics physics(*catalog, 1, {.noise_sd = 0});
+  RemotePlacer placer;
+  Rng rng(1);
+  Engine e(c, placer, physics, rng);
+  model::Workload a = W(1, 0, 1660, 1000, "nw"), b = W(2, 10, 1500, 1000, "nw");
+  ASSERT_TRUE(e.Add(a));
+  ASSERT_TRUE(e.Add(b));
+  const EngineResult r = e.Run();
+  ASSERT_EQ(r.workloads.size(), 2u);
+  EXPECT_NEAR(*r.workloads[0].end_s, 10 + 830.0 / 75, 1e-6);
+  EXPECT_NEAR(*r.workloads[1].end_s, 10 + 830.0 / 75 + 670.0 / 83, 1e-6);
+  EXPECT_EQ(r.workloads[0].remote_slices, 1);
+  EXPECT_EQ(r.workloads[1].remote_slices, 1);
 }
 
 }  // namespace

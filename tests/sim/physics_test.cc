@@ -423,3 +423,97 @@ TEST(Seed003SharingTest, FourEnginesServe267TimesOne) {
 
 }  // namespace
 }  // namespace tessera::sim
+
+namespace tessera::sim {
+namespace {
+
+// Remote GPUs (issue #18; seed 002 Fig. 3): NW spends 17 % of its run on the network alone and
+// 49 % under a saturating load, so a remote run takes 1/0.83 of a local one with the network
+// idle, and sensitivity s = 0.83/0.51 − 1 = 0.6275 per unit of load.
+class RemoteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = ParseAppCatalog(R"(
+apps:
+  - key: nw
+    compute_s: 0
+    memory_s: 0
+    fixed_s: 0.01
+    footprint_mib: 1000
+    remote: {network_share: 0.17, network_share_loaded: 0.49}
+)",
+                             "test.yaml");
+    ASSERT_TRUE(c) << c.error().message;
+    catalog_ = *c;
+    const auto k80 = *model::FindGpuModel("K80");
+    for (const char* name : {"cpu", "g1", "g2"}) {
+      ASSERT_TRUE(c_.AddNode(model::UniformNode(name, k80, 1, 64000, 1 << 20)));
+    }
+  }
+  // Workload `id` with its CPU on node 0 and the GPU of node `gpu_node`.
+  void Place(model::WorkloadId id, model::NodeIndex gpu_node) {
+    model::Workload w = W(id, "nw");
+    const model::GpuIndex g = c_.node(gpu_node).first_gpu;
+    ASSERT_TRUE(c_.Place(w, {.workload = id,
+                             .node = 0,
+                             .slices = {{ClusterState::PartitionOf(g, 0), 1000, 0, false,
+                                         /*remote=*/gpu_node != 0}}}));
+  }
+  AppCatalog catalog_;
+  ClusterState c_;
+};
+
+TEST_F(RemoteTest, TheProfileGivesTheSlowdownAtEveryLoad) {
+  const RemoteProfile nw = catalog_.Find("nw")->remote;
+  EXPECT_NEAR(nw.sensitivity(), 0.83 / 0.51 - 1, 1e-12);
+  EXPECT_NEAR(nw.Slowdown(0), 1 / 0.83, 1e-12);
+  EXPECT_NEAR(nw.Slowdown(1), 1 / 0.51, 1e-12);  // all of Fig. 3's loaded share
+  EXPECT_DOUBLE_EQ(RemoteProfile{}.Slowdown(0.7), 1);
+}
+
+TEST_F(RemoteTest, ARemoteGpuSlowsTheRunAndOtherStreamsThroughItsNodesSlowItMore) {
+  Physics physics(catalog_, 1, {.noise_sd = 0});
+  Place(1, 0);  // local: 100 queries/s (fixed 10 ms)
+  EXPECT_NEAR(physics.Rate(*c_.Find(1), c_).qps, 100, 1e-9);
+  ASSERT_TRUE(c_.Remove(1));
+  Place(1, 1);  // remote, alone on the network: 83 queries/s, the GPU waiting 17 % of the time
+  RunRate alone = physics.Rate(*c_.Find(1), c_);
+  EXPECT_NEAR(alone.qps, 83, 1e-9);
+  // A second NW stream through node 0 (to node 2's GPU): each sees load 0.17 from the other.
+  Place(2, 2);
+  const double slowed = 83 / (1 + (0.83 / 0.51 - 1) * 0.17);
+  EXPECT_NEAR(slowed, 75, 1e-9);
+  EXPECT_NEAR(physics.Rate(*c_.Find(1), c_).qps, slowed, 1e-9);
+  EXPECT_NEAR(physics.Rate(*c_.Find(2), c_).qps, slowed, 1e-9);
+  // The other leaves: back to 83.
+  ASSERT_TRUE(c_.Remove(2));
+  EXPECT_NEAR(physics.Rate(*c_.Find(1), c_).qps, 83, 1e-9);
+}
+
+TEST(AppCatalogRemoteTest, ARemoteProfileRoundTripsAndABadOneNamesTheLine) {
+  auto bad = ParseAppCatalog(
+      "apps:\n  - key: a\n    compute_s: 1\n    memory_s: 0\n    fixed_s: 0\n"
+      "    footprint_mib: 1\n    remote: {network_share: 0.5, network_share_loaded: 0.2}\n",
+      "apps.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message.rfind("apps.yaml:7:", 0), 0u) << bad.error().message;
+  auto full = ParseAppCatalog(
+      "apps:\n  - key: a\n    compute_s: 1\n    memory_s: 0\n    fixed_s: 0\n"
+      "    footprint_mib: 1\n    remote: {network_share: 0.5, network_share_loaded: 1}\n",
+      "apps.yaml");
+  ASSERT_FALSE(full);  // a link busy all the time: the run would never end
+  auto good = ParseAppCatalog(
+      "apps:\n  - key: a\n    compute_s: 1\n    memory_s: 0\n    fixed_s: 0\n"
+      "    footprint_mib: 1\n    remote: {network_share: 0.1, network_share_loaded: 0.3}\n",
+      "apps.yaml");
+  ASSERT_TRUE(good) << good.error().message;
+  const std::string path = ::testing::TempDir() + "/remote.yaml";
+  ASSERT_TRUE(SaveAppCatalog(*good, path));
+  auto back = LoadAppCatalog(path);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_DOUBLE_EQ(back->apps.at(0).remote.network_share, 0.1);
+  EXPECT_DOUBLE_EQ(back->apps.at(0).remote.network_share_loaded, 0.3);
+}
+
+}  // namespace
+}  // namespace tessera::sim

@@ -1,0 +1,96 @@
+#include "sim/disaggregation.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/embedded_apps.h"
+
+namespace tessera::sim {
+namespace {
+
+class DisaggregationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = ParseAppCatalog(std::string(EmbeddedAppsYaml()), "data/apps.yaml");
+    ASSERT_TRUE(c) << c.error().message;
+    catalog_ = std::move(*c);
+    scenario_.nodes = 4;  // 16 K80s, two nodes' CPUs held by the warm-up
+    scenario_.jobs = 64;
+  }
+  DisaggregationRun Run(std::string_view policy, uint64_t seed = 1) {
+    auto r = RunDisaggregation(policy, scenario_, seed, catalog_);
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? *r : DisaggregationRun{};
+  }
+  AppCatalog catalog_;
+  DisaggregationScenario scenario_;
+};
+
+// The eight Rodinia-like apps carry a remote profile; HotSpot and NW the one 002 measured.
+TEST_F(DisaggregationTest, TheAppsCarrySeed002sNetworkProfiles) {
+  const AppCatalog sharing = SharingCatalog(catalog_);
+  for (const std::string& key : scenario_.apps) {
+    const AppSpec* app = sharing.Find(key);
+    ASSERT_NE(app, nullptr) << key;
+    EXPECT_FALSE(app->remote.empty()) << key;
+  }
+  EXPECT_DOUBLE_EQ(sharing.Find("rodinia/nw")->remote.network_share, 0.17);
+  EXPECT_DOUBLE_EQ(sharing.Find("rodinia/nw")->remote.network_share_loaded, 0.49);
+  EXPECT_DOUBLE_EQ(sharing.Find("rodinia/hotspot")->remote.network_share, 0.002);
+  EXPECT_DOUBLE_EQ(sharing.Find("rodinia/hotspot")->remote.network_share_loaded, 0.01);
+}
+
+// Local GPUs only: the warm-up nodes' GPUs idle for its 2,000 s, no job remote, and every job's
+// run within its goal (its slack is at least 10 %, the noise at most 4 %). Disaggregation puts
+// jobs on those GPUs (some miss their goal on the network) and finishes sooner; network
+// awareness keeps more jobs within their goal.
+TEST_F(DisaggregationTest, DisaggregationFinishesSoonerAndNetworkAwarenessKeepsGoals) {
+  const DisaggregationRun local = Run(R"(drmaestro{"disaggregate":false})");
+  const DisaggregationRun remote = Run("drmaestro");
+  const DisaggregationRun aware = Run(R"(drmaestro{"network_aware":true})");
+  for (const DisaggregationRun* r : {&local, &remote, &aware}) {
+    EXPECT_EQ(r->jobs_done, 64) << r->policy;
+    EXPECT_EQ(r->scenario, "nodes=4,jobs=64");
+  }
+  EXPECT_EQ(local.remote_jobs, 0);
+  EXPECT_EQ(local.qos_violations, 0);
+  EXPECT_GT(remote.remote_jobs, 0);
+  EXPECT_LT(remote.makespan_s, local.makespan_s);
+  EXPECT_LT(remote.pending_s_mean, local.pending_s_mean);
+  EXPECT_GT(remote.qos_violations, 0);
+  EXPECT_LT(aware.qos_violations, remote.qos_violations);
+  // The reference policies know nothing of remote slices and keep working.
+  const DisaggregationRun ff = Run("first-fit");
+  EXPECT_EQ(ff.remote_jobs, 0);
+  EXPECT_EQ(ff.jobs_done, 64);
+}
+
+TEST_F(DisaggregationTest, ARunIsAPureFunctionOfPolicyScenarioAndSeed) {
+  const DisaggregationRun a = Run("drmaestro", 7), b = Run("drmaestro", 7);
+  EXPECT_EQ(a.makespan_s, b.makespan_s);
+  EXPECT_EQ(a.qos_violations, b.qos_violations);
+  EXPECT_EQ(a.remote_jobs, b.remote_jobs);
+}
+
+TEST_F(DisaggregationTest, BadInputIsOneErrorNamingIt) {
+  DisaggregationScenario s = scenario_;
+  s.apps = {"rodinia/none"};
+  auto missing = RunDisaggregation("drmaestro", s, 1, catalog_);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("rodinia/none"), std::string::npos);
+  s = scenario_;
+  s.slack_max = -1;
+  EXPECT_FALSE(RunDisaggregation("drmaestro", s, 1, catalog_));
+  EXPECT_FALSE(RunDisaggregation("no-such-policy", scenario_, 1, catalog_));
+}
+
+TEST(DisaggregationScenariosTest, Seed002sTwoSimulatedScenarios) {
+  const std::vector<DisaggregationScenario> s = DisaggregationScenarios();
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].Label(), "nodes=16,jobs=512");
+  EXPECT_EQ(s[1].Label(), "nodes=128,jobs=4096");
+  EXPECT_EQ(s[0].arrival_rate, 16);
+  EXPECT_EQ(s[0].gpu, "K80");
+}
+
+}  // namespace
+}  // namespace tessera::sim
