@@ -69,7 +69,8 @@ void Binder::ClearAnnotations(const PodRef& pod) {
                    {{std::string(kAnnotationPlacement), nullptr},
                     {std::string(kAnnotationVisibleDevices), nullptr},
                     {std::string(kAnnotationThreadPercentage), nullptr},
-                    {std::string(kAnnotationPinnedMemLimit), nullptr}}}}}};
+                    {std::string(kAnnotationPinnedMemLimit), nullptr},
+                    {std::string(kAnnotationRemoteGpus), nullptr}}}}}};
   auto r = api_.Patch(PodPath(pod.namespace_, pod.name), patch.dump());
   if (!r || (!r->ok() && r->status != 404)) {
     spdlog::warn("pod {}/{}: could not clear the placement annotations", pod.namespace_, pod.name);
@@ -79,14 +80,6 @@ void Binder::ClearAnnotations(const PodRef& pod) {
 Expected<void> Binder::Bind(const PodRef& pod, const store::PlacementRecord& record,
                             const model::Environment& env, const std::function<bool()>& may_bind) {
   const std::string who = pod.namespace_ + "/" + pod.name;
-  for (const store::SliceRecord& s : record.slices) {
-    // Seed 002's disaggregated GPUs need a remote-GPU middleware's environment in the pod, which
-    // Tessera does not write yet (issue #18): refused before anything is written.
-    if (!s.remote_node.empty()) {
-      return Fail("pod {}: its GPU {} is on node {}: remote GPU slices cannot be bound yet", who,
-                  s.partition_uuid, s.remote_node);
-    }
-  }
   if (may_bind && !may_bind()) return Fail("pod {}: not the leader any more", who);
   if (auto ok = PutConfigMap(pod, env); !ok) return ok;
 
@@ -107,6 +100,7 @@ Expected<void> Binder::Bind(const PodRef& pod, const store::PlacementRecord& rec
   }
   if (env.mps_pinned_mem_limit)
     ann[std::string(kAnnotationPinnedMemLimit)] = *env.mps_pinned_mem_limit;
+  if (!env.remote_gpus.empty()) ann[std::string(kAnnotationRemoteGpus)] = env.RemoteGpusText();
   json patch = {{"metadata", {{"annotations", ann}}}};
   if (!pod.uid.empty()) patch["metadata"]["uid"] = pod.uid;  // precondition: the same pod
   auto annotated = api_.Patch(PodPath(pod.namespace_, pod.name), patch.dump());

@@ -4,11 +4,13 @@
 // standalone Scheduler and the Extender's bind verb). In order:
 //   1. a ConfigMap named after the pod (same namespace, owned by the pod so it is garbage
 //      collected with it) holding CUDA_VISIBLE_DEVICES and, for a shared slice,
-//      CUDA_MPS_ACTIVE_THREAD_PERCENTAGE and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (create, or
+//      CUDA_MPS_ACTIVE_THREAD_PERCENTAGE and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, and for remote GPU
+//      slices (seed 002) the remote-GPU middleware's variables (model::Environment) (create, or
 //      update on 409 AlreadyExists);
 //   2. the placement in the store (all-or-nothing partition accounting; a refusal stops here);
-//   3. the placement as pod annotations (tessera.io/placement and the three variables, which a
-//      container can read through the downward API when it cannot name its ConfigMap);
+//   3. the placement as pod annotations (tessera.io/placement, the three variables and
+//      tessera.io/remote-gpus, which a container can read through the downward API when it
+//      cannot name its ConfigMap);
 //   4. POST pods/<name>/binding. A 409 whose pod is already on that node counts as done (a
 //      retry whose first answer was lost).
 // When 2–4 fail, what 2–3 wrote is undone (store placement removed, annotations cleared) and

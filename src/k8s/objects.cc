@@ -339,6 +339,23 @@ Expected<void> ParsePriority(const std::string& value, model::Workload& w, Annot
   return {};
 }
 
+Expected<void> ParseGoal(const std::string& value, model::Workload& w, AnnotatedGpu&) {
+  auto v = NonNegative(value);
+  if (!v) return std::unexpected(v.error());
+  w.goal_s = *v;
+  return {};
+}
+
+Expected<void> ParseGoalZ(const std::string& value, model::Workload& w, AnnotatedGpu&) {
+  int z = 0;
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), z);
+  if (ec != std::errc() || ptr != value.data() + value.size() || z < 1 || z > 10) {
+    return Fail("is not an integer 1..10");
+  }
+  w.goal_z = z;
+  return {};
+}
+
 Expected<void> ParseGpuModels(const std::string& value, model::Workload& w, AnnotatedGpu&) {
   for (const std::string& m : SplitComma(value)) {
     std::optional<model::GpuModelId> id = model::FindGpuModel(m);
@@ -390,10 +407,13 @@ constexpr std::pair<std::string_view, AnnotationParser> kAnnotations[] = {
     {kAnnotationGpuModels, ParseGpuModels},
     {kAnnotationGpuMilli, ParseGpuMilli},
     {kAnnotationGpuMemory, ParseGpuMemory},
+    {kAnnotationGoal, ParseGoal},
+    {kAnnotationGoalZ, ParseGoalZ},
     {kAnnotationPlacement, nullptr},
     {kAnnotationVisibleDevices, nullptr},
     {kAnnotationThreadPercentage, nullptr},
     {kAnnotationPinnedMemLimit, nullptr},
+    {kAnnotationRemoteGpus, nullptr},
 };
 
 }  // namespace

@@ -31,6 +31,8 @@ inline constexpr std::string_view kAnnotationPriority = "tessera.io/priority";
 inline constexpr std::string_view kAnnotationGpuModels = "tessera.io/gpu-models";
 inline constexpr std::string_view kAnnotationGpuMilli = "tessera.io/gpu-milli";
 inline constexpr std::string_view kAnnotationGpuMemory = "tessera.io/gpu-memory";
+inline constexpr std::string_view kAnnotationGoal = "tessera.io/goal-s";
+inline constexpr std::string_view kAnnotationGoalZ = "tessera.io/goal-z";
 // `tessera.io/feature.<name>: <value>`, one per feature the pod declares (Workload::features).
 inline constexpr std::string_view kAnnotationFeaturePrefix = "tessera.io/feature.";
 // Outputs (written by the scheduler before it binds).
@@ -38,6 +40,7 @@ inline constexpr std::string_view kAnnotationPlacement = "tessera.io/placement";
 inline constexpr std::string_view kAnnotationVisibleDevices = "tessera.io/cuda-visible-devices";
 inline constexpr std::string_view kAnnotationThreadPercentage = "tessera.io/mps-thread-percentage";
 inline constexpr std::string_view kAnnotationPinnedMemLimit = "tessera.io/mps-pinned-mem-limit";
+inline constexpr std::string_view kAnnotationRemoteGpus = "tessera.io/remote-gpus";
 
 inline constexpr std::string_view kResourceGpu = "nvidia.com/gpu";
 inline constexpr std::string_view kResourceMigPrefix = "nvidia.com/mig-";

@@ -496,9 +496,14 @@ Environment ClusterState::EnvironmentOf(const Placement& placement) const {
   std::string limits;
   int thread_pct = 100;
   bool shared = false;
-  for (size_t i = 0; i < placement.slices.size(); ++i) {
-    const Slice& s = placement.slices[i];
+  size_t i = 0;  // device ordinal in the container: local slices only
+  for (const Slice& s : placement.slices) {
     const Partition& p = partitions_[s.partition];
+    if (s.remote) {
+      const Gpu& g = gpus_[p.gpu];
+      env.remote_gpus.push_back({nodes_[g.node].name, g.index, p.uuid});
+      continue;
+    }
     if (i) env.cuda_visible_devices += ',';
     env.cuda_visible_devices += p.uuid;
     if (s.milli < 1000 || (s.memory_mib > 0 && s.memory_mib < p.memory_mib)) shared = true;
@@ -506,8 +511,9 @@ Environment ClusterState::EnvironmentOf(const Placement& placement) const {
     if (!limits.empty()) limits += ',';
     // Device ordinals as the container sees them: its CUDA_VISIBLE_DEVICES order.
     limits += fmt::format("{}={}M", i, s.memory_mib > 0 ? s.memory_mib : p.memory_mib);
+    ++i;
   }
-  if (shared && !placement.slices.empty()) {
+  if (shared && i > 0) {
     env.mps_active_thread_percentage = thread_pct;
     env.mps_pinned_mem_limit = limits;
   }

@@ -41,11 +41,27 @@ struct Placement {
   bool operator==(const Placement&) const = default;
 };
 
+// A GPU the container reaches over the network through a remote-GPU middleware (seed 002).
+struct RemoteGpu {
+  std::string node;  // the node whose GPU it is
+  int index = 0;     // its index there (nvidia-smi)
+  std::string uuid;  // its partition's uuid
+  bool operator==(const RemoteGpu&) const = default;
+};
+
 // What the container is told. mps_* are set only when some slice is shared (milli < 1000).
+// Remote slices are not in CUDA_VISIBLE_DEVICES (no local device backs them) but in
+// remote_gpus, which Variables() writes twice: TESSERA_REMOTE_GPUS ("<uuid>@<node>", comma-
+// separated, in slice order) for any middleware, and rCUDA's client variables
+// (RCUDA_DEVICE_COUNT, RCUDA_DEVICE_<j>=<node>:<index>), the form 002's HFCUDA-like
+// middlewares take (docs/kubernetes.md, "Remote GPUs").
 struct Environment {
-  std::string cuda_visible_devices;                 // partition uuids, comma-separated
+  std::string cuda_visible_devices;                 // local partition uuids, comma-separated
   std::optional<int> mps_active_thread_percentage;  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
   std::optional<std::string> mps_pinned_mem_limit;  // CUDA_MPS_PINNED_DEVICE_MEM_LIMIT "0=2048M"
+  std::vector<RemoteGpu> remote_gpus;
+  // "<uuid>@<node>,…": TESSERA_REMOTE_GPUS and the tessera.io/remote-gpus annotation.
+  std::string RemoteGpusText() const;
   // NAME=value lines, in a fixed order.
   std::vector<std::pair<std::string, std::string>> Variables() const;
 };

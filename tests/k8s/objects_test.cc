@@ -103,6 +103,8 @@ TEST(ObjectsTest, GpuRequestsAndAnnotationsBecomeTheWorkload) {
                                       {"tessera.io/class", "offline"},
                                       {"tessera.io/priority", "-3"},
                                       {"tessera.io/gpu-models", "A100-40GB, V100-32GB"},
+                                      {"tessera.io/goal-s", "600"},
+                                      {"tessera.io/goal-z", "2"},
                                       {"kubectl.kubernetes.io/restartedAt", "x"}}));
   auto w = WorkloadFromPod(*pod, 1);
   ASSERT_TRUE(w.has_value()) << w.error().message;
@@ -112,6 +114,8 @@ TEST(ObjectsTest, GpuRequestsAndAnnotationsBecomeTheWorkload) {
   EXPECT_EQ(w->klass, model::WorkloadClass::kOffline);
   EXPECT_EQ(w->priority, -3);
   EXPECT_EQ(w->gpu.models.size(), 2u);
+  EXPECT_EQ(w->goal_s, 600);  // seed 002's τ and z, for drmaestro
+  EXPECT_EQ(w->goal_z, 2);
 }
 
 // Issue #15: `tessera.io/feature.<name>` annotations; a number is a number, other text a category.
@@ -146,6 +150,9 @@ TEST(ObjectsTest, MalformedInputNamesThePodAndTheAnnotation) {
       {{},
        {{"tessera.io/slo-qps", "-1"}},
        "pod ns/p: annotation tessera.io/slo-qps: '-1' is not a non-negative number"},
+      {{},
+       {{"tessera.io/goal-z", "11"}},
+       "pod ns/p: annotation tessera.io/goal-z: '11' is not an integer 1..10"},
       {{},
        {{"tessera.io/class", "batch"}},
        "pod ns/p: annotation tessera.io/class: 'batch' is not online or offline"},

@@ -308,20 +308,32 @@ TEST_F(SchedulerTest, FailedBindingsUndoTheirReservation) {
   s.Stop();
 }
 
-// A remote slice (seed 002) cannot reach a container until the remote-GPU middleware's binding
-// exists: Bind refuses it and writes nothing (no store placement, no ConfigMap, no annotation).
-TEST_F(SchedulerTest, ARemoteSliceIsRefusedBeforeAnythingIsWritten) {
+// A remote slice (seed 002): the pod's CPU and memory on gpu-1, its GPU on gpu-0. The store
+// holds the GPU; the ConfigMap and the annotations carry what the remote-GPU middleware reads
+// (no local device: CUDA_VISIBLE_DEVICES is empty); the pod is bound to gpu-1.
+TEST_F(SchedulerTest, ARemoteSliceIsBoundWithTheMiddlewaresEnvironment) {
+  AddGpuNodes(2, 1);
+  api_.AddPod("inference", "remote-0", {{"nvidia.com/gpu", 1}});
+  const std::string uid = api_.Get("pods", "inference/remote-0").value()["metadata"]["uid"];
   Binder binder(*client_, store_, "tessera");
-  store::PlacementRecord rec{"uid-r", "gpu-1", "remote-0", "inference", {{"GPU-gpu-0-0", 1000, 0}}};
+  store::PlacementRecord rec{uid, "gpu-1", "remote-0", "inference", {{"GPU-gpu-0-0", 1000, 0}}};
   rec.slices[0].remote_node = "gpu-0";
-  auto bound = binder.Bind({"inference", "remote-0", "uid-r"}, rec, model::Environment{});
-  ASSERT_FALSE(bound);
-  EXPECT_NE(bound.error().message.find("remote GPU slices cannot be bound yet"), std::string::npos)
-      << bound.error().message;
-  auto placed = store_.GetPlacement("uid-r");
-  ASSERT_TRUE(placed.has_value());
-  EXPECT_FALSE(placed->has_value());
-  EXPECT_TRUE(api_.All("configmaps").empty());
+  model::Environment env;
+  env.remote_gpus.push_back({"gpu-0", 0, "GPU-gpu-0-0"});
+  auto bound = binder.Bind({"inference", "remote-0", uid}, rec, env);
+  ASSERT_TRUE(bound) << bound.error().message;
+  auto placed = store_.GetPlacement(uid);
+  ASSERT_TRUE(placed.has_value() && placed->has_value());
+  EXPECT_EQ((*placed)->slices.at(0).remote_node, "gpu-0");
+  auto cm = api_.Get("configmaps", "inference/remote-0");
+  ASSERT_TRUE(cm);
+  EXPECT_EQ((*cm)["data"]["CUDA_VISIBLE_DEVICES"], "");
+  EXPECT_EQ((*cm)["data"]["TESSERA_REMOTE_GPUS"], "GPU-gpu-0-0@gpu-0");
+  EXPECT_EQ((*cm)["data"]["RCUDA_DEVICE_COUNT"], "1");
+  EXPECT_EQ((*cm)["data"]["RCUDA_DEVICE_0"], "gpu-0:0");
+  const json pod = api_.Get("pods", "inference/remote-0").value();
+  EXPECT_EQ(pod["spec"]["nodeName"], "gpu-1");
+  EXPECT_EQ(pod["metadata"]["annotations"]["tessera.io/remote-gpus"], "GPU-gpu-0-0@gpu-0");
 }
 
 TEST_F(SchedulerTest, AnEmptiedStoreIsRefilledFromTheBoundPodsAnnotations) {

@@ -221,6 +221,24 @@ TEST_F(ClusterTest, RemoteSlicesLeaveCpuOnThePlacementsNodeAndGpusOnTheirs) {
   EXPECT_EQ(c_.node(1).idle_gpus, 0);  // the A100 holds the remote slice
   EXPECT_EQ(c_.partition(remote).clients.size(), 1u);
   ExpectUnchanged();
+  // The container sees its local GPU as device 0 and reaches the remote one through the
+  // middleware: it is named, with its node and index there, but not made visible.
+  const Environment env = c_.EnvironmentOf(p);
+  EXPECT_EQ(env.cuda_visible_devices, c_.partition(local).uuid);
+  ASSERT_EQ(env.remote_gpus.size(), 1u);
+  EXPECT_EQ(env.remote_gpus[0],
+            (RemoteGpu{c_.node(1).name, c_.gpu(2).index, c_.partition(remote).uuid}));
+  EXPECT_EQ(env.mps_pinned_mem_limit, "0=8192M");  // the local slice is shared: its ordinal 0
+  const auto vars = env.Variables();
+  const auto var = [&](const std::string& name) {
+    for (const auto& [k, v] : vars) {
+      if (k == name) return v;
+    }
+    return std::string("(unset)");
+  };
+  EXPECT_EQ(var("TESSERA_REMOTE_GPUS"), c_.partition(remote).uuid + "@" + c_.node(1).name);
+  EXPECT_EQ(var("RCUDA_DEVICE_COUNT"), "1");
+  EXPECT_EQ(var("RCUDA_DEVICE_0"), c_.node(1).name + ":" + std::to_string(c_.gpu(2).index));
   // A resize keeps a slice remote; it cannot turn it local.
   EXPECT_TRUE(c_.Resize(1, {{local, 500, 8192}, {remote, 500, 4096, false, true}}));
   EXPECT_FALSE(c_.Resize(1, {{local, 500, 8192}, {remote, 500, 4096}}));
