@@ -17,6 +17,11 @@
 // over-provisioned) and use about 7,000 each, steadily; GPU 1 one that asked for 24,576 MiB and
 // is still growing. One more engine asks for 14,336 MiB, and the policy says which check let it
 // in where, with what percentile, correlation or forecast.
+//
+// drmaestro (issue #18) gets the disaggregation experiment's world, small: three nodes of two
+// K80s, node k80-0's CPU held by the warm-up, an NW job already running on k80-1 with its GPU
+// on k80-0 (loading both nodes' network), and five Rodinia-like jobs pending. Two cycles run;
+// after each the policy prints its two flow networks (arcs per kind, costs) and each job's fate.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -24,9 +29,11 @@
 
 #include "cli/commands.h"
 #include "cli/policy_flags.h"
+#include "policy/drmaestro.h"
 #include "policy/muxflow.h"
 #include "policy/registry.h"
 #include "predict/predictor.h"
+#include "sim/disaggregation.h"
 #include "sim/embedded_apps.h"
 #include "sim/online_offline.h"
 #include "sim/physics.h"
@@ -224,12 +231,94 @@ Status RunMemoryShareExplain(const ExplainFlags& f, const policy::PolicySpec& sp
   return {};
 }
 
+Status RunDrmaestroExplain(const ExplainFlags& f, const policy::PolicySpec& spec,
+                           const sim::AppCatalog& full_catalog) {
+  const sim::AppCatalog catalog = sim::SharingCatalog(full_catalog);
+  const model::GpuModelId k80 = *model::FindGpuModel("K80");
+  const std::vector<std::string> apps = {"rodinia/nw", "rodinia/hotspot", "rodinia/lavamd",
+                                         "rodinia/btree", "rodinia/srad"};
+  const policy::JobProfiles profiles = sim::ProfileJobs(catalog, apps, k80);
+  model::ClusterState cluster;
+  for (int n = 0; n < 3; ++n) {
+    if (auto ok = cluster.AddNode(
+            model::UniformNode(fmt::format("k80-{}", n), k80, 2, 160'000, 512 << 10));
+        !ok) {
+      return Failed(ok.error());
+    }
+  }
+  model::Workload warmup;
+  warmup.id = 1;
+  warmup.name = "warmup";
+  warmup.cpu_milli = 160'000;
+  if (auto ok = cluster.Place(warmup, {.workload = 1, .node = 0}); !ok) return Failed(ok.error());
+  const auto job = [&](model::WorkloadId id, const std::string& app, double slack, int z) {
+    model::Workload w;
+    w.id = id;
+    w.name = fmt::format("job-{}", id);
+    w.app = app;
+    w.klass = model::WorkloadClass::kOffline;
+    w.queries = 3000;
+    w.cpu_milli = 8000;
+    w.memory_mib = 32 << 10;
+    w.gpu = {.count = 1, .milli = 1000, .models = {k80}};
+    w.goal_s = 3000 * profiles.at(app).seconds_per_query.at(k80) * (1 + slack);
+    w.goal_z = z;
+    w.arrival_s = static_cast<double>(id);
+    return w;
+  };
+  const model::Workload running = job(2, "rodinia/nw", 0.5, 5);
+  if (auto ok = cluster.Place(
+          running, {.workload = 2,
+                    .node = 1,
+                    .slices = {{model::ClusterState::PartitionOf(0, 0), 1000, 0, false, true}}});
+      !ok) {
+    return Failed(ok.error());
+  }
+  std::vector<model::Workload> jobs;
+  jobs.push_back(job(3, "rodinia/nw", 0.1, 1));
+  jobs.push_back(job(4, "rodinia/hotspot", 0.1, 5));
+  jobs.push_back(job(5, "rodinia/lavamd", 0.3, 5));
+  jobs.push_back(job(6, "rodinia/btree", 0.5, 9));
+  jobs.push_back(job(7, "rodinia/srad", 0.2, 3));
+  Rng rng(f.seed);
+  ManualClock clock;
+  auto policy = policy::MakePolicy(
+      spec.name, {.rng = &rng, .clock = &clock, .job_profiles = &profiles}, spec.options);
+  if (!policy) return Failed(policy.error());
+  std::vector<const model::Workload*> pending;
+  for (const model::Workload& w : jobs) pending.push_back(&w);
+  std::printf(
+      "scenario: disaggregation (issue #18) — 3 nodes of 2 K80s; k80-0's CPU held by the "
+      "warm-up; job 2 (rodinia/nw) runs on k80-1 with its GPU on k80-0 (remote); jobs 3-7 "
+      "pending (nw, hotspot, lavamd, btree, srad; goals 10-50 %% above their run alone)\n\n");
+  // Two cycles: what the first leaves waiting has W = 1 in the second.
+  for (int cycle = 1; cycle <= 2; ++cycle) {
+    (*policy)->Order(pending);
+    auto batch = (*policy)->PlaceBatch(pending, cluster);
+    if (!batch) return Failed("{}: no batch placement", spec.name);
+    std::printf("cycle %d: ", cycle);
+    std::fputs((*policy)->Explain(*pending.front(), cluster).c_str(), stdout);
+    for (const policy::Candidate& c : *batch) {
+      const auto it = std::find_if(jobs.begin(), jobs.end(), [&](const model::Workload& w) {
+        return w.id == c.placement.workload;
+      });
+      if (it == jobs.end()) continue;
+      if (auto ok = cluster.Place(*it, c.placement); !ok) return Failed(ok.error());
+      std::erase(pending, &*it);
+    }
+    if (pending.empty()) break;
+    std::printf("\n");
+  }
+  return {};
+}
+
 Status RunExplain(const ExplainFlags& f) {
   Expected<sim::AppCatalog> catalog =
       sim::ParseAppCatalog(std::string(sim::EmbeddedAppsYaml()), "data/apps.yaml");
   if (!catalog) return Failed(catalog.error());
   if (Expected<policy::PolicySpec> spec = ParseRegisteredPolicy(f.policy); spec) {
     if (spec->name == "muxflow") return RunMuxflowExplain(f, *spec, *catalog);
+    if (spec->name == "drmaestro") return RunDrmaestroExplain(f, *spec, *catalog);
     // The policies that share GPUs by memory are those that allocate no compute.
     const std::optional<policy::PolicyInfo> info = policy::FindPolicy(spec->name);
     if (info && !info->allocates_compute) return RunMemoryShareExplain(f, *spec);

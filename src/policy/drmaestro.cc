@@ -362,7 +362,7 @@ std::optional<std::vector<Candidate>> Drmaestro::PlaceBatch(
   }
   std::vector<size_t> class_next(classes.size(), 0);
   std::vector<NodeIndex> machine_of(jobs.size(), -1);
-  std::vector<int64_t> cost_of(jobs.size(), 0);
+  std::vector<int64_t> cost_of(jobs.size(), 0), gpu_cost_of(jobs.size(), 0);
   for (const auto& [a, ci] : job_arc) {
     if (r1.flow[a] == 0) continue;
     const int k = arcs[a].from;
@@ -540,7 +540,7 @@ std::optional<std::vector<Candidate>> Drmaestro::PlaceBatch(
                                              [aggregator_next[arcs2[a].to - aggregator0]++];
         const GpuIndex g = supplies[si].gpus[supply_next[si]++];
         gpus_of[k].emplace_back(g, supplies[si].node != machine_of[k]);
-        cost_of[k] += arcs2[a].cost;
+        gpu_cost_of[k] += arcs2[a].cost;
         ++last_.phase2.placed;
       }
     }
@@ -568,7 +568,8 @@ std::optional<std::vector<Candidate>> Drmaestro::PlaceBatch(
       cand.placement.slices.push_back(slice);
       where.push_back(c.node(c.gpu(g).node).name);
     }
-    line.chosen_cost = cost_of[k];
+    line.phase1_cost = cost_of[k];
+    line.phase2_cost = gpu_cost_of[k];
     line.outcome = where.empty()
                        ? c.node(machine_of[k]).name
                        : fmt::format("{}, GPUs on {}", c.node(machine_of[k]).name, NodeList(where));
@@ -596,7 +597,9 @@ std::string Drmaestro::Explain(const Workload& w, const ClusterState&) {
   for (const DrmaestroJobLine& j : last_.jobs) {
     s += fmt::format("  {} job {}: W {}, wait cost {}, {}{}\n", j.id == w.id ? "*" : " ", j.id,
                      j.waited, j.unscheduled_cost,
-                     j.chosen_cost ? fmt::format("placed at cost {} on ", *j.chosen_cost) : "",
+                     j.phase1_cost ? fmt::format("placed (arc costs {} + {}) on ", *j.phase1_cost,
+                                                 *j.phase2_cost)
+                                   : "",
                      j.outcome);
   }
   if (std::none_of(last_.jobs.begin(), last_.jobs.end(),

@@ -82,7 +82,8 @@ struct DrmaestroJobLine {
   WorkloadId id = 0;
   int64_t waited = 0;                  // W before this cycle
   int64_t unscheduled_cost = 0;        // its arc to unscheduled
-  std::optional<int64_t> chosen_cost;  // Σ of its chosen placement arcs (both phases)
+  // Its chosen arcs' costs: phase 1's, and the sum of phase 2's (one per GPU).
+  std::optional<int64_t> phase1_cost, phase2_cost;
   std::string outcome;                 // "node-3, GPUs on node-3 and node-7", or why unscheduled
 };
 struct DrmaestroCycle {

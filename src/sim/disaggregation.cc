@@ -40,6 +40,21 @@ std::vector<DisaggregationScenario> DisaggregationScenarios() {
 
 std::span<const std::string_view> DisaggregationPolicies() { return kPolicies; }
 
+policy::JobProfiles ProfileJobs(const AppCatalog& catalog, const std::vector<std::string>& apps,
+                                model::GpuModelId gpu) {
+  const Physics physics(catalog, 0, {.noise_sd = 0});
+  policy::JobProfiles profiles;
+  for (const std::string& key : apps) {
+    const AppSpec* app = catalog.Find(key);
+    if (app == nullptr) continue;
+    profiles[key] = {.seconds_per_query = {{gpu, 1 / physics.IsolatedQps(*app, gpu, -1, 1000)}},
+                     .remote_slowdown = app->remote.Slowdown(0),
+                     .network_sensitivity = app->remote.sensitivity(),
+                     .network_share = app->remote.network_share};
+  }
+  return profiles;
+}
+
 Expected<DisaggregationRun> RunDisaggregation(std::string_view policy_spec,
                                               const DisaggregationScenario& scenario, uint64_t seed,
                                               const AppCatalog& full_catalog) {
@@ -69,16 +84,7 @@ Expected<DisaggregationRun> RunDisaggregation(std::string_view policy_spec,
   if (!spec) return std::unexpected(spec.error());
 
   Physics physics(catalog, seed);
-  // Offline profiling (002's inference engine): run time per query alone on a local GPU, and
-  // the remote costs the apps' profiles state.
-  policy::JobProfiles profiles;
-  for (const std::string& key : scenario.apps) {
-    const AppSpec& app = *catalog.Find(key);
-    profiles[key] = {.seconds_per_query = {{*gpu, 1 / physics.IsolatedQps(app, *gpu, -1, 1000)}},
-                     .remote_slowdown = app.remote.Slowdown(0),
-                     .network_sensitivity = app.remote.sensitivity(),
-                     .network_share = app.remote.network_share};
-  }
+  const policy::JobProfiles profiles = ProfileJobs(catalog, scenario.apps, *gpu);
   model::ClusterState cluster;
   for (int n = 0; n < scenario.nodes; ++n) {
     if (auto ok = cluster.AddNode(model::UniformNode(

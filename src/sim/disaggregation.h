@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "policy/job_profile.h"
 #include "sim/apps.h"
 
 namespace tessera::sim {
@@ -65,6 +66,12 @@ struct DisaggregationRun {
   double remote_jobs = 0;  // ran (last) with a remote GPU
   double gpu_util_mean = 0;
 };
+
+// What offline profiling (002's inference engine) tells drmaestro about `apps` of `catalog` (the
+// experiment's physics catalogue, sharing apps as its apps) on `gpu`: noise-free seconds per
+// query alone on a whole local GPU, and RemoteProfile's slowdown, sensitivity and share.
+policy::JobProfiles ProfileJobs(const AppCatalog& catalog, const std::vector<std::string>& apps,
+                                model::GpuModelId gpu);
 
 [[nodiscard]] Expected<DisaggregationRun> RunDisaggregation(std::string_view policy,
                                                             const DisaggregationScenario& scenario,

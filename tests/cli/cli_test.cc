@@ -315,6 +315,37 @@ TEST(CliTest, KnotsWritesItsJsonAndReport) {
   EXPECT_TRUE(std::ifstream(dir + "/report.json").good());
 }
 
+TEST(CliTest, DisaggregationWritesItsJsonAndReport) {
+  const std::string dir = testing::TempDir() + "/disaggregation_cli";
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "disaggregation", "--seed", "1", "--policy",
+                     "drmaestro{\"disaggregate\":false},drmaestro", "--json", "--out", dir}),
+            0);
+  const nlohmann::json j = nlohmann::json::parse(testing::internal::GetCapturedStdout());
+  EXPECT_EQ(j["experiment"], "disaggregation");
+  ASSERT_EQ(j["results"].size(), 4u);  // 2 scenarios × 2 policies
+  EXPECT_EQ(j["results"][0]["scenario"], "nodes=16,jobs=512");
+  EXPECT_EQ(j["results"][2]["scenario"], "nodes=128,jobs=4096");
+  EXPECT_EQ(j["results"][1]["policy"], "drmaestro");
+  for (const nlohmann::json& r : j["results"]) {
+    for (const char* key : {"makespan_s", "qos_violations", "jobs_done", "pending_s_mean"}) {
+      EXPECT_TRUE(r.contains(key)) << key;
+    }
+  }
+  EXPECT_EQ(j["results"][0]["remote_jobs"], 0.0);
+  EXPECT_LT(j["results"][1]["makespan_s"].get<double>(),
+            j["results"][0]["makespan_s"].get<double>());
+  EXPECT_TRUE(std::ifstream(dir + "/report.html").good());
+  EXPECT_TRUE(std::ifstream(dir + "/report.json").good());
+  // explain prints drmaestro's two networks and the fate of each job.
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"explain", "--policy", "drmaestro"}), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("phase 2 (GPUs)"), std::string::npos) << out;
+  EXPECT_NE(out.find("waiting was cheaper"), std::string::npos) << out;
+  EXPECT_NE(out.find("job 6: W 1"), std::string::npos) << out;
+}
+
 TEST(CliTest, OnlineOfflineWritesItsJsonAndReport) {
   const std::string dir = testing::TempDir() + "/online_offline_cli";
   testing::internal::CaptureStdout();
