@@ -173,6 +173,8 @@ std::optional<std::vector<Candidate>> Drmaestro::PlaceBatch(
   int64_t asked = 0;
   for (const Workload* w : pending) {
     if (!FlowShaped(*w)) continue;
+    // First, as it is the cheap test that turns the whole queue away when the GPUs are full.
+    if (w->gpu.count > 0 && asked + w->gpu.count > 2 * int64_t{free_gpus}) continue;
     auto [it, added] = shape_index.try_emplace(ShapeOf(*w), static_cast<int>(shape_rep.size()));
     if (added) {
       shape_rep.push_back(w);
@@ -194,7 +196,6 @@ std::optional<std::vector<Candidate>> Drmaestro::PlaceBatch(
       shape_fits.push_back(local || (options_.disaggregate && cpu && cluster_gpus >= w->gpu.count));
     }
     if (!shape_fits[it->second]) continue;
-    if (w->gpu.count > 0 && asked + w->gpu.count > 2 * int64_t{free_gpus}) continue;
     asked += w->gpu.count;
     const JobProfile* profile = nullptr;
     if (profiles_ != nullptr) {
