@@ -32,6 +32,13 @@ bool UsableGpu(const Workload& w, GpuIndex g, const ClusterState& c) {
   return PartitionFits(w, gpu, c.partition(ClusterState::PartitionOf(g, 0)));
 }
 
+// Whether a whole GPU of `gpu_model` can hold one of `w`'s GPUs: an allowed model with enough
+// memory (phase 2's supplies are grouped by model, not checked per job).
+bool Takes(const Workload& w, model::GpuModelId gpu_model) {
+  return w.gpu.AllowsModel(gpu_model) &&
+         w.gpu.memory_mib <= model::GetGpuModel(gpu_model).memory_mib;
+}
+
 // The cycle's view of the nodes: free CPU and memory (as phase 1 reserves them) and idle GPUs.
 struct NodeView {
   int64_t free_cpu = 0;
@@ -444,7 +451,7 @@ std::optional<std::vector<Candidate>> Drmaestro::PlaceBatch(
       const Workload& w = *j.w;
       for (size_t si = 0; si < supplies.size(); ++si) {
         const Supply& s = supplies[si];
-        if (s.node != home || !w.gpu.AllowsModel(s.gpu_model)) continue;
+        if (s.node != home || !Takes(w, s.gpu_model)) continue;
         arcs2.push_back(
             {t, supply0 + static_cast<int>(si), 1, Cost(w, Phi(j, s.gpu_model, false, 0), 1)});
         kind2.push_back(0);
@@ -452,7 +459,7 @@ std::optional<std::vector<Candidate>> Drmaestro::PlaceBatch(
       if (options_.disaggregate) {
         for (const auto& [key, ai] : aggregator_index) {
           const auto& [gpu_model, bucket] = key;
-          if (!w.gpu.AllowsModel(gpu_model)) continue;
+          if (!Takes(w, gpu_model)) continue;
           const double load = std::max(midpoint(bucket), midpoint(bucket_of(nodes[home].load)));
           const double phi = Phi(j, gpu_model, true, load);
           if (options_.network_aware && phi >= 0 && phi > w.goal_s &&

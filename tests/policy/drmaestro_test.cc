@@ -281,6 +281,30 @@ TEST(DrmaestroTest, WithoutDisaggregationGpusStayLocal) {
   EXPECT_TRUE(out->at(0).placement.slices.at(0).remote);
 }
 
+// A GPU too small for the job's memory is no candidate in either phase: node a's K80 (12 GiB)
+// cannot hold a 16 GiB request, so the job, with its CPU on node a, takes node b's V100
+// remotely (an unprofiled model: the neutral cost 1·P = 1,000 < waiting 1,333).
+TEST(DrmaestroTest, AGpuTooSmallForTheRequestIsNoCandidate) {
+  ClusterState c;
+  AddNode(c, "a", 1);
+  ASSERT_TRUE(
+      c.AddNode(model::UniformNode("b", *model::FindGpuModel("V100-32GB"), 1, 16000, 64 << 10)));
+  HoldCpu(c, 1, 100);
+  const JobProfiles profiles = Profiles();
+  Drmaestro p({.remote_preference = 1}, &profiles);
+  Workload j = Job(1, 150);
+  j.gpu.memory_mib = 16 << 10;
+  const Workload* pending[] = {&j};
+  auto out = p.PlaceBatch(pending, c);
+  ASSERT_EQ(out->size(), 1u) << p.Explain(j, c);
+  const Placement& placed = out->at(0).placement;
+  EXPECT_EQ(placed.node, 0);
+  ASSERT_EQ(placed.slices.size(), 1u);
+  EXPECT_TRUE(placed.slices[0].remote);
+  EXPECT_EQ(c.gpu(c.partition(placed.slices[0].partition).gpu).node, 1);
+  ASSERT_TRUE(c.Place(j, placed));
+}
+
 // An app without a profile or a job without a goal costs the neutral 1 − Ut = 1 (002).
 TEST(DrmaestroTest, UnknownAppsCostNeutral) {
   ClusterState c;
