@@ -491,6 +491,14 @@ Expected<void> ClusterState::CheckInvariants() const {
   return {};
 }
 
+std::vector<std::pair<NodeIndex, NodeIndex>> ClusterState::RemoteStreams(const Placement& p) const {
+  std::vector<std::pair<NodeIndex, NodeIndex>> out;
+  for (const Slice& s : p.slices) {
+    if (s.remote) out.emplace_back(p.node, gpus_[partitions_[s.partition].gpu].node);
+  }
+  return out;
+}
+
 Environment ClusterState::EnvironmentOf(const Placement& placement) const {
   Environment env;
   std::string limits;

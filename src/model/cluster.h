@@ -165,6 +165,9 @@ class ClusterState {
   std::span<const Partition> partitions_of(GpuIndex g) const {
     return {partitions_.data() + PartitionOf(g, 0), static_cast<size_t>(gpus_[g].partition_count)};
   }
+  // A remote slice of `p` (seed 002) is a network stream between the placement's node and its
+  // GPU's node: one (p.node, GPU's node) pair per remote slice, in slice order; none if local.
+  std::vector<std::pair<NodeIndex, NodeIndex>> RemoteStreams(const Placement& p) const;
   std::optional<NodeIndex> FindNode(std::string_view name) const;
   // The partition with this uuid (the lowest index if a uuid repeats); a hash lookup.
   std::optional<PartitionIndex> FindPartition(std::string_view uuid) const;

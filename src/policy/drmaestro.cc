@@ -158,19 +158,25 @@ std::optional<std::vector<Candidate>> Drmaestro::PlaceBatch(
       if (!pw.placement.has_remote()) continue;
       auto it = profiles_->find(pw.workload.app);
       if (it == profiles_->end()) continue;
-      for (const model::Slice& s : pw.placement.slices) {
-        if (!s.remote) continue;
-        nodes[pw.placement.node].load += it->second.network_share;
-        nodes[c.gpu(c.partition(s.partition).gpu).node].load += it->second.network_share;
+      for (const auto& [cpu_node, gpu_node] : c.RemoteStreams(pw.placement)) {
+        nodes[cpu_node].load += it->second.network_share;
+        nodes[gpu_node].load += it->second.network_share;
       }
     }
   }
 
   // The batch: jobs that fit in the free resources, longest waiting first, until they ask for
   // twice the free GPUs (002 Alg. 1: pop_jobs(cs) takes "only the jobs that fit").
+  // A request shape, with what each node offers it: its idle GPUs the shape can take there,
+  // and their model (-1: none), found once per cycle and used by the batch and by phase 1.
+  struct Shape {
+    const Workload* rep;
+    bool fits = false;
+    std::vector<int> gpus_here;
+    std::vector<model::GpuModelId> gpu_model;
+  };
   std::map<ShapeKey, int> shape_index;
-  std::vector<const Workload*> shape_rep;
-  std::vector<char> shape_fits;
+  std::vector<Shape> shapes;
   std::vector<Job> jobs;
   int free_gpus = 0;
   for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
@@ -182,27 +188,31 @@ std::optional<std::vector<Candidate>> Drmaestro::PlaceBatch(
     if (!FlowShaped(*w)) continue;
     // First, as it is the cheap test that turns the whole queue away when the GPUs are full.
     if (w->gpu.count > 0 && asked + w->gpu.count > 2 * int64_t{free_gpus}) continue;
-    auto [it, added] = shape_index.try_emplace(ShapeOf(*w), static_cast<int>(shape_rep.size()));
+    auto [it, added] = shape_index.try_emplace(ShapeOf(*w), static_cast<int>(shapes.size()));
     if (added) {
-      shape_rep.push_back(w);
+      Shape shape{w, false, std::vector<int>(nodes.size(), 0),
+                  std::vector<model::GpuModelId>(nodes.size(), -1)};
       // Fits: some ready node has its CPU and memory, and its GPUs are free there (or, when
       // disaggregating, anywhere).
       int cluster_gpus = 0;
       bool local = false, cpu = false;
-      for (NodeIndex n = 0; n < c.node_count() && !local; ++n) {
-        const NodeView& v = nodes[n];
-        int here = 0;
+      for (NodeIndex n = 0; n < c.node_count(); ++n) {
         for (int i = 0; i < c.node(n).gpu_count; ++i) {
-          here += UsableGpu(*w, c.node(n).first_gpu + i, c);
+          const GpuIndex g = c.node(n).first_gpu + i;
+          if (!UsableGpu(*w, g, c)) continue;
+          ++shape.gpus_here[n];
+          if (shape.gpu_model[n] < 0) shape.gpu_model[n] = c.gpu(g).model;
         }
-        cluster_gpus += here;
+        cluster_gpus += shape.gpus_here[n];
+        const NodeView& v = nodes[n];
         const bool room = v.ready && v.free_cpu >= w->cpu_milli && v.free_memory >= w->memory_mib;
         cpu = cpu || room;
-        local = room && here >= w->gpu.count;
+        local = local || (room && shape.gpus_here[n] >= w->gpu.count);
       }
-      shape_fits.push_back(local || (options_.disaggregate && cpu && cluster_gpus >= w->gpu.count));
+      shape.fits = local || (options_.disaggregate && cpu && cluster_gpus >= w->gpu.count);
+      shapes.push_back(std::move(shape));
     }
-    if (!shape_fits[it->second]) continue;
+    if (!shapes[it->second].fits) continue;
     asked += w->gpu.count;
     const JobProfile* profile = nullptr;
     if (profiles_ != nullptr) {
@@ -243,29 +253,22 @@ std::optional<std::vector<Candidate>> Drmaestro::PlaceBatch(
   };
   std::vector<Class> classes;
   std::map<std::tuple<int, bool, model::GpuModelId, int>, int> class_index;
-  std::vector<std::vector<int>> classes_of_shape(shape_rep.size());
+  std::vector<std::vector<int>> classes_of_shape(shapes.size());
   std::vector<int64_t> machine_slots(static_cast<size_t>(c.node_count()), 0);
   for (NodeIndex n = 0; n < c.node_count(); ++n) {
     if (nodes[n].ready) machine_slots[n] = slots(n);
   }
-  for (size_t s = 0; s < shape_rep.size(); ++s) {
-    if (!shape_fits[s]) continue;
-    const Workload& w = *shape_rep[s];
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    if (!shapes[s].fits) continue;
+    const Workload& w = *shapes[s].rep;
     for (NodeIndex n = 0; n < c.node_count(); ++n) {
       const NodeView& v = nodes[n];
       if (!v.ready || machine_slots[n] == 0 || v.free_cpu < w.cpu_milli ||
           v.free_memory < w.memory_mib) {
         continue;
       }
-      int here = 0;
-      model::GpuModelId gpu_model = -1;
-      for (int i = 0; i < c.node(n).gpu_count; ++i) {
-        const GpuIndex g = c.node(n).first_gpu + i;
-        if (UsableGpu(w, g, c)) {
-          ++here;
-          if (gpu_model < 0) gpu_model = c.gpu(g).model;
-        }
-      }
+      const int here = shapes[s].gpus_here[n];
+      const model::GpuModelId gpu_model = shapes[s].gpu_model[n];
       const auto join = [&](bool local, model::GpuModelId class_model, int64_t capacity) {
         const auto key = std::tuple(static_cast<int>(s), local, class_model, bucket_of(v.load));
         auto [it, added] = class_index.try_emplace(key, static_cast<int>(classes.size()));
@@ -595,9 +598,8 @@ std::string Drmaestro::Explain(const Workload& w, const ClusterState&) {
   const auto phase = [&](const char* title, const DrmaestroPhase& p) {
     s += fmt::format("  {}: {} nodes, total cost {}, {} placed, {} unscheduled; arcs:", title,
                      p.nodes, p.total_cost, p.placed, p.unscheduled);
-    std::map<std::string, int> sorted(p.arcs_by_kind.begin(), p.arcs_by_kind.end());
-    for (const auto& [kind, n] : sorted) s += fmt::format(" {} {},", kind, n);
-    if (!sorted.empty()) s.pop_back();
+    for (const auto& [kind, n] : p.arcs_by_kind) s += fmt::format(" {} {},", kind, n);
+    if (!p.arcs_by_kind.empty()) s.pop_back();
     s += "\n";
   };
   phase("phase 1 (CPU, memory)", last_.phase1);

@@ -37,6 +37,7 @@
 // thread-safe.
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -72,19 +73,19 @@ struct DrmaestroArc {
 };
 struct DrmaestroPhase {
   int nodes = 0;
-  std::unordered_map<std::string, int> arcs_by_kind;  // "job→class", "class→machine", …
-  std::vector<DrmaestroArc> network;  // every arc in order, when RecordNetworks(true)
+  std::map<std::string, int> arcs_by_kind;  // "job→class", "class→machine", …
+  std::vector<DrmaestroArc> network;        // every arc in order, when RecordNetworks(true)
   int64_t total_cost = 0;
   int placed = 0;       // jobs (phase 1) or sub-tasks (phase 2) on a machine
   int unscheduled = 0;  // on the unscheduled arc
 };
 struct DrmaestroJobLine {
   WorkloadId id = 0;
-  int64_t waited = 0;                  // W before this cycle
-  int64_t unscheduled_cost = 0;        // its arc to unscheduled
+  int64_t waited = 0;            // W before this cycle
+  int64_t unscheduled_cost = 0;  // its arc to unscheduled
   // Its chosen arcs' costs: phase 1's, and the sum of phase 2's (one per GPU).
   std::optional<int64_t> phase1_cost, phase2_cost;
-  std::string outcome;                 // "node-3, GPUs on node-3 and node-7", or why unscheduled
+  std::string outcome;  // "node-3, GPUs on node-3 and node-7", or why unscheduled
 };
 struct DrmaestroCycle {
   DrmaestroPhase phase1, phase2;

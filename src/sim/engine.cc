@@ -129,12 +129,13 @@ void Engine::Bind(const model::Workload& w, const model::Placement& p) {
   }
   r.run_start = std::max(now, r.resume_at);
   r.gpus = GpusOf(p);
-  if (p.has_remote()) {
-    r.network_nodes.push_back(p.node);
-    for (const model::Slice& s : p.slices) {
-      if (s.remote)
-        r.network_nodes.push_back(cluster_.gpu(cluster_.partition(s.partition).gpu).node);
-    }
+  for (const auto& [cpu_node, gpu_node] : cluster_.RemoteStreams(p)) {
+    r.network_nodes.push_back(cpu_node);
+    r.network_nodes.push_back(gpu_node);
+  }
+  if (!r.network_nodes.empty()) {
+    RerateNetwork(r.network_nodes);  // before it joins remote_running_: the others' loads moved
+    remote_running_.push_back(w.id);
   }
   if (!usage_pending_ && truth_.UsageAt(w, 0)) {
     usage_pending_ = true;
@@ -144,14 +145,9 @@ void Engine::Bind(const model::Workload& w, const model::Placement& p) {
     load_pending_ = true;
     Push(now + options_.load_interval_s, Kind::kLoad, 0);
   }
-  const std::vector<model::NodeIndex> network_nodes = r.network_nodes;
   running_.emplace(w.id, std::move(r));
   rerate_.insert(rerate_.end(), running_.at(w.id).gpus.begin(), running_.at(w.id).gpus.end());
   if (p.slices.empty()) rerate_ids_.push_back(w.id);
-  if (!network_nodes.empty()) {
-    RerateNetwork(network_nodes);
-    remote_running_.push_back(w.id);
-  }
 }
 
 void Engine::RerateNetwork(const std::vector<model::NodeIndex>& nodes) {

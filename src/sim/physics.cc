@@ -105,11 +105,9 @@ const std::vector<double>& Physics::NetworkLoads(const model::ClusterState& c) {
     if (!pw.placement.has_remote()) continue;
     const AppSpec* app = catalog_.Find(pw.workload.app);
     if (app == nullptr) continue;
-    for (const model::Slice& s : pw.placement.slices) {
-      if (!s.remote) continue;
-      network_load_[static_cast<size_t>(pw.placement.node)] += app->remote.network_share;
-      network_load_[static_cast<size_t>(c.gpu(c.partition(s.partition).gpu).node)] +=
-          app->remote.network_share;
+    for (const auto& [cpu_node, gpu_node] : c.RemoteStreams(pw.placement)) {
+      network_load_[static_cast<size_t>(cpu_node)] += app->remote.network_share;
+      network_load_[static_cast<size_t>(gpu_node)] += app->remote.network_share;
     }
   }
   return network_load_;
@@ -119,21 +117,16 @@ double Physics::RemoteSlowdown(const model::PlacedWorkload& pw, const model::Clu
   const AppSpec* app = catalog_.Find(pw.workload.app);
   if (app == nullptr) return 1;
   const std::vector<double>& load = NetworkLoads(c);
+  const auto streams = c.RemoteStreams(pw.placement);
   // Its own streams are part of its profile (measured alone): count only the others'.
   const auto others = [&](model::NodeIndex n) {
     double own = 0;
-    for (const model::Slice& s : pw.placement.slices) {
-      if (!s.remote) continue;
-      own += (pw.placement.node == n) + (c.gpu(c.partition(s.partition).gpu).node == n);
-    }
+    for (const auto& [cpu_node, gpu_node] : streams) own += (cpu_node == n) + (gpu_node == n);
     return std::clamp(load[static_cast<size_t>(n)] - own * app->remote.network_share, 0.0, 1.0);
   };
   double worst = 1;
-  for (const model::Slice& s : pw.placement.slices) {
-    if (!s.remote) continue;
-    const double l =
-        std::max(others(pw.placement.node), others(c.gpu(c.partition(s.partition).gpu).node));
-    worst = std::max(worst, app->remote.Slowdown(l));
+  for (const auto& [cpu_node, gpu_node] : streams) {
+    worst = std::max(worst, app->remote.Slowdown(std::max(others(cpu_node), others(gpu_node))));
   }
   return worst;
 }

@@ -214,6 +214,8 @@ TEST_F(ClusterTest, RemoteSlicesLeaveCpuOnThePlacementsNodeAndGpusOnTheirs) {
   ExpectUnchanged();
   const Placement p{1, 0, {{local, 1000, 8192}, {remote, 1000, 8192, false, true}}};
   EXPECT_TRUE(p.has_remote());
+  // One network stream: node v100 (0, the CPU) to node a100 (1, the remote GPU).
+  EXPECT_EQ(c_.RemoteStreams(p), (std::vector<std::pair<NodeIndex, NodeIndex>>{{0, 1}}));
   ASSERT_TRUE(c_.Place(w, p));
   EXPECT_EQ(c_.node(0).used_cpu_milli, 2000);
   EXPECT_EQ(c_.node(1).used_cpu_milli, 0);

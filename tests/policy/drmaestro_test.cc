@@ -59,6 +59,17 @@ void HoldCpu(ClusterState& c, NodeIndex node, WorkloadId id) {
   ASSERT_TRUE(c.Place(w, {.workload = id, .node = node}));
 }
 
+// Arc by arc, in order: ends, capacity, cost and the optimum's flow.
+void ExpectNetwork(const std::vector<DrmaestroArc>& got, const std::vector<DrmaestroArc>& want,
+                   const char* phase) {
+  ASSERT_EQ(got.size(), want.size()) << phase;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(std::tie(got[i].from, got[i].to, got[i].capacity, got[i].cost, got[i].flow),
+              std::tie(want[i].from, want[i].to, want[i].capacity, want[i].cost, want[i].flow))
+        << phase << " arc " << i << ": " << got[i].from << " → " << got[i].to;
+  }
+}
+
 TEST(DrmaestroTest, UtilityFollowsEquationSix) {
   // Within the goal: (τ − φ)/τ, whatever z.
   EXPECT_DOUBLE_EQ(DrmaestroUtility(100, 150, 5), 1.0 / 3);
@@ -112,14 +123,7 @@ TEST(DrmaestroTest, HandSizedNetworksArcByArcAndTheWaitingCounterDisaggregates) 
       {"remote any load 0 (shape 0)", "a", 2, 0, 0},
       {"a", "sink", 2, 0, 1},
   };
-  ASSERT_EQ(cycle.phase1.network.size(), phase1.size());
-  for (size_t i = 0; i < phase1.size(); ++i) {
-    const DrmaestroArc& got = cycle.phase1.network[i];
-    const DrmaestroArc& want = phase1[i];
-    EXPECT_EQ(std::tie(got.from, got.to, got.capacity, got.cost, got.flow),
-              std::tie(want.from, want.to, want.capacity, want.cost, want.flow))
-        << "phase 1 arc " << i << ": " << got.from << " → " << got.to;
-  }
+  ExpectNetwork(cycle.phase1.network, phase1, "phase 1");
   EXPECT_EQ(cycle.phase1.total_cost, 714 + 1333);
   // Phase 2: job 1's one GPU; supplies are node a's and node b's idle K80s.
   const std::vector<DrmaestroArc> phase2 = {
@@ -132,14 +136,7 @@ TEST(DrmaestroTest, HandSizedNetworksArcByArcAndTheWaitingCounterDisaggregates) 
       {"b K80", "sink", 1, 0, 0},
       {"unscheduled", "sink", inf, 0, 0},
   };
-  ASSERT_EQ(cycle.phase2.network.size(), phase2.size());
-  for (size_t i = 0; i < phase2.size(); ++i) {
-    const DrmaestroArc& got = cycle.phase2.network[i];
-    const DrmaestroArc& want = phase2[i];
-    EXPECT_EQ(std::tie(got.from, got.to, got.capacity, got.cost, got.flow),
-              std::tie(want.from, want.to, want.capacity, want.cost, want.flow))
-        << "phase 2 arc " << i << ": " << got.from << " → " << got.to;
-  }
+  ExpectNetwork(cycle.phase2.network, phase2, "phase 2");
   EXPECT_EQ(cycle.phase2.total_cost, 714);
   EXPECT_EQ(p.waited(2), 1);
   EXPECT_EQ(p.waited(1), 0);
