@@ -1,13 +1,16 @@
 #include "agent/agent.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <optional>
 #include <random>
 #include <set>
 
+#include "agent/mig_reshaper.h"
 #include "agent/pod_resolver.h"
+#include "store/mig_reshape.h"
 
 namespace tessera::agent {
 namespace {
@@ -76,7 +79,110 @@ void Agent::ObserveMpsLocked(std::vector<store::GpuInventory>& gpus,
   }
 }
 
+void Agent::AnswerReshapes() {
+  if (store_ == nullptr) return;
+  std::vector<store::GpuInventory> gpus;
+  {
+    std::lock_guard lock(mu_);
+    if (!discovered_) return;
+    gpus = gpus_;
+  }
+  for (const auto& g : gpus) {
+    if (g.lost) continue;
+    const std::string key = store::MigReshapeRequestKey(options_.node, g.uuid);
+    auto doc = store_->GetProfile(key);
+    if (!doc) return;  // the store is out: the rest of Tick reports it
+    if (!*doc) continue;
+    auto it = reshape_answered_.find(g.uuid);
+    if (it != reshape_answered_.end() && it->second == **doc) continue;
+    AnswerReshape(g, key, **doc);
+  }
+}
+
+void Agent::AnswerReshape(const store::GpuInventory& gpu, const std::string& key,
+                          const std::string& document) {
+  const std::string status_key = store::MigReshapeStatusKey(options_.node, gpu.uuid);
+  store::MigReshapeStatus status{
+      .node = options_.node, .gpu_uuid = gpu.uuid, .agent_id = agent_id_};
+  auto put = [&] { return store_->PutProfile(status_key, store::ToJson(status)).has_value(); };
+  auto request = store::MigReshapeRequestFromJson(document, key);
+  if (request) {
+    status.mig = request->mig;
+    status.requested_by = request->requested_by;
+    status.requested_at = request->requested_at;
+    // Answered already, by this agent before a restart or by an earlier one?
+    auto old = store_->GetProfile(status_key);
+    if (!old) return;  // asked again next round
+    if (*old) {
+      auto s = store::MigReshapeStatusFromJson(**old, status_key);
+      if (s && s->Answers(*request) && s->final()) {
+        reshape_answered_[gpu.uuid] = document;
+        return;
+      }
+    }
+    if (request->gpu_uuid != gpu.uuid || request->node != options_.node) {
+      request =
+          Fail("{}: the request names GPU {} on node {}", key, request->gpu_uuid, request->node);
+    }
+  }
+  ReshapeOutcome out;
+  if (!request) {
+    out.state = ReshapeOutcome::State::kFailed;
+    out.error = MigError{MigFault::kInvalid, request.error().message};
+  } else {
+    status.state = "applying";
+    if (!put()) return;  // asked again next round
+    std::lock_guard backend_lock(backend_mu_);
+    if (options_.mig_reshape == AgentOptions::MigReshape::kOff) {
+      out.state = ReshapeOutcome::State::kFailed;
+      out.error = MigError{MigFault::kNotSupported,
+                           "this agent does not apply MIG reshapes (tessera agent "
+                           "--mig-reshape off)"};
+    } else if (MigControl* mig = backend_.mig_control(); mig != nullptr) {
+      out = ReshapeMig(*mig, gpu, request->mig, clock_, options_.reshape_budget_s,
+                       options_.mig_reshape == AgentOptions::MigReshape::kDryRun);
+    } else {
+      out.state = ReshapeOutcome::State::kFailed;
+      out.error = MigError{
+          MigFault::kNotSupported,
+          fmt::format("the {} backend cannot create or destroy MIG instances", backend_.name())};
+    }
+  }
+  status.state = ReshapeStateName(out.state);
+  if (out.error) {
+    status.fault = MigFaultName(out.error->fault);
+    status.error = out.error->message;
+  }
+  status.steps = out.steps;
+  status.rolled_back = out.rolled_back;
+  status.restored = out.restored;
+  status.elapsed_s = out.elapsed_s;
+  const std::string steps =
+      out.steps.empty() ? "nothing to change" : fmt::format("{}", fmt::join(out.steps, "; "));
+  if (out.state == ReshapeOutcome::State::kFailed) {
+    spdlog::error(
+        "agent {}: GPU {} ({}): MIG reshape to '{}' failed ({}): {}{}", options_.node, gpu.index,
+        gpu.uuid, status.mig, status.fault, status.error,
+        out.rolled_back
+            ? fmt::format("; {}: {}", out.restored ? "rolled back" : "ROLLBACK INCOMPLETE", steps)
+            : "");
+  } else {
+    spdlog::info("agent {}: GPU {} ({}): MIG reshape to '{}' {} in {:.2f} s: {}", options_.node,
+                 gpu.index, gpu.uuid, status.mig,
+                 out.state == ReshapeOutcome::State::kDone ? "done" : "planned (dry run)",
+                 out.elapsed_s, steps);
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++(out.state == ReshapeOutcome::State::kFailed ? stats_.reshapes_failed : stats_.reshapes_done);
+  }
+  if (!put()) return;  // answered again next round (a layout already in place takes no step)
+  reshape_answered_[gpu.uuid] = document;
+}
+
 void Agent::Tick() {
+  // Reshapes first, so this round's discovery publishes the layout they made.
+  AnswerReshapes();
   // Store calls may block for the store's retry budget: they run without mu_, so /metrics and
   // /healthz keep answering during a store outage. Only this thread writes dirty_ and stats_'
   // store fields.
@@ -222,9 +328,15 @@ std::string Agent::Metrics() {
       "tessera_agent_store_errors_total{{Hostname=\"{0}\"}} {5}\n"
       "# HELP tessera_agent_backend_errors_total GPU discovery or readings that failed.\n"
       "# TYPE tessera_agent_backend_errors_total counter\n"
-      "tessera_agent_backend_errors_total{{Hostname=\"{0}\"}} {6}\n",
+      "tessera_agent_backend_errors_total{{Hostname=\"{0}\"}} {6}\n"
+      "# HELP tessera_agent_mig_reshapes_total The scheduler's MIG reshape requests answered, by "
+      "result (done: applied or planned in a dry run; failed: refused, failed or rolled back).\n"
+      "# TYPE tessera_agent_mig_reshapes_total counter\n"
+      "tessera_agent_mig_reshapes_total{{Hostname=\"{0}\",result=\"done\"}} {7}\n"
+      "tessera_agent_mig_reshapes_total{{Hostname=\"{0}\",result=\"failed\"}} {8}\n",
       EscapeLabel(options_.node), stats_.generation, static_cast<int>(gpus_.size()) - lost, lost,
-      stats_.publishes, stats_.store_errors, stats_.backend_errors);
+      stats_.publishes, stats_.store_errors, stats_.backend_errors, stats_.reshapes_done,
+      stats_.reshapes_failed);
   return out;
 }
 

@@ -10,6 +10,13 @@
 //  - every attribution interval, reads the placements on this node for per-pod metric labels
 //    and for the pod uid → pod map that names the pods of GPU processes (a process's pod uid
 //    comes from the backend, or from its cgroup under options.proc_root: pod_resolver.h);
+//  - first of all, answers the scheduler's MIG reshape requests for its GPUs (store/mig_reshape.h;
+//    each request once, and once across restarts: an answer already in the store counts):
+//    applies them through the backend's MigControl (mig_reshaper.h) within
+//    options.reshape_budget_s, or only plans them (dry run), or refuses them (off); the answer
+//    goes to the store, "applying" before and "done", "failed" or "planned" after, and the
+//    discovery that follows publishes the new layout (a reshape holds the backend, so /metrics
+//    waits for it: at most the budget and a rollback);
 //  - samples the GPUs and feeds each one's MpsStuckDetector (seed 001 §4.2): a stuck MPS server
 //    is logged once when it is judged stuck and once when it recovers, is exposed in /metrics
 //    (tessera_mps_server_stuck) and marks its GPU mps_stuck in the inventory (a change, so it
@@ -49,6 +56,9 @@ struct AgentOptions {
   // Where /proc/<pid>/cgroup of GPU processes is read (the host's /proc: the agent needs the
   // host's PID namespace, or the host's /proc mounted here).
   std::string proc_root = "/proc";
+  enum class MigReshape { kApply, kDryRun, kOff };
+  MigReshape mig_reshape = MigReshape::kApply;
+  double reshape_budget_s = 5;  // the scheduler's (thesis Ch. 5: a reshape takes about 5 s)
 };
 
 struct AgentStats {
@@ -56,7 +66,9 @@ struct AgentStats {
   int64_t publishes = 0;
   int64_t store_errors = 0;
   int64_t backend_errors = 0;
-  bool published = false;  // the store holds the current inventory
+  bool published = false;       // the store holds the current inventory
+  int64_t reshapes_done = 0;    // applied (or planned, in a dry run)
+  int64_t reshapes_failed = 0;  // refused, failed or timed out (rolled back)
 };
 
 class Agent {
@@ -81,6 +93,11 @@ class Agent {
   // Feeds each GPU's MPS detector the round's samples and marks `gpus` mps_stuck from them.
   void ObserveMpsLocked(std::vector<store::GpuInventory>& gpus,
                         const std::vector<GpuSample>& samples);
+  // The MIG reshape requests for this node's GPUs, answered (Tick thread; store calls without
+  // mu_). A store that cannot be read is left to the rest of Tick to report.
+  void AnswerReshapes();
+  void AnswerReshape(const store::GpuInventory& gpu, const std::string& key,
+                     const std::string& document);
 
   AgentOptions options_;
   GpuBackend& backend_;
@@ -98,8 +115,9 @@ class Agent {
   bool dirty_ = false;
   Attribution pods_;
   PodsByUid pods_by_uid_;
-  std::map<std::string, MpsStuckDetector> mps_;  // by GPU uuid
-  double next_attribution_ = 0;                  // Tick thread only
+  std::map<std::string, MpsStuckDetector> mps_;          // by GPU uuid
+  double next_attribution_ = 0;                          // Tick thread only
+  std::map<std::string, std::string> reshape_answered_;  // GPU uuid -> request; Tick thread
   std::string last_backend_error_, last_store_error_, last_sample_error_;
 };
 

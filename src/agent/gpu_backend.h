@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/mig_control.h"
 #include "base/error.h"
 #include "store/records.h"
 
@@ -73,6 +74,9 @@ class GpuBackend {
   // Readings for `gpus` (as Discover returned them), one GpuSample per GPU.
   [[nodiscard]] virtual Expected<std::vector<GpuSample>> Sample(
       const std::vector<store::GpuInventory>& gpus) = 0;
+  // Creating and destroying MIG instances; null when this backend cannot (the fake file, or a
+  // driver without NVML's MIG management calls).
+  virtual MigControl* mig_control() { return nullptr; }
 };
 
 }  // namespace tessera::agent

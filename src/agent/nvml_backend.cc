@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "model/gpu_model.h"
@@ -17,11 +18,17 @@ namespace {
 // "Multi Instance GPU Management"); ABI-stable across drivers since their _v2 forms.
 using nvmlReturn_t = int;
 constexpr nvmlReturn_t NVML_SUCCESS = 0;
+constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
+constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
+constexpr nvmlReturn_t NVML_ERROR_NO_PERMISSION = 4;
 constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
 constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
 constexpr nvmlReturn_t NVML_ERROR_GPU_IS_LOST = 15;
+constexpr nvmlReturn_t NVML_ERROR_IN_USE = 19;
+constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_RESOURCES = 23;
 using nvmlDevice_t = struct nvmlDevice_st*;
 using nvmlGpuInstance_t = struct nvmlGpuInstance_st*;
+using nvmlComputeInstance_t = struct nvmlComputeInstance_st*;
 struct nvmlMemory_t {
   unsigned long long total, free, used;  // bytes
 };
@@ -37,6 +44,21 @@ struct nvmlGpuInstanceInfo_t {
   unsigned int profileId;
   nvmlGpuInstancePlacement_t placement;
 };
+struct nvmlComputeInstanceProfileInfo_t {
+  unsigned int id, sliceCount, instanceCount, multiprocessorCount, sharedCopyEngineCount,
+      sharedDecoderCount, sharedEncoderCount, sharedJpegCount, sharedOfaCount;
+};
+// NVML_COMPUTE_INSTANCE_PROFILE_{1,2,3,4,7,8,6}_SLICE are 0..6 (1_SLICE_REV1 is 7); the
+// engine profile is always NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED (0).
+constexpr unsigned kComputeProfiles = 8;
+int ComputeProfileForSlices(int slices) {
+  constexpr int kSlices[] = {1, 2, 3, 4, 7, 8, 6};
+  for (int p = 0; p < 7; ++p) {
+    if (kSlices[p] == slices) return p;
+  }
+  return -1;
+}
+constexpr unsigned kMaxInstances = 8;  // a GPU has at most 7 instances of one profile
 // nvmlDeviceGetComputeRunningProcesses_v3 fills nvmlProcessInfo_t, which nvml.h (CUDA 11.x
 // onwards) defines as nvmlProcessInfo_v2_t: this layout, 24 bytes with the padding after pid.
 struct nvmlProcessInfo_t {
@@ -88,6 +110,21 @@ struct NvmlBackend::Api {
   nvmlReturn_t (*GetProcessUtilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*,
                                         unsigned int*, unsigned long long) = nullptr;
   nvmlReturn_t (*GetClockInfo)(nvmlDevice_t, int, unsigned int*) = nullptr;  // MHz
+  // MIG management (R450 drivers on): all resolved, or MigControl is not offered.
+  nvmlReturn_t (*GetGpuInstances)(nvmlDevice_t, unsigned int, nvmlGpuInstance_t*,
+                                  unsigned int*) = nullptr;
+  nvmlReturn_t (*CreateGpuInstanceWithPlacement)(nvmlDevice_t, unsigned int,
+                                                 const nvmlGpuInstancePlacement_t*,
+                                                 nvmlGpuInstance_t*) = nullptr;
+  nvmlReturn_t (*GpuInstanceDestroy)(nvmlGpuInstance_t) = nullptr;
+  nvmlReturn_t (*GetComputeProfileInfo)(nvmlGpuInstance_t, unsigned int, unsigned int,
+                                        nvmlComputeInstanceProfileInfo_t*) = nullptr;
+  nvmlReturn_t (*CreateComputeInstance)(nvmlGpuInstance_t, unsigned int,
+                                        nvmlComputeInstance_t*) = nullptr;
+  nvmlReturn_t (*GetComputeInstances)(nvmlGpuInstance_t, unsigned int, nvmlComputeInstance_t*,
+                                      unsigned int*) = nullptr;
+  nvmlReturn_t (*ComputeInstanceDestroy)(nvmlComputeInstance_t) = nullptr;
+  bool mig_management = false;
 
   std::string Why(nvmlReturn_t r) const {
     return fmt::format("{} (NVML {})", ErrorString ? ErrorString(r) : "?", r);
@@ -223,6 +260,15 @@ Expected<std::unique_ptr<NvmlBackend>> NvmlBackend::Open(const std::string& libr
   Resolve(lib, "nvmlDeviceGetComputeRunningProcesses_v3", api->GetComputeProcesses);
   Resolve(lib, "nvmlDeviceGetProcessUtilization", api->GetProcessUtilization);
   Resolve(lib, "nvmlDeviceGetClockInfo", api->GetClockInfo);
+  api->mig_management =
+      Resolve(lib, "nvmlDeviceGetGpuInstances", api->GetGpuInstances) &&
+      Resolve(lib, "nvmlDeviceCreateGpuInstanceWithPlacement",
+              api->CreateGpuInstanceWithPlacement) &&
+      Resolve(lib, "nvmlGpuInstanceDestroy", api->GpuInstanceDestroy) &&
+      Resolve(lib, "nvmlGpuInstanceGetComputeInstanceProfileInfo", api->GetComputeProfileInfo) &&
+      Resolve(lib, "nvmlGpuInstanceCreateComputeInstance", api->CreateComputeInstance) &&
+      Resolve(lib, "nvmlGpuInstanceGetComputeInstances", api->GetComputeInstances) &&
+      Resolve(lib, "nvmlComputeInstanceDestroy", api->ComputeInstanceDestroy);
   if (missing != nullptr) {
     dlclose(lib);
     return Fail("NVML: {} lacks {} (driver too old?)", library, missing);
@@ -389,6 +435,181 @@ Expected<std::vector<GpuSample>> NvmlBackend::Sample(const std::vector<store::Gp
     out.push_back(std::move(s));
   }
   return out;
+}
+
+// MIG management.
+
+MigControl* NvmlBackend::mig_control() { return api_->mig_management ? this : nullptr; }
+
+namespace {
+
+MigError Failure(const NvmlBackend::Api& a, nvmlReturn_t r, std::string what) {
+  MigFault f = MigFault::kOther;
+  switch (r) {
+    case NVML_ERROR_IN_USE:
+      f = MigFault::kBusy;
+      break;
+    case NVML_ERROR_INSUFFICIENT_RESOURCES:
+      f = MigFault::kInsufficientResources;
+      break;
+    case NVML_ERROR_NOT_SUPPORTED:
+      f = MigFault::kNotSupported;
+      break;
+    case NVML_ERROR_NO_PERMISSION:
+      f = MigFault::kNoPermission;
+      break;
+    case NVML_ERROR_GPU_IS_LOST:
+      f = MigFault::kGpuLost;
+      break;
+    default:
+      break;
+  }
+  return {f, fmt::format("{}: {}", what, a.Why(r))};
+}
+
+// The handle of `g`, checked to still be the GPU discovery named.
+MigResult<nvmlDevice_t> Device(const NvmlBackend::Api& a, const store::GpuInventory& g) {
+  nvmlDevice_t dev = nullptr;
+  char uuid[kUuidSize] = {};
+  nvmlReturn_t r = a.GetHandleByIndex(static_cast<unsigned>(g.index), &dev);
+  if (r == NVML_SUCCESS) r = a.GetUUID(dev, uuid, kUuidSize);
+  if (r != NVML_SUCCESS) return std::unexpected(Failure(a, r, fmt::format("GPU {}", g.index)));
+  if (g.uuid != uuid) {
+    return std::unexpected(
+        MigError{MigFault::kOther, fmt::format("GPU {} is now {}, not {}", g.index, uuid, g.uuid)});
+  }
+  return dev;
+}
+
+// The compute instances of `gi`, of every compute-instance profile the instance offers.
+MigResult<std::vector<nvmlComputeInstance_t>> ComputeInstances(const NvmlBackend::Api& a,
+                                                               nvmlGpuInstance_t gi,
+                                                               const std::string& what) {
+  std::vector<nvmlComputeInstance_t> out;
+  for (unsigned p = 0; p < kComputeProfiles; ++p) {
+    nvmlComputeInstanceProfileInfo_t info{};
+    if (a.GetComputeProfileInfo(gi, p, 0, &info) != NVML_SUCCESS) continue;  // not offered
+    nvmlComputeInstance_t cis[kMaxInstances] = {};
+    unsigned int n = 0;
+    if (nvmlReturn_t r = a.GetComputeInstances(gi, info.id, cis, &n); r != NVML_SUCCESS) {
+      return std::unexpected(Failure(a, r, what + ": listing its compute instances"));
+    }
+    out.insert(out.end(), cis, cis + std::min(n, kMaxInstances));
+  }
+  return out;
+}
+
+}  // namespace
+
+MigResult<std::vector<MigInstanceState>> NvmlBackend::ListInstances(
+    const store::GpuInventory& gpu) {
+  const Api& a = *api_;
+  auto dev = Device(a, gpu);
+  if (!dev) return std::unexpected(dev.error());
+  const auto model_id = model::FindGpuModel(gpu.model);
+  if (!model_id) {
+    return std::unexpected(
+        MigError{MigFault::kNotSupported,
+                 fmt::format("GPU {}: model '{}' is not in the catalog", gpu.uuid, gpu.model)});
+  }
+  // Processes by GPU instance, to know which instances are busy.
+  std::map<unsigned, int> procs;
+  const auto listed = ComputeProcesses(a, *dev);
+  if (listed) {
+    for (const nvmlProcessInfo_t& p : *listed) ++procs[p.gpuInstanceId];
+  }
+  std::vector<MigInstanceState> out;
+  std::set<int> profiles;
+  for (const auto& prof : model::GetGpuModel(*model_id).mig_profiles) {
+    if (!profiles.insert(prof.gi_profile_id).second) continue;
+    nvmlGpuInstance_t gis[kMaxInstances] = {};
+    unsigned int n = 0;
+    nvmlReturn_t r = a.GetGpuInstances(*dev, static_cast<unsigned>(prof.gi_profile_id), gis, &n);
+    // A profile this GPU or driver does not offer (1g.10gb before R525, say).
+    if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_NOT_FOUND ||
+        r == NVML_ERROR_INVALID_ARGUMENT) {
+      continue;
+    }
+    if (r != NVML_SUCCESS) {
+      return std::unexpected(
+          Failure(a, r, fmt::format("GPU {}: listing its {} instances", gpu.uuid, prof.name)));
+    }
+    for (unsigned i = 0; i < std::min(n, kMaxInstances); ++i) {
+      nvmlGpuInstanceInfo_t info{};
+      if ((r = a.GpuInstanceGetInfo(gis[i], &info)) != NVML_SUCCESS) {
+        return std::unexpected(
+            Failure(a, r, fmt::format("GPU {}: a {} instance", gpu.uuid, prof.name)));
+      }
+      MigInstanceState s;
+      s.gi_id = static_cast<int>(info.id);
+      s.profile_id = prof.gi_profile_id;
+      s.start = static_cast<int>(info.placement.start);
+      auto cis = ComputeInstances(a, gis[i], fmt::format("GPU {} GI {}", gpu.uuid, info.id));
+      if (!cis) return std::unexpected(cis.error());
+      s.compute_instances = static_cast<int>(cis->size());
+      s.processes = listed ? procs[info.id] : -1;
+      out.push_back(s);
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const MigInstanceState& x, const MigInstanceState& y) { return x.start < y.start; });
+  return out;
+}
+
+MigResult<int> NvmlBackend::CreateInstance(const store::GpuInventory& gpu, int profile_id,
+                                           int start, int memory_slices, int compute_slices) {
+  const Api& a = *api_;
+  auto dev = Device(a, gpu);
+  if (!dev) return std::unexpected(dev.error());
+  const std::string what = fmt::format("GPU {}: creating a profile-{} instance at slice {}",
+                                       gpu.uuid, profile_id, start);
+  const int ci_profile = ComputeProfileForSlices(compute_slices);
+  if (ci_profile < 0) {
+    return std::unexpected(MigError{
+        MigFault::kNotSupported,
+        fmt::format("{}: no compute-instance profile of {} slices", what, compute_slices)});
+  }
+  const nvmlGpuInstancePlacement_t where{static_cast<unsigned>(start),
+                                         static_cast<unsigned>(memory_slices)};
+  nvmlGpuInstance_t gi = nullptr;
+  nvmlReturn_t r =
+      a.CreateGpuInstanceWithPlacement(*dev, static_cast<unsigned>(profile_id), &where, &gi);
+  if (r != NVML_SUCCESS) return std::unexpected(Failure(a, r, what));
+  nvmlGpuInstanceInfo_t info{};
+  nvmlComputeInstanceProfileInfo_t ci_info{};
+  nvmlComputeInstance_t ci = nullptr;
+  r = a.GpuInstanceGetInfo(gi, &info);
+  if (r == NVML_SUCCESS) {
+    r = a.GetComputeProfileInfo(gi, static_cast<unsigned>(ci_profile), 0, &ci_info);
+  }
+  if (r == NVML_SUCCESS) r = a.CreateComputeInstance(gi, ci_info.id, &ci);
+  if (r != NVML_SUCCESS) {
+    MigError e = Failure(a, r, what + ": its compute instance");
+    if (nvmlReturn_t undo = a.GpuInstanceDestroy(gi); undo != NVML_SUCCESS) {
+      e.message += fmt::format("; destroying the GPU instance again failed too: {}", a.Why(undo));
+    }
+    return std::unexpected(e);
+  }
+  return static_cast<int>(info.id);
+}
+
+MigResult<void> NvmlBackend::DestroyInstance(const store::GpuInventory& gpu, int gi_id) {
+  const Api& a = *api_;
+  auto dev = Device(a, gpu);
+  if (!dev) return std::unexpected(dev.error());
+  const std::string what = fmt::format("GPU {}: destroying GI {}", gpu.uuid, gi_id);
+  nvmlGpuInstance_t gi = nullptr;
+  nvmlReturn_t r = a.GetGpuInstanceById(*dev, static_cast<unsigned>(gi_id), &gi);
+  if (r != NVML_SUCCESS) return std::unexpected(Failure(a, r, what));
+  auto cis = ComputeInstances(a, gi, what);
+  if (!cis) return std::unexpected(cis.error());
+  for (nvmlComputeInstance_t ci : *cis) {
+    if ((r = a.ComputeInstanceDestroy(ci)) != NVML_SUCCESS) {
+      return std::unexpected(Failure(a, r, what + ": its compute instance"));
+    }
+  }
+  if ((r = a.GpuInstanceDestroy(gi)) != NVML_SUCCESS) return std::unexpected(Failure(a, r, what));
+  return {};
 }
 
 }  // namespace tessera::agent

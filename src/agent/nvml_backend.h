@@ -16,7 +16,11 @@
 // and, on a whole GPU, its SM and memory-controller shares (nvmlDeviceGetProcessUtilization);
 // a whole GPU's DRAM activity is NVML's "utilization.memory". These per-process readings are
 // unverified on hardware (docs/runtime.md).
-// Not thread-safe (the agent serialises calls). Never changes device state.
+// MIG management (mig_control.h), where the driver has it: GPU instances listed per profile,
+// created with a placement (nvmlDeviceCreateGpuInstanceWithPlacement) with one compute instance
+// spanning each, and destroyed compute instances first. Needs root, as nvidia-smi mig does.
+// Not thread-safe (the agent serialises calls). Changes device state only through MigControl,
+// and never MIG mode.
 
 #include <memory>
 #include <string>
@@ -25,7 +29,7 @@
 
 namespace tessera::agent {
 
-class NvmlBackend final : public GpuBackend {
+class NvmlBackend final : public GpuBackend, public MigControl {
  public:
   // dlopen + nvmlInit; an Error names the library or the NVML error string.
   [[nodiscard]] static Expected<std::unique_ptr<NvmlBackend>> Open(
@@ -35,6 +39,12 @@ class NvmlBackend final : public GpuBackend {
   std::string name() const override { return "nvml"; }
   Expected<std::vector<store::GpuInventory>> Discover() override;
   Expected<std::vector<GpuSample>> Sample(const std::vector<store::GpuInventory>& gpus) override;
+  MigControl* mig_control() override;
+
+  MigResult<std::vector<MigInstanceState>> ListInstances(const store::GpuInventory& gpu) override;
+  MigResult<int> CreateInstance(const store::GpuInventory& gpu, int profile_id, int start,
+                                int memory_slices, int compute_slices) override;
+  MigResult<void> DestroyInstance(const store::GpuInventory& gpu, int gi_id) override;
 
   struct Api;  // the resolved functions
 

@@ -35,6 +35,8 @@ struct AgentFlags {
   std::string proc_root = "/proc";
   bool once = false;
   bool json = false;
+  std::string mig_reshape = "apply";
+  double reshape_budget_s = 5;
 };
 
 // The node's CPU (milli) and memory (MiB), for the inventory.
@@ -136,6 +138,10 @@ Status RunAgent(const AgentFlags& f) {
     if (fake.memory_mib > 0) memory_mib = fake.memory_mib;
   }
 
+  using Reshape = agent::AgentOptions::MigReshape;
+  const Reshape reshape = f.mig_reshape == "off"       ? Reshape::kOff
+                          : f.mig_reshape == "dry-run" ? Reshape::kDryRun
+                                                       : Reshape::kApply;
   agent::Agent a({.node = node,
                   .heartbeat_ttl_s = f.heartbeat_ttl_s,
                   .cpu_milli = cpu_milli,
@@ -143,7 +149,9 @@ Status RunAgent(const AgentFlags& f) {
                   .mps_stuck = f.mps_stuck,
                   // A round takes up to about three store retry budgets (one interval each).
                   .stall_s = std::max(30.0, 10 * f.interval_s),
-                  .proc_root = f.proc_root},
+                  .proc_root = f.proc_root,
+                  .mig_reshape = reshape,
+                  .reshape_budget_s = f.reshape_budget_s},
                  *backend, store->get(), clock);
   if (f.once) {
     a.Tick();
@@ -206,6 +214,16 @@ void AddAgent(CLI::App& app, Status* status) {
   sub->add_option("--mps-stuck-seconds", flags->mps_stuck.min_span_s,
                   "The suspect samples must also span at least this many seconds, 0..86400")
       ->check(Seconds(0, 86400))
+      ->capture_default_str();
+  sub->add_option("--mig-reshape", flags->mig_reshape,
+                  "The scheduler's MIG reshape requests: apply them (needs root, as nvidia-smi "
+                  "mig does), plan them only (dry-run: the steps are reported, nothing changes), "
+                  "or refuse them (off); each is answered in the store")
+      ->check(CLI::IsMember({"apply", "dry-run", "off"}))
+      ->capture_default_str();
+  sub->add_option("--reshape-budget", flags->reshape_budget_s,
+                  "Seconds a reshape may take before it is rolled back, 0.1..600")
+      ->check(Seconds(0.1, 600))
       ->capture_default_str();
   sub->add_flag("--once", flags->once, "Discover and publish once, print the inventory, and exit");
   sub->add_flag("--json", flags->json, "With --once: print the inventory as JSON");

@@ -456,6 +456,29 @@ TEST(DeployManifestsTest, EveryContainerDropsAllCapabilitiesAndRunsAsNonRoot) {
   EXPECT_GE(containers, 6);  // redis, agent, scheduler, extender, two examples
 }
 
+// Issue #20: creating MIG instances needs root and the driver's MIG capability files. An agent
+// that runs as non-root passes --mig-reshape=off, so it refuses a reshape request at once (and
+// says so) instead of failing halfway in NVML.
+TEST(DeployManifestsTest, ANonRootAgentRefusesMigReshapes) {
+  int agents = 0;
+  for (const auto& [who, tmpl] : PodTemplates(LoadAll())) {
+    for (const YAML::Node& c : tmpl["spec"]["containers"]) {
+      const YAML::Node args = c["args"];
+      if (!args || !args.IsSequence() || args.size() == 0 ||
+          args[0].as<std::string>("") != "agent") {
+        continue;
+      }
+      ++agents;
+      bool off = false;
+      for (const YAML::Node& a : args) off |= a.as<std::string>("") == "--mig-reshape=off";
+      const bool non_root = c["securityContext"]["runAsNonRoot"].as<bool>(false);
+      EXPECT_TRUE(!non_root || off) << who << ": a non-root agent cannot create MIG instances; "
+                                    << "pass --mig-reshape=off";
+    }
+  }
+  EXPECT_EQ(agents, 1);
+}
+
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

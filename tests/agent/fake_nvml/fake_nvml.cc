@@ -1,8 +1,10 @@
 // A stand-in for libnvidia-ml.so.1, written from the NVML API Reference, so the agent's NVML
-// path (dlopen, dlsym, discovery, MIG mapping, readings, errors) runs on machines without an
-// NVIDIA GPU. It implements exactly the functions NvmlBackend resolves, with one fixed node:
+// path (dlopen, dlsym, discovery, MIG mapping, readings, MIG management, errors) runs on
+// machines without an NVIDIA GPU. It implements exactly the functions NvmlBackend resolves,
+// with one node that starts as:
 //   0: NVIDIA A100-SXM4-40GB, MIG on: slot 0 = GI 1, profile 9 (3g.20gb) at slice 4;
-//      slot 1 empty; slot 2 = GI 5, profile 19 (1g.5gb) at slice 0
+//      slot 1 empty; slot 2 = GI 5, profile 19 (1g.5gb) at slice 0 (each with one compute
+//      instance spanning it: a MIG device is a compute instance)
 //   1: NVIDIA H100 80GB HBM3, MIG off, 37 % busy, 250 W, 123456789 mJ, 2048 of 81559 MiB used,
 //      2 MPS clients
 //   2: a GPU that has fallen off the bus (NVML_ERROR_GPU_IS_LOST)
@@ -11,7 +13,17 @@
 // a stale sample of pid 102 (20 s older than the newest: stopped); on the A100 pid 200 on GI 5
 // (256 MiB) and pid 201 on GI 7, an instance that does not exist. SM clocks: H100 1755 MHz,
 // A100 1410 MHz.
-// fake_nvml_fail_count(1) makes nvmlDeviceGetCount fail, as a driver in trouble would.
+// MIG management (issue #20) on the A100 follows the reference and NVIDIA's MIG User Guide for
+// the A100-40GB: GPU-instance profiles 19 (1g.5gb), 20 (1g.5gb+me), 15 (1g.10gb), 14 (2g.10gb), 9
+// (3g.20gb), 5 (4g.20gb) and 0 (7g.40gb) at their allowed starts; a placement that overlaps another
+// instance's memory slices or passes 7 compute slices is INSUFFICIENT_RESOURCES; destroying a
+// compute instance a process runs on, or a GPU instance that still has compute instances, is
+// IN_USE. New GPU instances get ids from 8 up (so GI 7 stays absent).
+// Controls for the tests (dlsym): fake_nvml_fail_count(1) makes nvmlDeviceGetCount fail, as a
+// driver in trouble would; fake_nvml_fail_call(name, n, code) makes the n-th next call of the
+// function `name` answer `code` (once); fake_nvml_a100_processes(0) stops the A100's processes;
+// fake_nvml_mutations() counts the calls that changed MIG state; fake_nvml_reset() restores all.
+#include <cstdio>
 #include <cstring>
 
 extern "C" {
@@ -26,10 +38,19 @@ struct nvmlDevice_st {
   int gi_id;    // for MIG devices
   int profile;  // GPU-instance profile id
   int start;    // placement start
-  nvmlDevice_st* slots[3];
+  nvmlDevice_st* slots[7];
 };
 struct nvmlGpuInstance_st {
-  nvmlDevice_st* mig;
+  int live;
+  unsigned id, profile, start, size, compute_slices;
+};
+struct nvmlComputeInstance_st {
+  int live;
+  unsigned id, profile;
+  nvmlGpuInstance_st* gi;
+  int slot;
+  char uuid[32];
+  nvmlDevice_st dev;  // the MIG device
 };
 struct nvmlMemory_t {
   unsigned long long total, free, used;
@@ -46,6 +67,10 @@ struct nvmlGpuInstanceInfo_t {
   unsigned int profileId;
   nvmlGpuInstancePlacement_t placement;
 };
+struct nvmlComputeInstanceProfileInfo_t {
+  unsigned int id, sliceCount, instanceCount, multiprocessorCount, sharedCopyEngineCount,
+      sharedDecoderCount, sharedEncoderCount, sharedJpegCount, sharedOfaCount;
+};
 
 enum {
   kSuccess = 0,
@@ -53,21 +78,116 @@ enum {
   kNotSupported = 3,
   kNotFound = 6,
   kInsufficientSize = 7,
-  kUnknown = 999,
-  kLost = 15
+  kLost = 15,
+  kInUse = 19,
+  kInsufficientResources = 23,
+  kUnknown = 999
 };
 
-static nvmlDevice_st mig_a = {"", "MIG-f0a", 19968, 1024, 0, 0, 1, 9, 4, {}};
-static nvmlDevice_st mig_b = {"", "MIG-f0b", 4864, 512, 0, 0, 5, 19, 0, {}};
-static nvmlDevice_st gpu0 = {"NVIDIA A100-SXM4-40GB",  "GPU-f0", 40960, 1536, 1, 0, -1, -1, 0,
-                             {&mig_a, nullptr, &mig_b}};
+// The A100-40GB's GPU-instance profiles: id, compute slices, memory slices, MiB, starts.
+struct Profile {
+  unsigned id, compute, memory;
+  unsigned long long mib;
+  unsigned starts_mask;  // bit s: may start at memory slice s
+};
+static const Profile kProfiles[] = {
+    {19, 1, 1, 4864, 0x7f}, {20, 1, 1, 4864, 0x7f}, {15, 1, 2, 9856, 0x55}, {14, 2, 2, 9856, 0x15},
+    {9, 3, 4, 19968, 0x11}, {5, 4, 4, 19968, 0x01}, {0, 7, 8, 40192, 0x01}};
+static const Profile* FindProfile(unsigned id) {
+  for (const Profile& p : kProfiles) {
+    if (p.id == id) return &p;
+  }
+  return nullptr;
+}
+// NVML_COMPUTE_INSTANCE_PROFILE_{1,2,3,4,7,8,6}_SLICE, 1_SLICE_REV1: their slice counts.
+static const unsigned kCiSlices[] = {1, 2, 3, 4, 7, 8, 6, 1};
+
+static nvmlDevice_st gpu0 = {"NVIDIA A100-SXM4-40GB", "GPU-f0", 40960, 1536, 1, 0, -1, -1, 0, {}};
 static nvmlDevice_st gpu1 = {"NVIDIA H100 80GB HBM3", "GPU-f1", 81559, 2048, 0, 0, -1, -1, 0, {}};
 static nvmlDevice_st gpu2 = {"NVIDIA A30", "GPU-f2", 24576, 0, 0, 1, -1, -1, 0, {}};
 static nvmlDevice_st* devices[] = {&gpu0, &gpu1, &gpu2};
-static nvmlGpuInstance_st instances[] = {{&mig_a}, {&mig_b}};
+static nvmlGpuInstance_st gis[8];
+static nvmlComputeInstance_st cis[8];
+static unsigned next_gi_id = 8;
+static unsigned next_uuid = 1;
 static int fail_count = 0;
+static int a100_processes = 1;
+static int mutations = 0;
+static char fail_name[64];
+static int fail_in = 0;  // calls of fail_name until the injected failure; 0: none
+static int fail_code = 0;
+
+// A compute instance spanning `gi`, in MIG-device slot `slot`, with the MIG device's uuid and
+// memory (total the profile's, `used_mib` in use).
+static nvmlComputeInstance_st* AddCi(nvmlGpuInstance_st* gi, unsigned profile, int slot,
+                                     const char* uuid, unsigned long long used_mib) {
+  for (nvmlComputeInstance_st& c : cis) {
+    if (c.live) continue;
+    c = {};
+    c.live = 1;
+    c.profile = profile;
+    c.gi = gi;
+    c.slot = slot;
+    unsigned id = 0;  // compute-instance ids count within their GPU instance
+    for (const nvmlComputeInstance_st& o : cis) {
+      if (&o != &c && o.live && o.gi == gi && o.id >= id) id = o.id + 1;
+    }
+    c.id = id;
+    std::snprintf(c.uuid, sizeof c.uuid, "%s", uuid);
+    c.dev = {"",
+             c.uuid,
+             FindProfile(gi->profile)->mib,
+             used_mib,
+             0,
+             0,
+             static_cast<int>(gi->id),
+             static_cast<int>(gi->profile),
+             static_cast<int>(gi->start),
+             {}};
+    gpu0.slots[slot] = &c.dev;
+    return &c;
+  }
+  return nullptr;
+}
+
+static nvmlGpuInstance_st* AddGi(unsigned id, unsigned profile, unsigned start) {
+  const Profile* p = FindProfile(profile);
+  for (nvmlGpuInstance_st& g : gis) {
+    if (g.live) continue;
+    g = {1, id, profile, start, p->memory, p->compute};
+    return &g;
+  }
+  return nullptr;
+}
+
+void fake_nvml_reset() {
+  std::memset(gis, 0, sizeof gis);
+  std::memset(cis, 0, sizeof cis);
+  for (auto*& s : gpu0.slots) s = nullptr;
+  AddCi(AddGi(1, 9, 4), 2, 0, "MIG-f0a", 1024);
+  AddCi(AddGi(5, 19, 0), 0, 2, "MIG-f0b", 512);
+  next_gi_id = 8;
+  next_uuid = 1;
+  fail_count = 0;
+  a100_processes = 1;
+  mutations = 0;
+  fail_in = 0;
+}
+__attribute__((constructor)) static void Init() { fake_nvml_reset(); }
 
 void fake_nvml_fail_count(int on) { fail_count = on; }
+void fake_nvml_a100_processes(int on) { a100_processes = on; }
+int fake_nvml_mutations() { return mutations; }
+void fake_nvml_fail_call(const char* name, int nth, int code) {
+  std::snprintf(fail_name, sizeof fail_name, "%s", name);
+  fail_in = nth;
+  fail_code = code;
+}
+// The injected failure, when this call of `name` is the one to fail.
+static int Injected(const char* name) {
+  if (fail_in <= 0 || std::strcmp(name, fail_name) != 0) return 0;
+  return --fail_in == 0 ? fail_code : 0;
+}
 
 nvmlReturn_t nvmlInit_v2() { return kSuccess; }
 nvmlReturn_t nvmlShutdown() { return kSuccess; }
@@ -79,6 +199,12 @@ const char* nvmlErrorString(nvmlReturn_t r) {
       return "Not Found";
     case kNotSupported:
       return "Not Supported";
+    case kInUse:
+      return "In use by another client";
+    case kInsufficientResources:
+      return "Insufficient resources";
+    case kInvalid:
+      return "Invalid Argument";
     default:
       return "Unknown Error";
   }
@@ -116,12 +242,12 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_st* d, unsigned int* current, unsig
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_st* d, unsigned int* n) {
-  *n = d->mig ? 3 : 0;
+  *n = d->mig ? 7 : 0;
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_st* d, unsigned int i,
                                                  nvmlDevice_st** mig) {
-  if (!d->mig || i >= 3) return kInvalid;
+  if (!d->mig || i >= 7) return kInvalid;
   if (d->slots[i] == nullptr) return kNotFound;
   *mig = d->slots[i];
   return kSuccess;
@@ -133,22 +259,125 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_st* d, unsigned int* id) {
 }
 nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_st* d, unsigned int id,
                                           nvmlGpuInstance_st** gi) {
+  if (d->lost) return kLost;
   if (!d->mig) return kNotSupported;
-  for (auto& inst : instances) {
-    if (static_cast<unsigned>(inst.mig->gi_id) == id) {
-      *gi = &inst;
+  for (auto& g : gis) {
+    if (g.live && g.id == id) {
+      *gi = &g;
       return kSuccess;
     }
   }
   return kNotFound;
 }
 nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_st* gi, nvmlGpuInstanceInfo_t* info) {
+  if (!gi->live) return kInvalid;
   info->device = &gpu0;
-  info->id = static_cast<unsigned>(gi->mig->gi_id);
-  info->profileId = static_cast<unsigned>(gi->mig->profile);
-  info->placement = {static_cast<unsigned>(gi->mig->start), 0};
+  info->id = gi->id;
+  info->profileId = gi->profile;
+  info->placement = {gi->start, gi->size};
   return kSuccess;
 }
+
+// MIG management (NVML reference, "Multi Instance GPU Management").
+nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_st* d, unsigned int profileId,
+                                       nvmlGpuInstance_st** out, unsigned int* count) {
+  if (d->lost) return kLost;
+  if (!d->mig) return kNotSupported;
+  if (FindProfile(profileId) == nullptr || count == nullptr) return kInvalid;
+  if (int r = Injected("nvmlDeviceGetGpuInstances")) return r;
+  unsigned n = 0;
+  for (auto& g : gis) {
+    if (g.live && g.profile == profileId) out[n++] = &g;
+  }
+  *count = n;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_st* d, unsigned int profileId,
+                                                      const nvmlGpuInstancePlacement_t* where,
+                                                      nvmlGpuInstance_st** gi) {
+  if (d->lost) return kLost;
+  if (!d->mig) return kNotSupported;
+  const Profile* p = FindProfile(profileId);
+  if (p == nullptr || where == nullptr || where->start > 7 ||
+      !(p->starts_mask >> where->start & 1u) || where->size != p->memory) {
+    return kInvalid;
+  }
+  if (int r = Injected("nvmlDeviceCreateGpuInstanceWithPlacement")) return r;
+  unsigned compute = p->compute;
+  for (const auto& g : gis) {
+    if (!g.live) continue;
+    if (where->start < g.start + g.size && g.start < where->start + where->size) {
+      return kInsufficientResources;  // a memory slice is taken
+    }
+    compute += g.compute_slices;
+  }
+  if (compute > 7) return kInsufficientResources;
+  nvmlGpuInstance_st* made = AddGi(next_gi_id, profileId, where->start);
+  if (made == nullptr) return kInsufficientResources;
+  ++next_gi_id;
+  ++mutations;
+  *gi = made;
+  return kSuccess;
+}
+nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_st* gi) {
+  if (!gi->live) return kInvalid;
+  if (int r = Injected("nvmlGpuInstanceDestroy")) return r;
+  for (const auto& c : cis) {
+    if (c.live && c.gi == gi) return kInUse;  // its compute instances first
+  }
+  gi->live = 0;
+  ++mutations;
+  return kSuccess;
+}
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_st* gi,
+                                                          unsigned int profile,
+                                                          unsigned int engProfile,
+                                                          nvmlComputeInstanceProfileInfo_t* info) {
+  if (!gi->live || engProfile != 0 || profile >= 8) return kInvalid;
+  const unsigned slices = kCiSlices[profile];
+  if (slices > gi->compute_slices || profile == 7) return kNotSupported;
+  *info = {profile, slices, gi->compute_slices / slices, 14 * slices, 1, 0, 0, 0, 0};
+  return kSuccess;
+}
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_st* gi, unsigned int profileId,
+                                                  nvmlComputeInstance_st** ci) {
+  if (!gi->live || profileId >= 7) return kInvalid;
+  if (kCiSlices[profileId] != gi->compute_slices) return kNotSupported;  // only whole ones here
+  if (int r = Injected("nvmlGpuInstanceCreateComputeInstance")) return r;
+  for (const auto& c : cis) {
+    if (c.live && c.gi == gi) return kInsufficientResources;  // it already spans the instance
+  }
+  int slot = 0;
+  while (slot < 7 && gpu0.slots[slot] != nullptr) ++slot;
+  if (slot == 7) return kInsufficientResources;
+  char uuid[32];
+  std::snprintf(uuid, sizeof uuid, "MIG-new-%u", next_uuid++);
+  nvmlComputeInstance_st* made = AddCi(gi, profileId, slot, uuid, 0);
+  if (made == nullptr) return kInsufficientResources;
+  ++mutations;
+  *ci = made;
+  return kSuccess;
+}
+nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_st* gi, unsigned int profileId,
+                                                nvmlComputeInstance_st** out, unsigned int* count) {
+  if (!gi->live || profileId >= 8 || count == nullptr) return kInvalid;
+  unsigned n = 0;
+  for (auto& c : cis) {
+    if (c.live && c.gi == gi && c.profile == profileId) out[n++] = &c;
+  }
+  *count = n;
+  return kSuccess;
+}
+nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_st* ci) {
+  if (!ci->live) return kInvalid;
+  if (int r = Injected("nvmlComputeInstanceDestroy")) return r;
+  if (a100_processes && ci->gi->id == 5) return kInUse;  // pid 200 runs there
+  ci->live = 0;
+  gpu0.slots[ci->slot] = nullptr;
+  ++mutations;
+  return kSuccess;
+}
+
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_st* d, nvmlUtilization_t* u) {
   if (d->mig || d->gi_id >= 0) return kNotSupported;  // not on MIG
   u->gpu = 37;
@@ -201,7 +430,7 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_st* d, unsigned 
   if (d->lost) return kLost;
   static const nvmlProcessInfo_t h100[] = {{100, 3072ULL << 20, ~0u, ~0u}, {101, ~0ULL, ~0u, ~0u}};
   static const nvmlProcessInfo_t a100[] = {{200, 256ULL << 20, 5, 0}, {201, 1ULL << 20, 7, 0}};
-  const nvmlProcessInfo_t* list = d == &gpu1 ? h100 : d == &gpu0 ? a100 : nullptr;
+  const nvmlProcessInfo_t* list = d == &gpu1 ? h100 : d == &gpu0 && a100_processes ? a100 : nullptr;
   const unsigned int n = list ? 2 : 0;
   if (*count < n || (n > 0 && infos == nullptr)) {
     *count = n;
