@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <set>
 #include <span>
 
@@ -220,6 +221,7 @@ void Scheduler::Loop() {
 void Scheduler::Lead() {
   const double now = clock_.Now();
   if (now >= next_poll_) {
+    CheckReshapes();
     if (InventoriesChanged()) need_rebuild_ = true;
     next_poll_ = now + config_.inventory_poll_s;
   }
@@ -472,6 +474,10 @@ std::unique_ptr<model::ClusterState> Scheduler::ClusterFromInventories() {
     }
     cluster->SetNodeReady(*added, node.ready && !node.unschedulable);
   }
+  for (model::GpuIndex g = 0; g < cluster->gpu_count(); ++g) {
+    auto h = held_out_.find(cluster->gpu(g).uuid);
+    if (h != held_out_.end() && h->second.active) cluster->SetGpuAvailable(g, false);
+  }
   return cluster;
 }
 
@@ -623,23 +629,93 @@ void Scheduler::Unschedulable(const model::Workload& w, const std::string& why) 
 
 void Scheduler::RequestReshape(model::GpuIndex gpu, const std::optional<model::MigLayout>& layout) {
   const model::Gpu& g = cluster_->gpu(gpu);
-  const std::string node = cluster_->node(g.node).name;
   const model::GpuModel& m = model::GetGpuModel(g.model);
-  json req = {{"node", node},
-              {"gpu_index", g.index},
-              {"gpu_uuid", g.uuid},
-              {"mig", layout ? model::LayoutToString(m, *layout) : std::string()},
-              {"requested_by", config_.leader.identity},
-              {"requested_at", MicroTimeNow()}};
-  // The agent on that node applies it and publishes the new inventory; the inventory poll
-  // sees the new generation and rebuilds, which re-queues the parked pods.
-  if (auto ok = store_.PutProfile("mig-reshape/" + node + "/" + g.uuid, req.dump()); !ok) {
-    spdlog::error("reshape of {} on {}: store: {}", g.uuid, node, ok.error().message);
+  store::MigReshapeRequest req{.node = cluster_->node(g.node).name,
+                               .gpu_index = g.index,
+                               .gpu_uuid = g.uuid,
+                               .mig = layout ? model::LayoutToString(m, *layout) : std::string(),
+                               .requested_by = config_.leader.identity,
+                               .requested_at = MicroTimeNow()};
+  // The agent on that node applies it, answers under MigReshapeStatusKey and publishes the
+  // new inventory; CheckReshapes reads the answer and rebuilds, which re-queues the parked pods.
+  if (auto ok = store_.PutProfile(store::MigReshapeRequestKey(req.node, req.gpu_uuid),
+                                  store::ToJson(req));
+      !ok) {
+    // Unanswered, it times out in CheckReshapes like a request the agent never saw.
+    spdlog::error("reshape of {} on {}: store: {}", req.gpu_uuid, req.node, ok.error().message);
   }
-  spdlog::info("requested MIG reshape of {} on {} to '{}'", g.uuid, node,
-               req["mig"].get<std::string>());
+  spdlog::info("requested MIG reshape of {} on {} to '{}'", req.gpu_uuid, req.node, req.mig);
+  const std::string uuid = req.gpu_uuid;
+  reshapes_[uuid] = SentReshape{std::move(req), clock_.Now()};
   std::lock_guard lock(mu_);
   ++stats_.reshapes;
+}
+
+void Scheduler::CheckReshapes() {
+  const double now = clock_.Now();
+  for (auto& [uuid, h] : held_out_) {
+    if (h.active && now >= h.until) {
+      h.active = false;
+      need_rebuild_ = true;
+      spdlog::info("GPU {} is back in scheduling after its failed MIG reshape", uuid);
+    }
+  }
+  for (auto it = reshapes_.begin(); it != reshapes_.end();) {
+    const store::MigReshapeRequest& req = it->second.request;
+    const std::string key = store::MigReshapeStatusKey(req.node, req.gpu_uuid);
+    auto doc = store_.GetProfile(key);
+    if (!doc) return;  // the store is out: asked again at the next poll
+    std::optional<store::MigReshapeStatus> answer;
+    if (*doc) {
+      auto s = store::MigReshapeStatusFromJson(**doc, key);
+      if (!s) {
+        spdlog::warn("{}", s.error().message);
+      } else if (s->Answers(req)) {
+        answer = std::move(*s);
+      }
+    }
+    const double age = now - it->second.sent;
+    std::string why;
+    if (answer && answer->state == "done") {
+      spdlog::info("MIG reshape of {} on {} to '{}' done by the agent in {:.2f} s", req.gpu_uuid,
+                   req.node, req.mig, answer->elapsed_s);
+      held_out_.erase(req.gpu_uuid);
+      it = reshapes_.erase(it);
+      need_rebuild_ = true;  // also when nothing changed: the parked pods wait for a rebuild
+      continue;
+    }
+    if (answer && answer->state == "planned") {
+      why = "the agent only plans reshapes (tessera agent --mig-reshape dry-run)";
+    } else if (answer && answer->final()) {
+      why = fmt::format("{} ({})", answer->error, answer->fault);
+      if (answer->rolled_back) {
+        why += answer->restored ? "; the agent rolled it back"
+                                : "; the agent's rollback was INCOMPLETE: check the GPU";
+      }
+    } else if (age > config_.reshape_timeout_s) {
+      why = fmt::format("no answer from the agent on {} in {:.1f} s{}", req.node, age,
+                        answer ? " (it is still applying it)" : "");
+    } else {
+      ++it;
+      continue;
+    }
+    HeldOut& h = held_out_[req.gpu_uuid];
+    ++h.failures;
+    const double backoff =
+        std::min(600.0, config_.reshape_backoff_s * std::pow(2.0, std::min(h.failures - 1, 10)));
+    h.until = now + backoff;
+    h.active = true;
+    spdlog::error(
+        "MIG reshape of {} on {} to '{}' failed: {}; the GPU is held out of "
+        "scheduling for {:.0f} s",
+        req.gpu_uuid, req.node, req.mig, why, backoff);
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.reshape_failures;
+    }
+    it = reshapes_.erase(it);
+    need_rebuild_ = true;
+  }
 }
 
 }  // namespace tessera::k8s

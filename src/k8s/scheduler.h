@@ -52,6 +52,7 @@
 #include "model/cluster.h"
 #include "policy/policy.h"
 #include "sched/scheduler.h"
+#include "store/mig_reshape.h"
 #include "store/store.h"
 
 namespace tessera::predict {
@@ -83,6 +84,12 @@ struct SchedulerConfig {
   // most 30 s each, a Lease round two.
   double stall_s = 180;
   double probe_interval_s = 1;  // how often /readyz's dependencies are checked
+  // A MIG reshape request that the node's agent has not answered for this long counts as
+  // failed: the agent's 5 s budget, its 1 s round and the inventory poll (store/mig_reshape.h).
+  double reshape_timeout_s = 15;
+  // A GPU whose reshape failed is held out of scheduling this long, doubled with each failure
+  // in a row (up to 10 min), so a failing reshape is not asked for again every cycle.
+  double reshape_backoff_s = 60;
 };
 
 struct SchedulerStats {
@@ -94,6 +101,7 @@ struct SchedulerStats {
   int64_t cycles = 0;
   int64_t finished = 0;  // placements released (pod deleted or done)
   int64_t reshapes = 0;
+  int64_t reshape_failures = 0;  // failed, refused, planned only (dry run) or unanswered
   bool leading = false;
   size_t pending = 0;
   size_t placed = 0;
@@ -150,6 +158,10 @@ class Scheduler {
                           const model::Environment& env);
   void Unschedulable(const model::Workload& w, const std::string& why);
   void RequestReshape(model::GpuIndex gpu, const std::optional<model::MigLayout>& layout);
+  // Reads the agents' answers to the outstanding reshape requests: a done one, or a failed or
+  // unanswered one (its GPU then held out), rebuilds the view, which re-queues the pods parked
+  // behind it. Also ends expired hold-outs.
+  void CheckReshapes();
   void Warn(const Pod& pod, const std::string& reason, const std::string& message);
   bool Ours(const Pod& pod) const { return pod.scheduler_name == config_.scheduler_name; }
 
@@ -187,9 +199,20 @@ class Scheduler {
   WorkloadIds ids_;
   std::unordered_map<model::WorkloadId, Known> known_;
   std::unordered_set<model::WorkloadId> resize_warned_;  // pods told their MPS share stays
-  std::map<std::string, std::string> invalid_;  // uid -> the message last posted
+  std::map<std::string, std::string> invalid_;           // uid -> the message last posted
   std::map<std::string, std::pair<std::string, double>> last_warning_;  // uid -> (msg, time)
   std::map<std::string, std::string> inventory_seen_;  // node -> agent_id/generation
+  struct SentReshape {
+    store::MigReshapeRequest request;
+    double sent = 0;
+  };
+  std::map<std::string, SentReshape> reshapes_;  // outstanding, by GPU uuid
+  struct HeldOut {
+    double until = 0;
+    int failures = 0;  // in a row
+    bool active = false;
+  };
+  std::map<std::string, HeldOut> held_out_;  // GPUs whose reshape failed, by uuid
   // The last workload the core scored and ScoreSummary of its offers, for its Scheduled event.
   std::pair<model::WorkloadId, std::string> scored_{-1, ""};
   bool leading_ = false;

@@ -14,6 +14,7 @@
 #include "k8s/scheduler.h"
 #include "k8s_fixtures.h"
 #include "store/memory_store.h"
+#include "store/mig_reshape.h"
 
 namespace tessera::k8s {
 namespace {
@@ -360,9 +361,8 @@ TEST_F(SchedulerTest, AnEmptiedStoreIsRefilledFromTheBoundPodsAnnotations) {
   b.Stop();
 }
 
-TEST_F(SchedulerTest, MigReshapeGoesToTheNodeThroughTheStore) {
-  // One A30 with MIG off; the thesis's `min` wants it cut into 4 x 1g.6gb first.
-  api_.AddNode("a30-0");
+// Node a30-0 with one A30, GPU-a30: whole (MIG off), or MIG on as one 4g.24gb instance.
+store::NodeInventory A30Inventory(bool mig) {
   store::NodeInventory inv;
   inv.node = "a30-0";
   inv.agent_id = "agent-a30";
@@ -374,8 +374,20 @@ TEST_F(SchedulerTest, MigReshapeGoesToTheNodeThroughTheStore) {
   g.product_name = "NVIDIA A30";
   g.model = "A30-24GB";
   g.memory_mib = 24576;
-  g.partitions.push_back({g.uuid, "", -1, 0, 24576});
+  g.mig_enabled = mig;
+  if (mig) {
+    g.partitions.push_back({"MIG-a30-0", "4g.24gb", 0, 0, 24576});
+  } else {
+    g.partitions.push_back({g.uuid, "", -1, 0, 24576});
+  }
   inv.gpus.push_back(g);
+  return inv;
+}
+
+TEST_F(SchedulerTest, MigReshapeGoesToTheNodeThroughTheStore) {
+  // One A30 with MIG off; the thesis's `min` wants it cut into 4 x 1g.6gb first.
+  api_.AddNode("a30-0");
+  store::NodeInventory inv = A30Inventory(/*mig=*/false);
   ASSERT_TRUE(store_.PutInventory(inv).has_value());
 
   SchedulerConfig cfg = FastConfig("replica-a");
@@ -407,6 +419,58 @@ TEST_F(SchedulerTest, MigReshapeGoesToTheNodeThroughTheStore) {
   ASSERT_TRUE(cm.has_value());
   EXPECT_EQ((*cm)["data"]["CUDA_VISIBLE_DEVICES"], "MIG-a30-0");
   EXPECT_GE(s.stats().reshapes, 1);
+  s.Stop();
+}
+
+// The agent's answers (store/mig_reshape.h): a failed reshape, or one never answered, holds
+// the GPU out of scheduling for the backoff, then the policy may ask again.
+TEST_F(SchedulerTest, AFailedOrUnansweredReshapeHoldsTheGpuOutForTheBackoff) {
+  api_.AddNode("a30-0");
+  // One 4g.24gb instance; `min` wants 4 x 1g.6gb.
+  ASSERT_TRUE(store_.PutInventory(A30Inventory(/*mig=*/true)).has_value());
+
+  SchedulerConfig cfg = FastConfig("replica-a");
+  cfg.policy = "min";
+  cfg.reshape_backoff_s = 1;
+  cfg.reshape_timeout_s = 1;
+  Scheduler s(*client_, store_, clock_, cfg);
+  ASSERT_TRUE(s.Start().has_value());
+  api_.AddPod("inference", "mig-0", {{"nvidia.com/gpu", 1}});
+  const std::string key = store::MigReshapeRequestKey("a30-0", "GPU-a30");
+  auto request = [&]() -> std::optional<store::MigReshapeRequest> {
+    auto doc = store_.GetProfile(key).value();
+    if (!doc) return std::nullopt;
+    auto r = store::MigReshapeRequestFromJson(*doc, key);
+    EXPECT_TRUE(r) << r.error().message;
+    return *r;
+  };
+  ASSERT_TRUE(WaitFor([&] { return request().has_value(); }));
+  const store::MigReshapeRequest first = *request();
+  EXPECT_EQ(first.mig, "1g.6gb@0,1g.6gb@1,1g.6gb@2,1g.6gb@3");
+  EXPECT_EQ(first.requested_by, "replica-a");
+
+  // The agent refuses: a process runs on the instance.
+  store::MigReshapeStatus failed{.node = "a30-0",
+                                 .gpu_uuid = "GPU-a30",
+                                 .mig = first.mig,
+                                 .requested_by = first.requested_by,
+                                 .requested_at = first.requested_at,
+                                 .state = "failed",
+                                 .fault = "busy",
+                                 .error = "GPU GPU-a30: 4g.24gb@0 (GI 0) runs 1 process(es)"};
+  ASSERT_TRUE(
+      store_.PutProfile(store::MigReshapeStatusKey("a30-0", "GPU-a30"), store::ToJson(failed))
+          .has_value());
+  const SteadyClock watch;
+  ASSERT_TRUE(WaitFor([&] { return s.stats().reshape_failures == 1; }));
+  const double failed_at = watch.Now();
+  // Held out, the GPU takes nothing and is not asked for; after the backoff it is again.
+  ASSERT_TRUE(WaitFor([&] { return request()->requested_at != first.requested_at; }));
+  EXPECT_GE(watch.Now() - failed_at, 0.9 * cfg.reshape_backoff_s);
+  EXPECT_EQ(Bound(), 0);
+  // Nobody answers the second request: after the timeout it fails too, with twice the backoff.
+  ASSERT_TRUE(WaitFor([&] { return s.stats().reshape_failures == 2; }));
+  EXPECT_EQ(Bound(), 0);
   s.Stop();
 }
 
