@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libhiredis-dev libcpp-httplib-dev libssl-dev openssl liblemon-dev
   redis-server prometheus
+  python3  # tools/characterise's tests
   "$@"
 )
 

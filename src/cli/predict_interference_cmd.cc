@@ -4,13 +4,15 @@
 // seeded with s, the V100-32GB and A30-24GB models; pairs at 50 % MPS on a V100-32GB), then
 // predict/interference_eval.h hides a share of the observed (victim, aggressor) cells of one
 // kind's matrix and scores the method against the mean of the kept cells. Errors are absolute,
-// in percentage points of the victim's lost QPS.
+// in percentage points of the victim's lost QPS. With --data, the matrix is a measured one
+// instead (an interference CSV, e.g. tools/characterise's), the same for every seed.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,7 @@ struct InterferenceFlags {
   std::string method = "svd";
   double missing = 0.5;
   std::string seeds = "1";  // "N" (1..N) or "A-B"
+  std::string data;         // an interference CSV; empty: the simulator's profiling
   bool json = false;
 };
 
@@ -64,18 +67,29 @@ Status RunInterference(const InterferenceFlags& f) {
       sim::ParseAppCatalog(std::string(sim::EmbeddedAppsYaml()), "data/apps.yaml");
   if (!catalog) return Failed(catalog.error());
 
+  std::optional<predict::InterferenceMatrices> measured;
+  if (!f.data.empty()) {
+    auto loaded = predict::InterferenceMatrices::LoadCsv(f.data);
+    if (!loaded) return Failed(loaded.error());
+    measured = std::move(*loaded);
+  }
   std::vector<SeedRun> runs;
   for (const uint64_t seed : *seeds) {
-    sim::Physics physics(*catalog, seed);
-    Expected<sim::ProfileSamples> samples = sim::Profiler(physics, sim::ThesisProfiling({}, seed))
-                                                .Sample({"V100-32GB", "A30-24GB"}, seed);
-    if (!samples) return Failed(samples.error());
-    const predict::SparseMatrix* m = samples->interference().Find(f.kind);
+    std::optional<sim::ProfileSamples> samples;
+    if (!measured) {
+      sim::Physics physics(*catalog, seed);
+      auto sampled = sim::Profiler(physics, sim::ThesisProfiling({}, seed))
+                         .Sample({"V100-32GB", "A30-24GB"}, seed);
+      if (!sampled) return Failed(sampled.error());
+      samples = std::move(*sampled);
+    }
+    const predict::InterferenceMatrices& matrices = measured ? *measured : samples->interference();
+    const predict::SparseMatrix* m = matrices.Find(f.kind);
     if (!m) {
       std::vector<std::string> kinds;
-      for (const auto& [kind, matrix] : samples->interference().by_kind()) kinds.push_back(kind);
-      return Usage("--kind '{}': the profiling measured no such interference (it has: {})", f.kind,
-                   fmt::join(kinds, ", "));
+      for (const auto& [kind, matrix] : matrices.by_kind()) kinds.push_back(kind);
+      return Usage("--kind '{}': {} has no such interference (it has: {})", f.kind,
+                   measured ? f.data : std::string("the profiling"), fmt::join(kinds, ", "));
     }
     Expected<predict::InterferenceEvalResult> r =
         predict::EvaluateInterference(*m, {f.method, f.missing, seed});
@@ -127,7 +141,12 @@ void AddPredictInterference(CLI::App* predict, Status* status) {
   auto flags = std::make_shared<InterferenceFlags>();
   CLI::App* sub = predict->add_subcommand(
       "interference",
-      "Hide cells of the simulator's interference matrix, complete them, report the error");
+      "Hide cells of an interference matrix (the simulator's, or --data), complete them, report "
+      "the error");
+  sub->add_option("--data", flags->data,
+                  "Interference CSV (kind,victim,aggressor,value,count,variance) to evaluate, "
+                  "e.g. a measured one (tools/characterise); default: the simulator's profiling")
+      ->check(CLI::ExistingFile);
   sub->add_option("--kind", flags->kind, "Partition kind of the matrix (mps, mig, timeslice)")
       ->capture_default_str();
   sub->add_option("--method", flags->method,

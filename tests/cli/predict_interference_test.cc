@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -112,6 +113,55 @@ TEST(PredictInterferenceTest, BadFlagsAreUsageErrors) {
   }
   Cli cli;
   EXPECT_THROW(cli.Parse({"predict", "interference", "--method", "nope"}), CLI::ValidationError);
+}
+
+// --data evaluates a measured matrix (tools/characterise writes one): 4 victims x 4
+// aggressors of kind "timeslice", every cell observed; a bad file is one error naming its line.
+TEST(PredictInterferenceTest, DataEvaluatesAMeasuredMatrix) {
+  const std::string path = testing::TempDir() + "/measured_interference.csv";
+  {
+    std::ofstream f(path);
+    f << "kind,victim,aggressor,value,count,variance\n";
+    for (int v = 0; v < 4; ++v) {
+      for (int a = 0; a < 4; ++a) {
+        f << "timeslice,app" << v << "/bs8,app" << a << "/bs8," << 0.1 * (v + 1) + 0.05 * a
+          << ",5,0.0001\n";
+      }
+    }
+  }
+  Cli cli;
+  testing::internal::CaptureStdout();
+  cli.Parse(
+      {"predict", "interference", "--data", path, "--kind", "timeslice", "--seeds", "3", "--json"});
+  const std::string out = testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(cli.status.has_value()) << cli.status.error().message;
+  const nlohmann::json j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["seeds"].size(), 3u);
+  for (const auto& seed : j["seeds"]) {
+    EXPECT_EQ(seed["victims"], 4);
+    EXPECT_EQ(seed["aggressors"], 4);
+    EXPECT_EQ(seed["observed"], 16);
+  }
+  {
+    Cli wrong_kind;
+    wrong_kind.Parse({"predict", "interference", "--data", path});  // --kind mps by default
+    ASSERT_FALSE(wrong_kind.status.has_value());
+    EXPECT_EQ(wrong_kind.status.error().code, ExitCode::kUsage);
+    EXPECT_NE(wrong_kind.status.error().message.find(path + " has no such interference (it "
+                                                            "has: timeslice)"),
+              std::string::npos)
+        << wrong_kind.status.error().message;
+  }
+  {
+    std::ofstream f(path, std::ios::app);
+    f << "timeslice,app9/bs8,app0/bs8,1.5,5,0\n";  // a fraction above 1
+  }
+  Cli bad;
+  bad.Parse({"predict", "interference", "--data", path, "--kind", "timeslice"});
+  ASSERT_FALSE(bad.status.has_value());
+  EXPECT_EQ(bad.status.error().code, ExitCode::kFailed);
+  EXPECT_NE(bad.status.error().message.find(path + ":18"), std::string::npos)
+      << bad.status.error().message;
 }
 
 }  // namespace
