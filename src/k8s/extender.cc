@@ -147,6 +147,7 @@ Expected<void> Extender::Refresh() {
   auto names = store_.ListNodes();
   if (!names) return std::unexpected(names.error());
   auto cluster = std::make_unique<model::ClusterState>();
+  cluster->set_mig_mode_fixed(true);  // the agents never change MIG mode
   for (const std::string& name : *names) {
     auto inv = store_.GetInventory(name);
     if (!inv) return std::unexpected(inv.error());

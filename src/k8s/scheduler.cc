@@ -444,6 +444,7 @@ bool Scheduler::RelistPods() {
 
 std::unique_ptr<model::ClusterState> Scheduler::ClusterFromInventories() {
   auto cluster = std::make_unique<model::ClusterState>();
+  cluster->set_mig_mode_fixed(true);  // the agents never change MIG mode
   inventory_seen_.clear();
   for (const auto& [name, node] : nodes_) {
     model::NodeSpec spec;

@@ -305,6 +305,10 @@ Expected<void> ClusterState::Reshape(GpuIndex g, const std::optional<MigLayout>&
     return Fail("GPU {} hosts {} workload(s); only an idle GPU can be reshaped", gpu.uuid,
                 gpu.clients);
   }
+  if (!MayReshapeTo(g, layout.has_value())) {
+    return Fail("GPU {}: its MIG mode is fixed (MIG {}); a reshape cannot turn it {}", gpu.uuid,
+                gpu.mig ? "on" : "off", gpu.mig ? "off" : "on");
+  }
   std::optional<MigLayout> normalized = layout;
   if (normalized) {
     Normalize(*normalized);

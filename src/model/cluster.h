@@ -142,6 +142,17 @@ class ClusterState {
                                        const std::vector<std::string>& partition_uuids = {});
   void SetGpuAvailable(GpuIndex gpu, bool available);
   void SetNodeReady(NodeIndex node, bool ready);
+  // Whether a reshape may turn a GPU's MIG mode on or off. The simulator's clusters may (the
+  // thesis cuts whole GPUs into MIG instances and back); a Kubernetes cluster's may not (the
+  // node agent never changes MIG mode, which needs a GPU reset), and then Reshape refuses a
+  // mode change and the policies do not propose one (MayReshapeTo).
+  void set_mig_mode_fixed(bool fixed) { mig_mode_fixed_ = fixed; }
+  bool mig_mode_fixed() const { return mig_mode_fixed_; }
+  // Whether `gpu` may go to MIG on (`mig_on`) or off as far as its mode goes: always while the
+  // mode may change, else only to the mode it has.
+  bool MayReshapeTo(GpuIndex gpu, bool mig_on) const {
+    return !mig_mode_fixed_ || gpus_[gpu].mig.has_value() == mig_on;
+  }
 
   // Node versions are unique among a state and its copies only: two states built separately
   // count from the same start. A state built to replace another under the same readers (the
@@ -202,6 +213,7 @@ class ClusterState {
   // Every in-use partition (slot < partition_count) by uuid; kept by BuildPartitions.
   std::unordered_multimap<std::string, PartitionIndex> partition_by_uuid_;
   double allocated_gpu_milli_ = 0;
+  bool mig_mode_fixed_ = false;
   uint64_t version_ = 0;
   // The source of node versions, shared with copies (Node::version); atomic because copies may
   // live on different threads.

@@ -14,6 +14,7 @@ std::vector<GpuIndex> WholeOrReshapable(const Workload& w, NodeIndex node, const
     const model::Gpu& gpu = c.gpu(g);
     if (!gpu.available || !gpu.idle() || !w.gpu.AllowsModel(gpu.model)) continue;
     if (w.gpu.memory_mib > model::GetGpuModel(gpu.model).memory_mib) continue;
+    if (!c.MayReshapeTo(g, false)) continue;  // MIG on, and its mode is fixed
     (gpu.mig ? reshapable : ready).push_back(g);
   }
   ready.insert(ready.end(), reshapable.begin(), reshapable.end());
@@ -53,7 +54,7 @@ std::optional<Candidate> Max::Score(const Workload& w, NodeIndex node, const Clu
 }
 
 std::optional<std::optional<MigLayout>> Max::Reshape(GpuIndex g, const ClusterState& c) {
-  if (!c.gpu(g).mig) return std::nullopt;
+  if (!c.gpu(g).mig || !c.MayReshapeTo(g, false)) return std::nullopt;
   return std::optional<MigLayout>{};
 }
 

@@ -30,7 +30,7 @@ std::optional<Candidate> Min::Offer(const Workload& w, NodeIndex node,
     const model::Gpu& gpu = c.gpu(g);
     if (!gpu.available || !w.gpu.AllowsModel(gpu.model)) continue;
     const model::GpuModel& m = model::GetGpuModel(gpu.model);
-    if (m.mig_capable()) {
+    if (m.mig_capable() && c.MayReshapeTo(g, true)) {  // else shared whole, as a GPU without MIG
       const MigLayout smallest = SmallestLayout(m);
       if (gpu.mig == smallest) {
         for (int slot = 0; slot < gpu.partition_count; ++slot) {
@@ -67,7 +67,7 @@ std::optional<Candidate> Min::Score(const Workload& w, NodeIndex node, const Clu
 
 std::optional<std::optional<MigLayout>> Min::Reshape(GpuIndex g, const ClusterState& c) {
   const model::GpuModel& m = model::GetGpuModel(c.gpu(g).model);
-  if (!m.mig_capable()) return std::nullopt;
+  if (!m.mig_capable() || !c.MayReshapeTo(g, true)) return std::nullopt;
   return std::optional<MigLayout>{SmallestLayout(m)};
 }
 

@@ -45,7 +45,8 @@ Feasibility PredictingFilter(const model::Workload& w, model::NodeIndex node,
     const model::Gpu& gpu = c.gpu(g);
     if (!gpu.available || !w.gpu.AllowsModel(gpu.model)) continue;
     any_gpu = true;
-    if (reshape && gpu.idle() && model::GetGpuModel(gpu.model).mig_capable()) {
+    if (reshape && gpu.idle() && model::GetGpuModel(gpu.model).mig_capable() &&
+        c.MayReshapeTo(g, true)) {
       return Feasibility::Yes();
     }
     for (int slot = 0; slot < gpu.partition_count; ++slot) {

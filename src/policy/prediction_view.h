@@ -41,7 +41,7 @@ bool ShareFits(const model::Partition& part, int percent, int64_t need_mib);
 // The predicting policies' Filter: the node is ready with the CPU and memory; then, for a
 // workload outside their model (`predictable` false), NodeFits; otherwise some available GPU of
 // an allowed model has a partition with a free share of one of `percents` that holds the
-// workload's GPU memory, or (with `reshape`) is idle and MIG-capable.
+// workload's GPU memory, or (with `reshape`) is idle and MIG-capable (and may go to MIG).
 Feasibility PredictingFilter(const model::Workload& w, model::NodeIndex node,
                              const model::ClusterState& c, bool predictable,
                              const std::vector<int>& percents, bool reshape);

@@ -257,10 +257,12 @@ struct Predictive::Impl {
         }
       }
       const model::GpuModel& m = model::GetGpuModel(gpu.model);
-      if (!options.reshape || !m.mig_capable() || !gpu.idle()) continue;
+      if (!options.reshape || !m.mig_capable() || !gpu.idle() || !c.MayReshapeTo(g, true)) {
+        continue;
+      }
       // Reshaping an empty GPU: the layout whose best partition beats what the GPU has now.
       Alone alone;
-      if (gpu.mig) alone = BestAlone(x, gpu.model, -1);
+      if (gpu.mig && c.MayReshapeTo(g, false)) alone = BestAlone(x, gpu.model, -1);
       const auto& choices = PredictionView::Layouts()[gpu.model];
       for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
         if (!choices[prof]) continue;

@@ -6,9 +6,16 @@ namespace tessera::policy {
 namespace {
 
 // Chunks of a GPU: its smallest layout's instance count on MIG-capable models, else one.
-int ChunksOf(const model::Gpu& gpu) {
-  const model::GpuModel& m = model::GetGpuModel(gpu.model);
-  return m.mig_capable() ? static_cast<int>(Min::SmallestLayout(m).instances.size()) : 1;
+// Whether `g` is cut into MIG chunks: MIG-capable, unless its MIG mode is fixed off.
+bool Cuttable(GpuIndex g, const ClusterState& c) {
+  return model::GetGpuModel(c.gpu(g).model).mig_capable() && c.MayReshapeTo(g, true);
+}
+
+int ChunksOf(GpuIndex g, const ClusterState& c) {
+  return Cuttable(g, c)
+             ? static_cast<int>(
+                   Min::SmallestLayout(model::GetGpuModel(c.gpu(g).model)).instances.size())
+             : 1;
 }
 
 }  // namespace
@@ -20,21 +27,21 @@ std::optional<RoundRobin::Chunk> RoundRobin::Turn(const Workload& w, const Clust
   }
   if (w.gpu.count != 1) return std::nullopt;  // one chunk per workload
   int total = 0;
-  for (GpuIndex g = 0; g < c.gpu_count(); ++g) total += ChunksOf(c.gpu(g));
+  for (GpuIndex g = 0; g < c.gpu_count(); ++g) total += ChunksOf(g, c);
   if (total == 0) return std::nullopt;
   // Walk the ring from this turn's chunk to the first one the workload can use.
   for (int step = 0; step < total; ++step) {
     int k = static_cast<int>((next_ + step) % total);
     for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
       const model::Gpu& gpu = c.gpu(g);
-      const int chunks = ChunksOf(gpu);
+      const int chunks = ChunksOf(g, c);
       if (k >= chunks) {
         k -= chunks;
         continue;
       }
       const model::Node& node = c.node(gpu.node);
-      const bool cut = !model::GetGpuModel(gpu.model).mig_capable() ||
-                       gpu.mig == Min::SmallestLayout(model::GetGpuModel(gpu.model));
+      const bool cut =
+          !Cuttable(g, c) || gpu.mig == Min::SmallestLayout(model::GetGpuModel(gpu.model));
       if (gpu.available && node.ready && w.gpu.AllowsModel(gpu.model) && (cut || gpu.idle()) &&
           w.cpu_milli <= node.free_cpu_milli() && w.memory_mib <= node.free_memory_mib()) {
         return Chunk{g, k};
@@ -60,7 +67,7 @@ std::optional<Candidate> RoundRobin::Score(const Workload& w, NodeIndex node,
   const model::PartitionIndex p = ClusterState::PartitionOf(turn->gpu, turn->slot);
   Candidate cand;
   cand.score = 100;
-  if (m.mig_capable() && gpu.mig != Min::SmallestLayout(m)) {
+  if (Cuttable(turn->gpu, c) && gpu.mig != Min::SmallestLayout(m)) {
     // Idle (Turn checked): cut it first; the chunk is then empty.
     const MigLayout smallest = Min::SmallestLayout(m);
     cand.reshape = ReshapeTo{turn->gpu, smallest};
@@ -86,9 +93,8 @@ std::optional<Candidate> RoundRobin::Score(const Workload& w, NodeIndex node,
 }
 
 std::optional<std::optional<MigLayout>> RoundRobin::Reshape(GpuIndex g, const ClusterState& c) {
-  const model::GpuModel& m = model::GetGpuModel(c.gpu(g).model);
-  if (!m.mig_capable()) return std::nullopt;
-  return std::optional<MigLayout>{Min::SmallestLayout(m)};
+  if (!Cuttable(g, c)) return std::nullopt;
+  return std::optional<MigLayout>{Min::SmallestLayout(model::GetGpuModel(c.gpu(g).model))};
 }
 
 }  // namespace tessera::policy

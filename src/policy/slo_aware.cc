@@ -475,7 +475,7 @@ struct SloAware::Impl {
     const model::Gpu& gpu = c.gpu(g);
     auto compute = [&] {
       Pick reshaped;
-      if (gpu.mig) ScoreReshape(x, node, g, -1, c, reshaped, explain);
+      if (gpu.mig && c.MayReshapeTo(g, false)) ScoreReshape(x, node, g, -1, c, reshaped, explain);
       const auto& choices = PredictionView::Layouts()[gpu.model];
       for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
         if (choices[prof]) ScoreReshape(x, node, g, prof, c, reshaped, explain);
@@ -517,7 +517,7 @@ struct SloAware::Impl {
         if (p != skip) ScorePartition(x, node, p, c, here, explain);
       }
       const model::GpuModel& m = model::GetGpuModel(gpu.model);
-      if (options.reshape && m.mig_capable() && gpu.idle()) {
+      if (options.reshape && m.mig_capable() && gpu.idle() && c.MayReshapeTo(g, true)) {
         // A reshape only where it beats what the GPU offers as it is.
         Pick reshaped = BestReshape(x, node, g, c, explain);
         if (reshaped.score >= 0 && reshaped.Beats(here)) here = std::move(reshaped);

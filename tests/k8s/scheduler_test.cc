@@ -385,9 +385,9 @@ store::NodeInventory A30Inventory(bool mig) {
 }
 
 TEST_F(SchedulerTest, MigReshapeGoesToTheNodeThroughTheStore) {
-  // One A30 with MIG off; the thesis's `min` wants it cut into 4 x 1g.6gb first.
+  // One A30 cut as one 4g.24gb instance; the thesis's `min` wants it cut into 4 x 1g.6gb first.
   api_.AddNode("a30-0");
-  store::NodeInventory inv = A30Inventory(/*mig=*/false);
+  store::NodeInventory inv = A30Inventory(/*mig=*/true);
   ASSERT_TRUE(store_.PutInventory(inv).has_value());
 
   SchedulerConfig cfg = FastConfig("replica-a");
@@ -408,7 +408,6 @@ TEST_F(SchedulerTest, MigReshapeGoesToTheNodeThroughTheStore) {
 
   // The agent applies it and publishes the new inventory; the pod lands on an instance.
   inv.generation = 2;
-  inv.gpus[0].mig_enabled = true;
   inv.gpus[0].partitions.clear();
   for (int i = 0; i < 4; ++i) {
     inv.gpus[0].partitions.push_back({"MIG-a30-" + std::to_string(i), "1g.6gb", 7 + i, i, 6144});
@@ -419,6 +418,26 @@ TEST_F(SchedulerTest, MigReshapeGoesToTheNodeThroughTheStore) {
   ASSERT_TRUE(cm.has_value());
   EXPECT_EQ((*cm)["data"]["CUDA_VISIBLE_DEVICES"], "MIG-a30-0");
   EXPECT_GE(s.stats().reshapes, 1);
+  s.Stop();
+}
+
+// The agents never change MIG mode, so a GPU with MIG off is never asked to turn it on: `min`
+// shares it in quarters, as a GPU without MIG.
+TEST_F(SchedulerTest, AGpuWithMigOffIsSharedNotCut) {
+  api_.AddNode("a30-0");
+  ASSERT_TRUE(store_.PutInventory(A30Inventory(/*mig=*/false)).has_value());
+  SchedulerConfig cfg = FastConfig("replica-a");
+  cfg.policy = "min";
+  Scheduler s(*client_, store_, clock_, cfg);
+  ASSERT_TRUE(s.Start().has_value());
+  api_.AddPod("inference", "share-0", {{"nvidia.com/gpu", 1}});
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 1; }));
+  auto cm = api_.Get("configmaps", "inference/share-0");
+  ASSERT_TRUE(cm.has_value());
+  EXPECT_EQ((*cm)["data"]["CUDA_VISIBLE_DEVICES"], "GPU-a30");
+  EXPECT_EQ((*cm)["data"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "25");
+  EXPECT_EQ(s.stats().reshapes, 0);
+  EXPECT_FALSE(store_.GetProfile("mig-reshape/a30-0/GPU-a30").value().has_value());
   s.Stop();
 }
 

@@ -269,6 +269,18 @@ TEST_F(PredictiveTest, ReshapesOnlyAnIdleGpuAndOnlyWhenItScoresHigher) {
   EXPECT_NE(b->placement.slices[0].partition, ClusterState::PartitionOf(0, 0));
 }
 
+// In Kubernetes the MIG mode is fixed (the agent never changes it): the same x then takes the
+// whole A30, with no reshape to propose.
+TEST_F(PredictiveTest, AFixedMigModeIsNeverProposedToChange) {
+  ASSERT_TRUE(c_.AddNode(model::UniformNode("n", A30(), 1, 64000, 1 << 20)));  // MIG off
+  c_.set_mig_mode_fixed(true);
+  Util(ClusterState::PartitionOf(0, 0), 0);
+  const std::optional<Candidate> cand = policy_.Score(App(1, "a", 18), 0, c_);
+  ASSERT_TRUE(cand);
+  EXPECT_FALSE(cand->reshape.has_value());
+  EXPECT_EQ(cand->placement.slices[0].partition, ClusterState::PartitionOf(0, 0));
+}
+
 TEST_F(PredictiveTest, MemoryRulesOutSmallSharesAndWholeNodes) {
   ASSERT_TRUE(c_.AddNode(model::UniformNode("n", V100(), 1, 64000, 1 << 20)));
   Util(ClusterState::PartitionOf(0, 0), 0);

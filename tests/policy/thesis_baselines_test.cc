@@ -114,6 +114,60 @@ TEST_F(ThesisBaselinesTest, RoundRobinTakesChunksInTurnAndSharesThemEqually) {
   EXPECT_TRUE(c_.CheckInvariants());
 }
 
+// In Kubernetes the MIG mode is fixed (the agent never changes it). One A30 with MIG off and
+// one cut 2 x 2g.12gb: the first is never cut, the second never made whole, but it may still
+// be cut differently.
+class FixedMigModeTest : public ThesisBaselinesTest {
+ protected:
+  void SetUp() override {
+    const auto a30 = *model::FindGpuModel("A30-24GB");
+    ASSERT_TRUE(c_.AddNode(model::UniformNode("whole", a30, 1, 64000, 1 << 20)));
+    ASSERT_TRUE(c_.AddNode(
+        model::UniformNode("cut", a30, 1, 64000, 1 << 20,
+                           *model::ParseLayout(model::GetGpuModel(a30), "2g.12gb,2g.12gb"))));
+    c_.set_mig_mode_fixed(true);
+  }
+};
+
+TEST_F(FixedMigModeTest, TheClusterRefusesAModeChange) {
+  const auto a30 = model::GetGpuModel(*model::FindGpuModel("A30-24GB"));
+  auto on = c_.Reshape(0, *model::ParseLayout(a30, "4g.24gb"));
+  ASSERT_FALSE(on);
+  EXPECT_NE(on.error().message.find("MIG mode is fixed (MIG off)"), std::string::npos)
+      << on.error().message;
+  EXPECT_FALSE(c_.Reshape(1, std::nullopt));
+  EXPECT_TRUE(c_.Reshape(1, *model::ParseLayout(a30, "4g.24gb")));  // MIG stays on
+  EXPECT_TRUE(c_.MayReshapeTo(0, false));
+  EXPECT_FALSE(c_.MayReshapeTo(0, true));
+}
+
+TEST_F(FixedMigModeTest, MinSharesTheWholeGpuInQuartersAndCutsOnlyTheCutOne) {
+  Min min;
+  EXPECT_EQ(RunOnce(min, 9), 8);  // 4 quarters of the whole A30 + 4 x 1g.6gb
+  EXPECT_FALSE(c_.gpu(0).mig.has_value());
+  EXPECT_EQ(c_.partition(ClusterState::PartitionOf(0, 0)).clients.size(), 4u);
+  EXPECT_EQ(c_.gpu(1).partition_count, 4);
+  EXPECT_FALSE(min.Reshape(0, c_).has_value());
+  EXPECT_TRUE(c_.CheckInvariants());
+}
+
+TEST_F(FixedMigModeTest, MaxUsesOnlyTheWholeGpu) {
+  Max max;
+  EXPECT_EQ(RunOnce(max, 3), 1);  // not fixed, the cut A30 would be turned whole too
+  EXPECT_TRUE(c_.gpu(1).mig.has_value());
+  EXPECT_FALSE(max.Reshape(1, c_).has_value());
+}
+
+TEST_F(FixedMigModeTest, RoundRobinCountsTheWholeGpuAsOneChunk) {
+  RoundRobin rr;
+  // Ring: the whole A30 (1 chunk) and the cut one's 4 x 1g.6gb (cut first, MIG stays on).
+  EXPECT_EQ(RunOnce(rr, 6), 6);
+  EXPECT_FALSE(c_.gpu(0).mig.has_value());
+  EXPECT_EQ(c_.partition(ClusterState::PartitionOf(0, 0)).clients.size(), 2u);
+  EXPECT_EQ(c_.gpu(1).partition_count, 4);
+  EXPECT_TRUE(c_.CheckInvariants());
+}
+
 TEST(ThesisBaselinesRegistryTest, EveryBaselineIsRegistered) {
   Rng rng(1);
   for (const char* name : {"first-fit", "whole-gpu", "min", "max", "round-robin"}) {
