@@ -5,7 +5,6 @@
 // slice 0 (pid 200 runs on it) and GI 1 = 3g.20gb at slice 4.
 #include "store/mig_reshape.h"
 
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -14,6 +13,7 @@
 #include "agent/fake_backend.h"
 #include "agent/mig_reshaper.h"
 #include "agent/nvml_backend.h"
+#include "fake_nvml/fake_nvml_fixture.h"
 #include "store/memory_store.h"
 
 namespace tessera::agent {
@@ -32,33 +32,18 @@ class TickingClock : public Clock {
   mutable int n_ = 0;
 };
 
-class MigReshapeTest : public testing::Test {
+class MigReshapeTest : public FakeNvmlFixture {
  protected:
   void SetUp() override {
-    auto b = NvmlBackend::Open(TESSERA_FAKE_NVML);
-    ASSERT_TRUE(b) << b.error().message;
-    backend_ = std::move(*b);
-    lib_ = dlopen(TESSERA_FAKE_NVML, RTLD_NOW | RTLD_NOLOAD);
-    ASSERT_NE(lib_, nullptr);
-    reset_ = Symbol<void (*)()>("fake_nvml_reset");
-    processes_ = Symbol<void (*)(int)>("fake_nvml_a100_processes");
-    mutations_ = Symbol<int (*)()>("fake_nvml_mutations");
-    fail_call_ = Symbol<void (*)(const char*, int, int)>("fake_nvml_fail_call");
-    reset_();
+    FakeNvmlFixture::SetUp();
+    if (HasFatalFailure()) return;
+    processes_ = Control<void (*)(int)>("fake_nvml_a100_processes");
+    mutations_ = Control<int (*)()>("fake_nvml_mutations");
+    fail_call_ = Control<void (*)(const char*, int, int)>("fake_nvml_fail_call");
     auto gpus = backend_->Discover();
     ASSERT_TRUE(gpus) << gpus.error().message;
     a100_ = (*gpus)[0];
     h100_ = (*gpus)[1];
-  }
-  void TearDown() override {
-    if (reset_) reset_();
-    if (lib_) dlclose(lib_);
-  }
-  template <typename F>
-  F Symbol(const char* name) {
-    auto f = reinterpret_cast<F>(dlsym(lib_, name));
-    EXPECT_NE(f, nullptr) << name;
-    return f;
   }
   // The A100's instances now, as "profile-id@start" in order of start.
   std::string Layout() {
@@ -75,9 +60,6 @@ class MigReshapeTest : public testing::Test {
     return ReshapeMig(*backend_, a100_, layout, clock_, 5, dry_run);
   }
 
-  std::unique_ptr<NvmlBackend> backend_;
-  void* lib_ = nullptr;
-  void (*reset_)() = nullptr;
   void (*processes_)(int) = nullptr;
   int (*mutations_)() = nullptr;
   void (*fail_call_)(const char*, int, int) = nullptr;
@@ -229,33 +211,59 @@ TEST_F(MigReshapeTest, RequestsItCannotMeetAreRefusedUntouched) {
   EXPECT_EQ(mutations_(), 0);
 }
 
+// The scheduler's request (replica-a's, at `at`) for GPU `uuid`, index 0, of node n1.
+store::MigReshapeRequest Request(const std::string& uuid, const std::string& mig,
+                                 const std::string& at) {
+  return {.node = "n1",
+          .gpu_index = 0,
+          .gpu_uuid = uuid,
+          .mig = mig,
+          .requested_by = "replica-a",
+          .requested_at = at};
+}
+
+// Puts `request` where n1's agent looks for it.
+void Ask(store::Store& store, const store::MigReshapeRequest& request) {
+  ASSERT_TRUE(
+      store.PutProfile(store::MigReshapeRequestKey("n1", request.gpu_uuid), store::ToJson(request))
+          .has_value());
+}
+
+// n1's agent's answer for GPU `uuid` (empty, with a test failure, when there is none or it is
+// malformed).
+store::MigReshapeStatus Answer(store::Store& store, const std::string& uuid) {
+  const std::string key = store::MigReshapeStatusKey("n1", uuid);
+  auto doc = store.GetProfile(key);
+  if (!doc || !*doc) {
+    ADD_FAILURE() << "no answer under " << key;
+    return {};
+  }
+  auto s = store::MigReshapeStatusFromJson(**doc, key);
+  if (!s) {
+    ADD_FAILURE() << s.error().message;
+    return {};
+  }
+  return *s;
+}
+
 // The agent answers the scheduler's request through the store, once, across restarts too.
 TEST_F(MigReshapeTest, TheAgentAppliesARequestOnceAndAnswersIt) {
   processes_(0);
   ManualClock clock;
   store::MemoryStore store(clock);
-  const store::MigReshapeRequest req{.node = "n1",
-                                     .gpu_index = 0,
-                                     .gpu_uuid = "GPU-f0",
-                                     .mig = "2g.10gb@0,2g.10gb@2,3g.20gb@4",
-                                     .requested_by = "replica-a",
-                                     .requested_at = "2026-11-25T10:00:00.000000Z"};
-  const std::string key = store::MigReshapeRequestKey("n1", "GPU-f0");
-  const std::string status_key = store::MigReshapeStatusKey("n1", "GPU-f0");
-  EXPECT_EQ(key, "mig-reshape/n1/GPU-f0");
+  const store::MigReshapeRequest req =
+      Request("GPU-f0", "2g.10gb@0,2g.10gb@2,3g.20gb@4", "2026-11-25T10:00:00.000000Z");
+  EXPECT_EQ(store::MigReshapeRequestKey("n1", "GPU-f0"), "mig-reshape/n1/GPU-f0");
   {
     Agent agent({.node = "n1"}, *backend_, &store, clock);
     agent.Tick();  // discovers: generation 1
-    ASSERT_TRUE(store.PutProfile(key, store::ToJson(req)).has_value());
+    Ask(store, req);
     agent.Tick();  // applies, then discovers and publishes the new layout
-    auto doc = store.GetProfile(status_key).value();
-    ASSERT_TRUE(doc.has_value());
-    auto status = store::MigReshapeStatusFromJson(*doc, status_key);
-    ASSERT_TRUE(status) << status.error().message;
-    EXPECT_EQ(status->state, "done");
-    EXPECT_TRUE(status->Answers(req));
-    EXPECT_EQ(status->agent_id, agent.agent_id());
-    EXPECT_EQ(status->steps,
+    const store::MigReshapeStatus status = Answer(store, "GPU-f0");
+    EXPECT_EQ(status.state, "done");
+    EXPECT_TRUE(status.Answers(req));
+    EXPECT_EQ(status.agent_id, agent.agent_id());
+    EXPECT_EQ(status.steps,
               (std::vector<std::string>{"destroyed 1g.5gb@0 (GI 5)", "created 2g.10gb@0 (GI 8)",
                                         "created 2g.10gb@2 (GI 9)"}));
     auto inv = store.GetInventory("n1").value();
@@ -281,46 +289,35 @@ TEST_F(MigReshapeTest, TheAgentAppliesARequestOnceAndAnswersIt) {
 TEST_F(MigReshapeTest, TheAgentAnswersFailuresDryRunsAndMalformedRequests) {
   ManualClock clock;
   store::MemoryStore store(clock);
-  const std::string key = store::MigReshapeRequestKey("n1", "GPU-f0");
-  const std::string status_key = store::MigReshapeStatusKey("n1", "GPU-f0");
-  auto status = [&] {
-    auto s =
-        store::MigReshapeStatusFromJson(store.GetProfile(status_key).value().value(), status_key);
-    EXPECT_TRUE(s) << s.error().message;
-    return *s;
-  };
-  store::MigReshapeRequest req{.node = "n1",
-                               .gpu_index = 0,
-                               .gpu_uuid = "GPU-f0",
-                               .mig = "7g.40gb@0",
-                               .requested_by = "replica-a",
-                               .requested_at = "t1"};
   Agent agent({.node = "n1"}, *backend_, &store, clock);
   agent.Tick();
   // Busy: refused, nothing touched.
-  ASSERT_TRUE(store.PutProfile(key, store::ToJson(req)).has_value());
+  Ask(store, Request("GPU-f0", "7g.40gb@0", "t1"));
   agent.Tick();
-  EXPECT_EQ(status().state, "failed");
-  EXPECT_EQ(status().fault, "busy");
+  EXPECT_EQ(Answer(store, "GPU-f0").state, "failed");
+  EXPECT_EQ(Answer(store, "GPU-f0").fault, "busy");
   EXPECT_EQ(agent.Stats().reshapes_failed, 1);
   // Malformed: answered as invalid, naming the document.
-  ASSERT_TRUE(store.PutProfile(key, R"({"node": "n1", "gpu_index": "zero"})").has_value());
+  ASSERT_TRUE(store
+                  .PutProfile(store::MigReshapeRequestKey("n1", "GPU-f0"),
+                              R"({"node": "n1", "gpu_index": "zero"})")
+                  .has_value());
   agent.Tick();
-  EXPECT_EQ(status().fault, "invalid");
-  EXPECT_NE(status().error.find("mig-reshape/n1/GPU-f0: malformed MIG reshape request"),
+  const store::MigReshapeStatus malformed = Answer(store, "GPU-f0");
+  EXPECT_EQ(malformed.fault, "invalid");
+  EXPECT_NE(malformed.error.find("mig-reshape/n1/GPU-f0: malformed MIG reshape request"),
             std::string::npos)
-      << status().error;
+      << malformed.error;
   EXPECT_EQ(mutations_(), 0);
   // A dry-run agent plans and reports, and changes nothing.
   processes_(0);
   Agent planner({.node = "n1", .mig_reshape = AgentOptions::MigReshape::kDryRun}, *backend_, &store,
                 clock);
-  req.requested_at = "t2";
-  ASSERT_TRUE(store.PutProfile(key, store::ToJson(req)).has_value());
+  Ask(store, Request("GPU-f0", "7g.40gb@0", "t2"));
   planner.Tick();
   planner.Tick();
-  EXPECT_EQ(status().state, "planned");
-  EXPECT_EQ(status().steps.size(), 3u);
+  EXPECT_EQ(Answer(store, "GPU-f0").state, "planned");
+  EXPECT_EQ(Answer(store, "GPU-f0").steps.size(), 3u);
   EXPECT_EQ(mutations_(), 0);
 }
 
@@ -332,22 +329,12 @@ TEST_F(MigReshapeTest, AnAgentWithReshapesOffRefusesThem) {
   Agent agent({.node = "n1", .mig_reshape = AgentOptions::MigReshape::kOff}, *backend_, &store,
               clock);
   agent.Tick();
-  const store::MigReshapeRequest req{.node = "n1",
-                                     .gpu_index = 0,
-                                     .gpu_uuid = "GPU-f0",
-                                     .mig = "7g.40gb@0",
-                                     .requested_by = "replica-a",
-                                     .requested_at = "t1"};
-  ASSERT_TRUE(store.PutProfile(store::MigReshapeRequestKey("n1", "GPU-f0"), store::ToJson(req))
-                  .has_value());
+  Ask(store, Request("GPU-f0", "7g.40gb@0", "t1"));
   agent.Tick();
-  const std::string status_key = store::MigReshapeStatusKey("n1", "GPU-f0");
-  auto s =
-      store::MigReshapeStatusFromJson(store.GetProfile(status_key).value().value(), status_key);
-  ASSERT_TRUE(s) << s.error().message;
-  EXPECT_EQ(s->state, "failed");
-  EXPECT_EQ(s->fault, "not-supported");
-  EXPECT_NE(s->error.find("--mig-reshape off"), std::string::npos) << s->error;
+  const store::MigReshapeStatus s = Answer(store, "GPU-f0");
+  EXPECT_EQ(s.state, "failed");
+  EXPECT_EQ(s.fault, "not-supported");
+  EXPECT_NE(s.error.find("--mig-reshape off"), std::string::npos) << s.error;
   EXPECT_EQ(mutations_(), 0);
 }
 
@@ -365,22 +352,12 @@ TEST(MigReshapeFakeBackendTest, ABackendWithoutMigControlSaysSo) {
   store::MemoryStore store(clock);
   Agent agent({.node = "n1"}, **backend, &store, clock);
   agent.Tick();
-  const store::MigReshapeRequest req{.node = "n1",
-                                     .gpu_index = 0,
-                                     .gpu_uuid = "GPU-a",
-                                     .mig = "3g.20gb@0,3g.20gb@4",
-                                     .requested_by = "replica-a",
-                                     .requested_at = "t1"};
-  ASSERT_TRUE(
-      store.PutProfile(store::MigReshapeRequestKey("n1", "GPU-a"), store::ToJson(req)).has_value());
+  Ask(store, Request("GPU-a", "3g.20gb@0,3g.20gb@4", "t1"));
   agent.Tick();
-  const std::string status_key = store::MigReshapeStatusKey("n1", "GPU-a");
-  auto s =
-      store::MigReshapeStatusFromJson(store.GetProfile(status_key).value().value(), status_key);
-  ASSERT_TRUE(s) << s.error().message;
-  EXPECT_EQ(s->state, "failed");
-  EXPECT_EQ(s->fault, "not-supported");
-  EXPECT_EQ(s->error, "the fake backend cannot create or destroy MIG instances");
+  const store::MigReshapeStatus s = Answer(store, "GPU-a");
+  EXPECT_EQ(s.state, "failed");
+  EXPECT_EQ(s.fault, "not-supported");
+  EXPECT_EQ(s.error, "the fake backend cannot create or destroy MIG instances");
 }
 
 }  // namespace

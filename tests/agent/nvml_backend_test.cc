@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include "fake_nvml/fake_nvml_fixture.h"
+
 namespace tessera::agent {
 namespace {
 
@@ -28,23 +30,14 @@ namespace tessera::agent {
 namespace {
 
 // The stand-in library (tests/agent/fake_nvml/fake_nvml.cc) describes the expected node.
-class FakeNvmlTest : public testing::Test {
+class FakeNvmlTest : public FakeNvmlFixture {
  protected:
   void SetUp() override {
-    auto b = NvmlBackend::Open(TESSERA_FAKE_NVML);
-    ASSERT_TRUE(b) << b.error().message;
-    backend_ = std::move(*b);
-    lib_ = dlopen(TESSERA_FAKE_NVML, RTLD_NOW | RTLD_NOLOAD);
-    ASSERT_NE(lib_, nullptr);
-    fail_ = reinterpret_cast<void (*)(int)>(dlsym(lib_, "fake_nvml_fail_count"));
+    FakeNvmlFixture::SetUp();
+    if (HasFatalFailure()) return;
+    fail_ = Control<void (*)(int)>("fake_nvml_fail_count");
     ASSERT_NE(fail_, nullptr);
   }
-  void TearDown() override {
-    if (fail_) fail_(0);
-    if (lib_) dlclose(lib_);
-  }
-  std::unique_ptr<NvmlBackend> backend_;
-  void* lib_ = nullptr;
   void (*fail_)(int) = nullptr;
 };
 

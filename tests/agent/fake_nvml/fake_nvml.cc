@@ -102,6 +102,15 @@ static const Profile* FindProfile(unsigned id) {
 // NVML_COMPUTE_INSTANCE_PROFILE_{1,2,3,4,7,8,6}_SLICE, 1_SLICE_REV1: their slice counts.
 static const unsigned kCiSlices[] = {1, 2, 3, 4, 7, 8, 6, 1};
 
+struct nvmlProcessInfo_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+};
+// The A100's compute processes (while fake_nvml_a100_processes is on): pid 200 on GI 5, pid 201
+// on GI 7, which does not exist.
+static const nvmlProcessInfo_t a100[] = {{200, 256ULL << 20, 5, 0}, {201, 1ULL << 20, 7, 0}};
+
 static nvmlDevice_st gpu0 = {"NVIDIA A100-SXM4-40GB", "GPU-f0", 40960, 1536, 1, 0, -1, -1, 0, {}};
 static nvmlDevice_st gpu1 = {"NVIDIA H100 80GB HBM3", "GPU-f1", 81559, 2048, 0, 0, -1, -1, 0, {}};
 static nvmlDevice_st gpu2 = {"NVIDIA A30", "GPU-f2", 24576, 0, 0, 1, -1, -1, 0, {}};
@@ -371,7 +380,9 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_st* gi, unsigned
 nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_st* ci) {
   if (!ci->live) return kInvalid;
   if (int r = Injected("nvmlComputeInstanceDestroy")) return r;
-  if (a100_processes && ci->gi->id == 5) return kInUse;  // pid 200 runs there
+  for (const nvmlProcessInfo_t& p : a100) {
+    if (a100_processes && p.gpuInstanceId == ci->gi->id) return kInUse;  // a process runs there
+  }
   ci->live = 0;
   gpu0.slots[ci->slot] = nullptr;
   ++mutations;
@@ -413,11 +424,6 @@ nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_st* d, unsign
   return kInvalid;  // filling the entries is not implemented: the agent never asks
 }
 
-struct nvmlProcessInfo_t {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-  unsigned int gpuInstanceId, computeInstanceId;
-};
 struct nvmlProcessUtilizationSample_t {
   unsigned int pid;
   unsigned long long timeStamp;
@@ -429,7 +435,6 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_st* d, unsigned 
                                                      nvmlProcessInfo_t* infos) {
   if (d->lost) return kLost;
   static const nvmlProcessInfo_t h100[] = {{100, 3072ULL << 20, ~0u, ~0u}, {101, ~0ULL, ~0u, ~0u}};
-  static const nvmlProcessInfo_t a100[] = {{200, 256ULL << 20, 5, 0}, {201, 1ULL << 20, 7, 0}};
   const nvmlProcessInfo_t* list = d == &gpu1 ? h100 : d == &gpu0 && a100_processes ? a100 : nullptr;
   const unsigned int n = list ? 2 : 0;
   if (*count < n || (n > 0 && infos == nullptr)) {
