@@ -1,10 +1,13 @@
 """One measured inference process of the characterisation campaign (issue #20).
 
 Builds a model from its definition with random weights (nothing is downloaded), warms it up,
-prints `{"ready": true}`, waits for `go` on stdin (so the processes of a pair start together),
-then runs back-to-back batches for `--windows` windows of `--window-s` seconds and prints one JSON
-line: {"model", "batch", "qps": [samples/s per window], "device"}. Run by characterise.py,
-which sets the MPS limits through the environment (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE).
+prints `{"ready": true}`, then serves lines on stdin: each `go` (the processes of a pair are
+sent theirs together) re-warms for `--rewarm-s`, runs back-to-back batches for `--windows`
+windows of `--window-s` seconds and prints one JSON line: {"model", "batch", "qps": [samples/s
+per window], "device"}; `quit` or the end of stdin ends it. One process can so be measured
+alone and then in several pairs without paying its start (import, build, warm-up) again
+(characterise.py --pool). Run by characterise.py, which sets the MPS limits through the
+environment (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, read once when the process's context is made).
 
 Only this file needs PyTorch and a GPU; it is imported lazily so the rest of the harness (and
 its tests) run anywhere.
@@ -76,6 +79,8 @@ def main(argv=None):
     p.add_argument("--windows", type=int, default=5)
     p.add_argument("--window-s", type=float, default=2.0)
     p.add_argument("--warmup-s", type=float, default=3.0)
+    p.add_argument("--rewarm-s", type=float, default=0.0,
+                   help="batches run untimed after each go, before the windows")
     a = p.parse_args(argv)
 
     import torch
@@ -87,15 +92,30 @@ def main(argv=None):
             net(x)
         torch.cuda.synchronize()
 
-    end = time.perf_counter() + a.warmup_s
-    while time.perf_counter() < end:
-        step()
+    def warm(seconds):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            step()
+
+    warm(a.warmup_s)
     print(json.dumps({"ready": True}), flush=True)
-    if sys.stdin.readline().strip() != "go":
-        return 1
-    qps = measure(step, a.batch, a.windows, a.window_s)
-    print(json.dumps({"model": a.model, "batch": a.batch, "qps": qps,
-                      "device": torch.cuda.get_device_name(0)}), flush=True)
+    device = torch.cuda.get_device_name(0)
+    return serve(sys.stdin, lambda: (warm(a.rewarm_s),
+                                     measure(step, a.batch, a.windows, a.window_s))[1],
+                 lambda qps: print(json.dumps({"model": a.model, "batch": a.batch, "qps": qps,
+                                               "device": device}), flush=True))
+
+
+def serve(lines, run, report):
+    """Answers each `go` with run()'s windows through report(); stops at `quit` or the end of
+    `lines`. Anything else is a protocol error (exit 1)."""
+    for line in lines:
+        cmd = line.strip()
+        if cmd == "quit":
+            return 0
+        if cmd != "go":
+            return 1
+        report(run())
     return 0
 
 

@@ -27,25 +27,31 @@ import runner  # noqa: E402
 STANDIN_RUNNER = textwrap.dedent("""\
     import argparse, json, os, sys, time
     p = argparse.ArgumentParser()
-    for f in ("--model", "--batch", "--windows", "--window-s", "--warmup-s"):
+    for f in ("--model", "--batch", "--windows", "--window-s", "--warmup-s", "--rewarm-s"):
         p.add_argument(f)
     a = p.parse_args()
     if a.model == os.environ.get("STANDIN_FAIL"):
         sys.exit(3)
-    live = os.path.join(os.environ["STANDIN_DIR"], str(os.getpid()))
-    open(live, "w").close()
+    with open(os.environ["STANDIN_STARTS"], "a") as f:
+        f.write(a.model + "\\n")
     print(json.dumps({"ready": True}), flush=True)
-    assert sys.stdin.readline().strip() == "go"
-    # Every process of the run is ready, so its file is there; kept a while, so that the other
-    # one counts it too.
-    neighbours = len(os.listdir(os.environ["STANDIN_DIR"])) - 1
-    time.sleep(0.3)
-    share = int(os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100")) / 100
-    base = {"resnet50": 1000, "mobilenet_v2": 3000}[a.model] * share
-    qps = [base * (0.5 if neighbours else 1) + w for w in range(int(a.windows))]
-    print(json.dumps({"model": a.model, "batch": int(a.batch), "qps": qps,
-                      "device": "stand-in"}), flush=True)
-    os.remove(live)
+    for line in sys.stdin:
+        if line.strip() == "quit":
+            break
+        assert line.strip() == "go"
+        # A file per process while it is measured; the processes of a pair are sent "go"
+        # together, so each one counts the other's file after a short wait.
+        busy = os.path.join(os.environ["STANDIN_DIR"], str(os.getpid()))
+        open(busy, "w").close()
+        time.sleep(0.15)
+        neighbours = len(os.listdir(os.environ["STANDIN_DIR"])) - 1
+        time.sleep(0.15)
+        share = int(os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100")) / 100
+        base = {"resnet50": 1000, "mobilenet_v2": 3000}[a.model] * share
+        qps = [base * (0.5 if neighbours else 1) + w for w in range(int(a.windows))]
+        print(json.dumps({"model": a.model, "batch": int(a.batch), "qps": qps,
+                          "device": "stand-in"}), flush=True)
+        os.remove(busy)
 """)
 
 # nvidia-cuda-mps-control: "-d" starts the daemon, "quit" on stdin stops it; each call is logged
@@ -212,8 +218,10 @@ class CampaignTest(unittest.TestCase):
         os.chmod(mps, os.stat(mps).st_mode | stat.S_IEXEC)
         os.mkdir(os.path.join(d, "live"))
         self.mps_log = os.path.join(d, "mps.log")
+        self.starts = os.path.join(d, "starts.log")
         self.env = {"PATH": bindir + os.pathsep + os.environ["PATH"],
-                    "STANDIN_DIR": os.path.join(d, "live"), "STANDIN_MPS_LOG": self.mps_log}
+                    "STANDIN_DIR": os.path.join(d, "live"), "STANDIN_MPS_LOG": self.mps_log,
+                    "STANDIN_STARTS": self.starts}
         self.saved = {k: os.environ.get(k) for k in list(self.env) + ["STANDIN_FAIL"]}
         os.environ.update(self.env)
         self.out = os.path.join(d, "out")
@@ -235,9 +243,46 @@ class CampaignTest(unittest.TestCase):
         with open(self.mps_log) as f:
             return [line.split() for line in f]
 
+    def process_starts(self):
+        with open(self.starts) as f:
+            return len(f.read().split())
+
     def test_a_campaign_writes_the_csvs_and_stops_its_mps_daemon(self):
+        self.check_campaign(self.argv())
+        # One process per run: 4 alone without MPS, 12 under MPS, 2 x 6 pairs of 2 each.
+        self.assertEqual(self.process_starts(), 4 + 12 + 2 * 6 * 2)
+
+    def test_a_pooled_campaign_measures_the_same_with_a_process_per_setting(self):
+        self.check_campaign(self.argv() + ["--pool", "--rewarm-s", "0"])
+        # Pools: 4 applications without MPS (alone on the whole GPU); under MPS 4 x 3 limits
+        # plus a second process at 50 % for each self-pair (4); time-sliced pairs: 4 + 4.
+        self.assertEqual(self.process_starts(), 4 + (12 + 4) + (4 + 4))
+
+    def test_a_pooled_campaign_past_its_budget_keeps_what_it_measured(self):
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            self.assertEqual(ch.main(self.argv() + ["--pool", "--budget-s", "0.000001"]), 0)
+        # The first phase started within the budget; its first run is past it: nothing ran.
+        self.assertIn("past the budget, not run: alone no MPS resnet50/bs1", err.getvalue())
+        with open(os.path.join(self.out, "profile.csv")) as f:
+            self.assertEqual(f.read(), "row,column,value,count,variance\n")
+
+    def test_csv_from_a_partial_log(self):
+        os.makedirs(self.out)
+        log = os.path.join(self.out, "m.jsonl")
+        with open(log, "w") as f:
+            for m in CsvTest.MEASURED[:4]:
+                f.write(json.dumps(m) + "\n")
         with contextlib.redirect_stdout(io.StringIO()):
-            self.assertEqual(ch.main(self.argv()), 0)
+            self.assertEqual(ch.main(["--gpu-model", "A100-40GB", "--out", self.out,
+                                      "--csv-from", log]), 0)
+        with open(os.path.join(self.out, "profile.csv")) as f:
+            self.assertEqual(len(f.read().splitlines()), 3)
+
+    def check_campaign(self, argv):
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(ch.main(argv), 0)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "measurements.partial.jsonl")))
         calls = self.mps_calls()
         self.assertEqual([c[0] for c in calls], ["start", "quit"])
         self.assertEqual(calls[0][1], calls[1][1])
@@ -286,7 +331,8 @@ class CampaignTest(unittest.TestCase):
         with self.assertRaises(RuntimeError):
             ch.campaign(a, runs)
         self.assertEqual([c[0] for c in self.mps_calls()], ["start", "quit"])
-        self.assertFalse(os.path.exists(self.out))
+        # What was measured before the failure is kept in the partial log; no CSVs are written.
+        self.assertFalse(os.path.exists(os.path.join(self.out, "profile.csv")))
 
 
 if __name__ == "__main__":
