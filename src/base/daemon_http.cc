@@ -4,6 +4,8 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
+
 #include "base/health.h"
 
 namespace tessera {
@@ -55,6 +57,46 @@ void ServeHealth(httplib::Server& server, const Health& health) {
   server.Get("/readyz", [&health, answer](const httplib::Request&, httplib::Response& res) {
     answer(health.Readiness(), res);
   });
+}
+
+Expected<std::pair<std::string, int>> ParseListenAddress(std::string_view address) {
+  std::string_view host, port;
+  if (address.starts_with('[')) {
+    const auto close = address.find(']');
+    if (close == std::string_view::npos) {
+      return Fail("listen address '{}': '[' without its ']'", address);
+    }
+    host = address.substr(1, close - 1);
+    if (host.empty() || host.find(':') == std::string_view::npos) {
+      return Fail("listen address '{}': brackets hold an IPv6 address", address);
+    }
+    if (close + 1 >= address.size() || address[close + 1] != ':') {
+      return Fail("listen address '{}': want [ipv6]:port", address);
+    }
+    port = address.substr(close + 2);
+  } else {
+    const auto colon = address.rfind(':');
+    if (colon == std::string_view::npos) {
+      return Fail("listen address '{}': want host:port", address);
+    }
+    host = address.substr(0, colon);
+    port = address.substr(colon + 1);
+    if (host.find_first_of("[]") != std::string_view::npos) {
+      return Fail("listen address '{}': want host:port or [ipv6]:port", address);
+    }
+  }
+  int n = -1;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
+  if (port.empty() || port.front() == '-' || port.front() == '+' || ec != std::errc() ||
+      end != port.data() + port.size() || n > 65535) {
+    return Fail("listen address '{}': port '{}' is not 0..65535", address, port);
+  }
+  return std::make_pair(host.empty() ? std::string("0.0.0.0") : std::string(host), n);
+}
+
+std::string JoinHostPort(std::string_view host, int port) {
+  if (host.find(':') != std::string_view::npos) return fmt::format("[{}]:{}", host, port);
+  return fmt::format("{}:{}", host, port);
 }
 
 }  // namespace tessera

@@ -1,9 +1,10 @@
 // `tessera extender`: the kube-scheduler extender protocol (filter, prioritize, bind) for
 // clusters that keep the default scheduler (DESIGN §6; docs/kubernetes.md). Runs until
 // SIGTERM or SIGINT.
-#include "agent/http_server.h"
+#include "base/daemon_http.h"
 #include "cli/commands.h"
 #include "cli/daemon_flags.h"
+#include "cli/number_flags.h"
 #include "cli/policy_inputs.h"
 #include "k8s/extender.h"
 
@@ -26,7 +27,7 @@ Status RunExtender(const ExtenderFlags& f) {
   SteadyClock clock;
   auto options = daemon_flags::PolicyOptions(f.common);
   if (!options) return Usage(options.error());
-  auto listen = agent::ParseListen(f.listen);
+  auto listen = ParseListenAddress(f.listen);
   if (!listen) return Usage(listen.error());
   if (f.tls_cert.empty() != f.tls_key.empty()) {
     return Usage("--tls-cert and --tls-key come together");
@@ -59,10 +60,11 @@ Status RunExtender(const ExtenderFlags& f) {
   if (!port) return Failed(port.error());
   daemon_flags::InstallSignals();
   spdlog::info(
-      "tessera extender: policy {}, {} nodes with inventories, {} on {}:{} (bodies up to {} "
+      "tessera extender: policy {}, {} nodes with inventories, {} on {} (bodies up to {} "
       "bytes){}",
-      cfg.policy, ext.nodes(), f.tls_cert.empty() ? "HTTP" : "HTTPS", listen->first, *port,
-      cfg.max_request_bytes, f.no_api ? " (no API server: bind disabled)" : "");
+      cfg.policy, ext.nodes(), f.tls_cert.empty() ? "HTTP" : "HTTPS",
+      JoinHostPort(listen->first, *port), cfg.max_request_bytes,
+      f.no_api ? " (no API server: bind disabled)" : "");
   daemon_flags::WaitForStop();
   spdlog::info("tessera extender: signal received, shutting down");
   ext.Stop();
@@ -82,8 +84,9 @@ void AddExtender(CLI::App& app, Status* status) {
   sub->add_option("--tls-cert", f->tls_cert, "Serve HTTPS with this certificate (PEM)")
       ->check(CLI::ExistingFile);
   sub->add_option("--tls-key", f->tls_key, "... and this key (PEM)")->check(CLI::ExistingFile);
-  sub->add_option("--refresh", f->refresh_s, "Seconds between rebuilds of the view from the store")
-      ->check(CLI::PositiveNumber)
+  sub->add_option("--refresh", f->refresh_s,
+                  "Seconds between rebuilds of the view from the store, 0.1..3600")
+      ->check(Seconds(0.1, 3600))
       ->capture_default_str();
   sub->add_option("--max-request-bytes", f->max_request_bytes,
                   "Largest request body served; a larger one is answered 413. The default fits "

@@ -371,7 +371,7 @@ Expected<int> Extender::Serve(const std::string& host, int port) {
     auto ssl = std::make_unique<httplib::SSLServer>(config_.tls_cert_file.c_str(),
                                                     config_.tls_key_file.c_str());
     if (!ssl->is_valid()) {
-      return Fail("extender: cannot use TLS certificate {} and key {}", config_.tls_cert_file,
+      return Fail("cannot use TLS certificate {} and key {}", config_.tls_cert_file,
                   config_.tls_key_file);
     }
     server_ = std::move(ssl);
@@ -395,7 +395,7 @@ Expected<int> Extender::Serve(const std::string& host, int port) {
   ServeHealth(*server_, health_);
   const int bound =
       port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
-  if (bound < 0) return Fail("extender: cannot listen on {}:{}", host, port);
+  if (bound < 0) return Fail("cannot listen on {}", JoinHostPort(host, port));
   server_thread_ = std::thread([this] { server_->listen_after_bind(); });
   while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return bound;
