@@ -10,7 +10,8 @@
 
 namespace tessera {
 
-void ApplyHttpLimits(httplib::Server& server, const HttpLimits& limits, std::string who) {
+void ApplyHttpLimits(httplib::Server& server, const HttpLimits& limits, std::string who,
+                     RequestGate gate) {
   server.set_payload_max_length(limits.max_body_bytes);
   server.set_read_timeout(limits.read_timeout_s, 0);
   server.set_write_timeout(limits.write_timeout_s, 0);
@@ -20,11 +21,13 @@ void ApplyHttpLimits(httplib::Server& server, const HttpLimits& limits, std::str
   server.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
   // 0.11.4 applies set_payload_max_length only to a Content-Length; any other body it stores
   // whole. The pre-routing handler runs after the headers and before the body is read.
-  server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+  server.set_pre_routing_handler([gate = std::move(gate)](const httplib::Request& req,
+                                                          httplib::Response& res) {
     const bool chunked = req.has_header("Transfer-Encoding");
     const bool takes_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
     if (!chunked && !(takes_body && !req.has_header("Content-Length"))) {
-      return httplib::Server::HandlerResponse::Unhandled;
+      return gate && gate(req, res) ? httplib::Server::HandlerResponse::Handled
+                                    : httplib::Server::HandlerResponse::Unhandled;
     }
     res.status = 411;
     res.set_content("a request body needs a Content-Length\n", "text/plain");

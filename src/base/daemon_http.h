@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,6 +33,8 @@
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace tessera {
@@ -51,9 +54,15 @@ struct HttpLimits {
 // request body is read, so any body is refused.
 inline constexpr HttpLimits kGetOnlyLimits{};
 
+// Decides a request from its headers alone, before its body is read: true when it has answered
+// (filled `res`, e.g. 401) and the request goes no further; false lets it through.
+using RequestGate = std::function<bool(const httplib::Request&, httplib::Response&)>;
+
 // Applies `limits` to `server` before it listens. `who` names the server in the log line
-// written for each request refused for its size ("tessera-extender").
-void ApplyHttpLimits(httplib::Server& server, const HttpLimits& limits, std::string who);
+// written for each request refused for its size ("tessera-extender"). `gate`, when set, sees
+// every request after the limits' own checks.
+void ApplyHttpLimits(httplib::Server& server, const HttpLimits& limits, std::string who,
+                     RequestGate gate = {});
 
 // A --listen address, "host:port", into its host and port (0..65535; 0: any free port). The host
 // is an RFC 3986 host: a name, an IPv4 address, or an IPv6 address in brackets

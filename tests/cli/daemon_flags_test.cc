@@ -171,5 +171,47 @@ TEST(DaemonFlagsTest, ABracketedIpv6ListenAddressIsServed) {
   EXPECT_NE(agent.err.find("/readyz on [::1]:"), std::string::npos) << agent.err;
 }
 
+// Issue #33: any pod could POST /bind. Without --client-ca or --token-file the extender says at
+// start, as a warning, that it serves every client; a token file that is empty or holds more
+// than one word is an error naming it; --client-ca needs HTTPS.
+TEST(DaemonFlagsTest, TheExtenderWarnsWhenUnauthenticatedAndChecksItsCredentials) {
+  daemon_flags::StopFlag() = true;
+  const Outcome open =
+      RunCaptured({"extender", "--store", "memory", "--no-api", "--listen", "127.0.0.1:0"});
+  daemon_flags::StopFlag() = false;
+  EXPECT_EQ(open.code, 0) << open.err;
+  EXPECT_NE(open.err.find("warning"), std::string::npos) << open.err;
+  EXPECT_NE(open.err.find("no client authentication"), std::string::npos) << open.err;
+
+  const std::string dir = TempDir("extender-token");
+  std::ofstream(dir + "/empty") << "\n";
+  std::ofstream(dir + "/two") << "one two\n";
+  std::ofstream(dir + "/good") << "s3cret\n";
+  for (const auto& [file, want] :
+       {std::pair{dir + "/empty", "--token-file " + dir + "/empty: the file is empty"},
+        std::pair{dir + "/two",
+                  "--token-file " + dir + "/two: a token is one word; the file holds several"}}) {
+    const Outcome o = RunCaptured({"extender", "--store", "memory", "--no-api", "--listen",
+                                   "127.0.0.1:0", "--token-file", file});
+    EXPECT_EQ(o.code, 1) << o.err;
+    EXPECT_NE(o.err.find("tessera extender: " + want), std::string::npos) << o.err;
+  }
+  daemon_flags::StopFlag() = true;
+  const Outcome good = RunCaptured({"extender", "--store", "memory", "--no-api", "--listen",
+                                    "127.0.0.1:0", "--token-file", dir + "/good"});
+  daemon_flags::StopFlag() = false;
+  EXPECT_EQ(good.code, 0) << good.err;
+  EXPECT_EQ(good.err.find("no client authentication"), std::string::npos) << good.err;
+  EXPECT_EQ(good.err.find("s3cret"), std::string::npos) << "the token is logged";
+
+  const Outcome ca =
+      RunCaptured({"extender", "--store", "memory", "--no-api", "--client-ca", dir + "/good"});
+  EXPECT_EQ(ca.code, 2) << ca.err;
+  EXPECT_NE(ca.err.find("tessera extender: --client-ca needs --tls-cert and --tls-key"),
+            std::string::npos)
+      << ca.err;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tessera::cli
