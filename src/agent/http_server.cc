@@ -2,7 +2,6 @@
 
 #include <httplib.h>
 
-#include <charconv>
 #include <chrono>
 
 #include "base/daemon_http.h"
@@ -23,7 +22,7 @@ AgentServer::~AgentServer() { Stop(); }
 Expected<int> AgentServer::Start(const std::string& host, int port) {
   const int bound =
       port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
-  if (bound < 0) return Fail("agent: cannot listen on {}:{}", host, port);
+  if (bound < 0) return Fail("cannot listen on {}", JoinHostPort(host, port));
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   // stop() is a no-op until the accept loop runs.
   while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -34,20 +33,6 @@ void AgentServer::Stop() {
   if (!thread_.joinable()) return;
   server_->stop();
   thread_.join();
-}
-
-Expected<std::pair<std::string, int>> ParseListen(std::string_view address) {
-  const auto colon = address.rfind(':');
-  if (colon == std::string_view::npos) return Fail("listen address '{}': want host:port", address);
-  int port = -1;
-  const std::string_view p = address.substr(colon + 1);
-  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
-  if (ec != std::errc() || ptr != p.data() + p.size() || port < 0 || port > 65535) {
-    return Fail("listen address '{}': bad port", address);
-  }
-  std::string host(address.substr(0, colon));
-  if (host.empty()) host = "0.0.0.0";
-  return std::make_pair(host, port);
 }
 
 }  // namespace tessera::agent

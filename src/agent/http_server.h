@@ -33,7 +33,4 @@ class AgentServer {
   std::thread thread_;
 };
 
-// "host:port" into its parts.
-[[nodiscard]] Expected<std::pair<std::string, int>> ParseListen(std::string_view address);
-
 }  // namespace tessera::agent

@@ -28,7 +28,7 @@ struct MpsStuckOptions {
   // Three looks at least, however long the agent's --interval.
   int min_samples = 3;
   // Longer than the pauses a healthy client makes with its context open: the 60 s checkpoint
-  // write budgeted in deploy/example-offline-training.yaml, twice over.
+  // write budgeted in deploy/examples/example-offline-training.yaml, twice over.
   double min_span_s = 120;
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 // What the daemons' HTTP servers share (the agent's, `tessera schedule`'s probes and metrics,
 // the extender's; issue #19): limits on what one client can take, set with cpp-httplib's own
-// settings, and the /healthz and /readyz routes over a Health (base/health.h).
+// settings, the /healthz and /readyz routes over a Health (base/health.h), and the one parser of
+// their --listen addresses.
 //
 // With cpp-httplib 0.11.4 (Debian 12; its server code is compiled into libcpp-httplib.so, so
 // only the run-time settings below reach it, never CPPHTTPLIB_* macros):
@@ -23,10 +24,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
+#include <utility>
+
+#include "base/error.h"
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace tessera {
@@ -46,9 +54,25 @@ struct HttpLimits {
 // request body is read, so any body is refused.
 inline constexpr HttpLimits kGetOnlyLimits{};
 
+// Decides a request from its headers alone, before its body is read: true when it has answered
+// (filled `res`, e.g. 401) and the request goes no further; false lets it through.
+using RequestGate = std::function<bool(const httplib::Request&, httplib::Response&)>;
+
 // Applies `limits` to `server` before it listens. `who` names the server in the log line
-// written for each request refused for its size ("tessera-extender").
-void ApplyHttpLimits(httplib::Server& server, const HttpLimits& limits, std::string who);
+// written for each request refused for its size ("tessera-extender"). `gate`, when set, sees
+// every request after the limits' own checks.
+void ApplyHttpLimits(httplib::Server& server, const HttpLimits& limits, std::string who,
+                     RequestGate gate = {});
+
+// A --listen address, "host:port", into its host and port (0..65535; 0: any free port). The host
+// is an RFC 3986 host: a name, an IPv4 address, or an IPv6 address in brackets
+// ("[::1]:8888", returned without them); empty ("":8888") means every IPv4 interface, 0.0.0.0.
+// An unbracketed IPv6 address ("::1:8888") is read as host "::1" and the last colon's port, as
+// before brackets were accepted. The Error names the address and what is wrong with it.
+[[nodiscard]] Expected<std::pair<std::string, int>> ParseListenAddress(std::string_view address);
+
+// host and port as an address a person can paste back into --listen: "[::1]:8888" for IPv6.
+std::string JoinHostPort(std::string_view host, int port);
 
 // GET /healthz (liveness) and GET /readyz (readiness): 200 or 503 with health's plain text.
 // `health` must outlive the server.

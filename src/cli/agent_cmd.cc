@@ -5,9 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -17,8 +15,10 @@
 #include "agent/http_server.h"
 #include "agent/nvml_backend.h"
 #include "base/clock.h"
+#include "base/daemon_http.h"
 #include "cli/commands.h"
 #include "cli/daemon_flags.h"
+#include "cli/number_flags.h"
 
 namespace tessera::cli {
 namespace {
@@ -61,23 +61,6 @@ std::pair<int64_t, int64_t> NodeResources() {
 constexpr double kMinInterval = 0.1, kMaxInterval = 3600;
 constexpr double kMinHeartbeatTtl = 1, kMaxHeartbeatTtl = 86400;
 
-// A number of seconds in [min, max]; NaN and infinities are not.
-CLI::Validator Seconds(double min, double max) {
-  return CLI::Validator(
-      [min, max](std::string& text) -> std::string {
-        double v = 0;
-        const char* end = text.data() + text.size();
-        auto [at, ec] = std::from_chars(text.data(), end, v);
-        if (ec != std::errc{} || at != end || !std::isfinite(v)) {
-          return fmt::format("'{}' is not a number of seconds", text);
-        }
-        if (v < min) return fmt::format("{} s is below the {} s minimum", text, min);
-        if (v > max) return fmt::format("{} s is above the {} s maximum", text, max);
-        return "";
-      },
-      fmt::format("SECONDS in [{}, {}]", min, max));
-}
-
 void PrintInventory(const store::NodeInventory& inv, bool json) {
   if (json) {
     std::printf("%s\n", nlohmann::json::parse(store::ToJson(inv)).dump(2).c_str());
@@ -110,7 +93,7 @@ Status RunAgent(const AgentFlags& f) {
   // A Tick must not stall for long on an unreachable Redis.
   auto store = daemon_flags::OpenStore(f.store, clock, std::max(0.5, f.interval_s));
   if (!store) return Usage(store.error());
-  auto listen = agent::ParseListen(f.listen);  // --once serves nothing
+  auto listen = ParseListenAddress(f.listen);  // --once serves nothing
   if (!listen && !f.once) return Usage(listen.error());
   const double unix_now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -166,8 +149,8 @@ Status RunAgent(const AgentFlags& f) {
   agent::AgentServer server(a);
   auto port = server.Start(listen->first, listen->second);
   if (!port) return Failed(port.error());
-  spdlog::info("agent {}: {} backend, store {}, serving /metrics, /healthz and /readyz on {}:{}",
-               node, backend->name(), (*store)->Name(), listen->first, *port);
+  spdlog::info("agent {}: {} backend, store {}, serving /metrics, /healthz and /readyz on {}", node,
+               backend->name(), (*store)->Name(), JoinHostPort(listen->first, *port));
   do {
     a.Tick();
   } while (!daemon_flags::WaitForStop(f.interval_s));

@@ -1,5 +1,6 @@
 #include "cli/policy_inputs.h"
 
+#include "cli/number_flags.h"
 #include "predict/interference.h"
 #include "predict/predictor.h"
 #include "telemetry/prometheus_telemetry.h"
@@ -21,17 +22,18 @@ void AddPolicyInputFlags(CLI::App* sub, PolicyInputFlags& f) {
                   "Prometheus URL of the agents' or dcgm-exporter's series: util(p), memory, SM "
                   "and bandwidth activity, power, and each pod's own use (docs/kubernetes.md)");
   sub->add_option("--telemetry-interval", f.telemetry_interval_s,
-                  "Seconds between Prometheus refreshes")
-      ->check(CLI::PositiveNumber)
+                  "Seconds between Prometheus refreshes, 0.1..3600")
+      ->check(Seconds(0.1, 3600))
       ->capture_default_str();
   sub->add_option("--telemetry-window", f.telemetry_window_s,
                   "Seconds of memory, SM and bandwidth history fetched at each refresh (the "
-                  "usage-aware policies' windows must fit in it)")
-      ->check(CLI::PositiveNumber)
+                  "usage-aware policies' windows must fit in it), 1..604800")
+      ->check(Seconds(1, 604800))
       ->capture_default_str();
   sub->add_option("--telemetry-step", f.telemetry_step_s,
-                  "Resolution of that history in seconds (no finer than the scrape interval)")
-      ->check(CLI::PositiveNumber)
+                  "Resolution of that history in seconds (no finer than the scrape interval), "
+                  "0.1..3600")
+      ->check(Seconds(0.1, 3600))
       ->capture_default_str();
 }
 

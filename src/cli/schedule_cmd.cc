@@ -6,10 +6,10 @@
 
 #include <random>
 
-#include "agent/http_server.h"
 #include "base/daemon_http.h"
 #include "cli/commands.h"
 #include "cli/daemon_flags.h"
+#include "cli/number_flags.h"
 #include "cli/policy_inputs.h"
 #include "k8s/scheduler.h"
 
@@ -42,7 +42,7 @@ Status RunSchedule(const ScheduleFlags& f) {
   SteadyClock clock;
   auto options = daemon_flags::PolicyOptions(f.common);
   if (!options) return Usage(options.error());
-  auto listen = agent::ParseListen(f.listen);
+  auto listen = ParseListenAddress(f.listen);
   if (!listen) return Usage(listen.error());
   if (f.renew_deadline_s >= f.lease_duration_s) {
     return Usage("--renew-deadline must be below --lease-duration");
@@ -104,8 +104,9 @@ Status RunSchedule(const ScheduleFlags& f) {
   std::thread http_thread([&] { http.listen_after_bind(); });
   daemon_flags::InstallSignals();
   spdlog::info(
-      "tessera schedule: {} as {}, policy {}, store {}, /healthz, /readyz and /metrics on {}:{}",
-      cfg.scheduler_name, cfg.leader.identity, cfg.policy, (*store)->Name(), listen->first, port);
+      "tessera schedule: {} as {}, policy {}, store {}, /healthz, /readyz and /metrics on {}",
+      cfg.scheduler_name, cfg.leader.identity, cfg.policy, (*store)->Name(),
+      JoinHostPort(listen->first, port));
   daemon_flags::WaitForStop();
   spdlog::info("tessera schedule: signal received, releasing the Lease");
   scheduler.Stop();
@@ -130,19 +131,21 @@ void AddSchedule(CLI::App& app, Status* status) {
   sub->add_option("--lease-namespace", f->lease_namespace,
                   "Namespace of the Lease (default: the service account's namespace)");
   sub->add_option("--lease-name", f->lease_name, "Name of the Lease")->capture_default_str();
-  sub->add_option("--lease-duration", f->lease_duration_s, "Seconds a Lease lasts unrenewed")
-      ->check(CLI::PositiveNumber)
+  sub->add_option("--lease-duration", f->lease_duration_s,
+                  "Seconds a Lease lasts unrenewed, 1..3600")
+      ->check(Seconds(1, 3600))
       ->capture_default_str();
   sub->add_option("--renew-deadline", f->renew_deadline_s,
-                  "Seconds after the last renewal at which the leader stops scheduling")
-      ->check(CLI::PositiveNumber)
+                  "Seconds after the last renewal at which the leader stops scheduling, "
+                  "0.1..3600 and below --lease-duration")
+      ->check(Seconds(0.1, 3600))
       ->capture_default_str();
-  sub->add_option("--retry-period", f->retry_period_s, "Seconds between Lease attempts")
-      ->check(CLI::PositiveNumber)
+  sub->add_option("--retry-period", f->retry_period_s, "Seconds between Lease attempts, 0.1..600")
+      ->check(Seconds(0.1, 600))
       ->capture_default_str();
   sub->add_option("--inventory-poll", f->inventory_poll_s,
-                  "Seconds between reads of the agents' inventories in the store")
-      ->check(CLI::PositiveNumber)
+                  "Seconds between reads of the agents' inventories in the store, 0.1..3600")
+      ->check(Seconds(0.1, 3600))
       ->capture_default_str();
   sub->add_option("--listen", f->listen, "host:port for /healthz, /readyz and /metrics")
       ->capture_default_str();

@@ -1,8 +1,13 @@
 #include "k8s/extender.h"
 
 #include <httplib.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <cmath>
 #include <set>
 
@@ -16,7 +21,71 @@ using nlohmann::json;
 
 namespace {
 constexpr const char* kLoop = "refresher";
+
+// SHA-256 of `text`: tokens of any length compare in the same time through their digests.
+std::array<unsigned char, 32> Sha256(std::string_view text) {
+  std::array<unsigned char, 32> digest{};
+  unsigned int n = 0;
+  EVP_Digest(text.data(), text.size(), digest.data(), &n, EVP_sha256(), nullptr);
+  return digest;
+}
+
+// Whether `req` carries "Authorization: Bearer <token>"; in constant time in the token.
+bool HasBearerToken(const httplib::Request& req, const std::array<unsigned char, 32>& want) {
+  constexpr std::string_view kScheme = "Bearer ";
+  const std::string header = req.get_header_value("Authorization");
+  if (!std::string_view(header).starts_with(kScheme)) return false;
+  const auto got = Sha256(std::string_view(header).substr(kScheme.size()));
+  return CRYPTO_memcmp(got.data(), want.data(), want.size()) == 0;
+}
+
+// Whether the TLS client presented a certificate that the configured CA verified (a
+// certificate that fails verification ends the handshake before any request).
+bool HasVerifiedClientCertificate(const httplib::Request& req) {
+  if (req.ssl == nullptr) return false;
+  X509* cert = SSL_get_peer_certificate(req.ssl);
+  if (cert == nullptr) return false;
+  X509_free(cert);
+  return SSL_get_verify_result(req.ssl) == X509_V_OK;
+}
+
+// Asks TLS clients for a certificate chaining to `ca_file`. A client without one still
+// completes the handshake (the kubelet's probes have none) and is refused per request.
+Expected<void> RequestClientCertificates(SSL_CTX* ctx, const std::string& ca_file) {
+  if (SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr) != 1) {
+    return Fail("client CA {}: not a readable PEM certificate bundle", ca_file);
+  }
+  if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(ca_file.c_str())) {
+    SSL_CTX_set_client_CA_list(ctx, names);
+  }
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  return {};
+}
+
 }  // namespace
+
+bool JsonDepthWithin(std::string_view body, int max_depth) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : body) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
 
 Extender::Extender(store::Store& store, const Clock& clock, ExtenderConfig config, ApiClient* api)
     : store_(store),
@@ -185,9 +254,22 @@ Expected<void> Extender::Refresh() {
   return {};
 }
 
+Expected<json> Extender::ParseBody(std::string_view body) {
+  if (!JsonDepthWithin(body, ExtenderConfig::kMaxJsonDepth)) {
+    return Fail("body nests arrays or objects deeper than {} levels",
+                ExtenderConfig::kMaxJsonDepth);
+  }
+  parses_.acquire();
+  json parsed = json::parse(body, nullptr, false);
+  parses_.release();
+  if (parsed.is_discarded() || !parsed.is_object()) return Fail("body is not a JSON object");
+  return parsed;
+}
+
 Expected<Extender::Args> Extender::ParseArgs(std::string_view body) {
-  json args = json::parse(body, nullptr, false);
-  if (args.is_discarded() || !args.is_object()) return Fail("request body is not a JSON object");
+  auto parsed = ParseBody(body);
+  if (!parsed) return Fail("request {}", parsed.error().message);
+  json& args = *parsed;
   if (!args.contains("Pod") || !args["Pod"].is_object()) return Fail("request has no Pod");
   auto pod = PodFromJson(args["Pod"]);
   if (!pod) return std::unexpected(pod.error());
@@ -300,8 +382,9 @@ ExtenderReply Extender::Bind(std::string_view body) {
   auto answer = [](const std::string& error) {
     return ExtenderReply{200, json{{"Error", error}}.dump()};
   };
-  json args = json::parse(body, nullptr, false);
-  if (args.is_discarded() || !args.is_object()) return answer("bind: body is not a JSON object");
+  auto parsed = ParseBody(body);
+  if (!parsed) return answer("bind: " + parsed.error().message);
+  json& args = *parsed;
   // ExtenderBindingArgs' members are strings; json::value would throw on another type.
   for (const char* key : {"PodNamespace", "PodName", "PodUID", "Node"}) {
     if (args.contains(key) && !args[key].is_string()) {
@@ -371,19 +454,63 @@ Expected<int> Extender::Serve(const std::string& host, int port) {
     auto ssl = std::make_unique<httplib::SSLServer>(config_.tls_cert_file.c_str(),
                                                     config_.tls_key_file.c_str());
     if (!ssl->is_valid()) {
-      return Fail("extender: cannot use TLS certificate {} and key {}", config_.tls_cert_file,
+      return Fail("cannot use TLS certificate {} and key {}", config_.tls_cert_file,
                   config_.tls_key_file);
     }
+    if (!config_.client_ca_file.empty()) {
+      if (auto ok = RequestClientCertificates(ssl->ssl_context(), config_.client_ca_file); !ok) {
+        return std::unexpected(ok.error());
+      }
+    }
     server_ = std::move(ssl);
+  } else if (!config_.client_ca_file.empty()) {
+    return Fail("client CA {}: client certificates need HTTPS (a TLS certificate and key)",
+                config_.client_ca_file);
   } else {
     server_ = std::make_unique<httplib::Server>();
   }
   server_->set_tcp_nodelay(true);
   HttpLimits limits;
   limits.max_body_bytes = config_.max_request_bytes;
-  ApplyHttpLimits(*server_, limits, config_.component);
+  // Runs after the headers and before the body is read: an unauthenticated client gets 401
+  // without the extender reading (or parsing) what it sent.
+  RequestGate gate;
+  if (!config_.client_ca_file.empty() || !config_.bearer_token.empty()) {
+    gate = [this, by_cert = !config_.client_ca_file.empty(),
+            by_token = !config_.bearer_token.empty(), want = Sha256(config_.bearer_token)](
+               const httplib::Request& req, httplib::Response& res) {
+      if (req.method == "GET" && (req.path == "/healthz" || req.path == "/readyz")) return false;
+      if ((by_cert && HasVerifiedClientCertificate(req)) ||
+          (by_token && HasBearerToken(req, want))) {
+        return false;
+      }
+      spdlog::warn("{}: refused {} {} from {}: no valid client certificate or bearer token",
+                   config_.component, req.method, req.path, req.remote_addr);
+      res.status = 401;
+      if (by_token) res.set_header("WWW-Authenticate", "Bearer");
+      res.set_content(json{{"Error",
+                            "unauthenticated: this extender needs a client certificate "
+                            "its CA signed or its bearer token"}}
+                          .dump(),
+                      "application/json");
+      return true;
+    };
+  }
+  ApplyHttpLimits(*server_, limits, config_.component, std::move(gate));
   auto route = [this](ExtenderReply (Extender::*fn)(std::string_view)) {
     return [this, fn](const httplib::Request& req, httplib::Response& res) {
+      // Status 400 (not the verb's Error field) for a body nested past the limit: it was
+      // refused unparsed, as a body over the size limit is refused unread (413).
+      if (!JsonDepthWithin(req.body, ExtenderConfig::kMaxJsonDepth)) {
+        res.status = 400;
+        res.set_content(
+            json{{"Error", fmt::format("request body nests arrays or objects deeper than {} "
+                                       "levels",
+                                       ExtenderConfig::kMaxJsonDepth)}}
+                .dump(),
+            "application/json");
+        return;
+      }
       ExtenderReply r = (this->*fn)(req.body);
       res.status = r.status;
       res.set_content(r.body, "application/json");
@@ -395,7 +522,7 @@ Expected<int> Extender::Serve(const std::string& host, int port) {
   ServeHealth(*server_, health_);
   const int bound =
       port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
-  if (bound < 0) return Fail("extender: cannot listen on {}:{}", host, port);
+  if (bound < 0) return Fail("cannot listen on {}", JoinHostPort(host, port));
   server_thread_ = std::thread([this] { server_->listen_after_bind(); });
   while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return bound;

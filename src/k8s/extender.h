@@ -21,7 +21,17 @@
 // Serve bounds what one client can take (base/daemon_http.h): a body over
 // config.max_request_bytes is answered 413 unread, reads and writes time out after 5 s (the
 // shipped kube-scheduler configuration's httpTimeout), 16 workers serve the connections, so
-// slow or idle clients leave the others served. health() is what /healthz (the refresher turns)
+// slow or idle clients leave the others served. A body nested deeper than kMaxJsonDepth is
+// refused before it is parsed (400), and at most kMaxConcurrentParses bodies are parsed at once:
+// a parsed body takes about ten times its size, so eight hostile 4 MiB bodies at once stay
+// within a few hundred MB instead of the 1.2 GB of issue #33.
+//
+// Authentication (issue #33): the verbs answer 401, unread, unless the client proves itself by
+// a certificate chaining to config.client_ca_file (HTTPS only; kube-scheduler's
+// extenders[].tlsConfig.certFile/keyFile, the one credential it can send an extender) or by
+// "Authorization: Bearer <config.bearer_token>" (compared in constant time); either suffices.
+// With neither configured every client is served (the daemon warns at start). /healthz and
+// /readyz stay open to the kubelet's probes. health() is what /healthz (the refresher turns)
 // and /readyz (the store answered the last refresh; the pod informer lists and watches the API
 // server) answer; each dependency's failure is logged once per change.
 
@@ -31,6 +41,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <semaphore>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -77,9 +88,19 @@ struct ExtenderConfig {
   // The NodeList form carries whole v1.Node objects (typically 10-20 KiB each): raise it then.
   uint64_t max_request_bytes = kDefaultMaxRequestBytes;
   double stall_s = 120;  // /healthz fails when the refresher has not turned for this long
+  std::string client_ca_file;  // PEM CA bundle of the client certificates admitted
+  std::string bearer_token;    // admitted as "Authorization: Bearer <token>"
 
   static constexpr uint64_t kDefaultMaxRequestBytes = uint64_t{4} << 20;
+  // A v1.Pod nests about 10 levels (spec.affinity's terms about 12); 64 leaves room.
+  static constexpr int kMaxJsonDepth = 64;
+  static constexpr int kMaxConcurrentParses = 2;
 };
+
+// Whether `body` nests arrays and objects no deeper than max_depth (brackets inside JSON
+// strings do not count). A linear scan that allocates nothing: malformed JSON is left to the
+// parser that follows.
+[[nodiscard]] bool JsonDepthWithin(std::string_view body, int max_depth);
 
 // One handler's answer: the HTTP status and the JSON body.
 struct ExtenderReply {
@@ -118,6 +139,9 @@ class Extender {
     nlohmann::json node_objects;
   };
   Expected<Args> ParseArgs(std::string_view body);
+  // The body as JSON, at most kMaxJsonDepth deep, parsed by at most kMaxConcurrentParses
+  // threads at once; an Error saying why not.
+  Expected<nlohmann::json> ParseBody(std::string_view body);
   // Releases store placements whose pod no longer exists (deleted while nobody watched).
   void CollectGarbage();
   // Refresh, recording whether the store answered.
@@ -145,6 +169,8 @@ class Extender {
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stop_ = false;
+  std::counting_semaphore<ExtenderConfig::kMaxConcurrentParses> parses_{
+      ExtenderConfig::kMaxConcurrentParses};
   std::unique_ptr<httplib::Server> server_;
   std::thread server_thread_;
 };

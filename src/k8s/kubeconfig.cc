@@ -12,10 +12,13 @@ namespace tessera::k8s {
 namespace {
 
 Expected<std::string> ReadFile(const std::string& path, std::string_view what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return Fail("{}: {} is a directory", what, path);
   std::ifstream in(path, std::ios::binary);
   if (!in) return Fail("{}: cannot read {}", what, path);
   std::stringstream ss;
   ss << in.rdbuf();
+  if (in.bad()) return Fail("{}: cannot read {}", what, path);
   return ss.str();
 }
 
@@ -165,9 +168,19 @@ Expected<Credentials> CredentialsOf(const YAML::Node& root, const std::string& p
 }  // namespace
 
 Expected<Credentials> KubeconfigCredentials(const std::string& path, const std::string& context) {
+  // Read here rather than by YAML::LoadFile: a directory opens as a stream whose first read
+  // throws std::ios_base::failure, which ended the daemon with SIGABRT (issue #33).
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) return Fail("kubeconfig {}: no such file", path);
+  if (std::filesystem::is_directory(status)) {
+    return Fail("kubeconfig {}: is a directory, not a kubeconfig file", path);
+  }
+  auto text = ReadFile(path, "kubeconfig");
+  if (!text) return std::unexpected(text.error());
   try {
-    return CredentialsOf(YAML::LoadFile(path), path, context);
-  } catch (const YAML::Exception& e) {
+    return CredentialsOf(YAML::Load(*text), path, context);
+  } catch (const std::exception& e) {
     // Found by fuzzing (fuzz/kubeconfig.cc): a malformed file threw out of here and ended
     // the daemon; it is now an error naming the file.
     return Fail("kubeconfig {}: {}", path, e.what());
@@ -185,9 +198,16 @@ Expected<Credentials> DefaultCredentials(const std::string& kubeconfig,
     first = first.substr(0, first.find(':'));
     return KubeconfigCredentials(first, context);
   }
+  constexpr const char* kFix =
+      "give --kubeconfig FILE, set $KUBECONFIG, or run in a pod (in-cluster config: "
+      "$KUBERNETES_SERVICE_HOST and the service account)";
   const char* home = std::getenv("HOME");
-  if (!home) return Fail("no kubeconfig given, not in a cluster, and $HOME is unset");
-  return KubeconfigCredentials(std::string(home) + "/.kube/config", context);
+  if (!home || !*home) return Fail("no kubeconfig: $HOME is unset; {}", kFix);
+  const std::string path = std::string(home) + "/.kube/config";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    return Fail("no kubeconfig: {} does not exist; {}", path, kFix);
+  return KubeconfigCredentials(path, context);
 }
 
 }  // namespace tessera::k8s

@@ -444,12 +444,5 @@ TEST_F(AgentTest, SlowClientsDoNotStarveOtherRequests) {
   EXPECT_EQ(slow.ClosedByServer(120), 12);
 }
 
-TEST(ParseListenTest, HostAndPort) {
-  EXPECT_EQ(*ParseListen("127.0.0.1:9400"), std::make_pair(std::string("127.0.0.1"), 9400));
-  EXPECT_EQ(*ParseListen(":9400"), std::make_pair(std::string("0.0.0.0"), 9400));
-  EXPECT_FALSE(ParseListen("9400"));
-  EXPECT_FALSE(ParseListen("h:x"));
-}
-
 }  // namespace
 }  // namespace tessera::agent

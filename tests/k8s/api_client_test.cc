@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "k8s/informer.h"
@@ -138,6 +139,44 @@ TEST(ApiClientTest, AMalformedKubeconfigIsAnErrorNamingTheFile) {
         << creds.error().message;
   }
   std::remove(path.c_str());
+}
+
+// Issue #33: --kubeconfig naming a directory made YAML::LoadFile throw std::ios_base::failure
+// (not a YAML::Exception), and `tessera schedule` and `extender` ended with SIGABRT. A directory
+// and a missing file are now errors naming the path.
+TEST(ApiClientTest, AKubeconfigThatIsADirectoryOrMissingIsAnErrorNamingIt) {
+  const std::string dir = ::testing::TempDir() + "/kubeconfig-dir-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  auto creds = KubeconfigCredentials(dir);
+  ASSERT_FALSE(creds.has_value());
+  EXPECT_EQ(creds.error().message, "kubeconfig " + dir + ": is a directory, not a kubeconfig file");
+  creds = KubeconfigCredentials(dir + "/absent");
+  ASSERT_FALSE(creds.has_value());
+  EXPECT_EQ(creds.error().message, "kubeconfig " + dir + "/absent: no such file");
+  std::filesystem::remove_all(dir);
+}
+
+// Issue #33: with no kubeconfig anywhere the message was yaml-cpp's "bad file"; it names the
+// file looked for and the ways to give one (--kubeconfig, $KUBECONFIG, in-cluster config).
+TEST(ApiClientTest, NoKubeconfigAnywhereNamesTheFlagAndInClusterConfig) {
+  const std::string home = ::testing::TempDir() + "/empty-home-" + std::to_string(getpid());
+  std::filesystem::create_directories(home);
+  const char* old_home = std::getenv("HOME");
+  const std::string saved_home = old_home ? old_home : "";
+  const char* old_kubeconfig = std::getenv("KUBECONFIG");
+  const std::string saved_kubeconfig = old_kubeconfig ? old_kubeconfig : "";
+  setenv("HOME", home.c_str(), 1);
+  unsetenv("KUBECONFIG");
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  auto creds = DefaultCredentials();
+  if (old_home) setenv("HOME", saved_home.c_str(), 1);
+  if (old_kubeconfig) setenv("KUBECONFIG", saved_kubeconfig.c_str(), 1);
+  ASSERT_FALSE(creds.has_value());
+  const std::string& m = creds.error().message;
+  EXPECT_NE(m.find(home + "/.kube/config does not exist"), std::string::npos) << m;
+  EXPECT_NE(m.find("--kubeconfig"), std::string::npos) << m;
+  EXPECT_NE(m.find("in-cluster"), std::string::npos) << m;
+  std::filesystem::remove_all(home);
 }
 
 TEST(ApiClientTest, InClusterConfigFromTheServiceAccountFiles) {

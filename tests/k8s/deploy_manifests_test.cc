@@ -13,6 +13,7 @@
 #include <set>
 
 #include "k8s/objects.h"
+#include "model/gpu_model.h"
 
 namespace tessera::k8s {
 namespace {
@@ -20,8 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Doc {
-  std::string file;
+  std::string file;  // the file's name
   YAML::Node node;
+  std::string dir;  // its folder under deploy/: "" (the top), "extender", "examples", …
   std::string kind() const { return node["kind"].as<std::string>(); }
   std::string name() const { return node["metadata"]["name"].as<std::string>(); }
 };
@@ -31,7 +33,11 @@ std::vector<Doc> LoadAll() {
   for (const auto& e : fs::recursive_directory_iterator(fs::path(TESSERA_SOURCE_DIR) / "deploy")) {
     if (e.path().extension() != ".yaml") continue;
     for (const YAML::Node& n : YAML::LoadAllFromFile(e.path().string())) {
-      if (n && !n.IsNull()) docs.push_back({e.path().filename().string(), n});
+      if (n && !n.IsNull()) {
+        const fs::path rel =
+            fs::relative(e.path().parent_path(), fs::path(TESSERA_SOURCE_DIR) / "deploy");
+        docs.push_back({e.path().filename().string(), n, rel == "." ? "" : rel.string()});
+      }
     }
   }
   return docs;
@@ -208,7 +214,7 @@ TEST(DeployManifestsTest, ExamplePodIsOneTesseraSchedules) {
     EXPECT_EQ(w->cpu_milli, 2000);
     return;
   }
-  FAIL() << "deploy/example-inference.yaml not found";
+  FAIL() << "deploy/examples/example-inference.yaml not found";
 }
 
 // Seed 001 §4.2: an offline pod must release its CUDA context before the kubelet's signal can
@@ -253,7 +259,7 @@ TEST(DeployManifestsTest, OfflineExampleIsBestEffortAndReleasesItsContextBeforeS
     EXPECT_NE(c["args"][0].as<std::string>().find("' TERM INT"), std::string::npos);
     return;
   }
-  FAIL() << "deploy/example-offline-training.yaml not found";
+  FAIL() << "deploy/examples/example-offline-training.yaml not found";
 }
 
 std::string Namespace(const YAML::Node& n) {
@@ -768,6 +774,185 @@ TEST(DeployManifestsTest, SchedulerMayRecreateItsLease) {
       EXPECT_TRUE(g.starts_with("tessera-system|")) << g;
     }
   }
+}
+
+// Issue #33: `kubectl apply -f deploy/` applied the standalone scheduler beside the extender
+// and both examples. It applies what both modes share (namespace, Redis, agents, the binder
+// Role); then deploy/scheduler/ or deploy/extender/ (one mode, its own folder); the examples
+// are in deploy/examples/. kubectl cannot apply a KubeSchedulerConfiguration (it is
+// kube-scheduler's file, not an API object): none is in a folder one of those applies.
+TEST(DeployManifestsTest, EachModeHasItsFolderAndTheTopHoldsOnlyWhatBothShare) {
+  const std::vector<Doc> docs = LoadAll();
+  std::map<std::string, std::set<std::string>> by_dir;  // folder -> "Kind/name"
+  for (const Doc& d : docs) {
+    by_dir[d.dir].insert(d.kind() + "/" + (d.node["metadata"]["name"] ? d.name() : ""));
+  }
+  auto holds = [&](const std::string& dir, const std::string& what) {
+    return by_dir[dir].contains(what);
+  };
+  for (const char* what : {"Namespace/tessera-system", "StatefulSet/tessera-redis",
+                           "DaemonSet/tessera-agent", "Role/tessera-binder"}) {
+    EXPECT_TRUE(holds("", what)) << what << " is not in deploy/";
+  }
+  EXPECT_TRUE(holds("scheduler", "Deployment/tessera-scheduler"));
+  EXPECT_TRUE(holds("extender", "Deployment/tessera-extender"));
+  for (const std::string& dir : {"", "scheduler", "extender", "examples"}) {
+    for (const std::string& what : by_dir[dir]) {
+      EXPECT_FALSE(what.starts_with("KubeSchedulerConfiguration/"))
+          << "kubectl apply -f deploy/" << dir << " would fail on " << what;
+    }
+  }
+  for (const std::string& what : by_dir[""]) {
+    EXPECT_NE(what, "Deployment/tessera-scheduler") << "deploy/ applies one mode only";
+    EXPECT_NE(what, "Deployment/tessera-extender") << "deploy/ applies one mode only";
+  }
+  // Workloads outside examples/ are Tessera's own, in tessera-system.
+  for (const auto& [who, tmpl] : PodTemplates(docs)) {
+    (void)tmpl;
+    if (who.starts_with("example-")) continue;
+    EXPECT_NE(who.find("tessera-"), std::string::npos) << "an example workload: " << who;
+  }
+  for (const Doc& d : docs) {
+    if (d.file.starts_with("example-")) EXPECT_EQ(d.dir, "examples") << d.file;
+  }
+  EXPECT_FALSE(by_dir["examples"].empty());
+  EXPECT_EQ(by_dir["extender/kube-scheduler"],
+            std::set<std::string>{"KubeSchedulerConfiguration/"});
+}
+
+// Issue #33: managedResources left out nvidia.com/mig-*, so pods asking for a whole MIG
+// instance never reached the extender. Every MIG profile of the GPU catalog that can be a
+// resource name (a '+' cannot) is there, and kube-scheduler checks it against the node too.
+TEST(DeployManifestsTest, ManagedResourcesNameEveryMigProfileOfTheCatalog) {
+  std::set<std::string> want;
+  for (const model::GpuModel& m : model::AllGpuModels()) {
+    for (const model::MigProfile& p : m.mig_profiles) {
+      if (p.name.find('+') == std::string::npos) want.insert("nvidia.com/mig-" + p.name);
+    }
+  }
+  ASSERT_GE(want.size(), 10u);
+  int configs = 0;
+  for (const Doc& d : LoadAll()) {
+    if (d.kind() != "KubeSchedulerConfiguration") continue;
+    ++configs;
+    std::map<std::string, bool> managed;  // name -> ignoredByScheduler
+    for (const YAML::Node& r : d.node["extenders"][0]["managedResources"]) {
+      managed[r["name"].as<std::string>()] = r["ignoredByScheduler"].as<bool>(false);
+    }
+    for (const std::string& name : want) {
+      ASSERT_TRUE(managed.contains(name)) << name << " is not in managedResources";
+      EXPECT_FALSE(managed[name]) << name << ": the node's device plugin advertises it";
+    }
+    EXPECT_TRUE(managed.contains("tessera.io/gpu-milli"));
+    EXPECT_TRUE(managed.contains("nvidia.com/gpu"));
+  }
+  EXPECT_EQ(configs, 1);
+}
+
+// Issue #33: one Redis replica had only a readiness probe, so a hung Redis was never
+// restarted. It has a liveness probe that wants PONG (or LOADING, while a large append-only
+// file replays), with enough failures allowed not to restart a slow start; its single
+// replica is stated and explained in the manifest, with its persistence (appendfsync always
+// on a volume claim).
+TEST(DeployManifestsTest, RedisIsRestartedWhenItStopsAnsweringAndPersistsEveryWrite) {
+  const std::vector<Doc> docs = LoadAll();
+  const Doc* redis = Find(docs, "StatefulSet", "tessera-redis");
+  ASSERT_NE(redis, nullptr);
+  const YAML::Node c = redis->node["spec"]["template"]["spec"]["containers"][0];
+  ASSERT_TRUE(c["livenessProbe"]["exec"]["command"].IsSequence());
+  const std::string live = c["livenessProbe"]["exec"]["command"][2].as<std::string>();
+  EXPECT_NE(live.find("redis-cli ping"), std::string::npos) << live;
+  EXPECT_NE(live.find("PONG"), std::string::npos) << live;
+  EXPECT_NE(live.find("LOADING"), std::string::npos) << live;
+  EXPECT_GE(c["livenessProbe"]["periodSeconds"].as<int>() *
+                c["livenessProbe"]["failureThreshold"].as<int>(),
+            60);
+  ASSERT_TRUE(c["readinessProbe"]["exec"]);
+  EXPECT_EQ(redis->node["spec"]["replicas"].as<int>(), 1);
+  EXPECT_NE(c["args"][0].as<std::string>().find("--appendfsync always"), std::string::npos);
+  EXPECT_TRUE(redis->node["spec"]["volumeClaimTemplates"].IsSequence());
+}
+
+// Issue #33: the extender served any client. kube-scheduler shows its client certificate
+// (tlsConfig.certFile/keyFile, the one credential it can send an extender), and the extender
+// is given the CA that signed it (--client-ca) from a Secret; no extender runs without client
+// authentication.
+TEST(DeployManifestsTest, TheExtenderAdmitsOnlyKubeSchedulersClientCertificate) {
+  const std::vector<Doc> docs = LoadAll();
+  for (const Doc& d : docs) {
+    if (d.kind() != "KubeSchedulerConfiguration") continue;
+    const YAML::Node tls = d.node["extenders"][0]["tlsConfig"];
+    EXPECT_TRUE(tls["certFile"] && tls["keyFile"]) << d.file << ": no client certificate";
+  }
+  const Doc* dep = Find(docs, "Deployment", "tessera-extender");
+  ASSERT_NE(dep, nullptr);
+  const YAML::Node spec = dep->node["spec"]["template"]["spec"];
+  const YAML::Node c = spec["containers"][0];
+  std::string ca;
+  for (const YAML::Node& a : c["args"]) {
+    const std::string arg = a.as<std::string>();
+    if (arg.starts_with("--client-ca=")) ca = arg.substr(12);
+  }
+  ASSERT_FALSE(ca.empty()) << "the extender runs without --client-ca";
+  std::string volume;
+  for (const YAML::Node& m : c["volumeMounts"]) {
+    if (ca.starts_with(m["mountPath"].as<std::string>() + "/"))
+      volume = m["name"].as<std::string>();
+  }
+  ASSERT_FALSE(volume.empty()) << ca << " is not in a mounted volume";
+  bool from_secret = false;
+  for (const YAML::Node& v : spec["volumes"]) {
+    if (v["name"].as<std::string>() == volume && v["secret"]) {
+      from_secret = v["secret"]["secretName"].as<std::string>() == "tessera-extender-client-ca";
+    }
+  }
+  EXPECT_TRUE(from_secret) << "volume " << volume;
+}
+
+// Issue #33: any pod could reach the extender's port. A NetworkPolicy selects the extender's
+// pods and admits, on its port only, kube-scheduler: from the control-plane nodes' addresses
+// (a host-network kube-scheduler) or as a pod labelled component: kube-scheduler in
+// kube-system. No rule admits every pod, every namespace or every port.
+TEST(DeployManifestsTest, ExtenderNetworkPolicyAdmitsOnlyKubeScheduler) {
+  const std::vector<Doc> docs = LoadAll();
+  const Doc* ext = Find(docs, "Deployment", "tessera-extender");
+  ASSERT_NE(ext, nullptr);
+  const YAML::Node labels = ext->node["spec"]["template"]["metadata"]["labels"];
+  int policies = 0;
+  for (const Doc& d : docs) {
+    if (d.kind() != "NetworkPolicy" || Namespace(d.node) != Namespace(ext->node)) continue;
+    bool selects = d.node["spec"]["podSelector"]["matchLabels"].size() > 0;
+    for (const auto& kv : d.node["spec"]["podSelector"]["matchLabels"]) {
+      const YAML::Node v = labels[kv.first.as<std::string>()];
+      selects &= v && v.as<std::string>() == kv.second.as<std::string>();
+    }
+    if (!selects) continue;
+    ++policies;
+    ASSERT_TRUE(d.node["spec"]["ingress"].IsSequence()) << d.name();
+    for (const YAML::Node& rule : d.node["spec"]["ingress"]) {
+      ASSERT_TRUE(rule["from"].IsSequence() && rule["from"].size() > 0)
+          << d.name() << ": an ingress rule without from admits everyone";
+      for (const YAML::Node& from : rule["from"]) {
+        if (from["ipBlock"]) {
+          const std::string cidr = from["ipBlock"]["cidr"].as<std::string>();
+          EXPECT_NE(cidr, "0.0.0.0/0") << d.name();
+          EXPECT_NE(cidr, "::/0") << d.name();
+          continue;
+        }
+        EXPECT_EQ(
+            from["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"].as<std::string>(
+                ""),
+            "kube-system")
+            << d.name();
+        EXPECT_EQ(from["podSelector"]["matchLabels"]["component"].as<std::string>(""),
+                  "kube-scheduler")
+            << d.name();
+      }
+      ASSERT_TRUE(rule["ports"].IsSequence()) << d.name() << ": every port open";
+      for (const YAML::Node& p : rule["ports"]) EXPECT_EQ(p["port"].as<int>(), 8888);
+    }
+  }
+  EXPECT_EQ(policies, 1) << "no NetworkPolicy selects the extender's pods";
 }
 
 }  // namespace

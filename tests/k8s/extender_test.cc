@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cstdlib>
+#include <memory>
+
 #include "fake_api_server.h"
 #include "k8s_fixtures.h"
 #include "slow_clients.h"
@@ -186,6 +189,151 @@ TEST_F(ExtenderTest, ABodyOverTheLimitIsRefusedWith413AndTheExtenderStaysUp) {
   ASSERT_TRUE(after) << httplib::to_string(after.error());
   EXPECT_EQ(after->status, 200);
   ext.Stop();
+}
+
+// Issue #33: a 4 MiB body of nested '[' took 139 MB to parse (eight at once, 1.2 GB: over the
+// manifest's memory limit). A body nested deeper than kMaxJsonDepth is refused unparsed, over
+// HTTP with 400 and a message saying why, on every verb; the extender keeps serving. Brackets
+// inside strings do not count, and a body nested exactly to the limit is parsed as before.
+TEST_F(ExtenderTest, ABodyNestedPastTheDepthLimitIsRefusedUnparsed) {
+  const int limit = ExtenderConfig::kMaxJsonDepth;
+  EXPECT_EQ(limit, 64);
+  EXPECT_TRUE(JsonDepthWithin(std::string(64, '[') + std::string(64, ']'), 64));
+  EXPECT_FALSE(JsonDepthWithin(std::string(65, '['), 64));
+  EXPECT_FALSE(JsonDepthWithin("{\"a\":" + std::string(64, '['), 64));
+  EXPECT_TRUE(JsonDepthWithin("[\"" + std::string(100, '[') + "\"]", 64));
+  EXPECT_TRUE(JsonDepthWithin(R"(["\"[[[[", "\\", [[]]])", 3));
+  EXPECT_FALSE(JsonDepthWithin(R"(["\\", [[[]]]])", 3));
+
+  Extender ext(store_, clock_, {}, nullptr);
+  ASSERT_TRUE(ext.Start().has_value());
+  auto port = ext.Serve("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value()) << port.error().message;
+  httplib::Client http("127.0.0.1", *port);
+  const std::string hostile(size_t{4} << 20, '[');  // at the size limit, so not a 413
+  const std::string want = "request body nests arrays or objects deeper than 64 levels";
+  for (const char* verb : {"/filter", "/prioritize", "/bind"}) {
+    auto r = http.Post(verb, hostile, "application/json");
+    ASSERT_TRUE(r) << verb << ": " << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 400) << verb;
+    EXPECT_EQ(json::parse(r->body)["Error"], want) << verb;
+  }
+  // Called directly, the verbs answer as for any malformed body.
+  EXPECT_EQ(json::parse(ext.Filter(hostile).body)["Error"],
+            "request body nests arrays or objects deeper than 64 levels");
+  EXPECT_EQ(ext.Prioritize(hostile).status, 400);
+  EXPECT_EQ(json::parse(ext.Bind(hostile).body)["Error"],
+            "bind: body nests arrays or objects deeper than 64 levels");
+  // A request nested exactly to the limit (an unknown member 63 deep, in the 1 of the object)
+  // is still served.
+  json deep = json::array();
+  for (int i = 0; i < limit - 2; ++i) deep = json::array({deep});
+  json args = {{"Pod", KubePod("bert-deep", 250)}, {"NodeNames", {"gpu-0"}}, {"Extra", deep}};
+  auto ok = http.Post("/filter", args.dump(), "application/json");
+  ASSERT_TRUE(ok) << httplib::to_string(ok.error());
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(json::parse(ok->body)["NodeNames"], json({"gpu-0"}));
+  ext.Stop();
+}
+
+// Issue #33: any pod could POST /bind. Given a bearer token, the extender answers the verbs
+// only to a client that sends it (401 otherwise, the body unread), and the kubelet's probes
+// still reach /healthz and /readyz without one.
+TEST_F(ExtenderTest, WithABearerTokenTheVerbsAnswerOnlyClientsThatSendIt) {
+  ExtenderConfig cfg;
+  cfg.bearer_token = "s3cret-token";
+  Extender ext(store_, clock_, cfg, nullptr);
+  ASSERT_TRUE(ext.Start().has_value());
+  auto port = ext.Serve("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value()) << port.error().message;
+  const std::string body = json{{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0"}}}.dump();
+  for (const char* verb : {"/filter", "/prioritize", "/bind"}) {
+    for (const char* auth : {"", "Bearer wrong", "Bearer s3cret-token2", "Bearer s3cret-toke",
+                             "Basic s3cret-token", "s3cret-token"}) {
+      httplib::Client http("127.0.0.1", *port);
+      httplib::Headers headers;
+      if (*auth) headers.emplace("Authorization", auth);
+      auto r = http.Post(verb, headers, body, "application/json");
+      ASSERT_TRUE(r) << verb << " " << auth << ": " << httplib::to_string(r.error());
+      EXPECT_EQ(r->status, 401) << verb << " '" << auth << "'";
+      EXPECT_EQ(r->get_header_value("WWW-Authenticate"), "Bearer");
+      EXPECT_NE(json::parse(r->body)["Error"].get<std::string>().find("unauthenticated"),
+                std::string::npos);
+    }
+  }
+  httplib::Client http("127.0.0.1", *port);
+  auto r =
+      http.Post("/filter", {{"Authorization", "Bearer s3cret-token"}}, body, "application/json");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["NodeNames"], json({"gpu-0"}));
+  for (const char* probe : {"/healthz", "/readyz"}) {
+    auto p = http.Get(probe);
+    ASSERT_TRUE(p) << probe;
+    EXPECT_EQ(p->status, 200) << probe;
+  }
+  ext.Stop();
+}
+
+// kube-scheduler cannot send an extender a bearer token: its one credential is a client
+// certificate (extenders[].tlsConfig.certFile/keyFile). Given a client CA, the extender serves
+// the verbs to a client whose certificate that CA signed, refuses with 401 a client without
+// one, and ends the handshake of a client whose certificate another CA signed. The probes
+// need no certificate.
+TEST_F(ExtenderTest, WithAClientCaTheVerbsAnswerOnlyCertificatesItSigned) {
+  testing_support::TestPki pki;
+  const std::string d = pki.dir;
+  auto run = [](const std::string& cmd) {
+    ASSERT_EQ(std::system((cmd + " >/dev/null 2>&1").c_str()), 0) << cmd;
+  };
+  const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  for (const char* signer : {"ca", "other"}) {
+    const std::string name = std::string("client-") + signer;
+    run("openssl req" + ec + " -keyout " + d + "/" + name + ".key -out " + d + "/" + name +
+        ".csr -subj /CN=kube-scheduler");
+    run("openssl x509 -req -in " + d + "/" + name + ".csr -CA " + d + "/" + signer +
+        ".crt -CAkey " + d + "/" + signer + ".key -CAcreateserial -out " + d + "/" + name +
+        ".crt -days 2");
+  }
+  ExtenderConfig cfg;
+  cfg.tls_cert_file = pki.cert_path;
+  cfg.tls_key_file = pki.key_path;
+  cfg.client_ca_file = d + "/ca.crt";
+  Extender ext(store_, clock_, cfg, nullptr);
+  ASSERT_TRUE(ext.Start().has_value());
+  auto port = ext.Serve("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value()) << port.error().message;
+  const std::string body = json{{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0"}}}.dump();
+  auto client = [&](const std::string& name) {
+    auto c = name.empty()
+                 ? std::make_unique<httplib::SSLClient>("127.0.0.1", *port)
+                 : std::make_unique<httplib::SSLClient>("127.0.0.1", *port, d + "/" + name + ".crt",
+                                                        d + "/" + name + ".key");
+    c->set_ca_cert_path(d + "/ca.crt");
+    c->enable_server_certificate_verification(true);
+    return c;
+  };
+  auto signed_by_ca = client("client-ca")->Post("/filter", body, "application/json");
+  ASSERT_TRUE(signed_by_ca) << httplib::to_string(signed_by_ca.error());
+  EXPECT_EQ(signed_by_ca->status, 200);
+  EXPECT_EQ(json::parse(signed_by_ca->body)["NodeNames"], json({"gpu-0"}));
+  auto none = client("")->Post("/bind", body, "application/json");
+  ASSERT_TRUE(none) << httplib::to_string(none.error());
+  EXPECT_EQ(none->status, 401);
+  EXPECT_FALSE(client("client-other")->Post("/filter", body, "application/json"));
+  auto probe = client("")->Get("/healthz");
+  ASSERT_TRUE(probe) << httplib::to_string(probe.error());
+  EXPECT_EQ(probe->status, 200);
+  ext.Stop();
+
+  ExtenderConfig plain;
+  plain.client_ca_file = d + "/ca.crt";
+  Extender no_tls(store_, clock_, plain, nullptr);
+  auto refused = no_tls.Serve("127.0.0.1", 0);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().message, "client CA " + d +
+                                         "/ca.crt: client certificates need HTTPS (a TLS "
+                                         "certificate and key)");
 }
 
 // The shipped manifests run the extender on HTTPS (deploy/README.md): given a certificate and
