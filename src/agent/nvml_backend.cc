@@ -32,6 +32,14 @@ using nvmlComputeInstance_t = struct nvmlComputeInstance_st*;
 struct nvmlMemory_t {
   unsigned long long total, free, used;  // bytes
 };
+// nvmlMemory_v2_t: `used` without the driver's reserved memory, as nvidia-smi prints it
+// ("FB Memory Usage": Total = Reserved + Used + Free). v1's `used` counts the reserved part
+// too: 616 MiB more than nvidia-smi on an idle H200 (driver 580; docs/runtime.md).
+struct nvmlMemory_v2_t {
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+};
+constexpr unsigned int kNvmlMemoryV2 = sizeof(nvmlMemory_v2_t) | (2u << 24);  // NVML_STRUCT_VERSION
 struct nvmlUtilization_t {
   unsigned int gpu, memory;  // percent
 };
@@ -92,6 +100,7 @@ struct NvmlBackend::Api {
   nvmlReturn_t (*GetName)(nvmlDevice_t, char*, unsigned int);
   nvmlReturn_t (*GetUUID)(nvmlDevice_t, char*, unsigned int);
   nvmlReturn_t (*GetMemoryInfo)(nvmlDevice_t, nvmlMemory_t*);
+  nvmlReturn_t (*GetMemoryInfoV2)(nvmlDevice_t, nvmlMemory_v2_t*) = nullptr;  // optional (R510)
   nvmlReturn_t (*GetMigMode)(nvmlDevice_t, unsigned int*, unsigned int*);
   nvmlReturn_t (*GetMaxMigDeviceCount)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*GetMigDeviceHandleByIndex)(nvmlDevice_t, unsigned int, nvmlDevice_t*);
@@ -260,6 +269,7 @@ Expected<std::unique_ptr<NvmlBackend>> NvmlBackend::Open(const std::string& libr
   Resolve(lib, "nvmlDeviceGetComputeRunningProcesses_v3", api->GetComputeProcesses);
   Resolve(lib, "nvmlDeviceGetProcessUtilization", api->GetProcessUtilization);
   Resolve(lib, "nvmlDeviceGetClockInfo", api->GetClockInfo);
+  Resolve(lib, "nvmlDeviceGetMemoryInfo_v2", api->GetMemoryInfoV2);
   api->mig_management =
       Resolve(lib, "nvmlDeviceGetGpuInstances", api->GetGpuInstances) &&
       Resolve(lib, "nvmlDeviceCreateGpuInstanceWithPlacement",
@@ -386,7 +396,16 @@ Expected<std::vector<GpuSample>> NvmlBackend::Sample(const std::vector<store::Gp
     if (a.GetClockInfo && a.GetClockInfo(dev, NVML_CLOCK_SM, &mhz) == NVML_SUCCESS) {
       s.sm_clock_mhz = mhz;
     }
+    // Used and free as nvidia-smi prints them: without the driver's reserved memory where the
+    // driver has nvmlDeviceGetMemoryInfo_v2.
     auto memory = [&](nvmlDevice_t d, PartitionSample& p) {
+      nvmlMemory_v2_t v2{};
+      v2.version = kNvmlMemoryV2;
+      if (a.GetMemoryInfoV2 && a.GetMemoryInfoV2(d, &v2) == NVML_SUCCESS) {
+        p.fb_used_mib = static_cast<double>(v2.used >> 20);
+        p.fb_free_mib = static_cast<double>(v2.free >> 20);
+        return;
+      }
       nvmlMemory_t m{};
       if (a.GetMemoryInfo(d, &m) != NVML_SUCCESS) return;
       p.fb_used_mib = static_cast<double>(m.used >> 20);

@@ -3,6 +3,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "fake_nvml/fake_nvml_fixture.h"
 
 namespace tessera::agent {
@@ -133,6 +136,87 @@ TEST_F(FakeNvmlTest, DriverErrorIsAnErrorWithNvmlsText) {
   auto gpus = backend_->Discover();
   ASSERT_FALSE(gpus);
   EXPECT_NE(gpus.error().message.find("Unknown Error"), std::string::npos) << gpus.error().message;
+}
+
+}  // namespace
+}  // namespace tessera::agent
+
+namespace tessera::agent {
+namespace {
+
+// The agent's NVML path fed what NVML answered on a real H200 (driver 580.159.04, issue #42;
+// tests/agent/fixtures/h200/README.md), held against what nvidia-smi -q printed at the same
+// moment (its XML, read into nvidia-smi-*.json by tools/characterise/compare_agent.py). Two
+// reads a second apart: memory in use within 16 MiB, power within 3 % + 2 W, clocks 30 MHz.
+class RealH200Test : public FakeNvmlFixture {
+ protected:
+  // Loads state `name` (idle, busy: one CUDA process; mps: one MPS client and its server).
+  void Load(const std::string& name) {
+    const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/tests/agent/fixtures/h200/";
+    std::ifstream in(dir + "nvidia-smi-" + name + ".json");
+    smi_ = nlohmann::json::parse(in);
+    auto load = Control<int (*)(const char*, unsigned long long)>("fake_nvml_load");
+    ASSERT_NE(load, nullptr);
+    ASSERT_EQ(load((dir + "nvml-" + name + ".json").c_str(),
+                   smi_["memory_reserved_mib"].get<unsigned long long>()),
+              0);
+    auto gpus = backend_->Discover();
+    ASSERT_TRUE(gpus) << gpus.error().message;
+    ASSERT_EQ(gpus->size(), 1u);
+    gpu_ = (*gpus)[0];
+    auto s = backend_->Sample(*gpus);
+    ASSERT_TRUE(s) << s.error().message;
+    sample_ = (*s)[0];
+  }
+  double Smi(const char* field) const { return smi_[field].get<double>(); }
+  nlohmann::json smi_;
+  store::GpuInventory gpu_;
+  GpuSample sample_;
+};
+
+TEST_F(RealH200Test, InventoryIsWhatNvidiaSmiNames) {
+  Load("idle");
+  EXPECT_EQ(gpu_.product_name, smi_["product_name"]);
+  EXPECT_EQ(gpu_.uuid, smi_["uuid"]);
+  EXPECT_EQ(gpu_.model, "H200-141GB");  // "NVIDIA H200" in the catalog
+  EXPECT_EQ(gpu_.memory_mib, Smi("memory_total_mib"));
+  EXPECT_EQ(gpu_.mig_enabled, smi_["mig_enabled"].get<bool>());
+  ASSERT_EQ(gpu_.partitions.size(), 1u);
+  EXPECT_EQ(gpu_.partitions[0].uuid, gpu_.uuid);
+}
+
+// Memory in use is nvidia-smi's "Used", without the 616 MiB the driver reserves: NVML's v1
+// answer counts them (6105 MiB busy where nvidia-smi printed 5491), so the agent asks v2.
+TEST_F(RealH200Test, ReadingsAreWhatNvidiaSmiPrinted) {
+  for (const char* state : {"idle", "busy", "mps"}) {
+    SCOPED_TRACE(state);
+    Load(state);
+    ASSERT_EQ(sample_.partitions.size(), 1u);
+    const PartitionSample& p = sample_.partitions[0];
+    EXPECT_NEAR(*p.fb_used_mib, Smi("memory_used_mib"), 16);
+    EXPECT_NEAR(*p.fb_free_mib, Smi("memory_free_mib"), 16);
+    EXPECT_NEAR(*sample_.gpu_util_pct, Smi("gpu_util_pct"), 5);
+    EXPECT_NEAR(*p.activity, Smi("gpu_util_pct") / 100, 0.05);
+    EXPECT_NEAR(*p.dram_active, Smi("memory_util_pct") / 100, 0.05);
+    EXPECT_NEAR(*sample_.sm_clock_mhz, Smi("sm_clock_mhz"), 30);
+    // Idle the two reads agree to the watt; busy the instantaneous draw moves a few per cent.
+    EXPECT_NEAR(*sample_.power_w, Smi("power_w"), 0.03 * Smi("power_w") + 2);
+    ASSERT_TRUE(sample_.mps.has_value());
+    EXPECT_EQ(sample_.mps->clients, smi_["mps_clients"].get<int>());
+    EXPECT_EQ(sample_.processes.size(), smi_["processes"].get<size_t>());
+    EXPECT_TRUE(sample_.processes_listed);
+  }
+}
+
+// The busy state's one process: its memory as nvidia-smi's process list gives it (5482 MiB), and
+// its SM share from NVML's process samples (52 %).
+TEST_F(RealH200Test, ProcessMemoryAndShare) {
+  Load("busy");
+  ASSERT_EQ(sample_.processes.size(), 1u);
+  EXPECT_EQ(sample_.processes[0].pid, 555u);
+  EXPECT_EQ(sample_.processes[0].fb_used_mib, 5482);
+  EXPECT_DOUBLE_EQ(*sample_.processes[0].sm, 0.52);
+  EXPECT_EQ(sample_.processes[0].partition_uuid, gpu_.uuid);
 }
 
 }  // namespace

@@ -23,8 +23,17 @@
 // driver in trouble would; fake_nvml_fail_call(name, n, code) makes the n-th next call of the
 // function `name` answer `code` (once); fake_nvml_a100_processes(0) stops the A100's processes;
 // fake_nvml_mutations() counts the calls that changed MIG state; fake_nvml_reset() restores all.
+// fake_nvml_load(nvml_json, reserved_mib) replaces the node by one real GPU as NVML answered on
+// it (tools/characterise/nvml_dump.py's JSON: name, uuid, memory, utilisation, power, energy,
+// SM clock, compute and MPS processes, process utilisation; tests/agent/fixtures/h200), with
+// `reserved_mib` of driver-reserved memory for nvmlDeviceGetMemoryInfo_v2 (nvidia-smi's
+// "Reserved"); it answers 0 on success. Without it every device reserves nothing.
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 extern "C" {
 
@@ -39,6 +48,7 @@ struct nvmlDevice_st {
   int profile;  // GPU-instance profile id
   int start;    // placement start
   nvmlDevice_st* slots[7];
+  const struct Real* real = nullptr;  // a GPU loaded by fake_nvml_load: its readings
 };
 struct nvmlGpuInstance_st {
   int live;
@@ -111,6 +121,20 @@ struct nvmlProcessInfo_t {
 // on GI 7, which does not exist.
 static const nvmlProcessInfo_t a100[] = {{200, 256ULL << 20, 5, 0}, {201, 1ULL << 20, 7, 0}};
 
+// A real GPU's readings (fake_nvml_load), in NVML's units.
+struct Real {
+  std::string name, uuid;
+  unsigned long long total = 0, used_v1 = 0, free = 0, reserved = 0;  // bytes
+  unsigned int util_gpu = 0, util_memory = 0, power_mw = 0, sm_clock_mhz = 0;
+  unsigned long long energy_mj = 0;
+  std::vector<nvmlProcessInfo_t> processes;
+  unsigned int mps_processes = 0;
+  std::vector<unsigned int> sampled_pids, sampled_sm, sampled_memory;
+};
+static Real real;
+static nvmlDevice_st real_gpu;
+static int real_loaded = 0;
+
 static nvmlDevice_st gpu0 = {"NVIDIA A100-SXM4-40GB", "GPU-f0", 40960, 1536, 1, 0, -1, -1, 0, {}};
 static nvmlDevice_st gpu1 = {"NVIDIA H100 80GB HBM3", "GPU-f1", 81559, 2048, 0, 0, -1, -1, 0, {}};
 static nvmlDevice_st gpu2 = {"NVIDIA A30", "GPU-f2", 24576, 0, 0, 1, -1, -1, 0, {}};
@@ -181,8 +205,53 @@ void fake_nvml_reset() {
   a100_processes = 1;
   mutations = 0;
   fail_in = 0;
+  real_loaded = 0;
 }
 __attribute__((constructor)) static void Init() { fake_nvml_reset(); }
+
+int fake_nvml_load(const char* path, unsigned long long reserved_mib) {
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.contains("devices") || j["devices"].empty()) return 1;
+  const nlohmann::json& d = j["devices"][0];
+  real = Real{};
+  real.name = d.value("name", "");
+  real.uuid = d.value("uuid", "");
+  real.total = d["memory"].value("total", 0ULL);
+  real.used_v1 = d["memory"].value("used", 0ULL);
+  real.free = d["memory"].value("free", 0ULL);
+  real.reserved = reserved_mib << 20;
+  real.util_gpu = d["utilization"].value("gpu", 0u);
+  real.util_memory = d["utilization"].value("memory", 0u);
+  real.power_mw = d.value("power_mw", 0u);
+  real.energy_mj = d.value("energy_mj", 0ULL);
+  real.sm_clock_mhz = d.value("clock_sm_mhz", 0u);
+  for (const auto& p : d["compute_processes"]) {
+    real.processes.push_back({p.value("pid", 0u), p.value("used_gpu_memory", 0ULL),
+                              p.value("gpu_instance_id", ~0u), ~0u});
+  }
+  real.mps_processes = static_cast<unsigned int>(d["mps_processes"].size());
+  if (d["process_utilization"].is_array()) {
+    for (const auto& u : d["process_utilization"]) {
+      real.sampled_pids.push_back(u.value("pid", 0u));
+      real.sampled_sm.push_back(u.value("sm", 0u));
+      real.sampled_memory.push_back(u.value("mem", 0u));
+    }
+  }
+  real_gpu = {real.name.c_str(),
+              real.uuid.c_str(),
+              real.total >> 20,
+              real.used_v1 >> 20,
+              0,
+              0,
+              -1,
+              -1,
+              0,
+              {},
+              &real};
+  real_loaded = 1;
+  return 0;
+}
 
 void fake_nvml_fail_count(int on) { fail_count = on; }
 void fake_nvml_a100_processes(int on) { a100_processes = on; }
@@ -220,12 +289,12 @@ const char* nvmlErrorString(nvmlReturn_t r) {
 }
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* n) {
   if (fail_count) return kUnknown;
-  *n = 3;
+  *n = real_loaded ? 1 : 3;
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_st** d) {
-  if (i >= 3) return kInvalid;
-  *d = devices[i];
+  if (i >= (real_loaded ? 1u : 3u)) return kInvalid;
+  *d = real_loaded ? &real_gpu : devices[i];
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_st* d, char* buf, unsigned int len) {
@@ -240,9 +309,30 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_st* d, char* buf, unsigned int len) {
 }
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_st* d, nvmlMemory_t* m) {
   if (d->lost) return kLost;
+  if (d->real) {  // v1: "used" includes what the driver reserves
+    *m = {d->real->total, d->real->free, d->real->used_v1};
+    return kSuccess;
+  }
   m->total = d->total_mib << 20;
   m->used = d->used_mib << 20;
   m->free = m->total - m->used;
+  return kSuccess;
+}
+struct nvmlMemory_v2_t {
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+};
+// v2 (R510 on): the driver's reserved memory apart; refuses a struct of another version.
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_st* d, nvmlMemory_v2_t* m) {
+  if (d->lost) return kLost;
+  if (m->version != (sizeof(nvmlMemory_v2_t) | (2u << 24))) return 25;  // VERSION_MISMATCH
+  nvmlMemory_t v1{};
+  nvmlDeviceGetMemoryInfo(d, &v1);
+  const unsigned long long reserved = d->real ? d->real->reserved : 0;
+  m->total = v1.total;
+  m->reserved = reserved;
+  m->free = v1.free;
+  m->used = v1.used - reserved;
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_st* d, unsigned int* current, unsigned int* pending) {
@@ -391,18 +481,18 @@ nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_st* ci) {
 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_st* d, nvmlUtilization_t* u) {
   if (d->mig || d->gi_id >= 0) return kNotSupported;  // not on MIG
-  u->gpu = 37;
-  u->memory = 12;
+  u->gpu = d->real ? d->real->util_gpu : 37;
+  u->memory = d->real ? d->real->util_memory : 12;
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_st* d, unsigned int* mw) {
   if (d->lost) return kLost;
-  *mw = d == &gpu1 ? 250000 : 180000;
+  *mw = d->real ? d->real->power_mw : d == &gpu1 ? 250000 : 180000;
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_st* d, unsigned long long* mj) {
   if (d->lost) return kLost;
-  *mj = d == &gpu1 ? 123456789ULL : 987654321ULL;
+  *mj = d->real ? d->real->energy_mj : d == &gpu1 ? 123456789ULL : 987654321ULL;
   return kSuccess;
 }
 
@@ -412,7 +502,7 @@ nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_st* d, unsign
                                                         void* infos) {
   if (d->lost) return kLost;
   if (d->mig) return kNotSupported;
-  const unsigned int n = d == &gpu1 ? 2 : 0;
+  const unsigned int n = d->real ? d->real->mps_processes : d == &gpu1 ? 2 : 0;
   if (n == 0) {
     *count = 0;
     return kSuccess;
@@ -436,7 +526,11 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_st* d, unsigned 
   if (d->lost) return kLost;
   static const nvmlProcessInfo_t h100[] = {{100, 3072ULL << 20, ~0u, ~0u}, {101, ~0ULL, ~0u, ~0u}};
   const nvmlProcessInfo_t* list = d == &gpu1 ? h100 : d == &gpu0 && a100_processes ? a100 : nullptr;
-  const unsigned int n = list ? 2 : 0;
+  unsigned int n = list ? 2 : 0;
+  if (d->real) {
+    list = d->real->processes.data();
+    n = static_cast<unsigned int>(d->real->processes.size());
+  }
   if (*count < n || (n > 0 && infos == nullptr)) {
     *count = n;
     return kInsufficientSize;
@@ -449,6 +543,24 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_st* d,
                                              nvmlProcessUtilizationSample_t* samples,
                                              unsigned int* count, unsigned long long) {
   if (d->lost) return kLost;
+  if (d->real) {  // no samples since the last call: NOT_FOUND, as the H200 answered when idle
+    const unsigned int n = static_cast<unsigned int>(d->real->sampled_pids.size());
+    if (n == 0) return kNotFound;
+    if (samples == nullptr || *count < n) {
+      *count = n;
+      return kInsufficientSize;
+    }
+    for (unsigned int i = 0; i < n; ++i) {
+      samples[i] = {d->real->sampled_pids[i],
+                    1000000000ULL,
+                    d->real->sampled_sm[i],
+                    d->real->sampled_memory[i],
+                    0,
+                    0};
+    }
+    *count = n;
+    return kSuccess;
+  }
   if (d != &gpu1) return kNotSupported;
   static const nvmlProcessUtilizationSample_t list[] = {{100, 1000000000ULL, 90, 50, 0, 0},
                                                         {100, 1002000000ULL, 40, 10, 0, 0},
@@ -464,7 +576,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_st* d,
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_st* d, int type, unsigned int* mhz) {
   if (d->lost) return kLost;
   if (type != 1) return kInvalid;  // only NVML_CLOCK_SM is asked
-  *mhz = d == &gpu1 ? 1755 : 1410;
+  *mhz = d->real ? d->real->sm_clock_mhz : d == &gpu1 ? 1755 : 1410;
   return kSuccess;
 }
 
