@@ -68,6 +68,8 @@ void AddSimulate(CLI::App& app, Status* status);
 void AddPredict(CLI::App& app, Status* status);
 // `predict interference`, added under AddPredict's `predict` subcommand.
 void AddPredictInterference(CLI::App* predict, Status* status);
+// `predict contention` (predict_contention_cmd.cc), likewise.
+void AddPredictContention(CLI::App* predict, Status* status);
 void AddExplain(CLI::App& app, Status* status);
 void AddSchedule(CLI::App& app, Status* status);
 void AddExtender(CLI::App& app, Status* status);

@@ -13,6 +13,7 @@
 
 #include "base/stats.h"
 #include "cli/commands.h"
+#include "cli/number_flags.h"
 #include "predict/evaluate.h"
 #include "predict/matrix.h"
 #include "predict/migprofiler.h"
@@ -24,7 +25,9 @@ namespace tessera::cli {
 namespace {
 
 struct PredictArgs {
-  std::string data;
+  // The shared MIGProfiler data beside a checkout, so that `tessera predict sweep` runs as the
+  // README writes it from the repository's root.
+  std::string data = "../shared/data/migprofiler";
   std::string features;  // app,feature,value CSV; adds to (replaces) what --data declares
   std::string method = "features";
   std::string protocol = "random";
@@ -111,8 +114,8 @@ Status WriteCells(const std::string& path, const std::vector<predict::EvalResult
   for (const predict::EvalResult& r : results) {
     for (const predict::HiddenCell& c : r.cells) {
       out << fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g}\n", r.seed,
-                         report::CsvField(c.app), report::CsvField(c.config),
-                         c.known, c.truth, c.predicted, c.low, c.high);
+                         report::CsvField(c.app), report::CsvField(c.config), c.known, c.truth,
+                         c.predicted, c.low, c.high);
     }
   }
   if (!out) return Failed("{}: write failed", path);
@@ -121,8 +124,9 @@ Status WriteCells(const std::string& path, const std::vector<predict::EvalResult
 
 Status RunEvaluate(const PredictArgs& args, bool missing_given, bool keep_given) {
   if (args.protocol == "leave-one-row-out" && missing_given) {
-    return Usage("--missing applies to --protocol random only (leave-one-row-out hides all "
-                 "but --keep cells of each row)");
+    return Usage(
+        "--missing applies to --protocol random only (leave-one-row-out hides all "
+        "but --keep cells of each row)");
   }
   if (args.protocol == "random" && keep_given) {
     return Usage("--keep applies to --protocol leave-one-row-out only");
@@ -133,8 +137,8 @@ Status RunEvaluate(const PredictArgs& args, bool missing_given, bool keep_given)
   if (!data) return Failed(data.error());
   std::vector<predict::EvalResult> results;
   for (const uint64_t seed : *seeds) {
-    predict::EvalOptions options{args.method, args.protocol, args.missing, args.keep, seed,
-                                 args.rows};
+    predict::EvalOptions options{args.method, args.protocol, args.missing,
+                                 args.keep,   seed,          args.rows};
     Expected<predict::EvalResult> r = predict::Evaluate(data->matrix, options, &data->features);
     if (!r) return Failed(r.error());
     results.push_back(std::move(*r));
@@ -241,8 +245,7 @@ Status RunSweep(const PredictArgs& args) {
       report::SparsityPoint p{method, missing, {}, {}, {}};
       for (const uint64_t seed : *seeds) {
         predict::EvalOptions options{method, "random", missing, 1, seed, args.rows, false};
-        Expected<predict::EvalResult> r =
-            predict::Evaluate(data->matrix, options, &data->features);
+        Expected<predict::EvalResult> r = predict::Evaluate(data->matrix, options, &data->features);
         if (!r) return Failed(r.error());
         p.median_ape.push_back(r->errors.median_ape);
         p.mape.push_back(r->errors.mape);
@@ -254,9 +257,8 @@ Status RunSweep(const PredictArgs& args) {
   const nlohmann::json j = report::SparsityJson(*seeds, points);
   if (!args.out_dir.empty()) {
     Expected<std::vector<std::string>> written = report::WriteSparsityReport(
-        args.out_dir,
-        fmt::format("Prediction error against sparsity ({} seeds)", seeds->size()), *seeds,
-        points);
+        args.out_dir, fmt::format("Prediction error against sparsity ({} seeds)", seeds->size()),
+        *seeds, points);
     if (!written) return Failed(written.error());
     for (const std::string& path : *written) std::fprintf(stderr, "wrote %s\n", path.c_str());
   }
@@ -298,7 +300,7 @@ void AddPredict(CLI::App& app, Status* status) {
   CLI::App* evaluate = predict->add_subcommand(
       "evaluate", "Hide known cells of a profile matrix, predict them, report the error");
   evaluate->add_option("--data", args->data, "MIGProfiler directory or profile-matrix CSV")
-      ->required();
+      ->capture_default_str();
   evaluate->add_option("--features", args->features,
                        "Feature CSV (app,feature,value) added to what --data declares");
   evaluate->add_option("--method", args->method, methods_help)
@@ -309,13 +311,12 @@ void AddPredict(CLI::App& app, Status* status) {
       ->capture_default_str();
   CLI::Option* missing =
       evaluate->add_option("--missing", args->missing, "Fraction of known cells to hide (random)")
-          ->check(CLI::Range(0.0, 1.0))
+          ->check(FiniteRange(0.0, 1.0))
           ->capture_default_str();
-  CLI::Option* keep = evaluate
-                          ->add_option("--keep", args->keep,
-                                       "Known cells kept per row (leave-one-row-out)")
-                          ->check(CLI::PositiveNumber)
-                          ->capture_default_str();
+  CLI::Option* keep =
+      evaluate->add_option("--keep", args->keep, "Known cells kept per row (leave-one-row-out)")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
   CLI::Option* seed =
       evaluate->add_option("--seed", args->seed, "Seed of the random hiding, 0..2^64-1")
           ->check(SeedCheck())
@@ -328,8 +329,9 @@ void AddPredict(CLI::App& app, Status* status) {
       ->excludes(seed);
   evaluate->add_option("--rows", args->rows,
                        "Hide and score only applications whose key matches this regex");
-  evaluate->add_option("--out", args->out,
-                       "CSV of every hidden cell: seed,app,config,known,truth,predicted,low90,high90");
+  evaluate->add_option(
+      "--out", args->out,
+      "CSV of every hidden cell: seed,app,config,known,truth,predicted,low90,high90");
   evaluate->add_flag("--json", args->json, "Print one JSON object");
   evaluate->callback([args, status, missing, keep] {
     *status = RunEvaluate(*args, missing->count() > 0, keep->count() > 0);
@@ -338,7 +340,7 @@ void AddPredict(CLI::App& app, Status* status) {
   CLI::App* sweep = predict->add_subcommand(
       "sweep", "Error against sparsity for several methods (the thesis's Fig. 7.1)");
   sweep->add_option("--data", args->data, "MIGProfiler directory or profile-matrix CSV")
-      ->required();
+      ->capture_default_str();
   sweep->add_option("--features", args->features, "Feature CSV (app,feature,value)");
   sweep->add_option("--methods", args->methods, "Methods to compare")->capture_default_str();
   sweep->add_option("--missing", args->missings, "Fractions of known cells to hide")
@@ -353,7 +355,7 @@ void AddPredict(CLI::App& app, Status* status) {
   CLI::App* complete =
       predict->add_subcommand("complete", "Write the completed profile matrix as a wide CSV");
   complete->add_option("--data", args->data, "MIGProfiler directory or profile-matrix CSV")
-      ->required();
+      ->capture_default_str();
   complete->add_option("--features", args->features, "Feature CSV (app,feature,value)");
   complete->add_option("--method", args->method, methods_help)
       ->check(CLI::IsMember(predict::CompleterNames()))
@@ -363,6 +365,7 @@ void AddPredict(CLI::App& app, Status* status) {
   complete->callback([args, status] { *status = RunComplete(*args); });
 
   AddPredictInterference(predict, status);
+  AddPredictContention(predict, status);
 }
 
 }  // namespace tessera::cli

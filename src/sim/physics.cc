@@ -23,6 +23,11 @@ constexpr double kMaxFrontLoad = 0.9;
 
 }  // namespace
 
+std::map<std::string, PhysicsOptions::MpsConstants> MeasuredMpsConstants() {
+  // `tessera predict contention --data data/h200-campaign`, fitted on all 32 MPS pairs.
+  return {{"H200-141GB", {.front_kappa = 0.07, .sm_kappa = 0.15}}};
+}
+
 Physics::Physics(AppCatalog catalog, uint64_t seed, PhysicsOptions options)
     : catalog_(std::move(catalog)),
       seed_(seed),
@@ -194,9 +199,17 @@ RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterSta
   double fixed = self.fixed_s, busy_gpu = self.gpu_s, time_share = 1;
   if (!sliced) {
     // The fixed part waits on a shared server loaded to rho by the co-runners' fixed parts.
-    const double rho = std::min(kMaxFrontLoad, options_.mps_front_kappa * front);
+    double front_kappa = options_.mps_front_kappa, sm_kappa = options_.mps_sm_kappa;
+    if (!options_.mps_by_gpu.empty()) {
+      auto own = options_.mps_by_gpu.find(model::GetGpuModel(gpu.model).name);
+      if (own != options_.mps_by_gpu.end()) {
+        front_kappa = own->second.front_kappa;
+        sm_kappa = own->second.sm_kappa;
+      }
+    }
+    const double rho = std::min(kMaxFrontLoad, front_kappa * front);
     fixed = self.fixed_s * (1 + app->sensitivity * (1 / (1 - rho) - 1));
-    busy_gpu = self.gpu_s * (1 + options_.mps_sm_kappa * app->sensitivity * sm +
+    busy_gpu = self.gpu_s * (1 + sm_kappa * app->sensitivity * sm +
                              options_.be_sm_kappa * app->sensitivity * be_sm);
   } else if (!s.best_effort) {
     // Its kernels wait out the others' time slices (or, with priority, only the preemption).

@@ -51,6 +51,7 @@
 // version); Rate and GpuPower are const in effect (thread-compatible).
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -71,6 +72,13 @@ struct PhysicsOptions {
   // where MobileNets are the strongest aggressors of every engine.
   double mps_front_kappa = 0.49;
   double mps_sm_kappa = 1.5;
+  // The two constants for a GPU model measured on its own (catalog name): used on that model
+  // instead of the two above. Empty by default, so the thesis world keeps its V100 calibration;
+  // MeasuredMpsConstants() has the fits of real campaigns (sim/contention_check.h).
+  struct MpsConstants {
+    double front_kappa = 0, sm_kappa = 0;
+  };
+  std::map<std::string, MpsConstants> mps_by_gpu;
   double mig_max = 0.03;
   double cpu_slowdown = 20.0;  // a CPU-only run of an app: fixed + 20 × GPU time per query
   // Fraction of the fixed part during which a kernel executes (GR_ENGINE_ACTIVE). 1: the
@@ -91,6 +99,11 @@ struct PhysicsOptions {
   Sharing sharing = Sharing::kMps;
   double ts_priority_overhead = 0.05;
 };
+
+// The MPS constants fitted to pairs measured on real GPUs (`tessera predict contention`):
+// H200-141GB from data/h200-campaign (front 0.07, SM 0.15; held-out median error 3.5 % where
+// the thesis's V100 constants give 35.7 %; docs/simulator.md "Measured on an H200").
+std::map<std::string, PhysicsOptions::MpsConstants> MeasuredMpsConstants();
 
 class Physics final : public GroundTruth {
  public:

@@ -1,0 +1,248 @@
+#include "sim/contention_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "model/cluster.h"
+#include "predict/interference.h"
+#include "predict/matrix.h"
+#include "sim/calibrate.h"
+
+namespace tessera::sim {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// t(p) = a / p + b, a, b ≥ 0, least squares of (t_model − t) / t over the points.
+ContentionCheck::Roofline FitTwoTerms(const std::string& app,
+                                      const std::vector<std::pair<double, double>>& share_qps) {
+  // Rows divided by the measured time t = 1 / qps: a (qps / p) + b qps ≈ 1.
+  double sxx = 0, sxy = 0, syy = 0, sx = 0, sy = 0;
+  for (const auto& [p, qps] : share_qps) {
+    const double x = qps / p, y = qps;
+    sxx += x * x, sxy += x * y, syy += y * y, sx += x, sy += y;
+  }
+  double a = 0, b = 0;
+  const double det = sxx * syy - sxy * sxy;
+  if (det > 1e-12 * sxx * syy) {
+    a = (sx * syy - sy * sxy) / det;
+    b = (sy * sxx - sx * sxy) / det;
+  }
+  if (!(a >= 0 && b >= 0)) {  // one term alone: the better of the two
+    const double a_only = sx / sxx, b_only = sy / syy;
+    auto sse = [&](double ca, double cb) {
+      double s = 0;
+      for (const auto& [p, qps] : share_qps) s += std::pow(ca * qps / p + cb * qps - 1, 2);
+      return s;
+    };
+    if (sse(a_only, 0) <= sse(0, b_only)) {
+      a = a_only, b = 0;
+    } else {
+      a = 0, b = b_only;
+    }
+  }
+  double worst = 0;
+  for (const auto& [p, qps] : share_qps) worst = std::max(worst, std::abs((a / p + b) * qps - 1));
+  return {app, a, b, worst};
+}
+
+struct World {
+  AppCatalog catalog;
+  model::GpuModelId gpu = 0;
+};
+
+// The victim's rate beside the aggressor as the pair ran, under `options` (noise off).
+double PredictPair(const World& world, PhysicsOptions options, const ContentionPair& p) {
+  const bool mps = p.kind == "mps";
+  if (!mps) options.sharing = PhysicsOptions::Sharing::kTimeSlice;
+  Physics physics(world.catalog, 0, options);
+  model::ClusterState c;
+  auto node = c.AddNode(model::UniformNode("gpu", world.gpu, 1, 1 << 20, 1 << 30));
+  TESSERA_CHECK(node.has_value());
+  auto workload = [](model::WorkloadId id, const std::string& app) {
+    model::Workload w;
+    w.id = id;
+    w.app = app;
+    w.queries = 1000;
+    w.gpu.count = 1;
+    return w;
+  };
+  // Time-slicing: each process has the whole GPU in its slices; the aggressor is entered as a
+  // best-effort client so that the partition is not over-reserved (the victim is guaranteed,
+  // and Physics stretches it by the aggressor's engine-active time either way).
+  model::Slice victim{.partition = 0, .milli = mps ? 500 : 1000};
+  model::Slice aggressor{.partition = 0, .milli = mps ? 500 : 1000, .best_effort = !mps};
+  TESSERA_CHECK(c.Place(workload(1, p.victim), {1, 0, {victim}}).has_value());
+  TESSERA_CHECK(c.Place(workload(2, p.aggressor), {2, 0, {aggressor}}).has_value());
+  return physics.Rate(*c.Find(1), c).qps;
+}
+
+std::vector<ContentionPair> Predicted(const World& world, const PhysicsOptions& options,
+                                      std::vector<ContentionPair> pairs) {
+  for (ContentionPair& p : pairs) p.predicted_qps = PredictPair(world, options, p);
+  return pairs;
+}
+
+double MeanError(const std::vector<ContentionPair>& pairs) {
+  double s = 0;
+  for (const ContentionPair& p : pairs) s += p.error();
+  return pairs.empty() ? 0 : s / static_cast<double>(pairs.size());
+}
+
+double MedianError(const std::vector<ContentionPair>& pairs) {
+  std::vector<double> e;
+  for (const ContentionPair& p : pairs) e.push_back(p.error());
+  return Median(std::move(e));
+}
+
+PhysicsOptions With(PhysicsOptions o, const std::string& kind, double x, double y) {
+  if (kind == "mps") {
+    o.mps_front_kappa = x;
+    o.mps_sm_kappa = y;
+  } else {
+    o.fixed_active = x;
+  }
+  return o;
+}
+
+// The grid's constants that give `pairs` the least mean relative error.
+ContentionFit Fit(const World& world, const PhysicsOptions& base, const std::string& kind,
+                  const std::vector<ContentionPair>& pairs) {
+  ContentionFit best;
+  double best_error = INFINITY;
+  const bool mps = kind == "mps";
+  const int nx = mps ? 100 : 100, ny = mps ? 60 : 0;
+  for (int i = 0; i <= nx; ++i) {
+    const double x = mps ? 0.01 * i : 0.01 * i;  // front_kappa 0..1; fixed_active 0..1
+    for (int j = 0; j <= ny; ++j) {
+      const double y = 0.05 * j;  // sm_kappa 0..3
+      const double e = MeanError(Predicted(world, With(base, kind, x, y), pairs));
+      if (e < best_error - 1e-12) {
+        best_error = e;
+        best =
+            mps ? ContentionFit{.front_kappa = x, .sm_kappa = y} : ContentionFit{.fixed_active = x};
+      }
+    }
+  }
+  PhysicsOptions o = base;
+  o = mps ? With(o, kind, best.front_kappa, best.sm_kappa) : With(o, kind, best.fixed_active, 0);
+  best.train_median = MedianError(Predicted(world, o, pairs));
+  return best;
+}
+
+PhysicsOptions Options(const PhysicsOptions& base, const std::string& kind,
+                       const ContentionFit& f) {
+  return kind == "mps" ? With(base, kind, f.front_kappa, f.sm_kappa)
+                       : With(base, kind, f.fixed_active, 0);
+}
+
+}  // namespace
+
+Expected<ContentionCheck> CheckContention(const std::string& dir, ConstantPart constant_part) {
+  const std::string profile_path = (std::filesystem::path(dir) / "profile.csv").string();
+  const std::string pairs_path = (std::filesystem::path(dir) / "interference.csv").string();
+  auto profile = predict::SparseMatrix::LoadCsv(profile_path);
+  if (!profile) return std::unexpected(profile.error());
+  auto measured = predict::InterferenceMatrices::LoadCsv(pairs_path);
+  if (!measured) return std::unexpected(measured.error());
+
+  ContentionCheck out;
+  out.constant_part = constant_part;
+  out.defaults.noise_sd = 0;
+  out.defaults.noise_max = 0;
+  World world;
+  // The GPU model and each application's alone rates by MPS share.
+  std::map<std::string, std::vector<std::pair<double, double>>> alone;
+  std::map<std::pair<std::string, int>, double> alone_at;  // (app, MPS %) -> samples/s
+  for (int r = 0; r < profile->rows(); ++r) {
+    for (int col = 0; col < profile->cols(); ++col) {
+      if (!profile->Has(r, col)) continue;
+      auto m = ParseConfigKey(profile->col_keys()[col]);
+      if (!m)
+        return Fail("{}: column '{}': {}", profile_path, profile->col_keys()[col],
+                    m.error().message);
+      const std::string gpu = model::GetGpuModel(m->gpu).name;
+      if (m->profile != -1) {
+        return Fail("{}: column '{}' is a MIG instance; the check takes whole-GPU campaigns",
+                    profile_path, profile->col_keys()[col]);
+      }
+      if (out.gpu.empty()) out.gpu = gpu, world.gpu = m->gpu;
+      if (gpu != out.gpu) {
+        return Fail("{}: columns name two GPU models ({} and {}); the check takes one",
+                    profile_path, out.gpu, gpu);
+      }
+      const double qps = profile->Mean(r, col);
+      const std::string& app = profile->row_keys()[r];
+      alone[app].push_back({m->milli / 1000.0, qps});
+      alone_at[{app, static_cast<int>(std::lround(m->milli / 10.0))}] = qps;
+    }
+  }
+  if (alone.empty()) return Fail("{}: no measurements", profile_path);
+
+  world.catalog.reference_gpu = out.gpu;
+  for (const auto& [app, points] : alone) {
+    ContentionCheck::Roofline r = FitTwoTerms(app, points);
+    out.rooflines.push_back(r);
+    AppSpec spec;
+    spec.key = app;
+    spec.compute_s = r.a;
+    (constant_part == ConstantPart::kFixed ? spec.fixed_s : spec.memory_s) = r.b;
+    spec.footprint_mib = 1;
+    for (const auto& [share, qps] : points) {
+      spec.measured[ConfigKey(out.gpu, "whole", static_cast<int>(std::lround(share * 100)))] = qps;
+    }
+    world.catalog.apps.push_back(std::move(spec));
+  }
+
+  for (const std::string kind : {"mps", "timeslice"}) {
+    const predict::SparseMatrix* m = measured->Find(kind);
+    if (!m) continue;
+    const int setting = kind == "mps" ? 50 : 100;
+    ContentionKindCheck k;
+    k.kind = kind;
+    for (int r = 0; r < m->rows(); ++r) {
+      for (int col = 0; col < m->cols(); ++col) {
+        if (!m->Has(r, col)) continue;
+        ContentionPair p{.kind = kind, .victim = m->row_keys()[r], .aggressor = m->col_keys()[col]};
+        auto base = alone_at.find({p.victim, setting});
+        if (base == alone_at.end() || !alone.contains(p.aggressor)) {
+          return Fail("{}: {} pair {} beside {}: {} has no alone rate at {} % in {}", pairs_path,
+                      kind, p.victim, p.aggressor, base == alone_at.end() ? p.victim : p.aggressor,
+                      setting, profile_path);
+        }
+        p.alone_qps = base->second;
+        p.measured_qps = p.alone_qps * (1 - m->Mean(r, col));
+        if (!(p.measured_qps > 0)) continue;  // starved: no relative error to speak of
+        p.fold = static_cast<int>(k.pairs.size() % 2);
+        k.pairs.push_back(std::move(p));
+      }
+    }
+    k.pairs = Predicted(world, out.defaults, std::move(k.pairs));
+    k.default_median = MedianError(k.pairs);
+    std::vector<double> held_out;
+    for (int fold = 0; fold < 2; ++fold) {
+      std::vector<ContentionPair> train, test;
+      for (const ContentionPair& p : k.pairs) (p.fold == fold ? test : train).push_back(p);
+      ContentionFit f = Fit(world, out.defaults, kind, train);
+      test = Predicted(world, Options(out.defaults, kind, f), std::move(test));
+      f.held_out_median = MedianError(test);
+      for (const ContentionPair& p : test) held_out.push_back(p.error());
+      k.folds.push_back(f);
+    }
+    k.held_out_median = Median(std::move(held_out));
+    k.all = Fit(world, out.defaults, kind, k.pairs);
+    k.fitted_pairs = Predicted(world, Options(out.defaults, kind, k.all), k.pairs);
+    out.kinds.push_back(std::move(k));
+  }
+  if (out.kinds.empty()) return Fail("{}: no mps or timeslice pairs", pairs_path);
+  return out;
+}
+
+}  // namespace tessera::sim
