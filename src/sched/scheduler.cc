@@ -16,10 +16,9 @@ Scheduler::Scheduler(ClusterState& cluster, policy::Policy& policy, const Clock&
       options_(options) {}
 
 std::string RequestShape(const Workload& w, policy::Policy::OfferInputs inputs) {
-  std::string shape =
-      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|", w.app, w.slo_qps > 0, model::ToString(w.klass),
-                  w.cpu_milli, w.memory_mib, w.gpu.count, w.gpu.milli, w.gpu.memory_mib,
-                  w.gpu.mig_profile);
+  std::string shape = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|", w.app, w.slo_qps > 0,
+                                  model::ToString(w.klass), w.cpu_milli, w.memory_mib, w.gpu.count,
+                                  w.gpu.milli, w.gpu.memory_mib, w.gpu.mig_profile);
   for (model::GpuModelId m : w.gpu.models) shape += fmt::format("{},", m);
   // The exact value (shortest round trip): two SLOs are one shape only when they are equal.
   if (inputs.slo_value) shape += fmt::format("|slo={}", w.slo_qps);
@@ -206,6 +205,21 @@ bool Scheduler::PlacePending(CycleStats& stats) {
       ++stats.attempted;
       const Queue::iterator q = it->second;
       if (Commit(q->workload, std::move(cand), stats)) Dequeue(q);
+    }
+    // Dropping applies to a batch too: what it left waiting fits nowhere this cycle (an
+    // arrive-only replay counts it failed, and must not see it bound at a later arrival).
+    if (options_.drop_unschedulable) {
+      for (Queue::iterator q = pending_.begin(); q != pending_.end();) {
+        const Queue::iterator left = q++;
+        const Workload& w = left->workload;
+        ++stats.attempted;
+        ++stats.unschedulable;
+        ++stats.dropped;
+        const std::string why = "the batch placed it nowhere";
+        last_reason_[w.id] = why;
+        if (hooks_.unschedulable) hooks_.unschedulable(w, why, true);
+        Dequeue(left);
+      }
     }
     return false;
   }

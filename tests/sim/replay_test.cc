@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "policy/first_fit.h"
+#include "policy/policy.h"
 #include "sim/packing.h"
 
 namespace tessera::sim {
@@ -35,6 +36,50 @@ TEST(ReplayTest, ArriveOnlyFailuresAreFinal) {
   EXPECT_DOUBLE_EQ(r.allocated_gpu_milli, 1500);
   EXPECT_DOUBLE_EQ(r.first_failure_arrived_gpu_milli, 1800);
   EXPECT_EQ(c.gpu(0).free_milli, 100);
+}
+
+// A batch policy that places only the oldest pending pod, and only from its second cycle on:
+// the first arrival waits in its own cycle. Before the scheduler dropped what a batch left
+// waiting, the second arrival's cycle bound the first pod, the replay counted the second as
+// placed, and openb-alloc's per-event callback dereferenced its missing placement (SIGSEGV,
+// #33's `--policy drmaestro`).
+class OldestFromSecondCycle final : public policy::Policy {
+ public:
+  std::string_view name() const override { return "oldest-from-second-cycle"; }
+  std::optional<policy::Candidate> Score(const model::Workload&, model::NodeIndex,
+                                         const model::ClusterState&) override {
+    return std::nullopt;
+  }
+  std::optional<std::vector<policy::Candidate>> PlaceBatch(
+      std::span<const model::Workload* const> pending, const model::ClusterState&) override {
+    if (cycles_++ == 0 || pending.empty()) return std::vector<policy::Candidate>{};
+    const model::Workload& w = *pending.front();
+    return std::vector<policy::Candidate>{
+        {.score = 1,
+         .placement = {w.id, 0, {{model::ClusterState::PartitionOf(0, 0), w.gpu.milli, 0}}}}};
+  }
+
+ private:
+  int cycles_ = 0;
+};
+
+TEST(ReplayTest, ABatchThatLeavesAPodWaitingCountsItFailed) {
+  model::ClusterState c;
+  ASSERT_TRUE(c.AddNode(model::UniformNode("n", *model::FindGpuModel("T4"), 1, 8000, 8192)));
+  const std::vector<model::Workload> order = {Share(1, 1, 300), Share(2, 1, 300)};
+  OldestFromSecondCycle policy;
+  Rng rng(1);
+  std::vector<bool> placed;
+  const ReplayResult r = ReplayArriveOnly(c, policy, rng, order, [&](const ReplayEvent& e) {
+    placed.push_back(e.placed);
+    // What openb-alloc's callback does with a placed event.
+    if (e.placed) EXPECT_NE(c.Find(e.workload->id), nullptr);
+  });
+  // Pod 1 is dropped in its own cycle; pod 2, then the oldest pending, is placed in its own.
+  EXPECT_EQ(placed, (std::vector<bool>{false, true}));
+  EXPECT_EQ(r.placed, 1u);
+  EXPECT_EQ(c.Find(1), nullptr);
+  EXPECT_NE(c.Find(2), nullptr);
 }
 
 TEST(PackingTest, WorkloadsAskForTheInflatedCapacityAndAreSeeded) {
