@@ -1,21 +1,32 @@
 #include "policy/round_robin.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "policy/min.h"
 
 namespace tessera::policy {
 namespace {
 
-// Chunks of a GPU: its smallest layout's instance count on MIG-capable models, else one.
+// The smallest layout of each model (Min::SmallestLayout), kept: the ring is walked for every
+// node a workload is filtered on.
+const MigLayout& Smallest(model::GpuModelId id) {
+  static const std::vector<MigLayout> layouts = [] {
+    std::vector<MigLayout> out;
+    for (const model::GpuModel& m : model::AllGpuModels()) out.push_back(Min::SmallestLayout(m));
+    return out;
+  }();
+  return layouts.at(id);
+}
+
 // Whether `g` is cut into MIG chunks: MIG-capable, unless its MIG mode is fixed off.
 bool Cuttable(GpuIndex g, const ClusterState& c) {
   return model::GetGpuModel(c.gpu(g).model).mig_capable() && c.MayReshapeTo(g, true);
 }
 
+// Chunks of a GPU: its smallest layout's instance count on MIG-capable models, else one.
 int ChunksOf(GpuIndex g, const ClusterState& c) {
-  return Cuttable(g, c)
-             ? static_cast<int>(
-                   Min::SmallestLayout(model::GetGpuModel(c.gpu(g).model)).instances.size())
-             : 1;
+  return Cuttable(g, c) ? static_cast<int>(Smallest(c.gpu(g).model).instances.size()) : 1;
 }
 
 }  // namespace
@@ -26,27 +37,26 @@ std::optional<RoundRobin::Chunk> RoundRobin::Turn(const Workload& w, const Clust
     offered_.reset();
   }
   if (w.gpu.count != 1) return std::nullopt;  // one chunk per workload
-  int total = 0;
-  for (GpuIndex g = 0; g < c.gpu_count(); ++g) total += ChunksOf(g, c);
+  const int gpus = static_cast<int>(c.gpu_count());
+  std::vector<int> first_chunk(gpus + 1, 0);  // the ring's chunks, GPU by GPU in cluster order
+  for (int g = 0; g < gpus; ++g) first_chunk[g + 1] = first_chunk[g] + ChunksOf(g, c);
+  const int total = first_chunk[gpus];
   if (total == 0) return std::nullopt;
-  // Walk the ring from this turn's chunk to the first one the workload can use.
-  for (int step = 0; step < total; ++step) {
-    int k = static_cast<int>((next_ + step) % total);
-    for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
-      const model::Gpu& gpu = c.gpu(g);
-      const int chunks = ChunksOf(g, c);
-      if (k >= chunks) {
-        k -= chunks;
-        continue;
-      }
-      const model::Node& node = c.node(gpu.node);
-      const bool cut =
-          !Cuttable(g, c) || gpu.mig == Min::SmallestLayout(model::GetGpuModel(gpu.model));
-      if (gpu.available && node.ready && w.gpu.AllowsModel(gpu.model) && (cut || gpu.idle()) &&
-          w.cpu_milli <= node.free_cpu_milli() && w.memory_mib <= node.free_memory_mib()) {
-        return Chunk{g, k};
-      }
-      break;
+  // From this turn's chunk, the first chunk in ring order the workload can use. Whether it
+  // can is a property of the chunk's GPU, so each GPU is looked at once, from the GPU holding
+  // this turn's chunk (at that chunk) on; that GPU's earlier chunks, last in the ring, were
+  // already judged with it.
+  const int turn = static_cast<int>(next_ % static_cast<uint64_t>(total));
+  const int g0 = static_cast<int>(std::upper_bound(first_chunk.begin(), first_chunk.end(), turn) -
+                                  first_chunk.begin() - 1);
+  for (int i = 0; i < gpus; ++i) {
+    const GpuIndex g = (g0 + i) % gpus;
+    const model::Gpu& gpu = c.gpu(g);
+    const model::Node& node = c.node(gpu.node);
+    const bool cut = !Cuttable(g, c) || gpu.mig == Smallest(gpu.model);
+    if (gpu.available && node.ready && w.gpu.AllowsModel(gpu.model) && (cut || gpu.idle()) &&
+        w.cpu_milli <= node.free_cpu_milli() && w.memory_mib <= node.free_memory_mib()) {
+      return Chunk{g, i == 0 ? turn - first_chunk[g0] : 0};
     }
   }
   return std::nullopt;
@@ -67,9 +77,9 @@ std::optional<Candidate> RoundRobin::Score(const Workload& w, NodeIndex node,
   const model::PartitionIndex p = ClusterState::PartitionOf(turn->gpu, turn->slot);
   Candidate cand;
   cand.score = 100;
-  if (Cuttable(turn->gpu, c) && gpu.mig != Min::SmallestLayout(m)) {
+  if (Cuttable(turn->gpu, c) && gpu.mig != Smallest(gpu.model)) {
     // Idle (Turn checked): cut it first; the chunk is then empty.
-    const MigLayout smallest = Min::SmallestLayout(m);
+    const MigLayout& smallest = Smallest(gpu.model);
     cand.reshape = ReshapeTo{turn->gpu, smallest};
     cand.placement = {
         w.id, node, {{p, 1000, m.mig_profiles[smallest.instances[turn->slot].profile].memory_mib}}};
@@ -94,7 +104,7 @@ std::optional<Candidate> RoundRobin::Score(const Workload& w, NodeIndex node,
 
 std::optional<std::optional<MigLayout>> RoundRobin::Reshape(GpuIndex g, const ClusterState& c) {
   if (!Cuttable(g, c)) return std::nullopt;
-  return std::optional<MigLayout>{Min::SmallestLayout(model::GetGpuModel(c.gpu(g).model))};
+  return std::optional<MigLayout>{Smallest(c.gpu(g).model)};
 }
 
 }  // namespace tessera::policy
