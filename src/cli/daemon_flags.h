@@ -120,7 +120,24 @@ inline Expected<policy::PolicySpec> PolicyOptions(const Common& f) {
                 f.policy);
   }
   if (!inline_options) spec->options = std::move(o);
+  // Option values up front, as simulate checks them: a bad one is a usage error at start.
+  if (auto ok = policy::CheckPolicyOptions(*spec); !ok) {
+    return Fail("--policy {}: {}", spec->name, ok.error().message);
+  }
   return spec;
+}
+
+// A policy that predicts needs the matrices only --profile brings: said at start, naming it.
+inline Expected<void> CheckPolicyHasProfile(const policy::PolicySpec& spec,
+                                            const std::string& profile) {
+  const std::optional<policy::PolicyInfo> info = policy::FindPolicy(spec.name);
+  if (info && info->needs_predictor && profile.empty()) {
+    return Fail(
+        "--policy {} needs a predictor: give --profile FILE, a profile matrix CSV "
+        "(row,column,value[,count,variance]; docs/prediction.md)",
+        spec.name);
+  }
+  return {};
 }
 
 inline Expected<std::unique_ptr<k8s::ApiClient>> Connect(const Common& f) {

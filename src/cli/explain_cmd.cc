@@ -28,6 +28,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/number_flags.h"
 #include "cli/policy_flags.h"
 #include "policy/drmaestro.h"
 #include "policy/muxflow.h"
@@ -388,7 +389,7 @@ void AddExplain(CLI::App& app, Status* status) {
                   "job, default train/resnet50)")
       ->each([flags](const std::string&) { flags->app_set = true; });
   sub->add_option("--slo", flags->slo, "Its SLO in QPS (default: SLO_4, the thesis's low SLO)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(FiniteRange(0.0, 1e9));
   sub->add_option("--seed", flags->seed,
                   "Seed of the physics and the profiling, 0..2^64-1 (default 1)")
       ->check(SeedCheck());

@@ -47,6 +47,9 @@ Status RunExtender(const ExtenderFlags& f) {
   SteadyClock clock;
   auto options = daemon_flags::PolicyOptions(f.common);
   if (!options) return Usage(options.error());
+  if (auto ok = daemon_flags::CheckPolicyHasProfile(*options, f.inputs.profile); !ok) {
+    return Usage(ok.error());
+  }
   auto listen = ParseListenAddress(f.listen);
   if (!listen) return Usage(listen.error());
   if (f.tls_cert.empty() != f.tls_key.empty()) {

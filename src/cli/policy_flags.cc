@@ -15,6 +15,10 @@ Expected<policy::PolicySpec> ParseRegisteredPolicy(std::string_view text) {
   Expected<policy::PolicySpec> spec = policy::ParsePolicySpec(text);
   if (!spec) return spec;
   if (auto ok = CheckRegistered(spec->name); !ok) return std::unexpected(ok.error());
+  // Option values too, up front: `predictive{"slo_headroom":5}` is a usage error like bad JSON.
+  if (auto ok = policy::CheckPolicyOptions(*spec); !ok) {
+    return Fail("--policy {}: {}", text, ok.error().message);
+  }
   return spec;
 }
 

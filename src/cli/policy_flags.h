@@ -14,7 +14,8 @@ namespace tessera::cli {
 // Fails, naming the flag and pointing at --list-policies, unless `name` is a registered policy.
 [[nodiscard]] Expected<void> CheckRegistered(std::string_view name);
 
-// "name" or "name{json}" (policy::ParsePolicySpec) naming a registered policy.
+// "name" or "name{json}" (policy::ParsePolicySpec) naming a registered policy whose options
+// are valid (policy::CheckPolicyOptions): every --policy error is a usage error.
 [[nodiscard]] Expected<policy::PolicySpec> ParseRegisteredPolicy(std::string_view text);
 
 // Splits one --policy value into policies at the commas outside braces, brackets and JSON

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/number_flags.h"
 #include "predict/interference_eval.h"
 #include "predict/registry.h"
 #include "sim/embedded_apps.h"
@@ -154,7 +155,7 @@ void AddPredictInterference(CLI::App* predict, Status* status) {
       ->check(CLI::IsMember(predict::CompleterNames()))
       ->capture_default_str();
   sub->add_option("--missing", flags->missing, "Fraction of the observed cells to hide, in (0, 1)")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(FiniteRange(0.0, 1.0))
       ->capture_default_str();
   sub->add_option("--seeds", flags->seeds,
                   "Seeds of the profiling and the hiding, N (1..N) or A-B, at most 10,000: one "

@@ -42,6 +42,9 @@ Status RunSchedule(const ScheduleFlags& f) {
   SteadyClock clock;
   auto options = daemon_flags::PolicyOptions(f.common);
   if (!options) return Usage(options.error());
+  if (auto ok = daemon_flags::CheckPolicyHasProfile(*options, f.inputs.profile); !ok) {
+    return Usage(ok.error());
+  }
   auto listen = ParseListenAddress(f.listen);
   if (!listen) return Usage(listen.error());
   if (f.renew_deadline_s >= f.lease_duration_s) {

@@ -1,17 +1,22 @@
 // tessera simulate: runs a named experiment on the scheduler core and prints a comparison
 // table (or one JSON object with --json). Experiments live in src/sim/.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/number_flags.h"
 #include "cli/policy_flags.h"
 #include "policy/registry.h"
 #include "report/disaggregation_report.h"
@@ -29,6 +34,7 @@
 #include "sim/openb.h"
 #include "sim/overprovision.h"
 #include "sim/packing.h"
+#include "sim/replay.h"
 #include "sim/thesis.h"
 
 namespace tessera::cli {
@@ -50,6 +56,7 @@ struct SimulateFlags {
   std::string out;         // thesis, openb-alloc: report directory; calibrate: catalogue file
   bool json = false;
   bool list_policies = false;
+  std::vector<std::string> given;  // the flags on the command line, without their dashes
 };
 
 // "10" -> 1..10; "42-51" -> 42..51.
@@ -58,7 +65,7 @@ Expected<std::vector<uint64_t>> ParseSeeds(const SimulateFlags& f) {
   const std::string text = !f.seeds.empty()                  ? f.seeds
                            : f.experiment == "thesis"        ? "10"
                            : f.experiment == "thesis-scale"  ? "1"
-                           : f.experiment == "openb-alloc"   ? "42"
+                           : f.experiment == "openb-alloc"   ? "42-42"
                            : f.experiment == "overprovision" ? "10"
                            : f.experiment == "knots"         ? "10"
                                                              : "3";
@@ -231,8 +238,18 @@ Status RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& 
 
 Status RunPackingExperiment(const SimulateFlags& f, const std::vector<uint64_t>& seeds) {
   const std::vector<std::string> policies = f.policies.empty() ? PackingPolicies() : f.policies;
-  auto rows = sim::RunPacking(policies, seeds, f.cluster_nodes);
-  if (!rows) return Failed(rows.error());
+  std::vector<sim::PackingRow> all;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    Progress(fmt::format("packing: policy {}/{} ({})", i + 1, policies.size(), policies[i]), false);
+    auto part = sim::RunPacking({policies[i]}, seeds, f.cluster_nodes);
+    if (!part) {
+      Progress("", true);
+      return Failed(part.error());
+    }
+    all.insert(all.end(), part->begin(), part->end());
+  }
+  Progress("", true);
+  const std::vector<sim::PackingRow>* rows = &all;
   if (f.json) {
     nlohmann::json j = {{"experiment", "packing"},
                         {"nodes", f.cluster_nodes},
@@ -283,17 +300,36 @@ Status RunOpenbExperiment(const SimulateFlags& f, const std::vector<uint64_t>& s
           ? f.nodes_path
           : (std::filesystem::path(f.trace).parent_path() / "openb_node_list_gpu_node.csv")
                 .string();
+  // A path that is not a readable file is named with its flag (a node list read from beside
+  // the trace is named as such).
+  for (const auto& [flag, path] :
+       {std::pair<std::string, std::string>{"--trace", f.trace},
+        {f.nodes_path.empty() ? "the node list beside --trace" : "--nodes", nodes}}) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      return Failed("{} {}: {}", flag, path,
+                    std::filesystem::exists(path, ec) ? "is not a file" : "does not exist");
+    }
+  }
   auto input = sim::LoadOpenb(f.trace, nodes);
   if (!input) return Failed(input.error());
   const std::vector<std::string> policies = f.policies.empty() ? PackingPolicies() : f.policies;
   std::vector<sim::OpenbRun> runs;
+  const size_t total = policies.size() * seeds.size();
   for (const std::string& name : policies) {
     for (uint64_t seed : seeds) {
+      Progress(
+          fmt::format("openb-alloc: {}/{} replays ({} seed {})", runs.size(), total, name, seed),
+          false);
       auto run = sim::RunOpenb(*input, name, seed, f.inflation);
-      if (!run) return Failed(run.error());
+      if (!run) {
+        Progress("", true);
+        return Failed(run.error());
+      }
       runs.push_back(std::move(*run));
     }
   }
+  Progress("", true);
   const std::vector<sim::OpenbSummary> summaries = sim::SummarizeOpenb(runs);
   if (!f.out.empty()) {
     auto written = report::WriteOpenbReport(f.out, input->trace_stem, runs);
@@ -328,27 +364,107 @@ Status RunOpenbExperiment(const SimulateFlags& f, const std::vector<uint64_t>& s
   std::printf(
       "experiment openb-alloc: %s, %d GPUs, inflated to %.0f%% of GPU capacity, %zu seed(s)\n\n",
       input->trace_stem.c_str(), input->total_gpus, 100 * f.inflation, seeds.size());
-  std::printf("%s\n", fmt::format("{:<16} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8}",
-                                  "policy", "a@80", "a@90", "a@100", "a@110", "a@120", "a@130",
-                                  "frag@130", "failed", "wall s")
+  // A name column as wide as the longest policy (with its options); a bucket that no arrival
+  // reached (a cluster so small that one pod moves the arrived load past it) prints "-".
+  size_t width = 16;
+  for (const sim::OpenbSummary& s : summaries) width = std::max(width, s.policy.size());
+  std::printf("%s\n", fmt::format("{:<{}} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8}",
+                                  "policy", width, "a@80", "a@90", "a@100", "a@110", "a@120",
+                                  "a@130", "frag@130", "failed", "wall s")
                           .c_str());
+  auto cell = [](double v, int w) {
+    return std::isnan(v) ? fmt::format("{:>{}}", "-", w) : fmt::format("{:>{}.2f}", v, w);
+  };
+  bool gaps = false;
   for (const sim::OpenbSummary& s : summaries) {
+    for (int b : {80, 90, 100, 110, 120, 130}) gaps |= std::isnan(s.alloc_pct[b]);
+    std::printf("%s\n", fmt::format("{:<{}} {} {} {} {} {} {} {} {:>9.1f} {:>8.3f}", s.policy,
+                                    width, cell(s.alloc_pct[80], 8), cell(s.alloc_pct[90], 8),
+                                    cell(s.alloc_pct[100], 8), cell(s.alloc_pct[110], 8),
+                                    cell(s.alloc_pct[120], 8), cell(s.alloc_pct[130], 8),
+                                    cell(s.frag_pct[130], 9), s.failed_pods, s.wall_s)
+                            .c_str());
+  }
+  if (gaps) {
+    std::vector<double> asked;  // GPU milli each pod of the trace asks for
+    for (const model::Workload& w : input->pods) asked.push_back(sim::RequestedGpuMilli(w));
+    std::nth_element(asked.begin(), asked.begin() + asked.size() / 2, asked.end());
+    const double median = asked.empty() ? 0 : asked[asked.size() / 2];
     std::printf(
-        "%s\n",
-        fmt::format("{:<16} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>9.2f} "
-                    "{:>9.1f} {:>8.3f}",
-                    s.policy, s.alloc_pct[80], s.alloc_pct[90], s.alloc_pct[100], s.alloc_pct[110],
-                    s.alloc_pct[120], s.alloc_pct[130], s.frag_pct[130], s.failed_pods, s.wall_s)
-            .c_str());
+        "\n-: no arrival brought the arrived load to that level (or within 1%% of it): with %d "
+        "GPU(s) a median pod moves it by %.0f%%; use a larger node list for the curve\n",
+        input->total_gpus, median / (10.0 * input->total_gpus));
   }
   return {};
 }
 
-// Every --policy names a registered policy, with options that are a JSON object if any (whether
-// the policy accepts them is its factory's to say, in the run).
+// Every --policy names a registered policy with options it accepts (checked up front), once,
+// and one the experiment can run.
 Status CheckPolicies(const SimulateFlags& f) {
-  for (const std::string& text : f.policies) {
-    if (auto spec = ParseRegisteredPolicy(text); !spec) return Usage(spec.error());
+  const bool packs = f.experiment == "packing" || f.experiment == "openb-alloc";
+  for (size_t i = 0; i < f.policies.size(); ++i) {
+    const std::string& text = f.policies[i];
+    auto spec = ParseRegisteredPolicy(text);
+    if (!spec) return Usage(spec.error());
+    for (size_t j = 0; j < i; ++j) {
+      if (f.policies[j] == text) return Usage("--policy {} is given twice", text);
+    }
+    // Packing pods name no application: nothing to predict from, so no predictor is built.
+    if (packs && policy::FindPolicy(spec->name)->needs_predictor) {
+      return Usage(
+          "--policy {}: needs a predictor, and --experiment {} builds none (its pods name no "
+          "application); its policies: {}",
+          spec->name, f.experiment, fmt::join(PackingPolicies(), ", "));
+    }
+  }
+  return {};
+}
+
+// The memory a packing or thesis-scale run will need, from its size flags, against the
+// machine's: a run that cannot fit is refused before it allocates (it would grow for minutes
+// with no output, then be killed). Costs measured on Release builds (docs/benchmarks.md,
+// "Sizes"): about 23 KB per node of 8 GPUs with its workloads (packing 500 → 2,000 nodes: 22 →
+// 56 MB) and 3.1 KB per thesis-scale workload (5,000 → 20,000: 26 → 71 MB), doubled for margin.
+Status CheckRunFits(const SimulateFlags& f) {
+  if (f.experiment != "packing" && f.experiment != "thesis-scale") return {};
+  constexpr double kBase = 32e6, kPerNode = 2 * 23e3, kPerWorkload = 2 * 3.1e3;
+  const double need = kBase + kPerNode * f.cluster_nodes +
+                      (f.experiment == "thesis-scale" ? kPerWorkload * f.workloads : 0);
+  const double have =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (have > 0 && need > 0.8 * have) {
+    return Usage(
+        "--cluster-nodes {} {}: the run would need about {:.1f} GB of memory, more than 80% of "
+        "this machine's {:.1f} GB; ask for fewer",
+        f.cluster_nodes,
+        f.experiment == "thesis-scale" ? fmt::format("--workloads {}", f.workloads) : "",
+        need / 1e9, have / 1e9);
+  }
+  return {};
+}
+
+// The flags each experiment reads beyond --experiment, --policy, --seed(s) and --json; any
+// other flag given is a usage error rather than silently ignored.
+Status CheckFlagsApply(const SimulateFlags& f) {
+  static const std::map<std::string, std::set<std::string>> kReads = {
+      {"thesis", {"apps", "out"}},
+      {"thesis-scale", {"apps", "out", "workloads", "cluster-nodes"}},
+      {"packing", {"cluster-nodes"}},
+      {"openb-alloc", {"trace", "nodes", "inflation", "out"}},
+      {"online-offline", {"apps", "out"}},
+      {"overprovision", {"apps", "out"}},
+      {"knots", {"apps", "out"}},
+      {"disaggregation", {"apps", "out"}},
+      {"calibrate", {"apps", "data", "out"}},
+  };
+  static const std::set<std::string> kAlways = {"experiment", "policy", "seed",
+                                                "seeds",      "json",   "list-policies"};
+  auto reads = kReads.find(f.experiment);
+  if (reads == kReads.end()) return {};
+  for (const std::string& flag : f.given) {
+    if (kAlways.contains(flag) || reads->second.contains(flag)) continue;
+    return Usage("--{} does not apply to --experiment {} (it reads: --{})", flag, f.experiment,
+                 fmt::join(reads->second, ", --"));
   }
   return {};
 }
@@ -555,6 +671,8 @@ Status RunSimulate(SimulateFlags f) {
     std::fputs(PolicyList(policy::Policies()).c_str(), stdout);
     return {};
   }
+  if (Status ok = CheckFlagsApply(f); !ok) return ok;
+  if (Status ok = CheckRunFits(f); !ok) return ok;
   auto seeds = ParseSeeds(f);
   if (!seeds) return Usage(seeds.error());
   if (f.experiment == "online-offline") return RunOnlineOfflineExperiment(f, *seeds);
@@ -589,7 +707,8 @@ void AddSimulate(CLI::App& app, Status* status) {
       sub->add_option("--seed", flags->seed, "One seed, 0..2^64-1")->check(SeedCheck());
   sub->add_option("--seeds", flags->seeds,
                   "Seeds: N (1..N) or A-B, at most 10,000 (default: thesis 10, packing 3, "
-                  "openb-alloc 42, online-offline 3, overprovision and knots 10, disaggregation 3)")
+                  "openb-alloc seed 42 only, online-offline 3, overprovision and knots 10, "
+                  "disaggregation 3)")
       ->check(SeedsCheck())
       ->excludes(seed);
   sub->add_option(
@@ -597,12 +716,14 @@ void AddSimulate(CLI::App& app, Status* status) {
       "Application catalogue (default: built-in data/apps.yaml; overprovision, knots and "
       "disaggregation read its `sharing` list, online-offline its `training` list)");
   sub->add_option("--workloads", flags->workloads,
-                  "Workloads, arriving Poisson at this many per hour (thesis-scale)")
-      ->check(CLI::Range(1, 10000000))
+                  "Workloads, arriving Poisson at this many per hour (thesis-scale), at most "
+                  "1,000,000 and what this machine's memory holds")
+      ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   sub->add_option("--cluster-nodes", flags->cluster_nodes,
-                  "Cluster size in nodes of 8 GPUs (packing, thesis-scale)")
-      ->check(CLI::Range(1, 100000))
+                  "Cluster size in nodes of 8 GPUs (packing, thesis-scale), at most 10,000 (80,000 "
+                  "GPUs) and what this machine's memory holds")
+      ->check(CLI::Range(1, 10000))
       ->capture_default_str();
   sub->add_option("--data", flags->data, "MIGProfiler directory (calibrate)");
   sub->add_option("--trace", flags->trace, "Pod list CSV (openb-alloc)");
@@ -611,7 +732,7 @@ void AddSimulate(CLI::App& app, Status* status) {
                   "the trace; at most 10,000 nodes, 50,000 GPUs, 64 on one node)");
   sub->add_option("--inflation", flags->inflation,
                   "Arrived GPU load to inflate the pods to, x capacity (openb-alloc)")
-      ->check(CLI::Range(0.01, 10.0))
+      ->check(FiniteRange(0.01, 10.0))
       ->capture_default_str();
   sub->add_option("--out", flags->out,
                   "thesis, thesis-scale: directory for report.json, workloads.csv and "
@@ -622,7 +743,12 @@ void AddSimulate(CLI::App& app, Status* status) {
   sub->add_flag("--json", flags->json, "Print one JSON object instead of a table");
   sub->add_flag("--list-policies", flags->list_policies,
                 "List the registered policies with their options and defaults, and exit");
-  sub->callback([flags, status] { *status = RunSimulate(*flags); });
+  sub->callback([flags, status, sub] {
+    for (const CLI::Option* o : sub->get_options()) {
+      if (o->count() > 0 && !o->get_lnames().empty()) flags->given.push_back(o->get_lnames()[0]);
+    }
+    *status = RunSimulate(*flags);
+  });
 }
 
 }  // namespace tessera::cli

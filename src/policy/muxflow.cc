@@ -133,12 +133,13 @@ Expected<MuxflowOptions> ParseMuxflowOptions(const nlohmann::json& options) {
 
 Expected<std::unique_ptr<Policy>> MakeMuxflow(const PolicyContext& context,
                                               const nlohmann::json& options) {
+  auto o = ParseMuxflowOptions(options);
+  if (!o) return std::unexpected(o.error());
+  if (context.options_only) return std::unique_ptr<Policy>{};
   if (context.predictor == nullptr) {
     return Fail("policy muxflow: needs a predictor (its speed predictor for the matching)");
   }
   if (context.clock == nullptr) return Fail("policy muxflow: needs a clock (its period)");
-  auto o = ParseMuxflowOptions(options);
-  if (!o) return std::unexpected(o.error());
   if (auto ok = CheckInterferenceKind(kName, *context.predictor, options); !ok) {
     return std::unexpected(ok.error());
   }

@@ -54,11 +54,12 @@ Expected<PredictiveOptions> ParsePredictiveOptions(const nlohmann::json& options
 
 Expected<std::unique_ptr<Policy>> MakePredictive(const PolicyContext& context,
                                                  const nlohmann::json& options) {
+  auto o = ParsePredictiveOptions(options);
+  if (!o) return std::unexpected(o.error());
+  if (context.options_only) return std::unique_ptr<Policy>{};
   if (context.predictor == nullptr) {
     return Fail("policy predictive: needs a predictor (a profile matrix to predict from)");
   }
-  auto o = ParsePredictiveOptions(options);
-  if (!o) return std::unexpected(o.error());
   if (auto ok = CheckInterferenceKind("predictive", *context.predictor, options); !ok) {
     return std::unexpected(ok.error());
   }

@@ -149,6 +149,15 @@ Expected<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const Policy
   return Fail("unknown policy '{}' (known: {})", name, known);
 }
 
+Expected<void> CheckPolicyOptions(const PolicySpec& spec) {
+  Rng rng(0);
+  ManualClock clock;
+  PolicyContext probe{.rng = &rng, .clock = &clock, .options_only = true};
+  auto made = MakePolicy(spec.name, probe, spec.options);
+  if (!made) return std::unexpected(made.error());
+  return {};
+}
+
 Expected<PolicySpec> ParsePolicySpec(std::string_view text) {
   const size_t brace = text.find('{');
   PolicySpec spec{std::string(text.substr(0, brace)), nlohmann::json()};

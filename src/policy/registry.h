@@ -54,6 +54,9 @@ struct PolicyContext {
   // The driver restarts a workload a policy moves (Eviction::requeue): the simulator does;
   // Kubernetes only behind its flag. Policies propose moves only when it is set.
   bool can_move = false;
+  // Only the options are checked (CheckPolicyOptions): a factory that needs more than a
+  // seeded Rng and a clock returns a null policy once its options parse.
+  bool options_only = false;
 };
 
 // One option a policy accepts, for `tessera simulate --list-policies`.
@@ -88,6 +91,11 @@ std::optional<PolicyInfo> FindPolicy(std::string_view name);
                                                            const PolicyContext& context,
                                                            const nlohmann::json& options = {});
 std::vector<PolicyInfo> Policies();
+
+// Checks a policy's name and options as MakePolicy would, without the data a driver gives it
+// (predictor, telemetry): the command line's up-front check, so that a bad option value is a
+// usage error before any run starts. An Error names the policy and the option.
+[[nodiscard]] Expected<void> CheckPolicyOptions(const PolicySpec& spec);
 
 // Fails unless `options` is null or an object whose keys all appear in `known` (MakePolicy runs
 // this with the policy's PolicyInfo::options before its factory).

@@ -81,11 +81,12 @@ Expected<SloAwareOptions> ParseSloAwareOptions(const nlohmann::json& options) {
 
 Expected<std::unique_ptr<Policy>> MakeSloAware(const PolicyContext& context,
                                                const nlohmann::json& options) {
+  auto o = ParseSloAwareOptions(options);
+  if (!o) return std::unexpected(o.error());
+  if (context.options_only) return std::unique_ptr<Policy>{};
   if (context.predictor == nullptr) {
     return Fail("policy slo-aware: needs a predictor (a profile matrix to predict from)");
   }
-  auto o = ParseSloAwareOptions(options);
-  if (!o) return std::unexpected(o.error());
   if (auto ok = CheckInterferenceKind("slo-aware", *context.predictor, options); !ok) {
     return std::unexpected(ok.error());
   }

@@ -81,7 +81,7 @@ struct Run {
   long long start;
   double fb_used_mib;  // 0 when the table has no fb_used_mean
   AppFeatures features;
-  std::string where;   // file:line, for errors
+  std::string where;  // file:line, for errors
 };
 
 Expected<void> ReadTable(const Source& source, std::vector<Run>* runs) {
@@ -165,7 +165,12 @@ Expected<void> ReadTable(const Source& source, std::vector<Run>* runs) {
 
 Expected<ProfileMatrix> LoadMigProfiler(const std::string& dir, MigProfilerExtras* extras) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return Fail("{}: not a directory", dir);
+  if (!fs::is_directory(dir, ec)) {
+    return Fail("{}: {}", dir,
+                fs::exists(dir, ec) ? "not a directory (expected the MIGProfiler data folder)"
+                                    : "does not exist (the MIGProfiler data is in "
+                                      "../shared/data/migprofiler beside a checkout)");
+  }
   const std::vector<Source> sources = FindSources(dir);
   if (sources.empty()) {
     return Fail(

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <set>
@@ -346,8 +347,18 @@ Expected<AppCatalog> ParseAppCatalog(const std::string& text, const std::string&
 }
 
 Expected<AppCatalog> LoadAppCatalog(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Fail(
+        "{}: is a directory; expected an application catalogue file (YAML, like "
+        "data/apps.yaml)",
+        path);
+  }
   std::ifstream in(path);
-  if (!in) return Fail("{}: cannot open", path);
+  if (!in) {
+    return Fail("{}: cannot open ({})", path,
+                std::filesystem::exists(path, ec) ? "not readable" : "does not exist");
+  }
   std::stringstream buffer;
   buffer << in.rdbuf();
   return ParseAppCatalog(buffer.str(), path);
