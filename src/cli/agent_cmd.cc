@@ -94,7 +94,7 @@ Status RunAgent(const AgentFlags& f) {
   auto store = daemon_flags::OpenStore(f.store, clock, std::max(0.5, f.interval_s));
   if (!store) return Usage(store.error());
   auto listen = ParseListenAddress(f.listen);  // --once serves nothing
-  if (!listen && !f.once) return Usage(listen.error());
+  if (!listen && !f.once) return Usage("--listen: {}", listen.error().message);
   const double unix_now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::unique_ptr<agent::GpuBackend> backend;

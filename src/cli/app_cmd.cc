@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/number_flags.h"
 
 namespace tessera::cli {
 namespace {
@@ -58,6 +59,7 @@ int Run(int argc, const char* const* argv) {
   AddExtender(app, &status);
   AddAgent(app, &status);
   AddVersion(app, &status);
+  RefuseEmptyValues(&app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

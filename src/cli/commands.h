@@ -16,11 +16,11 @@
 // as `tessera --help` prints it.
 
 #include <CLI/CLI.hpp>
-#include <expected>
 #include <cstdint>
+#include <expected>
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "cli/seed_flags.h"

@@ -61,7 +61,7 @@ inline Expected<std::unique_ptr<store::Store>> OpenStore(
     const StoreFlags& f, const Clock& clock, std::optional<double> retry_budget_s = std::nullopt) {
   if (f.store == "memory") return std::make_unique<store::MemoryStore>(clock);
   auto o = store::ParseRedisAddress(f.redis);
-  if (!o) return std::unexpected(o.error());
+  if (!o) return Fail("--redis: {}", o.error().message);
   o->prefix = f.redis_prefix;
   if (const char* p = std::getenv("TESSERA_REDIS_PASSWORD")) o->password = p;
   if (const char* u = std::getenv("TESSERA_REDIS_USERNAME")) o->username = u;
@@ -104,8 +104,7 @@ inline Expected<std::unique_ptr<store::Store>> OpenStore(const Common& f, const 
 
 // --policy is a registered policy, with or without its options as in every other command
 // (`fgd{"typical_pods":[…]}`), and --policy-options a JSON object; options come one way or the
-// other, not both (whether the policy accepts them is its factory's to say, when the daemon
-// starts).
+// other, not both; the option values are checked here, before the daemon starts.
 inline Expected<policy::PolicySpec> PolicyOptions(const Common& f) {
   Expected<policy::PolicySpec> spec = policy::ParsePolicySpec(f.policy);
   if (!spec) return Fail("--policy: {}", spec.error().message);

@@ -51,7 +51,7 @@ Status RunExtender(const ExtenderFlags& f) {
     return Usage(ok.error());
   }
   auto listen = ParseListenAddress(f.listen);
-  if (!listen) return Usage(listen.error());
+  if (!listen) return Usage("--listen: {}", listen.error().message);
   if (f.tls_cert.empty() != f.tls_key.empty()) {
     return Usage("--tls-cert and --tls-key come together");
   }

@@ -4,6 +4,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <set>
+#include <string>
 #include <string_view>
 
 namespace tessera::cli {
@@ -37,5 +39,34 @@ CLI::Validator Bounded(double min, double max, std::string unit) {
 
 CLI::Validator FiniteRange(double min, double max) { return Bounded(min, max, ""); }
 CLI::Validator Seconds(double min, double max) { return Bounded(min, max, "s"); }
+
+CLI::Validator NonEmpty() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "an empty value (give one, or leave the flag out)" : "";
+      },
+      "");
+}
+
+CLI::Validator AtMost(size_t bytes) {
+  return CLI::Validator(
+      [bytes](std::string& text) -> std::string {
+        return text.size() > bytes
+                   ? fmt::format("{} bytes given, at most {} taken", text.size(), bytes)
+                   : "";
+      },
+      "");
+}
+
+void RefuseEmptyValues(CLI::App* app) {
+  // Prefixes, where empty is the documented "none".
+  static const std::set<std::string> kMayBeEmpty = {"redis-prefix", "url-prefix"};
+  for (CLI::Option* o : app->get_options()) {
+    if (o->get_type_size() == 0 || o->get_lnames().empty()) continue;  // a flag without value
+    if (kMayBeEmpty.contains(o->get_lnames()[0])) continue;
+    o->check(NonEmpty());
+  }
+  for (CLI::App* sub : app->get_subcommands({})) RefuseEmptyValues(sub);
+}
 
 }  // namespace tessera::cli

@@ -18,4 +18,12 @@ namespace tessera::cli {
 CLI::Validator FiniteRange(double min, double max);
 CLI::Validator Seconds(double min, double max);
 
+// Text values: NonEmpty refuses "" (a flag given with nothing is a mistake, not its default;
+// RefuseEmptyValues puts it on every value option of every subcommand, those where empty
+// means something excepted); AtMost(n) refuses values longer than n bytes (a regex: std::regex
+// recurses per character and a 128 KiB pattern overflows the stack).
+CLI::Validator NonEmpty();
+CLI::Validator AtMost(size_t bytes);
+void RefuseEmptyValues(CLI::App* app);
+
 }  // namespace tessera::cli

@@ -13,7 +13,7 @@ Expected<void> CheckRegistered(std::string_view name) {
 
 Expected<policy::PolicySpec> ParseRegisteredPolicy(std::string_view text) {
   Expected<policy::PolicySpec> spec = policy::ParsePolicySpec(text);
-  if (!spec) return spec;
+  if (!spec) return Fail("--policy: {}", spec.error().message);
   if (auto ok = CheckRegistered(spec->name); !ok) return std::unexpected(ok.error());
   // Option values too, up front: `predictive{"slo_headroom":5}` is a usage error like bad JSON.
   if (auto ok = policy::CheckPolicyOptions(*spec); !ok) {
@@ -59,7 +59,8 @@ Expected<std::vector<std::string>> SplitPolicyList(std::string_view text) {
     }
   }
   if (in_string) return Fail("--policy '{}': a string is not terminated", text);
-  if (!open.empty()) return Fail("--policy '{}': '{}' is never closed", text, open.back() == '}' ? '{' : '[');
+  if (!open.empty())
+    return Fail("--policy '{}': '{}' is never closed", text, open.back() == '}' ? '{' : '[');
   if (auto ok = item(text.size()); !ok) return std::unexpected(ok.error());
   return out;
 }

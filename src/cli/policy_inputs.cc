@@ -42,8 +42,8 @@ Expected<void> CheckPolicyInputFlags(const PolicyInputFlags& f) {
     return Fail("--interference needs --profile (interference rows are profiled applications)");
   }
   if (f.telemetry_step_s > f.telemetry_window_s) {
-    return Fail("--telemetry-step {} s is longer than --telemetry-window {} s",
-                f.telemetry_step_s, f.telemetry_window_s);
+    return Fail("--telemetry-step {} s is longer than --telemetry-window {} s", f.telemetry_step_s,
+                f.telemetry_window_s);
   }
   return {};
 }

@@ -231,7 +231,7 @@ Status RunSweep(const PredictArgs& args) {
   if (!seeds) return Usage(seeds.error());
   for (const std::string& m : args.methods) {
     if (Expected<std::unique_ptr<predict::Completer>> ok = predict::MakeCompleter(m); !ok) {
-      return Usage(ok.error());
+      return Usage("--methods: {}", ok.error().message);
     }
   }
   for (const double missing : args.missings) {
@@ -327,8 +327,11 @@ void AddPredict(CLI::App& app, Status* status) {
                    "median")
       ->check(SeedsCheck())
       ->excludes(seed);
-  evaluate->add_option("--rows", args->rows,
-                       "Hide and score only applications whose key matches this regex");
+  evaluate
+      ->add_option("--rows", args->rows,
+                   "Hide and score only applications whose key matches this regex (at most "
+                   "1,000 bytes)")
+      ->check(AtMost(1000));
   evaluate->add_option(
       "--out", args->out,
       "CSV of every hidden cell: seed,app,config,known,truth,predicted,low90,high90");
@@ -347,7 +350,8 @@ void AddPredict(CLI::App& app, Status* status) {
       ->capture_default_str();
   sweep->add_option("--seeds", args->seeds, "Seeds, N (1..N) or A-B, at most 10,000 [10]")
       ->check(SeedsCheck());
-  sweep->add_option("--rows", args->rows, "Hide and score only rows matching this regex");
+  sweep->add_option("--rows", args->rows, "Hide and score only rows matching this regex")
+      ->check(AtMost(1000));
   sweep->add_option("--out", args->out_dir, "Directory for fig7_1.svg and fig7_1.json");
   sweep->add_flag("--json", args->json, "Print one JSON object");
   sweep->callback([args, status] { *status = RunSweep(*args); });

@@ -46,7 +46,7 @@ Status RunSchedule(const ScheduleFlags& f) {
     return Usage(ok.error());
   }
   auto listen = ParseListenAddress(f.listen);
-  if (!listen) return Usage(listen.error());
+  if (!listen) return Usage("--listen: {}", listen.error().message);
   if (f.renew_deadline_s >= f.lease_duration_s) {
     return Usage("--renew-deadline must be below --lease-duration");
   }

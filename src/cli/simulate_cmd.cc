@@ -401,7 +401,9 @@ Status RunOpenbExperiment(const SimulateFlags& f, const std::vector<uint64_t>& s
 // Every --policy names a registered policy with options it accepts (checked up front), once,
 // and one the experiment can run.
 Status CheckPolicies(const SimulateFlags& f) {
-  const bool packs = f.experiment == "packing" || f.experiment == "openb-alloc";
+  // Only the thesis experiments profile a cluster for a predictor; the packing ones' pods name
+  // no application, and the seed systems' experiments run their own policies' inputs.
+  const bool predicts = f.experiment == "thesis" || f.experiment == "thesis-scale";
   for (size_t i = 0; i < f.policies.size(); ++i) {
     const std::string& text = f.policies[i];
     auto spec = ParseRegisteredPolicy(text);
@@ -409,12 +411,11 @@ Status CheckPolicies(const SimulateFlags& f) {
     for (size_t j = 0; j < i; ++j) {
       if (f.policies[j] == text) return Usage("--policy {} is given twice", text);
     }
-    // Packing pods name no application: nothing to predict from, so no predictor is built.
-    if (packs && policy::FindPolicy(spec->name)->needs_predictor) {
+    if (!predicts && policy::FindPolicy(spec->name)->needs_predictor) {
       return Usage(
-          "--policy {}: needs a predictor, and --experiment {} builds none (its pods name no "
-          "application); its policies: {}",
-          spec->name, f.experiment, fmt::join(PackingPolicies(), ", "));
+          "--policy {}: needs a predictor, and --experiment {} builds none (only thesis and "
+          "thesis-scale profile their cluster for one)",
+          spec->name, f.experiment);
     }
   }
   return {};
@@ -461,8 +462,14 @@ Status CheckFlagsApply(const SimulateFlags& f) {
                                                 "seeds",      "json",   "list-policies"};
   auto reads = kReads.find(f.experiment);
   if (reads == kReads.end()) return {};
+  // calibrate fits the physics to measurements: no policy runs, no seed draws.
+  const bool runs_policies = f.experiment != "calibrate";
   for (const std::string& flag : f.given) {
-    if (kAlways.contains(flag) || reads->second.contains(flag)) continue;
+    if ((kAlways.contains(flag) &&
+         (runs_policies || flag == "experiment" || flag == "json" || flag == "list-policies")) ||
+        reads->second.contains(flag)) {
+      continue;
+    }
     return Usage("--{} does not apply to --experiment {} (it reads: --{})", flag, f.experiment,
                  fmt::join(reads->second, ", --"));
   }

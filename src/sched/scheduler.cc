@@ -183,6 +183,19 @@ CycleStats Scheduler::RunCycle() {
   ApplyResizes(stats);
   if (stats.reshapes > 0 || stats.evicted > 0 || stats.resized > 0) fruitless_.reset();
   Accumulate(stats);
+#ifdef TESSERA_CHECK_INVARIANTS
+  // Sanitizer builds (the test command) verify the whole cluster after every cycle that changed
+  // it, so every test and every simulated experiment they run has its invariants checked; on
+  // big clusters every n-th such cycle (a check walks every GPU and workload).
+  if (stats.bound + stats.reshapes + stats.evicted + stats.resized > 0) {
+    const size_t size = cluster_.gpu_count() + cluster_.placed_count();
+    if (changed_cycles_++ % std::max<size_t>(1, size / 512) == 0) {
+      if (auto ok = cluster_.CheckInvariants(); !ok) {
+        Die("scheduler: the cluster's invariants broke in a cycle: " + ok.error().message);
+      }
+    }
+  }
+#endif
   return stats;
 }
 

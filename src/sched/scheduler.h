@@ -85,7 +85,8 @@ enum class TieBreak { kFirst, kRandom };
 
 // What decides whether any node can take a workload (Policy::Filter's contract): application,
 // class (online or offline), whether it has an SLO, CPU, memory and the GPU request, plus what
-// the policy declares in OfferInputs (the SLO value). Equal shapes are interchangeable for feasibility.
+// the policy declares in OfferInputs (the SLO value). Equal shapes are interchangeable for
+// feasibility.
 std::string RequestShape(const Workload& w, policy::Policy::OfferInputs inputs = {});
 
 struct SchedulerOptions {
@@ -104,7 +105,7 @@ struct CycleStats {
   int reshapes = 0;
   int evicted = 0;
   int resized = 0;  // running workloads given new MPS limits (Policy::Resizes)
-  int parked = 0;  // waiting for a reshape to finish
+  int parked = 0;   // waiting for a reshape to finish
 };
 
 class Scheduler {
@@ -170,6 +171,7 @@ class Scheduler {
   uint64_t arrivals_ = 0;                        // Enqueue calls, ever
   // (cluster version, arrivals) after the last cycle that placed nothing, if it was the last.
   std::optional<std::pair<uint64_t, uint64_t>> fruitless_;
+  size_t changed_cycles_ = 0;  // cycles that changed the cluster (TESSERA_CHECK_INVARIANTS)
   std::unordered_map<WorkloadId, std::string> last_reason_;
   std::map<GpuIndex, std::vector<Parked>> parked_;
   CycleStats totals_;

@@ -164,16 +164,19 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
     predictor.emplace(std::move(*p));
   }
   telemetry::StaticTelemetry telemetry;
+  ManualClock clock;  // the engine's virtual time, which a policy with a period reads (muxflow)
   predict::Predictor* learner = predictor ? &*predictor : nullptr;
   auto policy = policy::MakePolicy(spec->name,
                                    {.rng = &rng,
+                                    .clock = &clock,
                                     .predictor = learner,
                                     .telemetry = &telemetry,
                                     .learner = learner,
                                     .can_move = true},
                                    spec->options);
   if (!policy) return std::unexpected(policy.error());
-  Engine engine(cluster, **policy, physics, rng, {.horizon_s = 48 * 3600, .telemetry = &telemetry});
+  Engine engine(cluster, **policy, physics, rng,
+                {.horizon_s = 48 * 3600, .telemetry = &telemetry, .clock = &clock});
   for (model::Workload& w : ThesisWorkloads(s, seed, physics)) {
     if (auto ok = engine.Add(std::move(w)); !ok) return std::unexpected(ok.error());
   }
@@ -205,23 +208,22 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
     run.slo_feasible += feasible;
     run.slo_met_feasible += feasible && met;
     run.relative_qps_diff.push_back(ran ? rel : -1);
-    run.workloads.push_back(
-        {.id = o.workload.id,
-         .app = o.workload.app,
-         .slo_qps = o.workload.slo_qps,
-         .achieved_qps = achieved,
-         .failed = o.failed,
-         .failure = o.failure,
-         .arrival_s = o.workload.arrival_s,
-         .start_s = o.start_s,
-         .end_s = o.end_s,
-         .pending_s = o.start_s ? o.pending_s() : stop - o.workload.arrival_s,
-         .node = o.start_s ? cluster.node(o.node).name : "",
-         .partition = o.partition,
-         .profile = o.profile,
-         .mps_milli = o.milli,
-         .moves = o.moves,
-         .slo_feasible = feasible});
+    run.workloads.push_back({.id = o.workload.id,
+                             .app = o.workload.app,
+                             .slo_qps = o.workload.slo_qps,
+                             .achieved_qps = achieved,
+                             .failed = o.failed,
+                             .failure = o.failure,
+                             .arrival_s = o.workload.arrival_s,
+                             .start_s = o.start_s,
+                             .end_s = o.end_s,
+                             .pending_s = o.start_s ? o.pending_s() : stop - o.workload.arrival_s,
+                             .node = o.start_s ? cluster.node(o.node).name : "",
+                             .partition = o.partition,
+                             .profile = o.profile,
+                             .mps_milli = o.milli,
+                             .moves = o.moves,
+                             .slo_feasible = feasible});
     run.moves += o.moves;
     run.never_placed += !o.start_s;
     diff_sum += std::abs(ran ? rel : -1);

@@ -1,0 +1,287 @@
+"""Every flag of every subcommand, given hostile values (issue #33).
+
+For each subcommand `tessera --help` lists, and each option its `--help` lists that takes a
+value, the flag is given, on top of a cheap base command line that reads it, each of: nan, inf,
+-0, 1e308, the empty string, a directory, a missing path, an unreadable file, a 128 KiB value
+(131,071 bytes and its NUL: the most Linux passes as one argument)
+and a 10 MB file of random bytes. What is asserted of each run:
+  - it exits 0, 1 or 2 (never a signal, never another code);
+  - a non-zero exit prints, as its last line on stderr, one line naming the flag or the value
+    given (a path is named by itself);
+  - it stays within a bound that only guards against a runaway (not a timed assertion): a
+    one-shot command must finish within 90 s and 3 GB resident; a daemon still running after
+    4 s must be idle (under a fifth of a core: the NaN intervals made daemons spin at 36-61 %)
+    and must answer
+    /readyz when the flag was --listen.
+Run by the test command with TESSERA_BIN set; prints "N passed, M failed" and exits 1 on any
+failure.
+"""
+
+import concurrent.futures
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+BIN = os.environ.get("TESSERA_BIN", "build/tessera")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DAEMONS = {"schedule", "extender", "agent"}
+ONE_SHOT_S, DAEMON_S, RSS_LIMIT_KB = 90, 4.0, 3 * 1024 * 1024
+
+
+def help_of(args):
+    return subprocess.run([BIN] + args + ["--help"], capture_output=True, text=True).stdout
+
+
+def subcommands(args=()):
+    out, found = help_of(list(args)), []
+    section = False
+    for line in out.splitlines():
+        if line.startswith("Subcommands:"):
+            section = True
+            continue
+        if section:
+            m = re.match(r"  (\S+)\s", line)
+            if m:
+                found.append(m.group(1))
+            elif line and not line.startswith(" "):
+                section = False
+    return found
+
+
+def value_options(args):
+    """The long options of `args`'s help that take a value (a type follows the name)."""
+    opts = []
+    for line in help_of(args).splitlines():
+        m = re.match(r"\s+(?:-\w,)?(--[\w-]+) ([A-Z]+)\b", line)
+        if m and m.group(1) not in ("--help", "--version"):
+            opts.append(m.group(1))
+    return opts
+
+
+class Env:
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.dir = os.path.join(tmp, "a-directory")
+        os.mkdir(self.dir)
+        self.missing = os.path.join(tmp, "missing", "nothing.csv")
+        self.unreadable = os.path.join(tmp, "unreadable.csv")
+        with open(self.unreadable, "w") as f:
+            f.write("row,column,value\n")
+        os.chmod(self.unreadable, 0)  # root reads it all the same
+        self.big = os.path.join(tmp, "big.bin")
+        with open(self.big, "wb") as f:
+            f.write(os.urandom(10 * 1024 * 1024))
+        # A small openb trace and node list, so that openb-alloc runs in a moment.
+        openb = os.path.join(ROOT, "..", "shared", "data", "openb")
+        self.trace = os.path.join(tmp, "pods.csv")
+        with open(os.path.join(openb, "openb_pod_list_default.csv")) as src, \
+                open(self.trace, "w") as dst:
+            for i, line in enumerate(src):
+                if i > 300:
+                    break
+                dst.write(line)
+        self.nodes = os.path.join(tmp, "nodes.csv")
+        with open(os.path.join(openb, "openb_node_list_gpu_node.csv")) as src, \
+                open(self.nodes, "w") as dst:
+            for i, line in enumerate(src):
+                if i > 40:
+                    break
+                dst.write(line)
+        # A kubeconfig naming a server nobody serves: a daemon that accepts its flags retries.
+        self.kubeconfig = os.path.join(tmp, "kubeconfig")
+        with open(self.kubeconfig, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                    "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+                    "users: [{name: u, user: {token: t}}]\n"
+                    "contexts: [{name: c, context: {cluster: k, user: u}}]\n")
+        self.profile = os.path.join(ROOT, "data", "h200-campaign", "profile.csv")
+        self.fake_node = os.path.join(ROOT, "tests", "agent", "fake_node.yaml")
+
+    def values(self):
+        return [("nan", "nan"), ("inf", "inf"), ("-0", "-0"), ("1e308", "1e308"),
+                ("empty", ""), ("directory", self.dir), ("missing path", self.missing),
+                ("unreadable file", self.unreadable), ("128 KiB", "x" * 131071),
+                ("10 MB file", self.big)]
+
+    def base(self, cmd, flag):
+        """A cheap command line of `cmd` that reads `flag`."""
+        sim = {
+            "--workloads": ["--experiment", "thesis-scale", "--cluster-nodes", "1", "--seeds",
+                            "1", "--policy", "max"],
+            "--cluster-nodes": ["--experiment", "packing", "--seeds", "1", "--policy",
+                                "first-fit"],
+            "--trace": ["--experiment", "openb-alloc", "--nodes", self.nodes, "--policy",
+                        "first-fit"],
+            "--nodes": ["--experiment", "openb-alloc", "--trace", self.trace, "--policy",
+                        "first-fit"],
+            "--inflation": ["--experiment", "openb-alloc", "--trace", self.trace, "--nodes",
+                            self.nodes, "--policy", "first-fit"],
+            "--data": ["--experiment", "calibrate"],
+            "--apps": ["--experiment", "thesis", "--seeds", "1", "--policy", "max"],
+            "--out": ["--experiment", "knots", "--seeds", "1", "--policy", "knots-cbp"],
+            "--experiment": ["--seeds", "1"],
+        }
+        if cmd == ["simulate"]:
+            return sim.get(flag, ["--experiment", "packing", "--cluster-nodes", "1",
+                                  "--seeds", "1", "--policy", "first-fit"])
+        if cmd[0] == "predict":
+            sub = cmd[1] if len(cmd) > 1 else ""
+            data = os.path.join(ROOT, "data", "h200-campaign")
+            if sub == "interference":
+                return ["--data", os.path.join(data, "interference.csv"), "--seeds", "1"]
+            if sub == "contention":
+                return ["--data", data]
+            if sub in ("evaluate", "sweep"):
+                return ["--data", self.profile, "--seeds", "1"]
+            if sub == "complete":
+                return ["--data", self.profile] + (
+                    [] if flag == "--out" else ["--out", os.path.join(self.tmp, "complete.csv")])
+            return []
+        if cmd == ["explain"]:
+            return ["--policy", "max"] if flag != "--policy" else []
+        if cmd == ["agent"]:
+            return ["--fake", self.fake_node] + ([] if flag == "--listen" else ["--once"])
+        if cmd[0] in ("schedule", "extender"):
+            return ["--kubeconfig", self.kubeconfig, "--listen", "127.0.0.1:0"]
+        return []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run_one(cmd, flag, label, value, env):
+    """None when the run behaves; else what went wrong."""
+    daemon = cmd[0] in DAEMONS and ("--once" not in env.base(cmd, flag))
+    args = [BIN] + cmd + [a for a in env.base(cmd, flag)]
+    listen_port = None
+    if flag == "--listen" and "--listen" in args:
+        i = args.index("--listen")
+        del args[i:i + 2]
+    args += [flag, value]
+    if daemon and flag != "--listen":
+        listen_port = free_port()
+        args += ["--listen", f"127.0.0.1:{listen_port}"] if "--listen" not in args else []
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         errors="replace", cwd=env.tmp, start_new_session=True)
+    err_chunks = []
+    reader = threading.Thread(target=lambda: err_chunks.append(p.stderr.read()), daemon=True)
+    reader.start()
+    limit = DAEMON_S if daemon else ONE_SHOT_S
+    start, peak = time.monotonic(), 0
+    while p.poll() is None and time.monotonic() - start < limit:
+        peak = max(peak, rss_kb(p.pid))
+        if peak > RSS_LIMIT_KB:
+            break
+        time.sleep(0.05)
+    problem = None
+    if p.poll() is None:
+        if peak > RSS_LIMIT_KB:
+            problem = f"ran away: {peak // 1024} MB resident"
+        elif not daemon:
+            problem = f"still running after {ONE_SHOT_S} s"
+        else:
+            t0, c0 = time.monotonic(), cpu_s(p.pid)
+            time.sleep(1.0)
+            share = (cpu_s(p.pid) - c0) / (time.monotonic() - t0)
+            if share > 0.2:
+                problem = f"a daemon spinning at {share:.0%} of a core"
+            elif flag == "--listen":
+                problem = ready_problem(value)
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        reader.join(5)
+        return problem
+    reader.join(5)
+    rc = p.returncode
+    err = "".join(err_chunks)
+    lines = [line for line in err.splitlines() if line.strip()]
+    if rc < 0:
+        return f"killed by signal {-rc}: {lines[-1] if lines else ''}"
+    if rc not in (0, 1, 2):
+        return f"exit {rc}"
+    if rc != 0:
+        last = lines[-1] if lines else ""
+        named = flag in last or (value and value[:200] in last) or (
+            value and os.path.basename(value) and os.path.basename(value) in last)
+        if not named:
+            return f"exit {rc} without naming {flag}: {last[:300]!r}"
+        if not daemon and cmd[0] not in DAEMONS and len(lines) > 1:
+            return f"exit {rc} with {len(lines)} lines on stderr: {lines[:3]!r}"
+    return None
+
+
+def ready_problem(value):
+    """A daemon that accepted --listen VALUE must serve /readyz there (any status)."""
+    m = re.match(r"^\[?([^\]]*)\]?:(\d+)$", value)
+    if not m:
+        return f"--listen {value!r} accepted, but it names no host:port"
+    host = m.group(1) or "127.0.0.1"
+    try:
+        urllib.request.urlopen(f"http://{host}:{m.group(2)}/readyz", timeout=2)
+    except urllib.error.HTTPError:
+        return None
+    except OSError as e:
+        return f"--listen {value!r} accepted, /readyz does not answer: {e}"
+    return None
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="tessera-flags-")
+    try:
+        env = Env(tmp)
+        cmds = []
+        for sub in subcommands():
+            nested = subcommands([sub])
+            cmds += [[sub, n] for n in nested] if nested else [[sub]]
+        cases = [(cmd, flag, label, value) for cmd in cmds for flag in value_options(cmd)
+                 for label, value in env.values()]
+        # Most runs wait (a daemon's bound, a refused flag's exit): four at a time.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+            problems = list(pool.map(lambda c: run_one(c[0], c[1], c[2], c[3], env), cases))
+        passed, failed = 0, []
+        for (cmd, flag, label, _), problem in zip(cases, problems):
+            if problem:
+                failed.append(f"tessera {' '.join(cmd)} {flag} <{label}>: {problem}")
+            else:
+                passed += 1
+        for f in failed:
+            print("FAIL", f)
+        print(f"{len(cmds)} subcommands")
+        print(f"{passed} passed, {len(failed)} failed")
+        return 1 if failed else 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

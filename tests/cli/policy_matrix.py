@@ -1,0 +1,106 @@
+"""Every registered policy on every experiment's protocol (issue #33).
+
+`tessera simulate --list-policies` names the policies and `tessera simulate --help` the
+experiments; each pair runs on a tiny scenario of that experiment (one seed, a few nodes, a
+cut of the openb trace). What is asserted of each run:
+  - it either runs cleanly (exit 0), or is refused up front: exit 2 with one line on stderr
+    that names the policy or the flag and says why;
+  - never a signal: in the sanitizer build (the test command's) the scheduler checks the
+    cluster's invariants after every cycle that changes it and aborts on a broken one
+    (TESSERA_CHECK_INVARIANTS), and ASan/UBSan abort on memory and undefined behaviour;
+  - never exit 1 (a run that broke on valid input).
+Run by the test command with TESSERA_BIN set; prints "N passed, M failed" and exits 1 on any
+failure.
+"""
+
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BIN = os.environ.get("TESSERA_BIN", "build/tessera")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BOUND_S = 600  # only against a runaway
+
+
+def policies():
+    out = subprocess.run([BIN, "simulate", "--list-policies"], capture_output=True,
+                         text=True, check=True).stdout
+    return [m.group(1) for m in re.finditer(r"^([\w-]+): ", out, re.M)]
+
+
+def experiments():
+    out = subprocess.run([BIN, "simulate", "--help"], capture_output=True, text=True).stdout
+    m = re.search(r"--experiment TEXT:\{([^}]*)\}", out)
+    return m.group(1).split(",")
+
+
+def cut_openb(tmp):
+    """The first 400 pods and 30 nodes of the openb trace, written once."""
+    openb = os.path.join(ROOT, "..", "shared", "data", "openb")
+    for src, dst, n in (("openb_pod_list_default.csv", "pods.csv", 400),
+                        ("openb_node_list_gpu_node.csv", "nodes.csv", 30)):
+        with open(os.path.join(openb, src)) as f, open(os.path.join(tmp, dst), "w") as g:
+            for i, line in enumerate(f):
+                if i > n:
+                    break
+                g.write(line)
+
+
+def tiny(experiment, tmp):
+    """The experiment's smallest run: one seed and a small cluster where it takes one."""
+    if experiment == "openb-alloc":
+        return ["--trace", os.path.join(tmp, "pods.csv"), "--nodes",
+                os.path.join(tmp, "nodes.csv"), "--seed", "42"]
+    if experiment == "thesis-scale":
+        return ["--workloads", "60", "--cluster-nodes", "2", "--seeds", "1"]
+    if experiment == "packing":
+        return ["--cluster-nodes", "2", "--seeds", "1"]
+    if experiment == "calibrate":
+        return ["--data", os.path.join(ROOT, "..", "shared", "data", "migprofiler")]
+    return ["--seeds", "1"]
+
+
+def run(experiment, policy, tmp):
+    args = [BIN, "simulate", "--experiment", experiment, "--policy", policy] + tiny(
+        experiment, tmp)
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, errors="replace",
+                              timeout=BOUND_S, cwd=tmp)
+    except subprocess.TimeoutExpired:
+        return f"still running after {BOUND_S} s"
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    if done.returncode == 0:
+        return None
+    if done.returncode < 0:
+        return f"killed by signal {-done.returncode}: {' | '.join(lines[-3:])}"
+    if done.returncode != 2:
+        return f"exit {done.returncode}: {' | '.join(lines[-3:])}"
+    if len(lines) != 1 or not (policy in lines[0] or "--policy" in lines[0]):
+        return f"refused without one line naming the policy: {lines[:3]!r}"
+    return None
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="tessera-matrix-")
+    try:
+        cut_openb(tmp)
+        pols, exps = policies(), experiments()
+        cases = [(e, p) for e in exps for p in pols]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            problems = list(pool.map(lambda c: run(c[0], c[1], tmp), cases))
+        failed = [f"{e} x {p}: {why}" for (e, p), why in zip(cases, problems) if why]
+        for f in failed:
+            print("FAIL", f)
+        print(f"{len(pols)} policies x {len(exps)} experiments")
+        print(f"{len(cases) - len(failed)} passed, {len(failed)} failed")
+        return 1 if failed else 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
