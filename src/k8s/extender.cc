@@ -87,6 +87,38 @@ bool JsonDepthWithin(std::string_view body, int max_depth) {
   return true;
 }
 
+bool JsonValuesWithin(std::string_view body, size_t max_values) {
+  size_t values = 1;
+  bool in_string = false, escaped = false;
+  for (const char c : body) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if ((c == '[' || c == '{' || c == ',') && ++values > max_values) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string JsonShapeProblem(std::string_view body) {
+  if (!JsonDepthWithin(body, ExtenderConfig::kMaxJsonDepth)) {
+    return fmt::format("request body nests arrays or objects deeper than {} levels",
+                       ExtenderConfig::kMaxJsonDepth);
+  }
+  if (!JsonValuesWithin(body, ExtenderConfig::kMaxJsonValues)) {
+    return fmt::format("request body has more than {} JSON values", ExtenderConfig::kMaxJsonValues);
+  }
+  return {};
+}
+
 Extender::Extender(store::Store& store, const Clock& clock, ExtenderConfig config, ApiClient* api)
     : store_(store),
       clock_(clock),
@@ -255,10 +287,7 @@ Expected<void> Extender::Refresh() {
 }
 
 Expected<json> Extender::ParseBody(std::string_view body) {
-  if (!JsonDepthWithin(body, ExtenderConfig::kMaxJsonDepth)) {
-    return Fail("body nests arrays or objects deeper than {} levels",
-                ExtenderConfig::kMaxJsonDepth);
-  }
+  if (std::string why = JsonShapeProblem(body); !why.empty()) return Fail("{}", why);
   parses_.acquire();
   json parsed = json::parse(body, nullptr, false);
   parses_.release();
@@ -499,16 +528,11 @@ Expected<int> Extender::Serve(const std::string& host, int port) {
   ApplyHttpLimits(*server_, limits, config_.component, std::move(gate));
   auto route = [this](ExtenderReply (Extender::*fn)(std::string_view)) {
     return [this, fn](const httplib::Request& req, httplib::Response& res) {
-      // Status 400 (not the verb's Error field) for a body nested past the limit: it was
-      // refused unparsed, as a body over the size limit is refused unread (413).
-      if (!JsonDepthWithin(req.body, ExtenderConfig::kMaxJsonDepth)) {
+      // Status 400 (not the verb's Error field) for a body nested or wide past the limits: it
+      // was refused unparsed, as a body over the size limit is refused unread (413).
+      if (std::string why = JsonShapeProblem(req.body); !why.empty()) {
         res.status = 400;
-        res.set_content(
-            json{{"Error", fmt::format("request body nests arrays or objects deeper than {} "
-                                       "levels",
-                                       ExtenderConfig::kMaxJsonDepth)}}
-                .dump(),
-            "application/json");
+        res.set_content(json{{"Error", why}}.dump(), "application/json");
         return;
       }
       ExtenderReply r = (this->*fn)(req.body);

@@ -22,9 +22,10 @@
 // config.max_request_bytes is answered 413 unread, reads and writes time out after 5 s (the
 // shipped kube-scheduler configuration's httpTimeout), 16 workers serve the connections, so
 // slow or idle clients leave the others served. A body nested deeper than kMaxJsonDepth is
-// refused before it is parsed (400), and at most kMaxConcurrentParses bodies are parsed at once:
-// a parsed body takes about ten times its size, so eight hostile 4 MiB bodies at once stay
-// within a few hundred MB instead of the 1.2 GB of issue #33.
+// refused before it is parsed (400), as is one of more than kMaxJsonValues values, and at most
+// kMaxConcurrentParses bodies are parsed at once: eight hostile 4 MiB bodies at once stay
+// under 256 MB (median peak 51 MB nested, docs/benchmarks.md) instead of the 1.2 GB of
+// issue #33.
 //
 // Authentication (issue #33): the verbs answer 401, unread, unless the client proves itself by
 // a certificate chaining to config.client_ca_file (HTTPS only; kube-scheduler's
@@ -87,13 +88,19 @@ struct ExtenderConfig {
   // nodeCacheCapable (as shipped), up to 5,000 node names of at most 253 characters (1.3 MB).
   // The NodeList form carries whole v1.Node objects (typically 10-20 KiB each): raise it then.
   uint64_t max_request_bytes = kDefaultMaxRequestBytes;
-  double stall_s = 120;  // /healthz fails when the refresher has not turned for this long
+  double stall_s = 120;        // /healthz fails when the refresher has not turned for this long
   std::string client_ca_file;  // PEM CA bundle of the client certificates admitted
   std::string bearer_token;    // admitted as "Authorization: Bearer <token>"
 
   static constexpr uint64_t kDefaultMaxRequestBytes = uint64_t{4} << 20;
   // A v1.Pod nests about 10 levels (spec.affinity's terms about 12); 64 leaves room.
   static constexpr int kMaxJsonDepth = 64;
+  // A body's JSON values (an upper bound: its brackets, braces and commas outside strings). A
+  // parsed value costs about 50 bytes whatever its text, so a 4 MiB body of "[]," items (1.4 M
+  // values) parsed into ~80 MB, and eight of them took the extender to 510 MB. A v1.Pod has a
+  // few hundred values, a NodeNames list one per node, a full Node about 150: 250,000 is
+  // ample for 1,000 full nodes or 100,000 names, and keeps a parse near 12 MB.
+  static constexpr size_t kMaxJsonValues = 250'000;
   static constexpr int kMaxConcurrentParses = 2;
 };
 
@@ -101,6 +108,12 @@ struct ExtenderConfig {
 // strings do not count). A linear scan that allocates nothing: malformed JSON is left to the
 // parser that follows.
 [[nodiscard]] bool JsonDepthWithin(std::string_view body, int max_depth);
+// At most `max_values` JSON values, counted from above as one plus the brackets, braces and
+// commas outside strings (a linear scan that allocates nothing).
+[[nodiscard]] bool JsonValuesWithin(std::string_view body, size_t max_values);
+// Why the extender refuses `body` unparsed (too deep, too many values), or empty: the one
+// check both the HTTP route (400) and ParseBody make.
+std::string JsonShapeProblem(std::string_view body);
 
 // One handler's answer: the HTTP status and the JSON body.
 struct ExtenderReply {

@@ -236,6 +236,39 @@ TEST_F(ExtenderTest, ABodyNestedPastTheDepthLimitIsRefusedUnparsed) {
   ext.Stop();
 }
 
+// Issue #33: a body shallow but wide — 4 MiB of "[]," items, 1.4 M JSON values — parsed into
+// about 80 MB, and eight at once took the extender to 510 MB. Counted from above (brackets,
+// braces and commas outside strings, plus one), a body of more than kMaxJsonValues values is
+// refused unparsed with 400; a body at the limit is served.
+TEST_F(ExtenderTest, ABodyWithTooManyValuesIsRefusedUnparsed) {
+  EXPECT_TRUE(JsonValuesWithin("[1,2,3]", 4));  // [ , , : 3 counted, plus one
+  EXPECT_FALSE(JsonValuesWithin("[1,2,3]", 3));
+  EXPECT_TRUE(JsonValuesWithin(R"(["a,b,c,d", "[{"])", 3));  // in strings: not counted
+  EXPECT_TRUE(JsonValuesWithin(R"({"a\",":1})", 2));  // after an escaped quote: still a string
+  EXPECT_EQ(ExtenderConfig::kMaxJsonValues, 250000u);
+
+  Extender ext(store_, clock_, {}, nullptr);
+  ASSERT_TRUE(ext.Start().has_value());
+  auto port = ext.Serve("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value()) << port.error().message;
+  httplib::Client http("127.0.0.1", *port);
+  std::string wide = "[";
+  for (size_t i = 0; i < ExtenderConfig::kMaxJsonValues; ++i) wide += "[],";
+  wide += "[]]";
+  auto r = http.Post("/filter", wide, "application/json");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(json::parse(r->body)["Error"], "request body has more than 250000 JSON values");
+  // NodeNames of 10,000 nodes (10,000 values and a pod's few dozen) is served.
+  json names = json::array();
+  for (int i = 0; i < 10000; ++i) names.push_back("n" + std::to_string(i));
+  json args = {{"Pod", KubePod("bert-wide", 250)}, {"NodeNames", names}};
+  auto ok = http.Post("/filter", args.dump(), "application/json");
+  ASSERT_TRUE(ok) << httplib::to_string(ok.error());
+  EXPECT_EQ(ok->status, 200);
+  ext.Stop();
+}
+
 // Issue #33: any pod could POST /bind. Given a bearer token, the extender answers the verbs
 // only to a client that sends it (401 otherwise, the body unread), and the kubelet's probes
 // still reach /healthz and /readyz without one.
