@@ -1,0 +1,88 @@
+"""Command lines a new user tried (issue #33's defects 1, 6 and 8-12), each with the exit code
+and the line it must now print. Every case failed on main c7912e5: a silent run, exit 1 where
+the README promises 2, a table of nan, a message that did not say what to do.
+
+Run by the test command with TESSERA_BIN set; prints "N passed, M failed".
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BIN = os.environ.get("TESSERA_BIN", "build/tessera")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OPENB = os.path.join(ROOT, "..", "shared", "data", "openb")
+
+
+def cases(tmp):
+    two_gpus = os.path.join(tmp, "two-gpus.csv")
+    with open(two_gpus, "w") as f:
+        f.write("sn,cpu_milli,memory_mib,gpu,model\nn1,96000,786432,2,V100M16\n")
+    trace = os.path.join(OPENB, "openb_pod_list_default.csv")
+    huge = "1000000"
+    return [
+        # 8: flags the experiment does not read are refused, naming what it reads.
+        (["simulate", "--experiment", "thesis", "--cluster-nodes", "3"], 2,
+         "--cluster-nodes does not apply to --experiment thesis (it reads: --apps, --out)"),
+        (["simulate", "--experiment", "knots", "--trace", "x"], 2,
+         "--trace does not apply to --experiment knots"),
+        (["simulate", "--experiment", "calibrate", "--seeds", "3"], 2,
+         "--seeds does not apply to --experiment calibrate"),
+        # 10: a bad option value or a policy the experiment cannot run is a usage error.
+        (["simulate", "--policy", 'predictive{"slo_headroom":5}'], 2,
+         "option 'slo_headroom': 5 is outside 0..1"),
+        (["simulate", "--experiment", "packing", "--policy", "predictive"], 2,
+         "--policy predictive: needs a predictor, and --experiment packing builds none"),
+        (["schedule", "--policy", "predictive"], 2,
+         "--policy predictive needs a predictor: give --profile FILE"),
+        # 12: the same policy twice would print two identical rows.
+        (["simulate", "--experiment", "packing", "--policy", "max,max"], 2,
+         "--policy max is given twice"),
+        # 6: sizes past what the machine holds are refused before allocating.
+        (["simulate", "--experiment", "packing", "--cluster-nodes", "100000"], 2,
+         "--cluster-nodes: Value 100000 not in range"),
+        (["simulate", "--experiment", "thesis-scale", "--workloads", "10000000"], 2,
+         "--workloads: Value 10000000 not in range"),
+        # 11: messages that say what to do.
+        (["simulate", "--apps", tmp], 1, "is a directory; expected an application catalogue"),
+        (["predict", "sweep", "--data", os.path.join(tmp, "no-shared")], 1,
+         "does not exist (the MIGProfiler data is in ../shared/data/migprofiler"),
+        (["simulate", "--experiment", "openb-alloc", "--trace", tmp], 1,
+         f"--trace {tmp}: is not a file"),
+        (["simulate", "--experiment", "openb-alloc", "--trace", trace, "--nodes",
+          os.path.join(tmp, "none.csv")], 1, "does not exist"),
+        # 9: a node list too small for the curve says so instead of printing nan.
+        (["simulate", "--experiment", "openb-alloc", "--trace", trace, "--nodes", two_gpus,
+          "--policy", "fgd"], 0, "-: no arrival brought the arrived load to that level"),
+        # 1: openb-alloc's default seeds are seed 42 alone, as --help says (it ran 1..42).
+        (["simulate", "--experiment", "openb-alloc", "--trace", trace, "--nodes", two_gpus,
+          "--policy", "best-fit", "--json"], 0, '"seed": 42'),
+    ]
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="tessera-usage-")
+    failed = []
+    try:
+        all_cases = cases(tmp)
+        for args, want_rc, want in all_cases:
+            done = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=600,
+                                  cwd=tmp)
+            out = done.stdout + done.stderr
+            if done.returncode != want_rc or want not in out:
+                failed.append(f"tessera {' '.join(args)}: exit {done.returncode} (want "
+                              f"{want_rc}), output {out[-400:]!r}, want {want!r}")
+            elif want_rc != 0 and len(done.stderr.strip().splitlines()) != 1:
+                failed.append(f"tessera {' '.join(args)}: more than one line: {done.stderr!r}")
+        for f in failed:
+            print("FAIL", f)
+        print(f"{len(all_cases) - len(failed)} passed, {len(failed)} failed")
+        return 1 if failed else 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
