@@ -6,6 +6,8 @@
 #include <fstream>
 
 #include "model/cluster.h"
+#include "predict/interference.h"
+#include "predict/matrix.h"
 
 namespace tessera::sim {
 namespace {
@@ -154,6 +156,56 @@ apps:
   PhysicsOptions off = plain;
   off.mps_front_kappa = off.mps_sm_kappa = 0;
   EXPECT_DOUBLE_EQ(rate(none, "H200-141GB"), rate(off, "H200-141GB"));
+}
+
+}  // namespace
+}  // namespace tessera::sim
+
+namespace tessera::sim {
+namespace {
+
+// The H200 campaign's shape and plausibility (data/h200-campaign/SOURCE.md): 8 applications ×
+// 3 whole-GPU settings of 5 windows each; batching raises every model's throughput on the whole
+// GPU; no model is much faster on a share than on the whole GPU (at most 20 %, the noise of
+// 0.4 s windows at batch 1); interference losses are fractions, 32 cells of each kind.
+TEST(H200Campaign, ShapeAndPlausibility) {
+  const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/data/h200-campaign/";
+  auto profile = predict::SparseMatrix::LoadCsv(dir + "profile.csv");
+  ASSERT_TRUE(profile) << profile.error().message;
+  EXPECT_EQ(profile->rows(), 8);
+  EXPECT_EQ(profile->cols(), 3);
+  EXPECT_EQ(profile->ObservedCount(), 24);
+  auto qps = [&](const std::string& app, int pct) {
+    const auto r = profile->FindRow(app);
+    const auto c = profile->FindCol("H200-141GB/whole/" + std::to_string(pct));
+    EXPECT_TRUE(r && c) << app << " " << pct;
+    EXPECT_EQ(profile->Count(*r, *c), 5);
+    return profile->Mean(*r, *c);
+  };
+  for (const std::string model : {"resnet50", "mobilenet_v2", "ssd", "bert-base"}) {
+    const std::string seq = model == "bert-base" ? "/seq128" : "";
+    const std::string bs1 = model + "/bs1" + seq, bs8 = model + "/bs8" + seq;
+    EXPECT_GT(qps(bs8, 100), qps(bs1, 100)) << model;
+    for (const std::string& app : {bs1, bs8}) {
+      EXPECT_GT(qps(app, 100), 1) << app;
+      EXPECT_LT(qps(app, 100), 100000) << app;
+      for (int pct : {50, 25}) EXPECT_LT(qps(app, pct), 1.2 * qps(app, 100)) << app << pct;
+    }
+  }
+  auto pairs = predict::InterferenceMatrices::LoadCsv(dir + "interference.csv");
+  ASSERT_TRUE(pairs) << pairs.error().message;
+  for (const char* kind : {"mps", "timeslice"}) {
+    const predict::SparseMatrix* m = pairs->Find(kind);
+    ASSERT_NE(m, nullptr) << kind;
+    EXPECT_EQ(m->ObservedCount(), 32) << kind;
+    for (int r = 0; r < m->rows(); ++r) {
+      for (int c = 0; c < m->cols(); ++c) {
+        if (!m->Has(r, c)) continue;
+        EXPECT_GE(m->Mean(r, c), 0);
+        EXPECT_LE(m->Mean(r, c), 1);
+      }
+    }
+  }
 }
 
 }  // namespace
