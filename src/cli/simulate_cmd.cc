@@ -207,29 +207,32 @@ Status RunThesisExperiment(const SimulateFlags& f, const std::vector<uint64_t>& 
   }
   // feasible: pods per run whose SLO some configuration meets (alone, noise aside); attain%f:
   // attainment over those.
-  std::printf("%s\n",
-              fmt::format("{:<12} {:<30} {:>7} {:>8} {:>8} {:>5} {:>5} {:>11} {:>9} "
-                          "{:>9} {:>6} {:>7} {:>9}",
-                          "policy", "scenario", "attain%", "feasible", "attain%f", "viol", "fail",
-                          "|q-slo|/slo", "makespan", "pending", "util%", "power W", "energy kJ")
-                  .c_str());
+  // The policy column as wide as the longest name with its options (12 at the least).
+  size_t width = 12;
+  for (const sim::ThesisRun& m : means) width = std::max(width, m.policy.size());
+  std::printf("%s\n", fmt::format("{:<{}} {:<30} {:>7} {:>8} {:>8} {:>5} {:>5} {:>11} {:>9} "
+                                  "{:>9} {:>6} {:>7} {:>9}",
+                                  "policy", width, "scenario", "attain%", "feasible", "attain%f",
+                                  "viol", "fail", "|q-slo|/slo", "makespan", "pending", "util%",
+                                  "power W", "energy kJ")
+                          .c_str());
   for (const sim::ThesisRun& m : means) {
     std::printf("%s\n",
-                fmt::format("{:<12} {:<30} {:>7.1f} {:>8.1f} {:>8.1f} {:>5.1f} {:>5.1f} {:>11.3f} "
+                fmt::format("{:<{}} {:<30} {:>7.1f} {:>8.1f} {:>8.1f} {:>5.1f} {:>5.1f} {:>11.3f} "
                             "{:>8.0f}s {:>8.1f}s {:>6.1f} {:>7.1f} {:>9.1f}",
-                            m.policy, m.scenario.name(), 100 * m.slo_attainment, m.slo_feasible,
-                            100 * m.slo_attainment_feasible(), m.slo_violations, m.failures,
-                            m.qps_slo_abs_diff_mean, m.makespan_s, m.pending_s_mean,
+                            m.policy, width, m.scenario.name(), 100 * m.slo_attainment,
+                            m.slo_feasible, 100 * m.slo_attainment_feasible(), m.slo_violations,
+                            m.failures, m.qps_slo_abs_diff_mean, m.makespan_s, m.pending_s_mean,
                             100 * m.gpu_util_mean, m.power_w_mean, m.energy_j / 1000)
                     .c_str());
   }
   std::printf("\nall runs pooled (Ch. 9.3):\n%s\n",
-              fmt::format("{:<12} {:>5} {:>11} {:>10} {:>8}", "policy", "runs", "|q-slo|/slo",
-                          "energy MJ", "attain%f")
+              fmt::format("{:<{}} {:>5} {:>11} {:>10} {:>8}", "policy", width, "runs",
+                          "|q-slo|/slo", "energy MJ", "attain%f")
                   .c_str());
   for (const report::ThesisAggregate& a : report::AggregateByPolicy(runs)) {
-    std::printf("%s\n", fmt::format("{:<12} {:>5} {:>11.3f} {:>10.2f} {:>8.1f}", a.policy, a.runs,
-                                    a.qps_slo_abs_diff_mean, a.energy_j / 1e6,
+    std::printf("%s\n", fmt::format("{:<{}} {:>5} {:>11.3f} {:>10.2f} {:>8.1f}", a.policy, width,
+                                    a.runs, a.qps_slo_abs_diff_mean, a.energy_j / 1e6,
                                     100 * a.slo_attainment_feasible())
                             .c_str());
   }
@@ -270,13 +273,15 @@ Status RunPackingExperiment(const SimulateFlags& f, const std::vector<uint64_t>&
       "experiment packing: %d nodes, workloads asking for 130%% of GPU capacity, "
       "arrive-only\n\n",
       f.cluster_nodes);
+  size_t width = 14;  // as wide as the longest policy with its options
+  for (const sim::PackingRow& r : *rows) width = std::max(width, r.policy.size());
   std::printf("%s\n",
-              fmt::format("{:<14} {:>6} {:>9} {:>7} {:>18} {:>12} {:>8}", "policy", "seed",
+              fmt::format("{:<{}} {:>6} {:>9} {:>7} {:>18} {:>12} {:>8}", "policy", width, "seed",
                           "workloads", "failed", "alloc@1st-fail %", "alloc end %", "wall s")
                   .c_str());
   for (const sim::PackingRow& r : *rows) {
-    std::printf("%s\n", fmt::format("{:<14} {:>6} {:>9} {:>7} {:>18.2f} {:>12.2f} {:>8.3f}",
-                                    r.policy, r.seed, r.workloads, r.failed,
+    std::printf("%s\n", fmt::format("{:<{}} {:>6} {:>9} {:>7} {:>18.2f} {:>12.2f} {:>8.3f}",
+                                    r.policy, width, r.seed, r.workloads, r.failed,
                                     r.alloc_at_first_failure_pct, r.alloc_final_pct, r.wall_s)
                             .c_str());
   }
