@@ -796,7 +796,7 @@ TEST(DeployManifestsTest, EachModeHasItsFolderAndTheTopHoldsOnlyWhatBothShare) {
   }
   EXPECT_TRUE(holds("scheduler", "Deployment/tessera-scheduler"));
   EXPECT_TRUE(holds("extender", "Deployment/tessera-extender"));
-  for (const std::string& dir : {"", "scheduler", "extender", "examples"}) {
+  for (const std::string dir : {"", "scheduler", "extender", "examples"}) {
     for (const std::string& what : by_dir[dir]) {
       EXPECT_FALSE(what.starts_with("KubeSchedulerConfiguration/"))
           << "kubectl apply -f deploy/" << dir << " would fail on " << what;
@@ -813,7 +813,9 @@ TEST(DeployManifestsTest, EachModeHasItsFolderAndTheTopHoldsOnlyWhatBothShare) {
     EXPECT_NE(who.find("tessera-"), std::string::npos) << "an example workload: " << who;
   }
   for (const Doc& d : docs) {
-    if (d.file.starts_with("example-")) EXPECT_EQ(d.dir, "examples") << d.file;
+    if (d.file.starts_with("example-")) {
+      EXPECT_EQ(d.dir, "examples") << d.file;
+    }
   }
   EXPECT_FALSE(by_dir["examples"].empty());
   EXPECT_EQ(by_dir["extender/kube-scheduler"],
