@@ -110,11 +110,11 @@ bool JsonValuesWithin(std::string_view body, size_t max_values) {
 
 std::string JsonShapeProblem(std::string_view body) {
   if (!JsonDepthWithin(body, ExtenderConfig::kMaxJsonDepth)) {
-    return fmt::format("request body nests arrays or objects deeper than {} levels",
+    return fmt::format("body nests arrays or objects deeper than {} levels",
                        ExtenderConfig::kMaxJsonDepth);
   }
   if (!JsonValuesWithin(body, ExtenderConfig::kMaxJsonValues)) {
-    return fmt::format("request body has more than {} JSON values", ExtenderConfig::kMaxJsonValues);
+    return fmt::format("body has more than {} JSON values", ExtenderConfig::kMaxJsonValues);
   }
   return {};
 }
@@ -532,7 +532,7 @@ Expected<int> Extender::Serve(const std::string& host, int port) {
       // was refused unparsed, as a body over the size limit is refused unread (413).
       if (std::string why = JsonShapeProblem(req.body); !why.empty()) {
         res.status = 400;
-        res.set_content(json{{"Error", why}}.dump(), "application/json");
+        res.set_content(json{{"Error", "request " + why}}.dump(), "application/json");
         return;
       }
       ExtenderReply r = (this->*fn)(req.body);

@@ -54,7 +54,7 @@ TEST(CliTest, AnUnknownSubcommandIsNamedWithTheKnownOnes) {
   EXPECT_EQ(RunArgs({"predict", "bogus"}), 2);
   err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("tessera predict: unknown subcommand 'bogus' (known: methods, evaluate, "
-                     "sweep, complete, interference)"),
+                     "sweep, complete, interference, contention)"),
             std::string::npos)
       << err;
 }
@@ -66,7 +66,7 @@ TEST(CliTest, ABadRedisAddressIsAUsageErrorInEveryDaemon) {
     testing::internal::CaptureStderr();
     EXPECT_EQ(RunArgs({sub, "--store", "redis", "--redis", "no-port-here"}), 2) << sub;
     const std::string err = testing::internal::GetCapturedStderr();
-    EXPECT_NE(err.find(std::string("tessera ") + sub + ": redis address 'no-port-here'"),
+    EXPECT_NE(err.find(std::string("tessera ") + sub + ": --redis: redis address 'no-port-here'"),
               std::string::npos)
         << err;
   }

@@ -154,9 +154,9 @@ TEST(DaemonFlagsTest, ABracketedIpv6ListenAddressIsServed) {
   for (const char* sub : {"extender", "agent", "schedule"}) {
     const Outcome o = RunCaptured({sub, "--listen", "[::1", "--store", "memory"});
     EXPECT_EQ(o.code, 2) << sub << "\n" << o.err;
-    EXPECT_NE(
-        o.err.find(std::string("tessera ") + sub + ": listen address '[::1': '[' without its ']'"),
-        std::string::npos)
+    EXPECT_NE(o.err.find(std::string("tessera ") + sub +
+                         ": --listen: listen address '[::1': '[' without its ']'"),
+              std::string::npos)
         << o.err;
   }
   if (!loopback) GTEST_SKIP() << "this machine has no IPv6 loopback (::1)";

@@ -39,11 +39,17 @@ TEST(PolicyListTest, TheRegistryDecidesWhatIsAPolicy) {
   EXPECT_NE(bad.error().message.find("--policy no-such-policy"), std::string::npos);
   EXPECT_NE(bad.error().message.find("--list-policies"), std::string::npos);
 
-  const Expected<policy::PolicySpec> spec =
+  // Options are checked against what the policy takes (issue #33: a bad one is a usage error
+  // before any run): an unknown key is refused, naming it; a known one passes through.
+  const Expected<policy::PolicySpec> unknown =
       ParseRegisteredPolicy(policy::Policies()[0].name + "{\"k\": 2}");
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_NE(unknown.error().message.find("unknown option 'k'"), std::string::npos)
+      << unknown.error().message;
+  const Expected<policy::PolicySpec> spec = ParseRegisteredPolicy("predictive{\"reshape\": false}");
   ASSERT_TRUE(spec.has_value()) << spec.error().message;
-  EXPECT_EQ(spec->name, policy::Policies()[0].name);
-  EXPECT_EQ(spec->options["k"], 2);
+  EXPECT_EQ(spec->name, "predictive");
+  EXPECT_EQ(spec->options["reshape"], false);
   EXPECT_FALSE(ParseRegisteredPolicy("no-such-policy").has_value());
   EXPECT_FALSE(ParseRegisteredPolicy(policy::Policies()[0].name + "{oops").has_value());
 }

@@ -785,7 +785,9 @@ TEST(DeployManifestsTest, EachModeHasItsFolderAndTheTopHoldsOnlyWhatBothShare) {
   const std::vector<Doc> docs = LoadAll();
   std::map<std::string, std::set<std::string>> by_dir;  // folder -> "Kind/name"
   for (const Doc& d : docs) {
-    by_dir[d.dir].insert(d.kind() + "/" + (d.node["metadata"]["name"] ? d.name() : ""));
+    // A KubeSchedulerConfiguration has no metadata: index it only where there is some.
+    const bool named = d.node["metadata"] && d.node["metadata"]["name"];
+    by_dir[d.dir].insert(d.kind() + "/" + (named ? d.name() : ""));
   }
   auto holds = [&](const std::string& dir, const std::string& what) {
     return by_dir[dir].contains(what);

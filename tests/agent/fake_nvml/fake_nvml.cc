@@ -332,7 +332,8 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_st* d, nvmlMemory_v2_t* m) {
   m->total = v1.total;
   m->reserved = reserved;
   m->free = v1.free;
-  m->used = v1.used - reserved;
+  // The fixture's reserved memory is nvidia-smi's, rounded to MiB: never more than in use.
+  m->used = v1.used > reserved ? v1.used - reserved : 0;
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_st* d, unsigned int* current, unsigned int* pending) {
