@@ -133,64 +133,37 @@ ProfilerOptions ThesisProfiling(const ThesisScenario& s, uint64_t seed) {
   return profiling;
 }
 
-Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenario& s,
-                              uint64_t seed, const AppCatalog& catalog) {
-  for (const char* key : kEngines) {
-    if (!catalog.Find(key))
-      return Fail("the thesis experiment needs app '{}' in the catalogue", key);
-  }
-  Physics physics(catalog, seed);
-  Rng rng(seed);
-  model::ClusterState cluster = s.nodes > 0 ? ThesisScaleCluster(s.nodes) : ThesisCluster();
-  // A policy that predicts gets what the thesis's characterisation (Ch. 6) would have given
-  // it: the Profiler's sparse, noisy samples of every GPU model in the cluster — never Physics.
-  std::optional<predict::Predictor> predictor;
-  Expected<policy::PolicySpec> spec = policy::ParsePolicySpec(policy_name);
-  if (!spec) return std::unexpected(spec.error());
-  const std::optional<policy::PolicyInfo> info = policy::FindPolicy(spec->name);
-  if (info && info->needs_predictor) {
-    std::vector<std::string> models;
-    for (model::GpuIndex g = 0; g < cluster.gpu_count(); ++g) {
-      const std::string& name = model::GetGpuModel(cluster.gpu(g).model).name;
-      if (std::find(models.begin(), models.end(), name) == models.end()) models.push_back(name);
-    }
-    Expected<ProfileSamples> samples =
-        Profiler(physics, ThesisProfiling(s, seed)).Sample(models, seed ^ 0x5eedULL);
-    if (!samples) return std::unexpected(samples.error());
-    Expected<predict::Predictor> p =
-        predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference(), {},
-                                   CatalogFeatures(physics.catalog()));
-    if (!p) return std::unexpected(p.error());
-    predictor.emplace(std::move(*p));
-  }
-  telemetry::StaticTelemetry telemetry;
-  ManualClock clock;  // the engine's virtual time, which a policy with a period reads (muxflow)
-  predict::Predictor* learner = predictor ? &*predictor : nullptr;
-  auto policy = policy::MakePolicy(spec->name,
-                                   {.rng = &rng,
-                                    .clock = &clock,
-                                    .predictor = learner,
-                                    .telemetry = &telemetry,
-                                    .learner = learner,
-                                    .can_move = true},
-                                   spec->options);
-  if (!policy) return std::unexpected(policy.error());
-  Engine engine(cluster, **policy, physics, rng,
-                {.horizon_s = 48 * 3600, .telemetry = &telemetry, .clock = &clock});
-  for (model::Workload& w : ThesisWorkloads(s, seed, physics)) {
-    if (auto ok = engine.Add(std::move(w)); !ok) return std::unexpected(ok.error());
-  }
-  const EngineResult r = engine.Run();
+namespace {
+
+// The GPU models of `cluster`, each once, in the order their first GPU appears.
+std::vector<model::GpuModelId> ModelsOf(const model::ClusterState& cluster) {
   std::vector<model::GpuModelId> models;
   for (model::GpuIndex g = 0; g < cluster.gpu_count(); ++g) {
     if (std::find(models.begin(), models.end(), cluster.gpu(g).model) == models.end())
       models.push_back(cluster.gpu(g).model);
   }
+  return models;
+}
 
+// What the thesis's characterisation (Ch. 6) would have given a policy that predicts: the
+// Profiler's sparse, noisy samples of every GPU model in the cluster — never Physics.
+Expected<predict::Predictor> ProfiledPredictor(const Physics& physics,
+                                               const model::ClusterState& cluster,
+                                               const ThesisScenario& s, uint64_t seed) {
+  std::vector<std::string> models;
+  for (model::GpuModelId id : ModelsOf(cluster)) models.push_back(model::GetGpuModel(id).name);
+  Expected<ProfileSamples> samples =
+      Profiler(physics, ThesisProfiling(s, seed)).Sample(models, seed ^ 0x5eedULL);
+  if (!samples) return std::unexpected(samples.error());
+  return predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference(), {},
+                                    CatalogFeatures(physics.catalog()));
+}
+
+// The run's figures (Ch. 9.3) from the engine's outcomes.
+ThesisRun Summarize(const EngineResult& r, const model::ClusterState& cluster,
+                    const Physics& physics) {
+  const std::vector<model::GpuModelId> models = ModelsOf(cluster);
   ThesisRun run;
-  run.policy = policy_name;
-  run.scenario = s;
-  run.seed = seed;
   run.pods = static_cast<int>(r.workloads.size());
   // A pod that never started waited until the run stopped (the horizon, if work was left).
   const double stop = std::max(r.end_s, r.stop_s);
@@ -203,7 +176,7 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
     const double rel = (achieved - o.workload.slo_qps) / o.workload.slo_qps;
     const bool met = ran && achieved >= o.workload.slo_qps;
     if (!met) ++run.slo_violations;
-    const AppSpec* app = catalog.Find(o.workload.app);
+    const AppSpec* app = physics.catalog().Find(o.workload.app);
     const bool feasible = app && physics.BestIsolatedQps(*app, models) >= o.workload.slo_qps;
     run.slo_feasible += feasible;
     run.slo_met_feasible += feasible && met;
@@ -242,6 +215,49 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
   run.gpu_util_mean = r.gpu_util_mean;
   run.power_w_mean = r.power_w_mean;
   run.energy_j = r.energy_j;
+  return run;
+}
+
+}  // namespace
+
+Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenario& s,
+                              uint64_t seed, const AppCatalog& catalog) {
+  for (const char* key : kEngines) {
+    if (!catalog.Find(key))
+      return Fail("the thesis experiment needs app '{}' in the catalogue", key);
+  }
+  Physics physics(catalog, seed);
+  Rng rng(seed);
+  model::ClusterState cluster = s.nodes > 0 ? ThesisScaleCluster(s.nodes) : ThesisCluster();
+  Expected<policy::PolicySpec> spec = policy::ParsePolicySpec(policy_name);
+  if (!spec) return std::unexpected(spec.error());
+  std::optional<predict::Predictor> predictor;
+  if (const auto info = policy::FindPolicy(spec->name); info && info->needs_predictor) {
+    Expected<predict::Predictor> p = ProfiledPredictor(physics, cluster, s, seed);
+    if (!p) return std::unexpected(p.error());
+    predictor.emplace(std::move(*p));
+  }
+  telemetry::StaticTelemetry telemetry;
+  ManualClock clock;  // the engine's virtual time, which a policy with a period reads (muxflow)
+  predict::Predictor* learner = predictor ? &*predictor : nullptr;
+  auto policy = policy::MakePolicy(spec->name,
+                                   {.rng = &rng,
+                                    .clock = &clock,
+                                    .predictor = learner,
+                                    .telemetry = &telemetry,
+                                    .learner = learner,
+                                    .can_move = true},
+                                   spec->options);
+  if (!policy) return std::unexpected(policy.error());
+  Engine engine(cluster, **policy, physics, rng,
+                {.horizon_s = 48 * 3600, .telemetry = &telemetry, .clock = &clock});
+  for (model::Workload& w : ThesisWorkloads(s, seed, physics)) {
+    if (auto ok = engine.Add(std::move(w)); !ok) return std::unexpected(ok.error());
+  }
+  ThesisRun run = Summarize(engine.Run(), cluster, physics);
+  run.policy = policy_name;
+  run.scenario = s;
+  run.seed = seed;
   return run;
 }
 
