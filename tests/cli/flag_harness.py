@@ -17,7 +17,6 @@ Run by the test command with TESSERA_BIN set; prints "N passed, M failed" and ex
 failure.
 """
 
-import concurrent.futures
 import os
 import re
 import shutil
@@ -30,8 +29,7 @@ import threading
 import time
 import urllib.request
 
-BIN = os.environ.get("TESSERA_BIN", "build/tessera")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from cli_cases import BIN, ROOT, cut_openb, run_cases
 DAEMONS = {"schedule", "extender", "agent"}
 ONE_SHOT_S, DAEMON_S, RSS_LIMIT_KB = 90, 4.0, 3 * 1024 * 1024
 
@@ -80,21 +78,7 @@ class Env:
         with open(self.big, "wb") as f:
             f.write(os.urandom(10 * 1024 * 1024))
         # A small openb trace and node list, so that openb-alloc runs in a moment.
-        openb = os.path.join(ROOT, "..", "shared", "data", "openb")
-        self.trace = os.path.join(tmp, "pods.csv")
-        with open(os.path.join(openb, "openb_pod_list_default.csv")) as src, \
-                open(self.trace, "w") as dst:
-            for i, line in enumerate(src):
-                if i > 300:
-                    break
-                dst.write(line)
-        self.nodes = os.path.join(tmp, "nodes.csv")
-        with open(os.path.join(openb, "openb_node_list_gpu_node.csv")) as src, \
-                open(self.nodes, "w") as dst:
-            for i, line in enumerate(src):
-                if i > 40:
-                    break
-                dst.write(line)
+        self.trace, self.nodes = cut_openb(tmp, pods=300, nodes=40)
         # A kubeconfig naming a server nobody serves: a daemon that accepts its flags retries.
         self.kubeconfig = os.path.join(tmp, "kubeconfig")
         with open(self.kubeconfig, "w") as f:
@@ -265,20 +249,10 @@ def main():
             cmds += [[sub, n] for n in nested] if nested else [[sub]]
         cases = [(cmd, flag, label, value) for cmd in cmds for flag in value_options(cmd)
                  for label, value in env.values()]
-        # Most runs wait (a daemon's bound, a refused flag's exit): four at a time.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-            problems = list(pool.map(lambda c: run_one(c[0], c[1], c[2], c[3], env), cases))
-        passed, failed = 0, []
-        for (cmd, flag, label, _), problem in zip(cases, problems):
-            if problem:
-                failed.append(f"tessera {' '.join(cmd)} {flag} <{label}>: {problem}")
-            else:
-                passed += 1
-        for f in failed:
-            print("FAIL", f)
         print(f"{len(cmds)} subcommands")
-        print(f"{passed} passed, {len(failed)} failed")
-        return 1 if failed else 0
+        # Most runs wait (a daemon's bound, a refused flag's exit): four at a time.
+        return run_cases(cases, lambda c: run_one(c[0], c[1], c[2], c[3], env), 4,
+                         lambda c: f"tessera {' '.join(c[0])} {c[1]} <{c[2]}>")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

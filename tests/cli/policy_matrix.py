@@ -13,7 +13,6 @@ Run by the test command with TESSERA_BIN set; prints "N passed, M failed" and ex
 failure.
 """
 
-import concurrent.futures
 import os
 import re
 import shutil
@@ -21,8 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-BIN = os.environ.get("TESSERA_BIN", "build/tessera")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from cli_cases import BIN, ROOT, cut_openb, run_cases
 BOUND_S = 600  # only against a runaway
 
 
@@ -36,18 +34,6 @@ def experiments():
     out = subprocess.run([BIN, "simulate", "--help"], capture_output=True, text=True).stdout
     m = re.search(r"--experiment TEXT:\{([^}]*)\}", out)
     return m.group(1).split(",")
-
-
-def cut_openb(tmp):
-    """The first 400 pods and 30 nodes of the openb trace, written once."""
-    openb = os.path.join(ROOT, "..", "shared", "data", "openb")
-    for src, dst, n in (("openb_pod_list_default.csv", "pods.csv", 400),
-                        ("openb_node_list_gpu_node.csv", "nodes.csv", 30)):
-        with open(os.path.join(openb, src)) as f, open(os.path.join(tmp, dst), "w") as g:
-            for i, line in enumerate(f):
-                if i > n:
-                    break
-                g.write(line)
 
 
 def tiny(experiment, tmp):
@@ -87,17 +73,11 @@ def run(experiment, policy, tmp):
 def main():
     tmp = tempfile.mkdtemp(prefix="tessera-matrix-")
     try:
-        cut_openb(tmp)
+        cut_openb(tmp, pods=400, nodes=30)
         pols, exps = policies(), experiments()
-        cases = [(e, p) for e in exps for p in pols]
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            problems = list(pool.map(lambda c: run(c[0], c[1], tmp), cases))
-        failed = [f"{e} x {p}: {why}" for (e, p), why in zip(cases, problems) if why]
-        for f in failed:
-            print("FAIL", f)
         print(f"{len(pols)} policies x {len(exps)} experiments")
-        print(f"{len(cases) - len(failed)} passed, {len(failed)} failed")
-        return 1 if failed else 0
+        return run_cases([(e, p) for e in exps for p in pols], lambda c: run(c[0], c[1], tmp),
+                         2, lambda c: f"{c[0]} x {c[1]}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

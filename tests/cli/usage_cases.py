@@ -11,9 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-BIN = os.environ.get("TESSERA_BIN", "build/tessera")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OPENB = os.path.join(ROOT, "..", "shared", "data", "openb")
+from cli_cases import BIN, OPENB
 
 
 def cases(tmp):
