@@ -1,5 +1,5 @@
 #pragma once
-// SlowClients: raw loopback connections that behave like a slowloris (issue #19): each sends the
+// SlowClients: raw loopback connections that behave like a slowloris: each sends the
 // start of a request and then stalls, either trickling one more header byte every
 // `trickle_s` (every byte resets a server's per-read timeout, so a worker stays held for as long
 // as the test wants) or, after StopTrickling(), sending nothing at all. ClosedByServer() says

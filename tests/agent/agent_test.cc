@@ -194,7 +194,7 @@ TEST_F(AgentTest, MetricsCarryThePodsPlacedOnAPartition) {
             std::string::npos);
 }
 
-// Issue #16: a pod's own use of a partition. Two processes of one pod (one named by the backend,
+// A pod's own use of a partition. Two processes of one pod (one named by the backend,
 // one resolved from its cgroup under the proc root) sum to 2048 + 1024 = 3072 MiB and SM 0.25 +
 // 0.125 = 0.375 on the A30; a process of a system service and one whose cgroup file is gone are
 // counted as unattributed. The pod's placement holds no slices: its uid still names it.
@@ -370,11 +370,9 @@ gpus:
   server.Stop();
 }
 
-// The agent serves GETs only: a request body of any size is refused with 413 before it is
-// stored (the 150 MB POST of issue #19 took a server to 888 MB), and the agent keeps serving.
-// Issue #19: with its store unreachable the agent kept answering 200. Readiness now says 503
-// and names the store with the store's own error, liveness stays 200 (restarting the agent
-// would not bring Redis back), and both follow the store back.
+// With its store unreachable the agent is not ready: readiness says 503 and names the store with
+// the store's own error, liveness stays 200 (restarting the agent would not bring Redis back), and
+// both follow the store back.
 TEST_F(AgentTest, AnUnreachableStoreMakesItUnreadyButStillLive) {
   auto agent = Make();
   agent->Tick();
@@ -406,6 +404,8 @@ TEST_F(AgentTest, LivenessFailsWhenTheDiscoveryLoopStalls) {
   EXPECT_TRUE(agent->health().Liveness().ok);
 }
 
+// The agent serves GETs only: a request body of any size is refused with 413 before it is
+// stored (a 150 MB POST, stored, would take a server to 888 MB), and the agent keeps serving.
 TEST_F(AgentTest, ARequestBodyIsRefusedWith413AndTheServerStaysUp) {
   auto agent = Make();
   agent->Tick();
@@ -423,10 +423,9 @@ TEST_F(AgentTest, ARequestBodyIsRefusedWith413AndTheServerStaysUp) {
   EXPECT_EQ(health->status, 200);
 }
 
-// Twelve connections that keep a request line unfinished (a byte every half second, so no
-// per-read timeout fires) held every worker of the old pool: /healthz waited behind them
-// (9.7 s in issue #19). Now it is answered while they hold on, and once they go quiet the
-// server closes them after its read timeout.
+// Twelve connections that keep a request line unfinished (a byte every half second, so no per-read
+// timeout fires) do not hold every worker: /healthz is answered while they hold on, and once they
+// go quiet the server closes them after its read timeout.
 TEST_F(AgentTest, SlowClientsDoNotStarveOtherRequests) {
   auto agent = Make();
   agent->Tick();

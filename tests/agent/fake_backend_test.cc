@@ -63,8 +63,8 @@ TEST(FakeNodeTest, MalformedFilesNameTheFileAndLine) {
 }
 
 // Values a GPU cannot report, and keys the format does not have (typos), are refused with the
-// file and line rather than read as something else: cpu_milli -5 fell back to the host's CPUs,
-// util .nan reached /metrics, a misspelt key was silently ignored.
+// file and line rather than read as something else: cpu_milli -5 does not fall back to the
+// host's CPUs, util .nan does not reach /metrics, a misspelt key is not silently ignored.
 TEST(FakeNodeTest, OutOfRangeValuesAndUnknownKeysNameTheFileAndLine) {
   const std::string gpu = "node: n\ngpus:\n  - model: A30-24GB\n";
   const std::string point = gpu + "    script:\n      points:\n        - ";  // line 6
@@ -105,7 +105,7 @@ TEST(FakeNodeTest, OutOfRangeValuesAndUnknownKeysNameTheFileAndLine) {
       {"node: n\ngpus:\n  - model: A100-40GB\n    mig: \"1g.5gb@0\"\n    instances:\n"
        "      - script: {points: [{t: 0, fb_used_mib: 6000}]}\n",
        "6: fb_used_mib 6000 exceeds the 5120 MiB of MIG instance 1g.5gb"},
-      // The MPS server's state (issue #17).
+      // The MPS server's state (docs/runtime.md, "Stuck MPS server").
       {gpu + "    mps: {server: stuck, clients: 1}\n",
        "4: server 'stuck' is not one of running, hung, absent"},
       {gpu + "    mps: {clients: 1}\n", "4: missing 'server'"},
@@ -129,7 +129,7 @@ TEST(FakeNodeTest, OutOfRangeValuesAndUnknownKeysNameTheFileAndLine) {
       {"node: n\ngpus:\n  - model: A100-40GB\n    mig: \"7g.40gb\"\n"
        "    mps: {server: running}\n",
        "5: 'mps' describes a whole GPU's MPS server; this GPU has MIG on"},
-      // Usage series (issue #16): SM and DRAM activity, the SM clock, per-process use.
+      // Usage series: SM and DRAM activity, the SM clock, per-process use.
       {point + "{t: 0, sm_active: 1.5}\n", "6: sm_active must lie in 0..1"},
       {point + "{t: 0, dram_active: .nan}\n", "6: dram_active must lie in 0..1"},
       {point + "{t: 0, dram_active: -0.1}\n", "6: dram_active must lie in 0..1"},
@@ -190,7 +190,7 @@ TEST(FakeNodeTest, TheExampleFileDescribesTheDocumentedNode) {
   EXPECT_EQ(node->gpus[1].inventory.partitions[0].uuid, "GPU-22222222-2222-4222-8222-222222222222");
   EXPECT_EQ(node->gpus[1].mps.At(0), (MpsSample{.server = true, .clients = 2, .responsive = true}));
   EXPECT_TRUE(node->gpus[0].mps.points.empty());
-  // The usage series the telemetry integration tests read (issue #16).
+  // The usage series the telemetry integration tests read.
   const FakeGpu& a30 = node->gpus[1];
   EXPECT_EQ(a30.script.At(0, &P::sm_active), 0.5);
   EXPECT_EQ(a30.script.At(0, &P::dram_active), 0.25);
@@ -367,8 +367,8 @@ TEST_F(FakeBackendTest, RereadsAChangedFileAndKeepsTheLastGoodOneWhenItIsBroken)
   EXPECT_TRUE((*b)->node().gpus[0].inventory.mig_enabled);  // the last good description
 }
 
-// A file still broken on the next round is still an error (it was reported as a success, and
-// the agent logged "recovered" while it was broken); fixing it is a success again.
+// A file still broken on the next round is still an error, not a success (the agent must not
+// log "recovered" while it is broken); fixing it is a success again.
 TEST_F(FakeBackendTest, AFileStaysBrokenUntilItIsFixed) {
   Write(kOneGpu);
   auto b = FakeBackend::Load(path_.string(), clock_, 0);

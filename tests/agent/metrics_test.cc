@@ -79,7 +79,7 @@ TEST(MetricsTest, MpsSeriesOnlyForWhatIsKnown) {
   EXPECT_EQ(text.find("GPU-m"), std::string::npos) << text;
 }
 
-// Issue #16's usage series: SM and DRAM activity per partition with the partition's labels, the
+// The usage series: SM and DRAM activity per partition with the partition's labels, the
 // SM clock per GPU with the power's, and no series for what is unknown.
 TEST(MetricsTest, SmAndDramActivityPerPartitionAndSmClockPerGpu) {
   std::vector<GpuSample> s(2);

@@ -1,4 +1,4 @@
-// The agent's MIG reshape path (issue #20) against the stand-in NVML
+// The agent's MIG reshape path (docs/runtime.md, "MIG reshapes") against the stand-in NVML
 // (tests/agent/fake_nvml/fake_nvml.cc): NvmlBackend's MigControl, the reshaper's plan, busy
 // instances, NVML's failures with their rollback, the budget, a dry run, and the agent
 // answering the scheduler's requests through the store. The A100 starts as GI 5 = 1g.5gb at

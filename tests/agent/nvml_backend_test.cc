@@ -97,10 +97,10 @@ TEST_F(FakeNvmlTest, ReadsUtilisationMemoryPowerAndEnergy) {
   EXPECT_EQ((*s)[2].mps, std::nullopt);
 }
 
-// Issue #16 through NVML: the SM clock, a whole GPU's DRAM activity (utilization.memory 12 %),
-// and each compute process with its memory (unknown: no value) and newest utilisation sample
-// (40 % SM, 10 % memory, not the older 90 %); a MIG process lands on its instance by GI id, one
-// of an instance the inventory lacks is left out.
+// The usage series through NVML: the SM clock, a whole GPU's DRAM activity (utilization.memory
+// 12 %), and each compute process with its memory (unknown: no value) and newest utilisation sample
+// (40 % SM, 10 % memory, not the older 90 %); a MIG process lands on its instance by GI id, one of
+// an instance the inventory lacks is left out.
 TEST_F(FakeNvmlTest, ReadsSmClockAndComputeProcesses) {
   auto gpus = backend_->Discover();
   ASSERT_TRUE(gpus);
@@ -144,10 +144,11 @@ TEST_F(FakeNvmlTest, DriverErrorIsAnErrorWithNvmlsText) {
 namespace tessera::agent {
 namespace {
 
-// The agent's NVML path fed what NVML answered on a real H200 (driver 580.159.04, issue #42;
-// tests/agent/fixtures/h200/README.md), held against what nvidia-smi -q printed at the same
-// moment (its XML, read into nvidia-smi-*.json by tools/characterise/compare_agent.py). Two
-// reads a second apart: memory in use within 16 MiB, power within 3 % + 2 W, clocks 30 MHz.
+// The agent's NVML path fed what NVML answered on a real H200 (driver 580.159.04;
+// tests/agent/fixtures/h200/README.md, docs/runtime.md "On a real GPU"), held against what
+// nvidia-smi -q printed at the same moment (its XML, read into nvidia-smi-*.json by
+// tools/characterise/compare_agent.py). Two reads a second apart: memory in use within 16 MiB,
+// power within 3 % + 2 W, clocks 30 MHz.
 class RealH200Test : public FakeNvmlFixture {
  protected:
   // Loads state `name` (idle, busy: one CUDA process; mps: one MPS client and its server).

@@ -1,6 +1,5 @@
-// The daemons' one --listen parser (issue #33: a bracketed IPv6 address, "[::1]:9400", failed
-// in schedule, extender and agent while the unbracketed form worked), and a server listening on
-// what it returns.
+// The daemons' one --listen parser (a bracketed IPv6 address, "[::1]:9400", works in schedule,
+// extender and agent as the unbracketed form does), and a server listening on what it returns.
 #include "base/daemon_http.h"
 
 #include <gtest/gtest.h>
@@ -24,7 +23,7 @@ TEST(ParseListenAddressTest, AcceptsHostsOfEveryForm) {
       {"[::1]:8888", {"::1", 8888}},
       {"[::]:65535", {"::", 65535}},
       {"[fe80::1%eth0]:10259", {"fe80::1%eth0", 10259}},
-      {"::1:8888", {"::1", 8888}},  // unbracketed, as before: the last colon's port
+      {"::1:8888", {"::1", 8888}},  // unbracketed: the last colon's port
   };
   for (const auto& [text, want] : good) {
     auto got = ParseListenAddress(text);

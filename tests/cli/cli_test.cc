@@ -95,8 +95,8 @@ TEST(CliTest, DaemonsTakeThePolicyOptionGrammarOfEveryCommand) {
 }
 
 // The agent's periods have bounds (docs/runtime.md): --interval 0.1..3600 s, --heartbeat-ttl
-// 1..86400 s and at least twice --interval. --interval 1e-9 spun a core at 100 %, and a TTL
-// below one round let the node count as dead between two heartbeats.
+// 1..86400 s and at least twice --interval. --interval 1e-9 would spin a core at 100 %, and a
+// TTL below one round would let the node count as dead between two heartbeats.
 TEST(CliTest, AgentPeriodsOutsideTheirBoundsAreUsageErrors) {
   const std::string fake = std::string(TESSERA_SOURCE_DIR) + "/tests/agent/fake_node.yaml";
   const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
@@ -165,16 +165,16 @@ TEST(CliTest, SimulateRunsAndFailsCleanlyOnBadInput) {
 }
 
 TEST(CliTest, APolicysOptionsMayHoldCommas) {
-  // Two options in one object, beside a second policy: CLI11 used to split this at every comma.
+  // Two options in one object, beside a second policy: the list is split only at commas
+  // outside braces, not at every comma as CLI11 would split it.
   EXPECT_EQ(
       RunArgs({"simulate", "--experiment", "thesis-scale", "--workloads", "40", "--cluster-nodes",
                "2", "--policy", R"(predictive{"slo_headroom":0.1,"reshape":false},min)", "--json"}),
       0);
   EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--policy", R"(predictive{"reshape":false)"}), 2);
   EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--policy", "min,,max"}), 2);
-  // The packing replay takes name{json} too (it used to look the whole text up as a name), and
-  // a key the policy does not know is a usage error before any run (issue #33: it was exit 1
-  // from inside the run).
+  // The packing replay takes name{json} too, not only a bare name, and a key the policy does
+  // not know is a usage error before any run (exit 2, not exit 1 from inside the run).
   EXPECT_EQ(RunArgs({"simulate", "--experiment", "packing", "--seed", "1", "--cluster-nodes", "8",
                      "--policy", "best-fit,fgd{}", "--json"}),
             0);
@@ -229,7 +229,7 @@ TEST(CliTest, ExplainSloAwareShowsTargetMarginAndWhyNot) {
       << high;
 }
 
-// muxflow's scene (issue #17): every GPU's SysMonitor state, and why the job went where it did.
+// muxflow's scene (seed 001): every GPU's SysMonitor state, and why the job went where it did.
 TEST(CliTest, ExplainMuxflowShowsEachGpusStateAndTheMatch) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(RunArgs({"explain", "--policy", "muxflow"}), 0);
@@ -254,9 +254,9 @@ TEST(CliTest, ExplainMuxflowShowsEachGpusStateAndTheMatch) {
             std::string::npos);
 }
 
-// The memory-sharing policies' scene (issue #16): which check let the engine in on each GPU. On
-// GPU 1 the use is an exact ramp 4,000 + 400 t: AR(1) forecasts 15,600 + 400 = 16,000 MiB, and
-// 32,768 − 16,000 = 16,768 MiB free holds the 14,336 asked for.
+// The memory-sharing policies' scene (seeds 003 and 004): which check let the engine in on each
+// GPU. On GPU 1 the use is an exact ramp 4,000 + 400 t: AR(1) forecasts 15,600 + 400 = 16,000 MiB,
+// and 32,768 − 16,000 = 16,768 MiB free holds the 14,336 asked for.
 TEST(CliTest, ExplainMemorySharingShowsTheCheckThatLetThePodIn) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(RunArgs({"explain", "--policy", "resource-aware"}), 0);

@@ -1,7 +1,7 @@
 // The daemons' command lines (schedule, extender, agent; cli/daemon_flags.h and their
 // *_cmd.cc), as a user meets them: hostile flag values are refused before anything starts, with
 // one line naming the flag, and what is found at start (a kubeconfig, a port) is one error
-// naming it, never a signal (issue #33).
+// naming it, never a signal.
 #include "cli/daemon_flags.h"
 
 #include <arpa/inet.h>
@@ -48,9 +48,9 @@ std::vector<std::string> ErrorLines(const std::string& err) {
   return lines;
 }
 
-// Issue #33: NaN passed CLI11's PositiveNumber ("--refresh nan" and "--retry-period nan" made
-// the daemons spin), and infinities and absurd values passed too. Every duration flag of the
-// three daemons refuses them at parse time: exit 2, one line naming the flag.
+// NaN passes CLI11's PositiveNumber ("--refresh nan" and "--retry-period nan" would make the
+// daemons spin), and so do infinities and absurd values. Every duration flag of the three
+// daemons refuses them at parse time: exit 2, one line naming the flag.
 TEST(DaemonFlagsTest, EveryDurationFlagRefusesNonFiniteAndOutOfRangeValues) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> flags = {
       {"schedule",
@@ -98,8 +98,8 @@ std::string TempDir(const std::string& name) {
   return dir;
 }
 
-// Issue #33: --kubeconfig naming a directory ended schedule and extender with SIGABRT
-// (std::__ios_failure, rc 134). It is an error naming the path, exit 1.
+// --kubeconfig naming a directory is an error naming the path, exit 1, not a SIGABRT out of
+// schedule and extender (an uncaught std::__ios_failure, rc 134).
 TEST(DaemonFlagsTest, AKubeconfigThatIsADirectoryIsOneErrorNamingIt) {
   const std::string dir = TempDir("kubeconfig-dir");
   for (const char* sub : {"schedule", "extender"}) {
@@ -113,7 +113,7 @@ TEST(DaemonFlagsTest, AKubeconfigThatIsADirectoryIsOneErrorNamingIt) {
   std::filesystem::remove_all(dir);
 }
 
-// A port something else holds: "tessera extender: cannot listen on …", the prefix once (it was
+// A port something else holds: "tessera extender: cannot listen on …", the prefix once (not
 // "tessera extender: extender: cannot listen"); likewise the agent.
 TEST(DaemonFlagsTest, APortInUseIsNamedOnceWithoutADoubledPrefix) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -141,9 +141,9 @@ TEST(DaemonFlagsTest, APortInUseIsNamedOnceWithoutADoubledPrefix) {
   close(fd);
 }
 
-// Issue #33: '--listen [::1]:PORT' failed in every daemon. The extender and the agent start on
-// it (the stop flag is raised beforehand, so each returns as soon as it serves); a malformed
-// bracket is a usage error naming the address.
+// '--listen [::1]:PORT' works in every daemon: the extender and the agent start on it (the stop
+// flag is raised beforehand, so each returns as soon as it serves); a malformed bracket is a usage
+// error naming the address.
 TEST(DaemonFlagsTest, ABracketedIpv6ListenAddressIsServed) {
   std::ifstream inet6("/proc/net/if_inet6");
   std::string line;
@@ -171,8 +171,8 @@ TEST(DaemonFlagsTest, ABracketedIpv6ListenAddressIsServed) {
   EXPECT_NE(agent.err.find("/readyz on [::1]:"), std::string::npos) << agent.err;
 }
 
-// Issue #33: any pod could POST /bind. Without --client-ca or --token-file the extender says at
-// start, as a warning, that it serves every client; a token file that is empty or holds more
+// Without --client-ca or --token-file any pod could POST /bind: the extender says at start, as
+// a warning, that it serves every client; a token file that is empty or holds more
 // than one word is an error naming it; --client-ca needs HTTPS.
 TEST(DaemonFlagsTest, TheExtenderWarnsWhenUnauthenticatedAndChecksItsCredentials) {
   daemon_flags::StopFlag() = true;

@@ -1,6 +1,6 @@
-// FiniteRange and Seconds, the CLI11 checks behind the daemons' duration flags (issue #33:
-// CLI11's PositiveNumber and Range let NaN through, and "--refresh nan" or "--retry-period nan"
-// made a daemon spin).
+// FiniteRange and Seconds, the CLI11 checks behind the daemons' duration flags: unlike CLI11's
+// PositiveNumber and Range they refuse NaN, which as "--refresh nan" or "--retry-period nan"
+// would make a daemon spin.
 #include "cli/number_flags.h"
 
 #include <gtest/gtest.h>

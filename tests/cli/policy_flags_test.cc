@@ -39,8 +39,8 @@ TEST(PolicyListTest, TheRegistryDecidesWhatIsAPolicy) {
   EXPECT_NE(bad.error().message.find("--policy no-such-policy"), std::string::npos);
   EXPECT_NE(bad.error().message.find("--list-policies"), std::string::npos);
 
-  // Options are checked against what the policy takes (issue #33: a bad one is a usage error
-  // before any run): an unknown key is refused, naming it; a known one passes through.
+  // Options are checked against what the policy takes (a bad one is a usage error before any
+  // run): an unknown key is refused, naming it; a known one passes through.
   const Expected<policy::PolicySpec> unknown =
       ParseRegisteredPolicy(policy::Policies()[0].name + "{\"k\": 2}");
   ASSERT_FALSE(unknown.has_value());

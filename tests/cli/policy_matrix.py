@@ -1,4 +1,4 @@
-"""Every registered policy on every experiment's protocol (issue #33).
+"""Every registered policy on every experiment's protocol.
 
 `tessera simulate --list-policies` names the policies and `tessera simulate --help` the
 experiments; each pair runs on a tiny scenario of that experiment (one seed, a few nodes, a

@@ -1,6 +1,6 @@
-"""Command lines a new user tried (issue #33's defects 1, 6 and 8-12), each with the exit code
-and the line it must now print. Every case failed on main c7912e5: a silent run, exit 1 where
-the README promises 2, a table of nan, a message that did not say what to do.
+"""Command lines a new user would try, each with the exit code and the line it must print.
+Each guards against one way a run can mislead: a silent run, exit 1 where the README promises
+2, a table of nan, a message that does not say what to do.
 
 Run by the test command with TESSERA_BIN set; prints "N passed, M failed".
 """
@@ -21,29 +21,29 @@ def cases(tmp):
     trace = os.path.join(OPENB, "openb_pod_list_default.csv")
     huge = "1000000"
     return [
-        # 8: flags the experiment does not read are refused, naming what it reads.
+        # Flags the experiment does not read are refused, naming what it reads.
         (["simulate", "--experiment", "thesis", "--cluster-nodes", "3"], 2,
          "--cluster-nodes does not apply to --experiment thesis (it reads: --apps, --out)"),
         (["simulate", "--experiment", "knots", "--trace", "x"], 2,
          "--trace does not apply to --experiment knots"),
         (["simulate", "--experiment", "calibrate", "--seeds", "3"], 2,
          "--seeds does not apply to --experiment calibrate"),
-        # 10: a bad option value or a policy the experiment cannot run is a usage error.
+        # A bad option value or a policy the experiment cannot run is a usage error.
         (["simulate", "--policy", 'predictive{"slo_headroom":5}'], 2,
          "option 'slo_headroom': 5 is outside 0..1"),
         (["simulate", "--experiment", "packing", "--policy", "predictive"], 2,
          "--policy predictive: needs a predictor, and --experiment packing builds none"),
         (["schedule", "--policy", "predictive"], 2,
          "--policy predictive needs a predictor: give --profile FILE"),
-        # 12: the same policy twice would print two identical rows.
+        # The same policy twice is refused: it would print two identical rows.
         (["simulate", "--experiment", "packing", "--policy", "max,max"], 2,
          "--policy max is given twice"),
-        # 6: sizes past what the machine holds are refused before allocating.
+        # Sizes past what the machine holds are refused before allocating.
         (["simulate", "--experiment", "packing", "--cluster-nodes", "100000"], 2,
          "--cluster-nodes: Value 100000 not in range"),
         (["simulate", "--experiment", "thesis-scale", "--workloads", "10000000"], 2,
          "--workloads: Value 10000000 not in range"),
-        # 11: messages that say what to do.
+        # Messages that say what to do.
         (["simulate", "--apps", tmp], 1, "is a directory; expected an application catalogue"),
         (["predict", "sweep", "--data", os.path.join(tmp, "no-shared")], 1,
          "does not exist (the MIGProfiler data is in ../shared/data/migprofiler"),
@@ -51,10 +51,10 @@ def cases(tmp):
          f"--trace {tmp}: is not a file"),
         (["simulate", "--experiment", "openb-alloc", "--trace", trace, "--nodes",
           os.path.join(tmp, "none.csv")], 1, "does not exist"),
-        # 9: a node list too small for the curve says so instead of printing nan.
+        # A node list too small for the curve says so instead of printing nan.
         (["simulate", "--experiment", "openb-alloc", "--trace", trace, "--nodes", two_gpus,
           "--policy", "fgd"], 0, "-: no arrival brought the arrived load to that level"),
-        # 1: openb-alloc's default seeds are seed 42 alone, as --help says (it ran 1..42).
+        # openb-alloc's default seeds are seed 42 alone, as --help says (not 1..42).
         (["simulate", "--experiment", "openb-alloc", "--trace", trace, "--nodes", two_gpus,
           "--policy", "best-fit", "--json"], 0, '"seed": 42'),
     ]

@@ -121,9 +121,9 @@ TEST(ApiClientTest, KubeconfigCurrentContextWithInlineCa) {
   EXPECT_EQ(missing.error().message, "kubeconfig " + dir + "/config: context 'nope' not found");
 }
 
-// Found by fuzzing (fuzz/kubeconfig.cc): entries of the wrong kind made yaml-cpp throw out of
-// KubeconfigCredentials, which ended `tessera schedule` at start with an uncaught exception.
-// Each is now one error naming the file.
+// Entries of the wrong kind (inputs of the kind fuzz/kubeconfig.cc generates) are each one error
+// naming the file, not a yaml-cpp exception thrown out of KubeconfigCredentials, which would
+// end `tessera schedule` at start.
 TEST(ApiClientTest, AMalformedKubeconfigIsAnErrorNamingTheFile) {
   const std::string path = ::testing::TempDir() + "/malformed-kubeconfig-" +
                            std::to_string(getpid());
@@ -141,9 +141,9 @@ TEST(ApiClientTest, AMalformedKubeconfigIsAnErrorNamingTheFile) {
   std::remove(path.c_str());
 }
 
-// Issue #33: --kubeconfig naming a directory made YAML::LoadFile throw std::ios_base::failure
-// (not a YAML::Exception), and `tessera schedule` and `extender` ended with SIGABRT. A directory
-// and a missing file are now errors naming the path.
+// A directory and a missing file given as --kubeconfig are errors naming the path, not a
+// std::ios_base::failure out of YAML::LoadFile (not a YAML::Exception, so uncaught: `tessera
+// schedule` and `extender` would end with SIGABRT).
 TEST(ApiClientTest, AKubeconfigThatIsADirectoryOrMissingIsAnErrorNamingIt) {
   const std::string dir = ::testing::TempDir() + "/kubeconfig-dir-" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
@@ -156,8 +156,8 @@ TEST(ApiClientTest, AKubeconfigThatIsADirectoryOrMissingIsAnErrorNamingIt) {
   std::filesystem::remove_all(dir);
 }
 
-// Issue #33: with no kubeconfig anywhere the message was yaml-cpp's "bad file"; it names the
-// file looked for and the ways to give one (--kubeconfig, $KUBECONFIG, in-cluster config).
+// With no kubeconfig anywhere the message is not yaml-cpp's "bad file": it names the file
+// looked for and the ways to give one (--kubeconfig, $KUBECONFIG, in-cluster config).
 TEST(ApiClientTest, NoKubeconfigAnywhereNamesTheFlagAndInClusterConfig) {
   const std::string home = ::testing::TempDir() + "/empty-home-" + std::to_string(getpid());
   std::filesystem::create_directories(home);

@@ -145,8 +145,8 @@ TEST(DeployManifestsTest, EveryDocumentHasTheFieldsItsKindRequires) {
 }
 
 // Every Tessera daemon is restarted only when its loops stall (/healthz) and taken out of
-// service when a dependency does not answer (/readyz), on the port it listens on (issue #19:
-// the probes used to ask /healthz, which said 200 whatever happened).
+// service when a dependency does not answer (/readyz), on the port it listens on: readiness
+// asks /readyz, not /healthz, which answers 200 while a dependency is down.
 TEST(DeployManifestsTest, ProbesAskLivenessAndReadinessOnTheListenPort) {
   int daemons = 0;
   for (const Doc& d : LoadAll()) {
@@ -174,7 +174,7 @@ TEST(DeployManifestsTest, ProbesAskLivenessAndReadinessOnTheListenPort) {
 
 // `kubectl apply -f deploy/` applies the files in the order their names sort (it walks the
 // directory in lexical order, not into extender/ without -R): the Namespace must come first,
-// or everything in tessera-system fails on the first apply (issue #19).
+// or everything in tessera-system fails on the first apply.
 TEST(DeployManifestsTest, ApplyOrderCreatesTheNamespaceFirst) {
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(fs::path(TESSERA_SOURCE_DIR) / "deploy")) {
@@ -315,9 +315,9 @@ bool HasPdb(const std::vector<Doc>& docs, const Doc& deployment) {
   return false;
 }
 
-// Issue #19: with ignorable: false, one extender replica was a single point of failure for
-// every pod with Tessera's resources. The extender is ignorable, or it runs at least two
-// replicas that a PDB keeps from being evicted together; the scheduler's standby likewise.
+// With ignorable: false, a single extender replica is a single point of failure for every
+// pod with Tessera's resources. The extender is ignorable, or it runs at least two replicas
+// that a PDB keeps from being evicted together; the scheduler's standby likewise.
 TEST(DeployManifestsTest, ExtenderAndSchedulerSurviveADrain) {
   const std::vector<Doc> docs = LoadAll();
   const Doc* config = nullptr;
@@ -363,7 +363,7 @@ TEST(DeployManifestsTest, ExtenderUrlResolvesFromTheHostNetwork) {
   }
 }
 
-// Issue #19: the extender serves HTTPS by default. kube-scheduler calls it with HTTPS and
+// The extender serves HTTPS by default. kube-scheduler calls it with HTTPS and
 // checks its certificate against a CA file under the name the certificate carries (not
 // `insecure`); the extender is given its certificate and key from the Secret mounted where its
 // flags point, and the kubelet probes it over HTTPS.
@@ -417,11 +417,11 @@ TEST(DeployManifestsTest, TheExtenderServesHttpsWithACertificateFromASecret) {
   }
 }
 
-// Issue #19: every container (Tessera's, Redis, the examples'), initContainers included,
-// drops every capability, cannot gain privileges, runs as a numeric non-root user (its own or
-// the pod's) on a read-only root filesystem. kExceptions names a container allowed to run as
-// root, with the reason; none needs it now (the agent opens the GPU device files, 0666 by
-// default, as its non-root user).
+// Every container (Tessera's, Redis, the examples'), initContainers included, drops every
+// capability, cannot gain privileges, runs as a numeric non-root user (its own or the pod's)
+// on a read-only root filesystem. kExceptions names a container allowed to run as root, with
+// the reason; it is empty: the agent opens the GPU device files, 0666 by default, as its
+// non-root user.
 TEST(DeployManifestsTest, EveryContainerDropsAllCapabilitiesAndRunsAsNonRoot) {
   const std::map<std::string, std::string> kExceptions = {};
   int containers = 0;
@@ -462,9 +462,9 @@ TEST(DeployManifestsTest, EveryContainerDropsAllCapabilitiesAndRunsAsNonRoot) {
   EXPECT_GE(containers, 6);  // redis, agent, scheduler, extender, two examples
 }
 
-// Issue #20: creating MIG instances needs root and the driver's MIG capability files. An agent
-// that runs as non-root passes --mig-reshape=off, so it refuses a reshape request at once (and
-// says so) instead of failing halfway in NVML.
+// Creating MIG instances (docs/runtime.md, "MIG reshapes") needs root and the driver's MIG
+// capability files. An agent that runs as non-root passes --mig-reshape=off, so it refuses a
+// reshape request at once (and says so) instead of failing halfway in NVML.
 TEST(DeployManifestsTest, ANonRootAgentRefusesMigReshapes) {
   int agents = 0;
   for (const auto& [who, tmpl] : PodTemplates(LoadAll())) {
@@ -531,7 +531,7 @@ TEST(DeployManifestsTest, TesseraImagesAreTheDockerfilesTag) {
   EXPECT_NE(ignore.find("build*/"), std::string::npos) << "build trees in the build context";
 }
 
-// Issue #19: Redis held every placement without AUTH. It must start with requirepass from the
+// Redis holds every placement, so it requires AUTH. It must start with requirepass from the
 // Secret (through the environment, no password in the manifest or on a command line), its
 // readiness probe must authenticate, and every Tessera daemon must have the password where
 // the shared redis flag code reads it ($TESSERA_REDIS_PASSWORD, src/cli/daemon_flags.h).
@@ -733,7 +733,7 @@ TEST(DeployManifestsTest, ExtenderRbacCoversItsCallsAndNoMore) {
   for (const std::string& g : granted) EXPECT_TRUE(needed.contains(g)) << "not called: " << g;
 }
 
-// Issue #19: ConfigMap writes and pod patches are limited to what binding needs. The
+// ConfigMap writes and pod patches are limited to what binding needs. The
 // ConfigMaps are named after the pods, in the pods' namespaces, so resourceNames cannot narrow
 // them: the rule is that no ClusterRole grants a write on configmaps, pods or pods/binding
 // (a ClusterRole bound by a ClusterRoleBinding writes every namespace, kube-system's included),
@@ -776,8 +776,8 @@ TEST(DeployManifestsTest, SchedulerMayRecreateItsLease) {
   }
 }
 
-// Issue #33: `kubectl apply -f deploy/` applied the standalone scheduler beside the extender
-// and both examples. It applies what both modes share (namespace, Redis, agents, the binder
+// `kubectl apply -f deploy/` must not apply the standalone scheduler beside the extender and
+// the examples. It applies what both modes share (namespace, Redis, agents, the binder
 // Role); then deploy/scheduler/ or deploy/extender/ (one mode, its own folder); the examples
 // are in deploy/examples/. kubectl cannot apply a KubeSchedulerConfiguration (it is
 // kube-scheduler's file, not an API object): none is in a folder one of those applies.
@@ -824,8 +824,8 @@ TEST(DeployManifestsTest, EachModeHasItsFolderAndTheTopHoldsOnlyWhatBothShare) {
             std::set<std::string>{"KubeSchedulerConfiguration/"});
 }
 
-// Issue #33: managedResources left out nvidia.com/mig-*, so pods asking for a whole MIG
-// instance never reached the extender. Every MIG profile of the GPU catalog that can be a
+// managedResources names nvidia.com/mig-*, or pods asking for a whole MIG instance never
+// reach the extender. Every MIG profile of the GPU catalog that can be a
 // resource name (a '+' cannot) is there, and kube-scheduler checks it against the node too.
 TEST(DeployManifestsTest, ManagedResourcesNameEveryMigProfileOfTheCatalog) {
   std::set<std::string> want;
@@ -853,11 +853,10 @@ TEST(DeployManifestsTest, ManagedResourcesNameEveryMigProfileOfTheCatalog) {
   EXPECT_EQ(configs, 1);
 }
 
-// Issue #33: one Redis replica had only a readiness probe, so a hung Redis was never
-// restarted. It has a liveness probe that wants PONG (or LOADING, while a large append-only
-// file replays), with enough failures allowed not to restart a slow start; its single
-// replica is stated and explained in the manifest, with its persistence (appendfsync always
-// on a volume claim).
+// A hung Redis is restarted, not only taken out of service: it has a liveness probe that
+// wants PONG (or LOADING, while a large append-only file replays), with enough failures
+// allowed not to restart a slow start; its single replica is stated and explained in the
+// manifest, with its persistence (appendfsync always on a volume claim).
 TEST(DeployManifestsTest, RedisIsRestartedWhenItStopsAnsweringAndPersistsEveryWrite) {
   const std::vector<Doc> docs = LoadAll();
   const Doc* redis = Find(docs, "StatefulSet", "tessera-redis");
@@ -877,7 +876,7 @@ TEST(DeployManifestsTest, RedisIsRestartedWhenItStopsAnsweringAndPersistsEveryWr
   EXPECT_TRUE(redis->node["spec"]["volumeClaimTemplates"].IsSequence());
 }
 
-// Issue #33: the extender served any client. kube-scheduler shows its client certificate
+// The extender admits only kube-scheduler. kube-scheduler shows its client certificate
 // (tlsConfig.certFile/keyFile, the one credential it can send an extender), and the extender
 // is given the CA that signed it (--client-ca) from a Secret; no extender runs without client
 // authentication.
@@ -913,7 +912,7 @@ TEST(DeployManifestsTest, TheExtenderAdmitsOnlyKubeSchedulersClientCertificate) 
   EXPECT_TRUE(from_secret) << "volume " << volume;
 }
 
-// Issue #33: any pod could reach the extender's port. A NetworkPolicy selects the extender's
+// Only kube-scheduler reaches the extender's port. A NetworkPolicy selects the extender's
 // pods and admits, on its port only, kube-scheduler: from the control-plane nodes' addresses
 // (a host-network kube-scheduler) or as a pod labelled component: kube-scheduler in
 // kube-system. No rule admits every pod, every namespace or every port.

@@ -129,8 +129,8 @@ TEST_F(ExtenderTest, BadInputGetsOneErrorNamingTheObject) {
   EXPECT_EQ(json::parse(ext.Filter(R"({"Pod": {"metadata": {"name": "x"}}})").body)["Error"],
             "pod default/x: request has neither NodeNames nor Nodes.items");
   EXPECT_EQ(json::parse(ext.Bind("[]").body)["Error"], "bind: body is not a JSON object");
-  // A binding argument of another type than string threw out of Bind (found by fuzzing
-  // extender_body, 2026-11-25): now one error naming the member.
+  // A binding argument of another type than string (a case fuzz/extender_body.cc reaches) is
+  // one error naming the member, not an exception thrown out of Bind.
   EXPECT_EQ(json::parse(ext.Bind(R"({"PodName":"b0","Node":["gpu-0","gpu-1"]})").body)["Error"],
             "bind: Node must be a string");
   EXPECT_EQ(json::parse(ext.Bind(R"({"PodName":7,"Node":"gpu-0"})").body)["Error"],
@@ -141,8 +141,9 @@ TEST_F(ExtenderTest, BadInputGetsOneErrorNamingTheObject) {
   ext.Stop();
 }
 
-// A pod whose containers or resources have the wrong JSON shape was read as asking for no GPU
-// and passed every node; it gets one error naming the field, and the extender keeps serving.
+// A pod whose containers or resources have the wrong JSON shape is not read as asking for no
+// GPU (which would pass every node); it gets one error naming the field, and the extender keeps
+// serving.
 TEST_F(ExtenderTest, APodOfTheWrongShapeIsAnErrorNotACpuOnlyPod) {
   Extender ext(store_, clock_, {}, nullptr);
   ASSERT_TRUE(ext.Start().has_value());
@@ -191,10 +192,10 @@ TEST_F(ExtenderTest, ABodyOverTheLimitIsRefusedWith413AndTheExtenderStaysUp) {
   ext.Stop();
 }
 
-// Issue #33: a 4 MiB body of nested '[' took 139 MB to parse (eight at once, 1.2 GB: over the
+// A 4 MiB body of nested '[' would take 139 MB to parse (eight at once, 1.2 GB: over the
 // manifest's memory limit). A body nested deeper than kMaxJsonDepth is refused unparsed, over
 // HTTP with 400 and a message saying why, on every verb; the extender keeps serving. Brackets
-// inside strings do not count, and a body nested exactly to the limit is parsed as before.
+// inside strings do not count, and a body nested exactly to the limit is parsed.
 TEST_F(ExtenderTest, ABodyNestedPastTheDepthLimitIsRefusedUnparsed) {
   const int limit = ExtenderConfig::kMaxJsonDepth;
   EXPECT_EQ(limit, 64);
@@ -236,8 +237,8 @@ TEST_F(ExtenderTest, ABodyNestedPastTheDepthLimitIsRefusedUnparsed) {
   ext.Stop();
 }
 
-// Issue #33: a body shallow but wide — 4 MiB of "[]," items, 1.4 M JSON values — parsed into
-// about 80 MB, and eight at once took the extender to 510 MB. Counted from above (brackets,
+// A body shallow but wide — 4 MiB of "[]," items, 1.4 M JSON values — would parse into about
+// 80 MB, and eight at once would take the extender to 510 MB. Counted from above (brackets,
 // braces and commas outside strings, plus one), a body of more than kMaxJsonValues values is
 // refused unparsed with 400; a body at the limit is served.
 TEST_F(ExtenderTest, ABodyWithTooManyValuesIsRefusedUnparsed) {
@@ -269,9 +270,9 @@ TEST_F(ExtenderTest, ABodyWithTooManyValuesIsRefusedUnparsed) {
   ext.Stop();
 }
 
-// Issue #33: any pod could POST /bind. Given a bearer token, the extender answers the verbs
-// only to a client that sends it (401 otherwise, the body unread), and the kubelet's probes
-// still reach /healthz and /readyz without one.
+// Given a bearer token, the extender answers the verbs (POST /bind among them) only to a
+// client that sends it (401 otherwise, the body unread), and the kubelet's probes still reach
+// /healthz and /readyz without one.
 TEST_F(ExtenderTest, WithABearerTokenTheVerbsAnswerOnlyClientsThatSendIt) {
   ExtenderConfig cfg;
   cfg.bearer_token = "s3cret-token";
@@ -402,10 +403,10 @@ TEST_F(ExtenderTest, WithACertificateItServesHttpsThatTheCaVouchesFor) {
   ext.Stop();
 }
 
-// Twelve connections that keep a request line unfinished held every worker of the old pool,
-// and kube-scheduler's filter call timed out behind them (issue #19; with `ignorable: false`
-// no GPU pod is scheduled then). Now the filter call is answered while they hold on, and once
-// they go quiet the extender closes them after its read timeout.
+// Twelve connections that keep a request line unfinished do not starve kube-scheduler's
+// filter call (were it to time out, with `ignorable: false` no GPU pod would be scheduled):
+// it is answered while they hold on, and once they go quiet the extender closes them after
+// its read timeout.
 TEST_F(ExtenderTest, SlowClientsDoNotStarveAFilterCall) {
   Extender ext(store_, clock_, {}, nullptr);
   ASSERT_TRUE(ext.Start().has_value());

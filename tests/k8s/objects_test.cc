@@ -10,8 +10,8 @@ namespace {
 
 using nlohmann::json;
 
-// json::value throws on a member of another type: a watch event whose metadata.name was a
-// number ended the scheduler's watch thread. StringMember reads it as absent.
+// json::value throws on a member of another type, so a watch event whose metadata.name is a
+// number would end the scheduler's watch thread. StringMember reads it as absent.
 TEST(ObjectsTest, AMistypedStringMemberReadsAsAbsent) {
   const nlohmann::json m = {{"name", 7}, {"namespace", "ns"}, {"uid", nullptr}};
   EXPECT_EQ(StringMember(m, "name"), "");
@@ -118,7 +118,8 @@ TEST(ObjectsTest, GpuRequestsAndAnnotationsBecomeTheWorkload) {
   EXPECT_EQ(w->goal_z, 2);
 }
 
-// Issue #15: `tessera.io/feature.<name>` annotations; a number is a number, other text a category.
+// `tessera.io/feature.<name>` annotations (docs/kubernetes.md, "What a pod says"); a number is
+// a number, other text a category.
 TEST(ObjectsTest, FeatureAnnotationsBecomeTheWorkloadsFeatures) {
   auto pod = PodFromJson(PodJson({}, {{"tessera.io/app", "bert-base/bs32/seq128"},
                                       {"tessera.io/feature.model", "bert-base"},

@@ -84,10 +84,10 @@ TEST(ScheduleProcessTest, BindsPodsAndReleasesTheLeaseOnSigterm) {
             "");
 }
 
-// Issue #19: with a valid kubeconfig and no API server, and with an unreachable Redis,
-// `tessera schedule` retried for ever, answered 200 on /healthz and never mentioned Redis.
-// Now /readyz answers 503 naming both, /healthz stays 200 (its loops turn), and each outage is
-// logged once, not on every retry (the Lease is retried every 0.1 s here).
+// With a valid kubeconfig and no API server, and with an unreachable Redis, `tessera
+// schedule` keeps retrying, /readyz answers 503 naming both, /healthz stays 200 (its loops
+// turn), and each outage is logged once, not on every retry (the Lease is retried every 0.1 s
+// here).
 TEST(ScheduleProcessTest, ReadinessNamesAMissingApiServerAndRedisWhileLive) {
   std::string url, dir;
   std::unique_ptr<FakeApiServer> api = std::make_unique<FakeApiServer>();

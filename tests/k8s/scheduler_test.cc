@@ -541,9 +541,9 @@ TEST_F(SchedulerTest, OnlyOneOfTwoReplicasSchedules) {
   standby.Stop();
 }
 
-// Issue #19: a scheduler whose API server had gone kept answering 200. Readiness now follows
-// the API server: ready while it answers (the leader says so), 503 naming the server once it is
-// gone, while liveness stays 200 (the loops still turn; a restart would not help).
+// A scheduler whose API server has gone is not ready: readiness follows the API server, ready
+// while it answers (the leader says so), 503 naming the server once it is gone, while liveness
+// stays 200 (the loops still turn; a restart would not help).
 TEST(SchedulerHealthTest, ReadinessFollowsTheApiServerGoingAway) {
   auto api = std::make_unique<FakeApiServer>();
   const std::string url = api->url();

@@ -165,7 +165,7 @@ TEST(EvaluateTest, RealDataFeaturesMeetTheIssueTargets) {
   MigProfilerExtras extras;
   Expected<ProfileMatrix> m = LoadMigProfiler(dir, &extras);
   ASSERT_TRUE(m.has_value()) << m.error().message;
-  // Seeds 1-3 of the issue's protocol (docs/prediction.md has 1-10 and 101-110): at 50% missing
+  // Seeds 1-3 of docs/prediction.md's protocol (which runs 1-10 and 101-110): at 50% missing
   // the feature method's median APE stays near 10% and its MAPE at most half the bias model's;
   // the 90% intervals cover 80-97% of the hidden cells; the one-cell cold start's p90 stays
   // under 35%.

@@ -1,5 +1,5 @@
 // The shipped catalogue (data/apps.yaml) encodes the targets docs/simulator.md documents, and
-// the applications' `features:` (issue #15) load all or nothing.
+// the applications' `features:` load all or nothing.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -190,7 +190,7 @@ TEST(AppFeaturesTest, SaveThenLoadKeepsFeatures) {
   EXPECT_EQ(back->apps[0].features, a.features);
 }
 
-// Issue #16's usage trajectories (sim/usage.h): a phase holds for its duration, the last phase
+// The usage trajectories (sim/usage.h): a phase holds for its duration, the last phase
 // holds or the phases loop, and a burst covers the last duration_s of every period_s.
 TEST(UsageTrajectoryTest, PhasesHoldOrLoopAndBurstsTakeTheLargerValue) {
   UsageTrajectory u;
@@ -277,7 +277,7 @@ TEST(UsageTrajectoryTest, MalformedUsageIsOneErrorNamingAppAndLine) {
   ExpectEachRefused(cases);
 }
 
-// Issue #17: training apps live in their own list, apart from the inference apps.
+// MuxFlow's (seed 001) training apps live in their own list, apart from the inference apps.
 TEST(TrainingAppsTest, TheyAreParsedApartAndKeysAreUniqueAcrossBothLists) {
   const std::string app = "{key: t, compute_s: 1, memory_s: 0, fixed_s: 0, footprint_mib: 1}";
   auto ok =
@@ -297,7 +297,7 @@ TEST(TrainingAppsTest, TheyAreParsedApartAndKeysAreUniqueAcrossBothLists) {
   EXPECT_NE(not_a_list.error().message.find("'training' must be a list"), std::string::npos);
 }
 
-// Issue #16: seed 003's engines live in `sharing`, apart from both; keys unique across all three.
+// Seed 003's engines live in `sharing`, apart from both; keys unique across all three.
 TEST(SharingAppsTest, TheyAreParsedApartAndKeysAreUniqueAcrossTheLists) {
   const std::string app = "{key: t, compute_s: 1, memory_s: 0, fixed_s: 0, footprint_mib: 1}";
   const std::string other = "{key: u, compute_s: 1, memory_s: 0, fixed_s: 0, footprint_mib: 1}";

@@ -1,5 +1,5 @@
-// Physics against every MIGProfiler measurement (issue: within 5%, noise included), and the
-// roofline fitter on data whose answer is known.
+// Physics against every MIGProfiler measurement (within 5%, noise included; docs/simulator.md,
+// "Calibration against MIGProfiler"), and the roofline fitter on data whose answer is known.
 #include <gtest/gtest.h>
 
 #include <filesystem>

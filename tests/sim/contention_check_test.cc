@@ -104,9 +104,9 @@ TEST_F(ContentionCheckTest, BadCampaignsAreOneErrorNamingTheFile) {
   EXPECT_NE(none.error().message.find("profile.csv"), std::string::npos) << none.error().message;
 }
 
-// The H200 campaign in data/ (issue #42): the thesis's V100 constants miss its pairs by a
-// median of over 30 %; constants fitted on one half of the pairs predict the other half within
-// 10 % (median), whichever way the constant part is read.
+// The H200 campaign in data/ (docs/simulator.md, "Measured on an H200"): the thesis's V100
+// constants miss its pairs by a median of over 30 %; constants fitted on one half of the pairs
+// predict the other half within 10 % (median), whichever way the constant part is read.
 TEST(ContentionCheckH200, FittedConstantsPredictHeldOutPairsWithinTenPercent) {
   for (ConstantPart part : {ConstantPart::kFixed, ConstantPart::kMemory}) {
     auto check = CheckContention(std::string(TESSERA_SOURCE_DIR) + "/data/h200-campaign", part);

@@ -390,7 +390,7 @@ TEST(EngineReshapeTest, AReshapeDelaysTheStartByItsDuration) {
 namespace tessera::sim {
 namespace {
 
-// Issue #17: an online service offered λ(t) = t / 30 QPS, capacity 10 QPS; busy and SM load
+// An online service offered λ(t) = t / 30 QPS, capacity 10 QPS; busy and SM load
 // 0.5 × λ / 10 each. The truth sees time only through SetTime.
 class LoadTruth : public GroundTruth {
  public:

@@ -87,8 +87,8 @@ TEST_F(OpenbTest, PodsAreReadAsTheMethodSays) {
 }
 
 // The simulator's limits on a node list (docs/results.md): at most 64 GPUs on one node, 10,000
-// nodes and 50,000 GPUs in all. Beyond them a node list was read anyway: 2e9 GPUs on one node
-// aborted with std::bad_alloc, 200,000 nodes ran for more than five minutes.
+// nodes and 50,000 GPUs in all. A node list beyond them is refused, not read: 2e9 GPUs on one
+// node would abort with std::bad_alloc, 200,000 nodes would run for more than five minutes.
 TEST_F(OpenbTest, NodeListsBeyondTheSimulatorsLimitsAreRefused) {
   const std::string header = "sn,cpu_milli,memory_mib,gpu,model\n";
   const std::string huge =
@@ -179,7 +179,8 @@ TEST(OpenbInflationTest, ThinsAListAboveTheTarget) {
 }
 
 // Thinning as the method states it, one pod at a time: draw a position in what is left, drop
-// it, until the list is at or below the target. The quadratic original, kept as the oracle.
+// it, until the list is at or below the target. Quadratic: the oracle the thinning is checked
+// against.
 std::vector<std::string> ThinnedOneByOne(std::vector<model::Workload> order, double target,
                                          Rng& rng) {
   double total = 0;

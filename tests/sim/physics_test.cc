@@ -277,7 +277,7 @@ TEST(AppCatalogTest, SaveThenLoadRoundTrips) {
   EXPECT_DOUBLE_EQ(back->apps[0].fixed_s, 0.004);
 }
 
-// The ground truth of use (issue #16) is the application's trajectory, the same for every
+// The ground truth of use (seeds 003 and 004) is the application's trajectory, the same for every
 // instance; an application without one has none, and so does an unknown application.
 TEST(PhysicsUsageTest, UseFollowsTheApplicationsTrajectory) {
   AppCatalog c = Catalog();
@@ -289,8 +289,8 @@ TEST(PhysicsUsageTest, UseFollowsTheApplicationsTrajectory) {
   EXPECT_EQ(physics.UsageAt(W(3, "nobody"), 10), std::nullopt);
 }
 
-// Issue #17: an online service with an offered load, and the two ways of sharing without MPS.
-// On a whole A100-40GB (the reference), service s: 2 ms compute + 1 ms memory + 2 ms fixed =
+// MuxFlow (seed 001): an online service with an offered load, and the two ways of sharing without
+// MPS. On a whole A100-40GB (the reference), service s: 2 ms compute + 1 ms memory + 2 ms fixed =
 // 5 ms, 200 QPS alone; job b: 6 ms compute per iteration, nothing else.
 constexpr const char* kSharingApps = R"(
 reference_gpu: A100-40GB
@@ -427,7 +427,7 @@ TEST(Seed003SharingTest, FourEnginesServe267TimesOne) {
 namespace tessera::sim {
 namespace {
 
-// Remote GPUs (issue #18; seed 002 Fig. 3): NW spends 17 % of its run on the network alone and
+// Remote GPUs (seed 002 Fig. 3): NW spends 17 % of its run on the network alone and
 // 49 % under a saturating load, so a remote run takes 1/0.83 of a local one with the network
 // idle, and sensitivity s = 0.83/0.51 − 1 = 0.6275 per unit of load.
 class RemoteTest : public ::testing::Test {

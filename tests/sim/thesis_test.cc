@@ -129,10 +129,11 @@ TEST(ThesisTest, ARunThatPlacesNothingSaysSoAndHasNoNegativeTimes) {
 }
 
 TEST(ThesisTest, SloAwareKeepsTheSlosItCanAndWaitsInsteadOfBindingBelowThem) {
-  // Issue #14: where predictive binds pods below their SLOs (Ch. 6.4's interference makes
-  // co-location cost 19-42 %), slo-aware waits for a configuration predicted to keep them.
-  // Seeds 1-3, 20 pods, low SLO: every feasible pod but at most one meets its SLO (the bar is
-  // 98 % over ten seeds), and the pods wait for it: a longer mean pending time than predictive.
+  // docs/simulator.md, "slo-aware": where predictive binds pods below their SLOs (Ch. 6.4's
+  // interference makes co-location cost 19-42 %), slo-aware waits for a configuration predicted to
+  // keep them. Seeds 1-3, 20 pods, low SLO: every feasible pod but at most one meets its SLO (the
+  // bar is 98 % over ten seeds), and the pods wait for it: a longer mean pending time than
+  // predictive.
   const AppCatalog catalog = Shipped();
   double feasible = 0, met = 0, pending_slo = 0, pending_pred = 0;
   for (uint64_t seed : {1, 2, 3}) {

@@ -1,10 +1,10 @@
-// Property (issue #16): the five policies that share GPUs by memory, driven by the simulator on
-// applications whose use grows past what their pods request (sim/usage.h), so GPUs run out of
-// memory and pods crash and relaunch in place. After every scheduling cycle every ClusterState
-// invariant holds; every workload ends, none failed or lost; a crash never moves a workload; the
-// request-blind packers (gpushare, knots-resag) crash pods, which is what CBP and PP exist for.
-// The cluster: two nodes of two V100-32GB (32,768 MiB). 160 pods of three applications arrive
-// over 400 s asking 4–16 GiB each, whatever they will use:
+// Property (seeds 003 and 004): the five policies that share GPUs by memory, driven by the
+// simulator on applications whose use grows past what their pods request (sim/usage.h), so GPUs run
+// out of memory and pods crash and relaunch in place. After every scheduling cycle every
+// ClusterState invariant holds; every workload ends, none failed or lost; a crash never moves a
+// workload; the request-blind packers (gpushare, knots-resag) crash pods, which is what CBP and PP
+// exist for. The cluster: two nodes of two V100-32GB (32,768 MiB). 160 pods of three applications
+// arrive over 400 s asking 4–16 GiB each, whatever they will use:
 //  - "steady" holds 3,000 MiB for 20 s, then 6,000 MiB;
 //  - "grower" holds 2,000 MiB for 10 s, 8,000 MiB for 30 s, then 14,000 MiB;
 //  - "bursty" alternates 4,000 and 5,000 MiB every 15 s, and bursts to 12,000 MiB (SM 0.9,

@@ -8,17 +8,18 @@
 //   1: NVIDIA H100 80GB HBM3, MIG off, 37 % busy, 250 W, 123456789 mJ, 2048 of 81559 MiB used,
 //      2 MPS clients
 //   2: a GPU that has fallen off the bus (NVML_ERROR_GPU_IS_LOST)
-// Compute processes (issue #16): on the H100 pid 100 (3072 MiB, SM 40 %, memory 10 %; an older
-// sample of it at 90 % that must not win), pid 101 (memory unknown, no utilisation sample) and
-// a stale sample of pid 102 (20 s older than the newest: stopped); on the A100 pid 200 on GI 5
-// (256 MiB) and pid 201 on GI 7, an instance that does not exist. SM clocks: H100 1755 MHz,
+// Compute processes (the per-pod usage series): on the H100 pid 100 (3072 MiB, SM 40 %, memory
+// 10 %; an older sample of it at 90 % that must not win), pid 101 (memory unknown, no utilisation
+// sample) and a stale sample of pid 102 (20 s older than the newest: stopped); on the A100 pid 200
+// on GI 5 (256 MiB) and pid 201 on GI 7, an instance that does not exist. SM clocks: H100 1755 MHz,
 // A100 1410 MHz.
-// MIG management (issue #20) on the A100 follows the reference and NVIDIA's MIG User Guide for
-// the A100-40GB: GPU-instance profiles 19 (1g.5gb), 20 (1g.5gb+me), 15 (1g.10gb), 14 (2g.10gb), 9
-// (3g.20gb), 5 (4g.20gb) and 0 (7g.40gb) at their allowed starts; a placement that overlaps another
-// instance's memory slices or passes 7 compute slices is INSUFFICIENT_RESOURCES; destroying a
-// compute instance a process runs on, or a GPU instance that still has compute instances, is
-// IN_USE. New GPU instances get ids from 8 up (so GI 7 stays absent).
+// MIG management (docs/runtime.md, "MIG reshapes") on the A100 follows the reference and NVIDIA's
+// MIG User Guide for the A100-40GB: GPU-instance profiles 19 (1g.5gb), 20 (1g.5gb+me), 15
+// (1g.10gb), 14 (2g.10gb), 9 (3g.20gb), 5 (4g.20gb) and 0 (7g.40gb) at their allowed starts; a
+// placement that overlaps another instance's memory slices or passes 7 compute slices is
+// INSUFFICIENT_RESOURCES; destroying a compute instance a process runs on, or a GPU instance that
+// still has compute instances, is IN_USE. New GPU instances get ids from 8 up (so GI 7 stays
+// absent).
 // Controls for the tests (dlsym): fake_nvml_fail_count(1) makes nvmlDeviceGetCount fail, as a
 // driver in trouble would; fake_nvml_fail_call(name, n, code) makes the n-th next call of the
 // function `name` answer `code` (once); fake_nvml_a100_processes(0) stops the A100's processes;

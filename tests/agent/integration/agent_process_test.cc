@@ -178,9 +178,9 @@ int Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-// Issue #19: `tessera agent --redis 127.0.0.1:1` answered 200 on /healthz for ever. Now
-// /readyz answers 503 naming Redis and what went wrong, /healthz 200 (the agent still
-// discovers and serves /metrics), and the outage is logged once however often it is retried.
+// With `tessera agent --redis 127.0.0.1:1` /readyz answers 503 naming Redis and what went wrong,
+// /healthz 200 (the agent still discovers and serves /metrics), and the outage is logged once
+// however often it is retried.
 TEST_F(OwnAgentTest, UnreachableRedisIsUnreadyAndNamedButLive) {
   const std::string log = (dir_ / "agent.log").string();
   const pid_t pid =
@@ -245,7 +245,7 @@ TEST(AgentProcessTest, HarnessAgentIsReadyWithARealRedis) {
   EXPECT_EQ(r->body, "GPU discovery (fake): ok\nredis " + std::string(redis) + "/0: ok\n");
 }
 
-// Issue #16: a pod's own GPU use travels agent → Prometheus → PrometheusTelemetry, keyed by the
+// A pod's own GPU use travels agent → Prometheus → PrometheusTelemetry, keyed by the
 // name the scheduler gives the pod's workload ("<namespace>/<pod>"), beside the A30's SM and
 // DRAM activity and SM clock. tests/agent/fake_node.yaml gives the A30 one process of pod uid
 // 7e57a30a-… using 3072 MiB, 0.3 of the SMs and 0.1 of the bandwidth; it is a pod's once a

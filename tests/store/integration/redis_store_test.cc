@@ -252,8 +252,8 @@ TEST(RedisStoreTest, ParsesAddresses) {
   EXPECT_FALSE(ParseRedisAddress("nohost"));
   EXPECT_FALSE(ParseRedisAddress("h:99999"));
   EXPECT_FALSE(ParseRedisAddress("h:1/x"));
-  // IPv6 in brackets, as in a URL (the brackets used to stay in the host, which no resolver
-  // knows); without them the address is ambiguous and refused.
+  // IPv6 in brackets, as in a URL (the brackets are not part of the host, which no resolver
+  // would know with them); without them the address is ambiguous and refused.
   auto v6 = ParseRedisAddress("[::1]:6379");
   ASSERT_TRUE(v6) << v6.error().message;
   EXPECT_EQ(v6->host, "::1");
