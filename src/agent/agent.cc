@@ -180,14 +180,105 @@ void Agent::AnswerReshape(const store::GpuInventory& gpu, const std::string& key
   reshape_answered_[gpu.uuid] = document;
 }
 
+void Agent::TakeDiscoveryLocked(Expected<std::vector<store::GpuInventory>>& found,
+                                const std::optional<Expected<std::vector<GpuSample>>>& samples) {
+  if (!found) {
+    ++stats_.backend_errors;
+    Note(last_backend_error_, "GPU discovery", found.error().message);
+    // Until a first discovery, that is why the agent is not ready; afterwards it serves
+    // what it last knew.
+    if (!discovered_) {
+      health_.Set(discovery_name_, fmt::format("{}: {}", discovery_name_, found.error().message));
+    }
+    return;
+  }
+  Note(last_backend_error_, "GPU discovery", "");
+  std::vector<store::GpuInventory> now = std::move(*found);
+  std::set<std::string> seen;
+  for (const auto& g : now) seen.insert(g.uuid);
+  for (const auto& old : gpus_) {
+    if (!seen.contains(old.uuid)) {
+      store::GpuInventory gone = old;
+      gone.lost = true;
+      now.push_back(std::move(gone));
+    }
+  }
+  if (*samples) {
+    Note(last_sample_error_, "GPU readings", "");
+    ObserveMpsLocked(now, **samples);
+  } else {
+    ++stats_.backend_errors;
+    Note(last_sample_error_, "GPU readings", samples->error().message);
+    for (auto& g : now) {  // no evidence either way this round: keep the verdicts
+      auto it = mps_.find(g.uuid);
+      g.mps_stuck = it != mps_.end() && it->second.stuck();
+    }
+  }
+  if (!discovered_ || now != gpus_) {
+    ++stats_.generation;
+    spdlog::info("agent {}: inventory generation {}: {} GPU(s){}", options_.node, stats_.generation,
+                 now.size(), discovered_ ? " (changed)" : "");
+    gpus_ = std::move(now);
+    dirty_ = true;
+    discovered_ = true;
+  }
+}
+
+Agent::StoreRound Agent::CallStore(const std::optional<store::NodeInventory>& to_publish) {
+  StoreRound round;
+  if (to_publish) {
+    if (auto ok = store_->PutInventory(*to_publish); ok) {
+      round.published = true;
+    } else {
+      round.error = ok.error().message;
+    }
+  }
+  if (round.error.empty()) {
+    if (auto ok = store_->Heartbeat(options_.node, options_.heartbeat_ttl_s); !ok) {
+      round.error = ok.error().message;
+    }
+  }
+  if (round.error.empty() && clock_.Now() >= next_attribution_) {
+    if (auto all = store_->ListPlacements(); all) {
+      round.pods.emplace();
+      for (const auto& p : *all) {
+        if (p.node != options_.node || p.pod.empty()) continue;
+        // Also a placement with no slices: its pod may run GPU processes all the same.
+        round.by_uid[p.workload] = {p.pod, p.namespace_};
+        for (const auto& s : p.slices) {
+          (*round.pods)[s.partition_uuid].push_back({p.pod, p.namespace_});
+        }
+      }
+      next_attribution_ = clock_.Now() + options_.attribution_interval_s;
+    } else {
+      round.error = all.error().message;
+    }
+  }
+  return round;
+}
+
+void Agent::FinishStoreRoundLocked(const std::optional<store::NodeInventory>& to_publish,
+                                   StoreRound& round) {
+  // Publish only clears dirty_ if no newer change arrived meanwhile (same generation).
+  if (round.published && to_publish->generation == stats_.generation) dirty_ = false;
+  if (round.published) ++stats_.publishes;
+  if (round.pods) {
+    pods_ = std::move(*round.pods);
+    pods_by_uid_ = std::move(round.by_uid);
+  }
+  if (!round.error.empty()) ++stats_.store_errors;
+  stats_.published = !dirty_;
+  Note(last_store_error_, "store", round.error);
+  health_.Set(store_->Name(), round.error);
+}
+
 void Agent::Tick() {
   // Reshapes first, so this round's discovery publishes the layout they made.
   AnswerReshapes();
   // Store calls may block for the store's retry budget: they run without mu_, so /metrics and
   // /healthz keep answering during a store outage. Only this thread writes dirty_ and stats_'
   // store fields.
-  store::NodeInventory to_publish;
-  bool publish = false;
+  std::optional<store::NodeInventory> to_publish;
   {
     std::lock_guard backend_lock(backend_mu_);
     auto found = backend_.Discover();
@@ -196,96 +287,17 @@ void Agent::Tick() {
     std::optional<Expected<std::vector<GpuSample>>> samples;
     if (found) samples = backend_.Sample(*found);
     std::lock_guard lock(mu_);
-    if (!found) {
-      ++stats_.backend_errors;
-      Note(last_backend_error_, "GPU discovery", found.error().message);
-      // Until a first discovery, that is why the agent is not ready; afterwards it serves
-      // what it last knew.
-      if (!discovered_) {
-        health_.Set(discovery_name_, fmt::format("{}: {}", discovery_name_, found.error().message));
-      }
-    } else {
-      Note(last_backend_error_, "GPU discovery", "");
-      std::vector<store::GpuInventory> now = std::move(*found);
-      std::set<std::string> seen;
-      for (const auto& g : now) seen.insert(g.uuid);
-      for (const auto& old : gpus_) {
-        if (!seen.contains(old.uuid)) {
-          store::GpuInventory gone = old;
-          gone.lost = true;
-          now.push_back(std::move(gone));
-        }
-      }
-      if (*samples) {
-        Note(last_sample_error_, "GPU readings", "");
-        ObserveMpsLocked(now, **samples);
-      } else {
-        ++stats_.backend_errors;
-        Note(last_sample_error_, "GPU readings", samples->error().message);
-        for (auto& g : now) {  // no evidence either way this round: keep the verdicts
-          auto it = mps_.find(g.uuid);
-          g.mps_stuck = it != mps_.end() && it->second.stuck();
-        }
-      }
-      if (!discovered_ || now != gpus_) {
-        ++stats_.generation;
-        spdlog::info("agent {}: inventory generation {}: {} GPU(s){}", options_.node,
-                     stats_.generation, now.size(), discovered_ ? " (changed)" : "");
-        gpus_ = std::move(now);
-        dirty_ = true;
-        discovered_ = true;
-      }
-    }
+    TakeDiscoveryLocked(found, samples);
     if (discovered_) health_.Set(discovery_name_, "");
     if (store_ == nullptr || !discovered_) {
       health_.Beat(kLoop, options_.stall_s);
       return;
     }
-    publish = dirty_;
-    if (publish) to_publish = InventoryLocked();
+    if (dirty_) to_publish = InventoryLocked();
   }
-  std::string store_error;
-  bool published = false;
-  if (publish) {
-    if (auto ok = store_->PutInventory(to_publish); ok) {
-      published = true;
-    } else {
-      store_error = ok.error().message;
-    }
-  }
-  if (store_error.empty()) {
-    if (auto ok = store_->Heartbeat(options_.node, options_.heartbeat_ttl_s); !ok) {
-      store_error = ok.error().message;
-    }
-  }
-  std::optional<Attribution> pods;
-  PodsByUid by_uid;
-  if (store_error.empty() && clock_.Now() >= next_attribution_) {
-    if (auto all = store_->ListPlacements(); all) {
-      pods.emplace();
-      for (const auto& p : *all) {
-        if (p.node != options_.node || p.pod.empty()) continue;
-        // Also a placement with no slices: its pod may run GPU processes all the same.
-        by_uid[p.workload] = {p.pod, p.namespace_};
-        for (const auto& s : p.slices) (*pods)[s.partition_uuid].push_back({p.pod, p.namespace_});
-      }
-      next_attribution_ = clock_.Now() + options_.attribution_interval_s;
-    } else {
-      store_error = all.error().message;
-    }
-  }
+  StoreRound round = CallStore(to_publish);
   std::lock_guard lock(mu_);
-  // Publish only clears dirty_ if no newer change arrived meanwhile (same generation).
-  if (published && to_publish.generation == stats_.generation) dirty_ = false;
-  if (published) ++stats_.publishes;
-  if (pods) {
-    pods_ = std::move(*pods);
-    pods_by_uid_ = std::move(by_uid);
-  }
-  if (!store_error.empty()) ++stats_.store_errors;
-  stats_.published = !dirty_;
-  Note(last_store_error_, "store", store_error);
-  health_.Set(store_->Name(), store_error);
+  FinishStoreRoundLocked(to_publish, round);
   health_.Beat(kLoop, options_.stall_s);
 }
 

@@ -34,6 +34,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "agent/gpu_backend.h"
@@ -98,6 +99,23 @@ class Agent {
   void AnswerReshapes();
   void AnswerReshape(const store::GpuInventory& gpu, const std::string& key,
                      const std::string& document);
+  // What one Tick's store calls did (Tick thread, without mu_).
+  struct StoreRound {
+    bool published = false;           // the inventory was written
+    std::string error;                // the store call that failed; "" if none did
+    std::optional<Attribution> pods;  // the placements read this round, if due and read
+    PodsByUid by_uid;
+  };
+  // Folds a discovery and its readings into gpus_ (lost GPUs kept, MPS verdicts updated),
+  // logging and counting failures; a changed inventory is a new generation, dirty_.
+  void TakeDiscoveryLocked(Expected<std::vector<store::GpuInventory>>& found,
+                           const std::optional<Expected<std::vector<GpuSample>>>& samples);
+  // The round's store calls, without mu_: publishes `to_publish` if given, then renews the
+  // heartbeat, then reads the placements when due; each only while the previous succeeded.
+  StoreRound CallStore(const std::optional<store::NodeInventory>& to_publish);
+  // Records a round's store calls: dirty_, the stats, the pods and the store's health.
+  void FinishStoreRoundLocked(const std::optional<store::NodeInventory>& to_publish,
+                              StoreRound& round);
 
   AgentOptions options_;
   GpuBackend& backend_;

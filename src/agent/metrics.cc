@@ -55,6 +55,88 @@ void Emit(Family& f, const std::vector<std::pair<std::string, std::string>>& lab
   }
 }
 
+// One pod's processes summed on one partition; unknown for every process stays unknown.
+struct PodUsage {
+  std::optional<double> fb, sm, dram;
+};
+
+// (partition index, pod uid) → the pod's processes summed there; ordered for stable output.
+using PodUsageSums = std::map<std::pair<size_t, std::string>, PodUsage>;
+
+// A pod's usage of one partition: (partition index, pod, usage).
+using PodUsageRow = std::tuple<size_t, PodRef, PodUsage>;
+
+// Sums GPU g's processes per partition and pod; counts those with no known pod, or on a
+// partition the inventory does not have, into `unattributed`.
+PodUsageSums SumPodUsage(const store::GpuInventory& g, const GpuSample& sample,
+                         const PodsByUid& pods, int& unattributed) {
+  auto add = [](std::optional<double>& to, std::optional<double> v) {
+    if (v) to = to.value_or(0) + *v;  // unknown for every process: stays unknown
+  };
+  PodUsageSums sums;
+  for (const ProcessSample& proc : sample.processes) {
+    auto part = std::find_if(g.partitions.begin(), g.partitions.end(),
+                             [&](const auto& p) { return p.uuid == proc.partition_uuid; });
+    if (proc.pod_uid.empty() || !pods.contains(proc.pod_uid) || part == g.partitions.end()) {
+      ++unattributed;
+      continue;
+    }
+    PodUsage& s = sums[{static_cast<size_t>(part - g.partitions.begin()), proc.pod_uid}];
+    add(s.fb, proc.fb_used_mib);
+    add(s.sm, proc.sm);
+    add(s.dram, proc.dram);
+  }
+  return sums;
+}
+
+// The rows of GPU g: its pods' sums, then a zero row for each pod placed on one of its
+// partitions that runs nothing there.
+std::vector<PodUsageRow> PodUsageRows(const store::GpuInventory& g, const GpuSample& sample,
+                                      const PodUsageSums& sums, const PodsByUid& pods,
+                                      const Attribution& placed) {
+  std::vector<PodUsageRow> rows;
+  std::set<std::pair<size_t, PodRef>> running;
+  for (const auto& [key, s] : sums) {
+    rows.emplace_back(key.first, pods.at(key.second), s);
+    running.emplace(key.first, pods.at(key.second));
+  }
+  // A pod placed on a partition of a GPU whose processes were all listed, with none of its
+  // own there, runs nothing on it now (starting, or restarting after a crash): 0 for each.
+  for (size_t k = 0; sample.processes_listed && k < g.partitions.size(); ++k) {
+    auto it = placed.find(g.partitions[k].uuid);
+    if (it == placed.end()) continue;
+    for (const PodRef& ref : it->second) {
+      if (running.emplace(k, ref).second) rows.emplace_back(k, ref, PodUsage{0.0, 0.0, 0.0});
+    }
+  }
+  return rows;
+}
+
+// Emits GPU g's rows as series of the fb, sm and dram families.
+void EmitPodUsageRows(std::string_view hostname, const store::GpuInventory& g,
+                      const std::vector<PodUsageRow>& rows, Family& fb, Family& sm, Family& dram) {
+  for (const auto& [part_index, ref, s] : rows) {
+    const store::PartitionInventory& p = g.partitions[part_index];
+    std::vector<std::pair<std::string, std::string>> labels = {{"gpu", std::to_string(g.index)},
+                                                               {"UUID", g.uuid},
+                                                               {"modelName", g.product_name},
+                                                               {"Hostname", std::string(hostname)}};
+    if (g.mig_enabled) {
+      labels.emplace_back("GPU_I_PROFILE", p.profile);
+      labels.emplace_back("GPU_I_ID", std::to_string(p.gi_id));
+    }
+    labels.emplace_back("partition_uuid", p.uuid);
+    const std::vector<PodRef> who = {ref};
+    // Per-process samples taken at slightly different instants can add up past the whole.
+    auto share = [](std::optional<double> v) {
+      return v ? std::optional<double>(std::clamp(*v, 0.0, 1.0)) : std::nullopt;
+    };
+    Emit(fb, labels, who, s.fb);
+    Emit(sm, labels, who, share(s.sm));
+    Emit(dram, labels, who, share(s.dram));
+  }
+}
+
 }  // namespace
 
 std::string EscapeLabel(std::string_view value) {
@@ -149,65 +231,12 @@ PodUsageMetrics RenderPodMetrics(std::string_view hostname,
   Family dram{"tessera_pod_dram_active", "gauge",
               "Share of the partition's memory bandwidth time the pod's processes use (0..1).", ""};
   PodUsageMetrics out;
-  struct Sum {
-    std::optional<double> fb, sm, dram;
-  };
-  auto add = [](std::optional<double>& to, std::optional<double> v) {
-    if (v) to = to.value_or(0) + *v;  // unknown for every process: stays unknown
-  };
   for (size_t i = 0; i < gpus.size() && i < samples.size(); ++i) {
     const store::GpuInventory& g = gpus[i];
     if (g.lost) continue;
-    // (partition index, pod uid) → the pod's processes summed there; ordered for stable output.
-    std::map<std::pair<size_t, std::string>, Sum> sums;
-    for (const ProcessSample& proc : samples[i].processes) {
-      auto part = std::find_if(g.partitions.begin(), g.partitions.end(),
-                               [&](const auto& p) { return p.uuid == proc.partition_uuid; });
-      if (proc.pod_uid.empty() || !pods.contains(proc.pod_uid) || part == g.partitions.end()) {
-        ++out.unattributed;
-        continue;
-      }
-      Sum& s = sums[{static_cast<size_t>(part - g.partitions.begin()), proc.pod_uid}];
-      add(s.fb, proc.fb_used_mib);
-      add(s.sm, proc.sm);
-      add(s.dram, proc.dram);
-    }
-    std::vector<std::tuple<size_t, PodRef, Sum>> rows;
-    std::set<std::pair<size_t, PodRef>> running;
-    for (const auto& [key, s] : sums) {
-      rows.emplace_back(key.first, pods.at(key.second), s);
-      running.emplace(key.first, pods.at(key.second));
-    }
-    // A pod placed on a partition of a GPU whose processes were all listed, with none of its
-    // own there, runs nothing on it now (starting, or restarting after a crash): 0 for each.
-    for (size_t k = 0; samples[i].processes_listed && k < g.partitions.size(); ++k) {
-      auto it = placed.find(g.partitions[k].uuid);
-      if (it == placed.end()) continue;
-      for (const PodRef& ref : it->second) {
-        if (running.emplace(k, ref).second) rows.emplace_back(k, ref, Sum{0.0, 0.0, 0.0});
-      }
-    }
-    for (const auto& [part_index, ref, s] : rows) {
-      const store::PartitionInventory& p = g.partitions[part_index];
-      std::vector<std::pair<std::string, std::string>> labels = {
-          {"gpu", std::to_string(g.index)},
-          {"UUID", g.uuid},
-          {"modelName", g.product_name},
-          {"Hostname", std::string(hostname)}};
-      if (g.mig_enabled) {
-        labels.emplace_back("GPU_I_PROFILE", p.profile);
-        labels.emplace_back("GPU_I_ID", std::to_string(p.gi_id));
-      }
-      labels.emplace_back("partition_uuid", p.uuid);
-      const std::vector<PodRef> who = {ref};
-      // Per-process samples taken at slightly different instants can add up past the whole.
-      auto share = [](std::optional<double> v) {
-        return v ? std::optional<double>(std::clamp(*v, 0.0, 1.0)) : std::nullopt;
-      };
-      Emit(fb, labels, who, s.fb);
-      Emit(sm, labels, who, share(s.sm));
-      Emit(dram, labels, who, share(s.dram));
-    }
+    const PodUsageSums sums = SumPodUsage(g, samples[i], pods, out.unattributed);
+    const std::vector<PodUsageRow> rows = PodUsageRows(g, samples[i], sums, pods, placed);
+    EmitPodUsageRows(hostname, g, rows, fb, sm, dram);
   }
   for (const Family* fam : {&fb, &sm, &dram}) {
     if (fam->body.empty()) continue;

@@ -14,10 +14,10 @@
 // And, per whole GPU whose backend reads its MPS server (seed 001 §4.2), Tessera's own
 //   tessera_mps_server_up (0/1), tessera_mps_clients, tessera_mps_server_stuck (0/1: the
 //   agent's MpsStuckDetector), with the base labels gpu, UUID, modelName, Hostname.
-// And, per pod and partition it runs on, the pod's own use summed over its processes (issue
-//   #16: usage-aware policies): tessera_pod_fb_used_mib (MiB), tessera_pod_sm_active and
-//   tessera_pod_dram_active (0..1 of the partition), labelled like the partition's series plus
-//   pod and namespace; processes of no known pod are counted in
+// And, per pod and partition it runs on, the pod's own use summed over its processes (for the
+//   usage-aware policies of seeds 003 and 004): tessera_pod_fb_used_mib (MiB),
+//   tessera_pod_sm_active and tessera_pod_dram_active (0..1 of the partition), labelled like the
+//   partition's series plus pod and namespace; processes of no known pod are counted in
 //   tessera_agent_unattributed_processes{Hostname}.
 // Pure functions; thread-safe.
 

@@ -113,7 +113,7 @@ struct NvmlBackend::Api {
   // Optional (recent drivers only): processes with an MPS compute context on the device. Only
   // ever called with a count of 0 and no buffer, which returns the count and needs no struct.
   nvmlReturn_t (*GetMpsProcesses)(nvmlDevice_t, unsigned int*, void*) = nullptr;
-  // Optional too (issue #16's per-pod series; older drivers lack them): the compute processes
+  // Optional too (the per-pod tessera_pod_* series; older drivers lack them): the compute processes
   // with their memory, their recent SM and memory-controller shares, and the SM clock.
   nvmlReturn_t (*GetComputeProcesses)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*) = nullptr;
   nvmlReturn_t (*GetProcessUtilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*,

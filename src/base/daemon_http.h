@@ -1,8 +1,8 @@
 #pragma once
-// What the daemons' HTTP servers share (the agent's, `tessera schedule`'s probes and metrics,
-// the extender's; issue #19): limits on what one client can take, set with cpp-httplib's own
-// settings, the /healthz and /readyz routes over a Health (base/health.h), and the one parser of
-// their --listen addresses.
+// What the daemons' HTTP servers share (the agent's, `tessera schedule`'s probes and metrics, the
+// extender's; docs/runtime.md "HTTP limits"): limits on what one client can take, set with
+// cpp-httplib's own settings, the /healthz and /readyz routes over a Health (base/health.h), and
+// the one parser of their --listen addresses.
 //
 // With cpp-httplib 0.11.4 (Debian 12; its server code is compiled into libcpp-httplib.so, so
 // only the run-time settings below reach it, never CPPHTTPLIB_* macros):
@@ -35,7 +35,7 @@ namespace httplib {
 class Server;
 struct Request;
 struct Response;
-}
+}  // namespace httplib
 
 namespace tessera {
 

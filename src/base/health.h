@@ -1,5 +1,5 @@
 #pragma once
-// Health: what a daemon answers on /healthz and /readyz (issue #19; docs/runtime.md), shared by
+// Health: what a daemon answers on /healthz and /readyz (docs/runtime.md "Probes"), shared by
 // `tessera agent`, `tessera schedule` and `tessera extender`.
 //
 // Liveness (/healthz) says the process's loops still turn: each loop calls Beat(loop, stall_s)

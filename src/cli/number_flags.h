@@ -1,6 +1,6 @@
 #pragma once
 // Numbers on the command line: the one CLI11 check behind every duration and ratio flag of the
-// daemons (schedule, extender, agent; issue #33) and of any command that takes a bounded real.
+// daemons (schedule, extender, agent) and of any command that takes a bounded real.
 // CLI11's own Range and PositiveNumber compare with < and >, which NaN passes ("--refresh nan"
 // made the extender's refresher spin), and accept "inf". FiniteRange refuses both.
 //

@@ -279,31 +279,31 @@ Status RunSweep(const PredictArgs& args) {
   return {};
 }
 
-}  // namespace
-
-void AddPredict(CLI::App& app, Status* status) {
-  auto args = std::make_shared<PredictArgs>();
-  CLI::App* predict =
-      app.add_subcommand("predict", "Evaluate and run the throughput/interference predictor");
-  predict->require_subcommand(1);
-
-  const std::string methods_help = fmt::format(
+std::string MethodsHelp() {
+  return fmt::format(
       "Completion method: {} (tessera predict methods; features falls back to hybrid for "
       "applications that declare nothing)",
       fmt::join(predict::CompleterNames(), ", "));
+}
+
+// `tessera predict methods`.
+void AddMethods(CLI::App* predict, Status* status) {
   CLI::App* methods = predict->add_subcommand("methods", "List the completion methods, one a line");
   methods->callback([status] {
     for (const std::string& name : predict::CompleterNames()) std::printf("%s\n", name.c_str());
     *status = {};
   });
+}
 
+// `tessera predict evaluate` and its flags.
+void AddEvaluate(CLI::App* predict, const std::shared_ptr<PredictArgs>& args, Status* status) {
   CLI::App* evaluate = predict->add_subcommand(
       "evaluate", "Hide known cells of a profile matrix, predict them, report the error");
   evaluate->add_option("--data", args->data, "MIGProfiler directory or profile-matrix CSV")
       ->capture_default_str();
   evaluate->add_option("--features", args->features,
                        "Feature CSV (app,feature,value) added to what --data declares");
-  evaluate->add_option("--method", args->method, methods_help)
+  evaluate->add_option("--method", args->method, MethodsHelp())
       ->check(CLI::IsMember(predict::CompleterNames()))
       ->capture_default_str();
   evaluate->add_option("--protocol", args->protocol, "random | leave-one-row-out")
@@ -339,7 +339,10 @@ void AddPredict(CLI::App& app, Status* status) {
   evaluate->callback([args, status, missing, keep] {
     *status = RunEvaluate(*args, missing->count() > 0, keep->count() > 0);
   });
+}
 
+// `tessera predict sweep` and its flags.
+void AddSweep(CLI::App* predict, const std::shared_ptr<PredictArgs>& args, Status* status) {
   CLI::App* sweep = predict->add_subcommand(
       "sweep", "Error against sparsity for several methods (the thesis's Fig. 7.1)");
   sweep->add_option("--data", args->data, "MIGProfiler directory or profile-matrix CSV")
@@ -355,19 +358,35 @@ void AddPredict(CLI::App& app, Status* status) {
   sweep->add_option("--out", args->out_dir, "Directory for fig7_1.svg and fig7_1.json");
   sweep->add_flag("--json", args->json, "Print one JSON object");
   sweep->callback([args, status] { *status = RunSweep(*args); });
+}
 
+// `tessera predict complete` and its flags.
+void AddComplete(CLI::App* predict, const std::shared_ptr<PredictArgs>& args, Status* status) {
   CLI::App* complete =
       predict->add_subcommand("complete", "Write the completed profile matrix as a wide CSV");
   complete->add_option("--data", args->data, "MIGProfiler directory or profile-matrix CSV")
       ->capture_default_str();
   complete->add_option("--features", args->features, "Feature CSV (app,feature,value)");
-  complete->add_option("--method", args->method, methods_help)
+  complete->add_option("--method", args->method, MethodsHelp())
       ->check(CLI::IsMember(predict::CompleterNames()))
       ->capture_default_str();
   complete->add_option("--out", args->out, "Output CSV (app, one column per configuration)")
       ->required();
   complete->callback([args, status] { *status = RunComplete(*args); });
+}
 
+}  // namespace
+
+void AddPredict(CLI::App& app, Status* status) {
+  // One set of arguments: the subcommands share the flags they have in common.
+  auto args = std::make_shared<PredictArgs>();
+  CLI::App* predict =
+      app.add_subcommand("predict", "Evaluate and run the throughput/interference predictor");
+  predict->require_subcommand(1);
+  AddMethods(predict, status);
+  AddEvaluate(predict, args, status);
+  AddSweep(predict, args, status);
+  AddComplete(predict, args, status);
   AddPredictInterference(predict, status);
   AddPredictContention(predict, status);
 }

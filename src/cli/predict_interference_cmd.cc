@@ -1,5 +1,5 @@
 // `tessera predict interference`: how well a completion method fills an interference matrix
-// (issue #15 "Interference too"; seed 000 Ch. 6.4 / 7). For each seed s the simulator's
+// (seed 000 Ch. 6.4 / 7; docs/prediction.md). For each seed s the simulator's
 // Profiler characterises the thesis scenario as `tessera explain` does (Physics and profiling
 // seeded with s, the V100-32GB and A30-24GB models; pairs at 50 % MPS on a V100-32GB), then
 // predict/interference_eval.h hides a share of the observed (victim, aggressor) cells of one

@@ -18,23 +18,22 @@
 // Thread-safe: the handlers serialise on one mutex around the policy (policies are not
 // thread-safe); the network half of a bind runs outside it.
 //
-// Serve bounds what one client can take (base/daemon_http.h): a body over
-// config.max_request_bytes is answered 413 unread, reads and writes time out after 5 s (the
-// shipped kube-scheduler configuration's httpTimeout), 16 workers serve the connections, so
-// slow or idle clients leave the others served. A body nested deeper than kMaxJsonDepth is
-// refused before it is parsed (400), as is one of more than kMaxJsonValues values, and at most
-// kMaxConcurrentParses bodies are parsed at once: eight hostile 4 MiB bodies at once stay
-// under 256 MB (median peak 51 MB nested, docs/benchmarks.md) instead of the 1.2 GB of
-// issue #33.
+// Serve bounds what one client can take (base/daemon_http.h): a body over config.max_request_bytes
+// is answered 413 unread, reads and writes time out after 5 s (the shipped kube-scheduler
+// configuration's httpTimeout), 16 workers serve the connections, so slow or idle clients leave the
+// others served. A body nested deeper than kMaxJsonDepth is refused before it is parsed (400), as
+// is one of more than kMaxJsonValues values, and at most kMaxConcurrentParses bodies are parsed at
+// once: eight hostile 4 MiB bodies at once stay under 256 MB (median peak 51 MB nested,
+// docs/benchmarks.md), where parsing them unbounded took 1.2 GB.
 //
-// Authentication (issue #33): the verbs answer 401, unread, unless the client proves itself by
-// a certificate chaining to config.client_ca_file (HTTPS only; kube-scheduler's
+// Authentication (docs/kubernetes.md "Extender"): the verbs answer 401, unread, unless the client
+// proves itself by a certificate chaining to config.client_ca_file (HTTPS only; kube-scheduler's
 // extenders[].tlsConfig.certFile/keyFile, the one credential it can send an extender) or by
-// "Authorization: Bearer <config.bearer_token>" (compared in constant time); either suffices.
-// With neither configured every client is served (the daemon warns at start). /healthz and
-// /readyz stay open to the kubelet's probes. health() is what /healthz (the refresher turns)
-// and /readyz (the store answered the last refresh; the pod informer lists and watches the API
-// server) answer; each dependency's failure is logged once per change.
+// "Authorization: Bearer <config.bearer_token>" (compared in constant time); either suffices. With
+// neither configured every client is served (the daemon warns at start). /healthz and /readyz stay
+// open to the kubelet's probes. health() is what /healthz (the refresher turns) and /readyz (the
+// store answered the last refresh; the pod informer lists and watches the API server) answer; each
+// dependency's failure is logged once per change.
 
 #include <atomic>
 #include <condition_variable>

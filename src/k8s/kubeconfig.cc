@@ -169,7 +169,7 @@ Expected<Credentials> CredentialsOf(const YAML::Node& root, const std::string& p
 
 Expected<Credentials> KubeconfigCredentials(const std::string& path, const std::string& context) {
   // Read here rather than by YAML::LoadFile: a directory opens as a stream whose first read
-  // throws std::ios_base::failure, which ended the daemon with SIGABRT (issue #33).
+  // throws std::ios_base::failure, which would end the daemon with SIGABRT.
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) return Fail("kubeconfig {}: no such file", path);

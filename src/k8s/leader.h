@@ -45,6 +45,13 @@ class LeaderElector {
 
  private:
   std::string Path() const;
+  void SetHolder(const std::string& holder);  // under holder_mu_
+  // Creates the absent Lease with us as holder; false when another replica created it first.
+  Expected<bool> CreateLease(double now, const std::string& stamp, int duration);
+  // The Lease as read (`body`): renews it if ours, takes it over if its record has not changed
+  // for its duration on our clock; false when another holds it or won the write.
+  Expected<bool> RenewOrTakeOver(const std::string& body, double now, const std::string& stamp,
+                                 int duration);
 
   ApiClient& api_;
   const Clock& clock_;

@@ -143,76 +143,60 @@ Expected<int64_t> ParseQuantity(std::string_view text, int64_t scale) {
   return static_cast<int64_t>(std::ceil(scaled - 1e-9L));
 }
 
-Expected<Pod> PodFromJson(const json& object) {
-  if (!object.is_object()) return Fail("pod: not a JSON object");
-  const json& meta = ObjectAt(object, "metadata");
-  Pod pod;
-  pod.namespace_ = StringAt(meta, "namespace");
-  pod.name = StringAt(meta, "name");
-  if (pod.namespace_.empty()) pod.namespace_ = "default";
-  if (pod.name.empty()) return Fail("pod: metadata.name is missing");
-  pod.uid = StringAt(meta, "uid");
-  pod.resource_version = StringAt(meta, "resourceVersion");
-  pod.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
-  auto fail = [&](const Error& e) { return Fail("pod {}: {}", pod.Key(), e.message); };
-  auto annotations = ObjectField(meta, "annotations", "metadata.annotations");
-  if (!annotations) return fail(annotations.error());
-  for (const auto& [k, v] : (*annotations)->items()) {
-    if (!v.is_string()) return Fail("pod {}: annotation {} is not a string", pod.Key(), k);
-    pod.annotations[k] = v.get<std::string>();
-  }
-  auto spec_field = ObjectField(object, "spec", "spec");
-  if (!spec_field) return fail(spec_field.error());
-  const json& spec = **spec_field;
-  pod.scheduler_name = StringAt(spec, "schedulerName");
-  if (pod.scheduler_name.empty()) pod.scheduler_name = "default-scheduler";
-  pod.node_name = StringAt(spec, "nodeName");
-  pod.phase = StringAt(ObjectAt(object, "status"), "phase");
+namespace {
 
-  // Requests of one container: requests, with limits standing in for absent requests (the API
-  // server defaults extended-resource requests to their limits).
-  struct Totals {
-    int64_t cpu = 0, mem = 0;
-    std::map<std::string, int64_t> ext;  // in milli-units, to add fractional values exactly
-  };
-  // `where`: "spec.containers[0]", for errors.
-  auto container_totals = [&](const json& c, Totals& t,
-                              const std::string& where) -> Expected<void> {
-    if (!c.is_object()) return Fail("pod {}: {} is {}, not an object", pod.Key(), where, KindOf(c));
-    auto res = ObjectField(c, "resources", where + ".resources");
-    if (!res) return fail(res.error());
-    auto limits = ObjectField(**res, "limits", where + ".resources.limits");
-    if (!limits) return fail(limits.error());
-    auto requests = ObjectField(**res, "requests", where + ".resources.requests");
-    if (!requests) return fail(requests.error());
-    json merged = **limits;
-    for (const auto& [k, v] : (*requests)->items()) merged[k] = v;
-    for (const auto& [k, v] : merged.items()) {
-      std::optional<std::string> text = QuantityText(v);
-      if (!text) return Fail("pod {}: resource {} is not a quantity", pod.Key(), k);
-      if (k == "cpu") {
-        auto q = ParseQuantity(*text, 1000);
-        if (!q) return Fail("pod {}: resource cpu: {}", pod.Key(), q.error().message);
-        t.cpu += *q;
-      } else if (k == "memory") {
-        auto q = ParseQuantity(*text, 1);
-        if (!q) return Fail("pod {}: resource memory: {}", pod.Key(), q.error().message);
-        t.mem += (*q + (1 << 20) - 1) >> 20;
-      } else if (k == kResourceGpuMemory) {
-        // MiB when plain, bytes with a suffix ("4Gi"): summed in MiB (x1000, as the others).
-        auto q = ParseQuantity(*text, 1);
-        if (!q) return Fail("pod {}: resource {}: {}", pod.Key(), k, q.error().message);
-        const bool plain = std::isdigit(static_cast<unsigned char>(text->back()));
-        t.ext[k] += 1000 * (plain ? *q : (*q + (1 << 20) - 1) >> 20);
-      } else {
-        auto q = ParseQuantity(*text, 1000);
-        if (!q) return Fail("pod {}: resource {}: {}", pod.Key(), k, q.error().message);
-        t.ext[k] += *q;
-      }
+// A pod's requests summed: requests, with limits standing in for absent requests (the API
+// server defaults extended-resource requests to their limits).
+struct PodRequests {
+  int64_t cpu = 0, mem = 0;
+  std::map<std::string, int64_t> ext;  // in milli-units, to add fractional values exactly
+};
+
+// Adds the requests of container `c` of pod `pod_key` to `t`; `where`: "spec.containers[0]",
+// for errors.
+Expected<void> AddContainerRequests(const std::string& pod_key, const json& c,
+                                    const std::string& where, PodRequests& t) {
+  auto fail = [&](const Error& e) { return Fail("pod {}: {}", pod_key, e.message); };
+  if (!c.is_object()) return Fail("pod {}: {} is {}, not an object", pod_key, where, KindOf(c));
+  auto res = ObjectField(c, "resources", where + ".resources");
+  if (!res) return fail(res.error());
+  auto limits = ObjectField(**res, "limits", where + ".resources.limits");
+  if (!limits) return fail(limits.error());
+  auto requests = ObjectField(**res, "requests", where + ".resources.requests");
+  if (!requests) return fail(requests.error());
+  json merged = **limits;
+  for (const auto& [k, v] : (*requests)->items()) merged[k] = v;
+  for (const auto& [k, v] : merged.items()) {
+    std::optional<std::string> text = QuantityText(v);
+    if (!text) return Fail("pod {}: resource {} is not a quantity", pod_key, k);
+    if (k == "cpu") {
+      auto q = ParseQuantity(*text, 1000);
+      if (!q) return Fail("pod {}: resource cpu: {}", pod_key, q.error().message);
+      t.cpu += *q;
+    } else if (k == "memory") {
+      auto q = ParseQuantity(*text, 1);
+      if (!q) return Fail("pod {}: resource memory: {}", pod_key, q.error().message);
+      t.mem += (*q + (1 << 20) - 1) >> 20;
+    } else if (k == kResourceGpuMemory) {
+      // MiB when plain, bytes with a suffix ("4Gi"): summed in MiB (x1000, as the others).
+      auto q = ParseQuantity(*text, 1);
+      if (!q) return Fail("pod {}: resource {}: {}", pod_key, k, q.error().message);
+      const bool plain = std::isdigit(static_cast<unsigned char>(text->back()));
+      t.ext[k] += 1000 * (plain ? *q : (*q + (1 << 20) - 1) >> 20);
+    } else {
+      auto q = ParseQuantity(*text, 1000);
+      if (!q) return Fail("pod {}: resource {}: {}", pod_key, k, q.error().message);
+      t.ext[k] += *q;
     }
-    return {};
-  };
-  Totals sum;
+  }
+  return {};
+}
+
+// The pod's requests: its containers' summed, raised to any one init container's (they run
+// one at a time, before the others).
+Expected<PodRequests> SumPodRequests(const std::string& pod_key, const json& spec) {
+  auto fail = [&](const Error& e) { return Fail("pod {}: {}", pod_key, e.message); };
+  PodRequests sum;
   auto containers = ArrayField(spec, "containers", "spec.containers");
   if (!containers) return fail(containers.error());
   auto init_containers = ArrayField(spec, "initContainers", "spec.initContainers");
@@ -220,7 +204,7 @@ Expected<Pod> PodFromJson(const json& object) {
   if (*containers) {
     for (size_t i = 0; i < (*containers)->size(); ++i) {
       const std::string where = fmt::format("spec.containers[{}]", i);
-      if (auto ok = container_totals((**containers)[i], sum, where); !ok) {
+      if (auto ok = AddContainerRequests(pod_key, (**containers)[i], where, sum); !ok) {
         return std::unexpected(ok.error());
       }
     }
@@ -228,8 +212,8 @@ Expected<Pod> PodFromJson(const json& object) {
   if (*init_containers) {
     for (size_t i = 0; i < (*init_containers)->size(); ++i) {
       const std::string where = fmt::format("spec.initContainers[{}]", i);
-      Totals init;
-      if (auto ok = container_totals((**init_containers)[i], init, where); !ok) {
+      PodRequests init;
+      if (auto ok = AddContainerRequests(pod_key, (**init_containers)[i], where, init); !ok) {
         return std::unexpected(ok.error());
       }
       sum.cpu = std::max(sum.cpu, init.cpu);
@@ -237,9 +221,48 @@ Expected<Pod> PodFromJson(const json& object) {
       for (const auto& [k, v] : init.ext) sum.ext[k] = std::max(sum.ext[k], v);
     }
   }
-  pod.cpu_milli = sum.cpu;
-  pod.memory_mib = sum.mem;
-  for (const auto& [k, milli] : sum.ext) {
+  return sum;
+}
+
+// The pod's metadata: its name (namespace "default" when none), uid, version, deletion and
+// annotations (strings only).
+Expected<void> ReadPodMetadata(const json& meta, Pod& pod) {
+  pod.namespace_ = StringAt(meta, "namespace");
+  pod.name = StringAt(meta, "name");
+  if (pod.namespace_.empty()) pod.namespace_ = "default";
+  if (pod.name.empty()) return Fail("pod: metadata.name is missing");
+  pod.uid = StringAt(meta, "uid");
+  pod.resource_version = StringAt(meta, "resourceVersion");
+  pod.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  auto annotations = ObjectField(meta, "annotations", "metadata.annotations");
+  if (!annotations) return Fail("pod {}: {}", pod.Key(), annotations.error().message);
+  for (const auto& [k, v] : (*annotations)->items()) {
+    if (!v.is_string()) return Fail("pod {}: annotation {} is not a string", pod.Key(), k);
+    pod.annotations[k] = v.get<std::string>();
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<Pod> PodFromJson(const json& object) {
+  if (!object.is_object()) return Fail("pod: not a JSON object");
+  Pod pod;
+  if (auto ok = ReadPodMetadata(ObjectAt(object, "metadata"), pod); !ok) {
+    return std::unexpected(ok.error());
+  }
+  auto spec_field = ObjectField(object, "spec", "spec");
+  if (!spec_field) return Fail("pod {}: {}", pod.Key(), spec_field.error().message);
+  const json& spec = **spec_field;
+  pod.scheduler_name = StringAt(spec, "schedulerName");
+  if (pod.scheduler_name.empty()) pod.scheduler_name = "default-scheduler";
+  pod.node_name = StringAt(spec, "nodeName");
+  pod.phase = StringAt(ObjectAt(object, "status"), "phase");
+  Expected<PodRequests> sum = SumPodRequests(pod.Key(), spec);
+  if (!sum) return std::unexpected(sum.error());
+  pod.cpu_milli = sum->cpu;
+  pod.memory_mib = sum->mem;
+  for (const auto& [k, milli] : sum->ext) {
     pod.extended[k] = milli % 1000 == 0 ? std::to_string(milli / 1000) : fmt::format("{}m", milli);
   }
   return pod;
@@ -416,14 +439,9 @@ constexpr std::pair<std::string_view, AnnotationParser> kAnnotations[] = {
     {kAnnotationRemoteGpus, nullptr},
 };
 
-}  // namespace
-
-Expected<model::Workload> WorkloadFromPod(const Pod& pod, model::WorkloadId id) {
-  model::Workload w;
-  w.id = id;
-  w.name = pod.Key();
-  w.cpu_milli = pod.cpu_milli;
-  w.memory_mib = pod.memory_mib;
+// Applies the pod's Tessera annotations to `w`; returns the GPU share they ask for. Refuses an
+// unknown annotation under tessera.io/ and a value its parser refuses.
+Expected<AnnotatedGpu> ApplyAnnotations(const Pod& pod, model::Workload& w) {
   AnnotatedGpu annotated;
   for (const auto& [key, value] : pod.annotations) {
     if (!key.starts_with(kPrefix)) continue;
@@ -445,27 +463,36 @@ Expected<model::Workload> WorkloadFromPod(const Pod& pod, model::WorkloadId id) 
       return Fail("pod {}: annotation {}: '{}' {}", pod.Key(), key, value, ok.error().message);
     }
   }
-  const std::optional<int64_t> milli_annotation = annotated.milli;
-  const std::optional<int64_t> memory_annotation = annotated.memory_mib;
+  return annotated;
+}
 
-  // GPU resources.
-  auto whole = [&](const std::string& name, int64_t milli) -> Expected<int64_t> {
-    if (milli % 1000 != 0) {
-      return Fail("pod {}: resource {}: {} is not a whole number", pod.Key(), name,
-                  static_cast<double>(milli) / 1000);
-    }
-    return milli / 1000;
-  };
-  std::optional<int64_t> milli_resource, memory_resource;
+// `milli` of resource `name` in whole units; refuses a fraction.
+Expected<int64_t> WholeUnits(const Pod& pod, const std::string& name, int64_t milli) {
+  if (milli % 1000 != 0) {
+    return Fail("pod {}: resource {}: {} is not a whole number", pod.Key(), name,
+                static_cast<double>(milli) / 1000);
+  }
+  return milli / 1000;
+}
+
+// What the GPU resources ask for as a share: milli and memory (MiB), where requested.
+struct ResourceGpu {
+  std::optional<int64_t> milli, memory_mib;
+};
+
+// Applies the pod's GPU resources to `w` (GPU count, MIG profile); returns the share they ask
+// for. Refuses a fractional count and more than one MIG instance.
+Expected<ResourceGpu> ApplyGpuResources(const Pod& pod, model::Workload& w) {
+  ResourceGpu out;
   for (const auto& [name, text] : pod.extended) {
     auto q = ParseQuantity(text, 1000);
     if (!q) return Fail("pod {}: resource {}: {}", pod.Key(), name, q.error().message);
     if (name == kResourceGpu) {
-      auto n = whole(name, *q);
+      auto n = WholeUnits(pod, name, *q);
       if (!n) return std::unexpected(n.error());
       w.gpu.count += static_cast<int>(*n);
     } else if (name.starts_with(kResourceMigPrefix)) {
-      auto n = whole(name, *q);
+      auto n = WholeUnits(pod, name, *q);
       if (!n) return std::unexpected(n.error());
       if (*n == 0) continue;
       if (*n != 1 || !w.gpu.mig_profile.empty()) {
@@ -474,18 +501,25 @@ Expected<model::Workload> WorkloadFromPod(const Pod& pod, model::WorkloadId id) 
       }
       w.gpu.mig_profile = name.substr(kResourceMigPrefix.size());
     } else if (name == kResourceGpuMilli) {
-      auto n = whole(name, *q);
+      auto n = WholeUnits(pod, name, *q);
       if (!n) return std::unexpected(n.error());
-      milli_resource = *n;
+      out.milli = *n;
     } else if (name == kResourceGpuMemory) {
-      memory_resource = (*q + 999) / 1000;  // PodFromJson summed it in MiB
+      out.memory_mib = (*q + 999) / 1000;  // PodFromJson summed it in MiB
     }
   }
-  if (milli_resource && milli_annotation) {
+  return out;
+}
+
+// Sets `w`'s GPU share from the resources or the annotations (never both), a MIG instance
+// counting as one GPU and a share implying one GPU.
+Expected<void> ApplyGpuShare(const Pod& pod, const AnnotatedGpu& annotated,
+                             const ResourceGpu& resources, model::Workload& w) {
+  if (resources.milli && annotated.milli) {
     return Fail("pod {}: annotation {}: the share is also requested as a resource", pod.Key(),
                 kAnnotationGpuMilli);
   }
-  if (memory_resource && memory_annotation) {
+  if (resources.memory_mib && annotated.memory_mib) {
     return Fail("pod {}: annotation {}: GPU memory is also requested as a resource", pod.Key(),
                 kAnnotationGpuMemory);
   }
@@ -496,8 +530,9 @@ Expected<model::Workload> WorkloadFromPod(const Pod& pod, model::WorkloadId id) 
     }
     w.gpu.count = 1;
   }
-  const std::optional<int64_t> milli = milli_resource ? milli_resource : milli_annotation;
-  const std::optional<int64_t> memory = memory_resource ? memory_resource : memory_annotation;
+  const std::optional<int64_t> milli = resources.milli ? resources.milli : annotated.milli;
+  const std::optional<int64_t> memory =
+      resources.memory_mib ? resources.memory_mib : annotated.memory_mib;
   if (milli) {
     if (*milli < 1 || *milli > 1000) {
       return Fail("pod {}: {}: {} is outside 1..1000", pod.Key(), kResourceGpuMilli, *milli);
@@ -508,6 +543,24 @@ Expected<model::Workload> WorkloadFromPod(const Pod& pod, model::WorkloadId id) 
   if (memory) {
     if (w.gpu.count == 0) w.gpu.count = 1;
     w.gpu.memory_mib = *memory;
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<model::Workload> WorkloadFromPod(const Pod& pod, model::WorkloadId id) {
+  model::Workload w;
+  w.id = id;
+  w.name = pod.Key();
+  w.cpu_milli = pod.cpu_milli;
+  w.memory_mib = pod.memory_mib;
+  Expected<AnnotatedGpu> annotated = ApplyAnnotations(pod, w);
+  if (!annotated) return std::unexpected(annotated.error());
+  Expected<ResourceGpu> resources = ApplyGpuResources(pod, w);
+  if (!resources) return std::unexpected(resources.error());
+  if (auto ok = ApplyGpuShare(pod, *annotated, *resources, w); !ok) {
+    return std::unexpected(ok.error());
   }
   if (auto ok = w.Validate(); !ok) {
     return Fail("pod {}: {}", pod.Key(), ok.error().message);

@@ -378,91 +378,109 @@ const PlacedWorkload* ClusterState::Find(WorkloadId id) const {
   return it == placed_.end() ? nullptr : &it->second;
 }
 
-Expected<void> ClusterState::CheckInvariants() const {
-  std::unordered_map<WorkloadId, int> client_slices;
-  double allocated = 0;
-  std::vector<int64_t> node_cpu(nodes_.size(), 0), node_mem(nodes_.size(), 0);
-  std::vector<int> node_idle(nodes_.size(), 0);
-  size_t in_use = 0;  // partitions, each of which must be in the uuid index
-  for (GpuIndex g = 0; g < gpu_count(); ++g) {
-    const Gpu& gpu = gpus_[g];
-    const GpuModel& model = GetGpuModel(gpu.model);
-    if (gpu.mig) {
-      if (auto ok = ValidateLayout(model, *gpu.mig); !ok) {
-        return Fail("GPU {}: invalid layout: {}", gpu.uuid, ok.error().message);
-      }
-      if (gpu.partition_count != static_cast<int>(gpu.mig->instances.size())) {
-        return Fail("GPU {}: {} partitions for {} instances", gpu.uuid, gpu.partition_count,
-                    gpu.mig->instances.size());
-      }
-    } else if (gpu.partition_count != 1) {
-      return Fail("GPU {}: MIG off but {} partitions", gpu.uuid, gpu.partition_count);
+namespace {
+
+// What CheckInvariants recounts from scratch, to compare with what ClusterState keeps.
+struct Recount {
+  explicit Recount(size_t nodes) : node_cpu(nodes, 0), node_mem(nodes, 0), node_idle(nodes, 0) {}
+  std::unordered_map<WorkloadId, int> client_slices;  // client entries per workload
+  double allocated = 0;                               // Σ reserved milli × compute share
+  std::vector<int64_t> node_cpu, node_mem;            // Σ placed workloads' CPU and memory
+  std::vector<int> node_idle;                         // available GPUs hosting nothing
+};
+
+// One GPU's partitions summed, to compare with its incremental indices.
+struct GpuRecount {
+  int clients = 0;
+  double free = 0;
+  int64_t free_memory = 0;
+};
+
+// A MIG GPU's partitions are its valid layout's instances; a MIG-off GPU has one partition.
+Expected<void> CheckGpuLayout(const Gpu& gpu) {
+  const GpuModel& model = GetGpuModel(gpu.model);
+  if (gpu.mig) {
+    if (auto ok = ValidateLayout(model, *gpu.mig); !ok) {
+      return Fail("GPU {}: invalid layout: {}", gpu.uuid, ok.error().message);
     }
-    int clients = 0;
-    double free = 0;
-    int64_t free_memory = 0;
-    for (int slot = 0; slot < gpu.partition_count; ++slot) {
-      const Partition& p = partitions_[PartitionOf(g, slot)];
-      if (gpu.mig && (p.profile != gpu.mig->instances[slot].profile ||
-                      p.start != gpu.mig->instances[slot].start)) {
-        return Fail("GPU {}: partition {} does not match its layout", gpu.uuid, slot);
-      }
-      int32_t milli = 0;
-      int64_t memory = 0;
-      for (const Client& c : p.clients) {
-        if (c.milli < 1 || c.milli > 1000) {
-          return Fail("partition {}: client {} holds {} milli", p.uuid, c.workload, c.milli);
-        }
-        milli += c.reserved_milli();
-        memory += c.memory_mib;
-        ++client_slices[c.workload];
-        allocated += c.reserved_milli() * p.compute_share;
-      }
-      if (milli != p.used_milli || memory != p.used_memory_mib) {
-        return Fail("partition {}: used counters drifted", p.uuid);
-      }
-      if (milli > 1000) return Fail("partition {}: MPS shares add up to {} milli", p.uuid, milli);
-      if (memory > p.memory_mib) {
-        return Fail("partition {}: {} MiB reserved of {}", p.uuid, memory, p.memory_mib);
-      }
-      clients += static_cast<int>(p.clients.size());
-      free += p.free_milli() * p.compute_share;
-      free_memory += p.free_memory_mib();
+    if (gpu.partition_count != static_cast<int>(gpu.mig->instances.size())) {
+      return Fail("GPU {}: {} partitions for {} instances", gpu.uuid, gpu.partition_count,
+                  gpu.mig->instances.size());
     }
-    for (int slot = 0; slot < gpu.partition_count; ++slot) {
-      const PartitionIndex p = PartitionOf(g, slot);
-      if (IndexEntry(partitions_[p].uuid, p) == partition_by_uuid_.end()) {
-        return Fail("GPU {}: partition {} is missing from the uuid index", gpu.uuid, slot);
-      }
-      ++in_use;
-    }
-    for (int slot = gpu.partition_count; slot < kMaxPartitions; ++slot) {
-      if (!partitions_[PartitionOf(g, slot)].clients.empty()) {
-        return Fail("GPU {}: clients on unused slot {}", gpu.uuid, slot);
-      }
-    }
-    if (clients != gpu.clients || RoundMilli(free) != gpu.free_milli ||
-        free_memory != gpu.free_memory_mib) {
-      return Fail("GPU {}: index drifted", gpu.uuid);
-    }
-    if (gpu.idle() && gpu.available) ++node_idle[gpu.node];
+  } else if (gpu.partition_count != 1) {
+    return Fail("GPU {}: MIG off but {} partitions", gpu.uuid, gpu.partition_count);
   }
-  if (partition_by_uuid_.size() != in_use) {
-    return Fail("the uuid index holds {} entries for {} partitions", partition_by_uuid_.size(),
-                in_use);
+  return {};
+}
+
+// GPU g's in-use partitions: each matches its layout instance, its clients fit it and add up to
+// its used counters. Sums the GPU's totals and tallies the clients into `recount`.
+Expected<GpuRecount> CheckPartitionsOf(const ClusterState& state, GpuIndex g, Recount& recount) {
+  const Gpu& gpu = state.gpu(g);
+  GpuRecount sum;
+  for (int slot = 0; slot < gpu.partition_count; ++slot) {
+    const Partition& p = state.partition(ClusterState::PartitionOf(g, slot));
+    if (gpu.mig && (p.profile != gpu.mig->instances[slot].profile ||
+                    p.start != gpu.mig->instances[slot].start)) {
+      return Fail("GPU {}: partition {} does not match its layout", gpu.uuid, slot);
+    }
+    int32_t milli = 0;
+    int64_t memory = 0;
+    for (const Client& c : p.clients) {
+      if (c.milli < 1 || c.milli > 1000) {
+        return Fail("partition {}: client {} holds {} milli", p.uuid, c.workload, c.milli);
+      }
+      milli += c.reserved_milli();
+      memory += c.memory_mib;
+      ++recount.client_slices[c.workload];
+      recount.allocated += c.reserved_milli() * p.compute_share;
+    }
+    if (milli != p.used_milli || memory != p.used_memory_mib) {
+      return Fail("partition {}: used counters drifted", p.uuid);
+    }
+    if (milli > 1000) return Fail("partition {}: MPS shares add up to {} milli", p.uuid, milli);
+    if (memory > p.memory_mib) {
+      return Fail("partition {}: {} MiB reserved of {}", p.uuid, memory, p.memory_mib);
+    }
+    sum.clients += static_cast<int>(p.clients.size());
+    sum.free += p.free_milli() * p.compute_share;
+    sum.free_memory += p.free_memory_mib();
   }
-  for (const auto& [id, pw] : placed_) {
+  return sum;
+}
+
+// GPU g's unused slots are empty and its incremental indices equal `sum`; counts it idle.
+Expected<void> CheckGpuIndex(const ClusterState& state, GpuIndex g, const GpuRecount& sum,
+                             Recount& recount) {
+  const Gpu& gpu = state.gpu(g);
+  for (int slot = gpu.partition_count; slot < kMaxPartitions; ++slot) {
+    if (!state.partition(ClusterState::PartitionOf(g, slot)).clients.empty()) {
+      return Fail("GPU {}: clients on unused slot {}", gpu.uuid, slot);
+    }
+  }
+  if (sum.clients != gpu.clients || RoundMilli(sum.free) != gpu.free_milli ||
+      sum.free_memory != gpu.free_memory_mib) {
+    return Fail("GPU {}: index drifted", gpu.uuid);
+  }
+  if (gpu.idle() && gpu.available) ++recount.node_idle[gpu.node];
+  return {};
+}
+
+// Every placement's slices are listed by their partitions, local or remote as their GPU's node
+// says, and every client entry belongs to a placement; tallies CPU and memory per node.
+Expected<void> CheckPlacements(const ClusterState& state, Recount& recount) {
+  for (const auto& [id, pw] : state.placed()) {
     const Placement& p = pw.placement;
-    if (client_slices[id] != static_cast<int>(p.slices.size())) {
+    if (recount.client_slices[id] != static_cast<int>(p.slices.size())) {
       return Fail("workload {}: {} slices but {} client entries", id, p.slices.size(),
-                  client_slices[id]);
+                  recount.client_slices[id]);
     }
     for (const Slice& s : p.slices) {
-      const Partition& part = partitions_[s.partition];
-      if ((gpus_[part.gpu].node != p.node) != s.remote) {
+      const Partition& part = state.partition(s.partition);
+      if ((state.gpu(part.gpu).node != p.node) != s.remote) {
         return Fail("workload {}: a {} slice on GPU {} of node {}", id,
-                    s.remote ? "remote" : "local", gpus_[part.gpu].uuid,
-                    nodes_[gpus_[part.gpu].node].name);
+                    s.remote ? "remote" : "local", state.gpu(part.gpu).uuid,
+                    state.node(state.gpu(part.gpu).node).name);
       }
       if (std::none_of(part.clients.begin(), part.clients.end(), [&](const Client& c) {
             return c.workload == id && c.milli == s.milli && c.memory_mib == s.memory_mib &&
@@ -471,25 +489,60 @@ Expected<void> ClusterState::CheckInvariants() const {
         return Fail("workload {}: partition {} does not list it", id, part.uuid);
       }
     }
-    node_cpu[p.node] += pw.workload.cpu_milli;
-    node_mem[p.node] += pw.workload.memory_mib;
-    client_slices.erase(id);
+    recount.node_cpu[p.node] += pw.workload.cpu_milli;
+    recount.node_mem[p.node] += pw.workload.memory_mib;
+    recount.client_slices.erase(id);
   }
-  if (!client_slices.empty()) {
-    return Fail("workload {} holds a slice but is not placed", client_slices.begin()->first);
+  if (!recount.client_slices.empty()) {
+    return Fail("workload {} holds a slice but is not placed",
+                recount.client_slices.begin()->first);
   }
-  for (size_t n = 0; n < nodes_.size(); ++n) {
-    const Node& node = nodes_[n];
-    if (node_cpu[n] != node.used_cpu_milli || node_mem[n] != node.used_memory_mib) {
+  return {};
+}
+
+// Every node's CPU/memory counters and idle GPU count equal the recount, within capacity.
+Expected<void> CheckNodes(const ClusterState& state, const Recount& recount) {
+  for (NodeIndex n = 0; n < state.node_count(); ++n) {
+    const Node& node = state.node(n);
+    if (recount.node_cpu[n] != node.used_cpu_milli || recount.node_mem[n] != node.used_memory_mib) {
       return Fail("node {}: CPU/memory counters drifted", node.name);
     }
     if (node.used_cpu_milli > node.cpu_milli || node.used_memory_mib > node.memory_mib) {
       return Fail("node {}: over capacity", node.name);
     }
-    if (node_idle[n] != node.idle_gpus) return Fail("node {}: idle GPU count drifted", node.name);
+    if (recount.node_idle[n] != node.idle_gpus) {
+      return Fail("node {}: idle GPU count drifted", node.name);
+    }
   }
-  if (std::abs(allocated - allocated_gpu_milli_) > 1e-6 * (1 + allocated)) {
-    return Fail("allocated GPU milli drifted: {} counted, {} kept", allocated,
+  return {};
+}
+
+}  // namespace
+
+Expected<void> ClusterState::CheckInvariants() const {
+  Recount recount(nodes_.size());
+  size_t in_use = 0;  // partitions, each of which must be in the uuid index
+  for (GpuIndex g = 0; g < gpu_count(); ++g) {
+    if (auto ok = CheckGpuLayout(gpus_[g]); !ok) return ok;
+    const Expected<GpuRecount> sum = CheckPartitionsOf(*this, g, recount);
+    if (!sum) return std::unexpected(sum.error());
+    for (int slot = 0; slot < gpus_[g].partition_count; ++slot) {
+      const PartitionIndex p = PartitionOf(g, slot);
+      if (IndexEntry(partitions_[p].uuid, p) == partition_by_uuid_.end()) {
+        return Fail("GPU {}: partition {} is missing from the uuid index", gpus_[g].uuid, slot);
+      }
+      ++in_use;
+    }
+    if (auto ok = CheckGpuIndex(*this, g, *sum, recount); !ok) return ok;
+  }
+  if (partition_by_uuid_.size() != in_use) {
+    return Fail("the uuid index holds {} entries for {} partitions", partition_by_uuid_.size(),
+                in_use);
+  }
+  if (auto ok = CheckPlacements(*this, recount); !ok) return ok;
+  if (auto ok = CheckNodes(*this, recount); !ok) return ok;
+  if (std::abs(recount.allocated - allocated_gpu_milli_) > 1e-6 * (1 + recount.allocated)) {
+    return Fail("allocated GPU milli drifted: {} counted, {} kept", recount.allocated,
                 allocated_gpu_milli_);
   }
   return {};

@@ -22,7 +22,7 @@ struct Slice {
   int64_t memory_mib = 0;  // memory reserved on the partition (MPS pinned-memory limit)
   // Best effort (MuxFlow's offline work, seed 001 §4): `milli` caps its threads but reserves
   // nothing, so guaranteed clients may still take the partition's whole compute; its memory
-  // is reserved like any other. A policy that shares this way must also evict it (Evict).
+  // is reserved like any other. A policy that shares this way must also evict it (AfterCycle).
   bool best_effort = false;
   // Remote (DRMaestro's disaggregated GPUs, seed 002): the GPU sits in another node than the
   // placement's, which holds the workload's CPU and memory; the workload reaches it over the

@@ -20,9 +20,9 @@ namespace tessera::model {
 
 using WorkloadId = int64_t;
 
-// Side information (issue #15): feature name -> a number or a category, e.g. {model: bert-base,
-// batch: 32}. The very type predict::AppFeatures names (predict/features.h, which model may not
-// include); whoever fills it checks names and values there (k8s annotations, apps.yaml).
+// Side information (docs/prediction.md): feature name -> a number or a category, e.g. {model:
+// bert-base, batch: 32}. The very type predict::AppFeatures names (predict/features.h, which model
+// may not include); whoever fills it checks names and values there (k8s annotations, apps.yaml).
 using AppFeatures = std::map<std::string, std::variant<double, std::string>, std::less<>>;
 
 enum class WorkloadClass { kOnline, kOffline };  // latency-critical | best-effort

@@ -1,5 +1,6 @@
 #pragma once
-// FeatureKernelCompleter ("features"): matrix completion with side information (issue #15).
+// FeatureKernelCompleter ("features"): matrix completion with side information
+// (docs/prediction.md "Side information").
 // An application's log-throughput on configuration c is its own level plus a smooth function of
 // what it declares:
 //     x(a, c) = o_a + g_c(phi_a)
@@ -21,8 +22,9 @@
 // error (which features matter, e.g. tokens per batch more than the task, is the data's to say).
 // With fewer than `weights_min_rows` applications the weights stay equal (too few rows to tell
 // the features apart). Above 100,000 cells the weights stay equal too and only every other
-// bandwidth is tried, each with one backfitting round (the benchmark's budget). A row that states no feature,
-// or a call without features, is completed by `fallback` (default hybrid, completer registry).
+// bandwidth is tried, each with one backfitting round (the benchmark's budget). A row that states
+// no feature, or a call without features, is completed by `fallback` (default hybrid, completer
+// registry).
 //
 // Where the columns carry compute shares (config_key.h), the roofline prior (roofline.h) is
 // blended in: on the same validation cells, for rows with 1, 2 and 3 or more measured cells
@@ -52,8 +54,8 @@ struct FeatureKernelOptions {
   double missing_penalty = 1.0;  // squared distance of a feature one row lacks
   int neighbours = 64;           // the kernel's support: each row's nearest other rows
   std::vector<double> feature_weights = {0.0, 1.0, 3.0};  // tried for each feature
-  int weight_passes = 1;         // coordinate-descent passes over the features
-  int weights_min_rows = 20;     // fewer applications: equal weights (too few to tell apart)
+  int weight_passes = 1;      // coordinate-descent passes over the features
+  int weights_min_rows = 20;  // fewer applications: equal weights (too few to tell apart)
   std::vector<double> roofline_blend = {0.0, 0.25, 0.5, 0.75, 1.0};  // tried per row bucket
   RooflineOptions roofline;
   std::string fallback = "hybrid";
@@ -100,9 +102,9 @@ class FeatureKernelCompleter final : public Completer {
   struct Workspace {
     RowMatrix y, mask, weight, z, g;
     RowMatrixF vf, sum;
-    HoldOut split;              // LearnMetric's validation split (its fraction below)
+    HoldOut split;  // LearnMetric's validation split (its fraction below)
     double split_fraction = -1;
-    RowMatrix held_fit;         // the fit on split.train under the metric LearnMetric returned
+    RowMatrix held_fit;  // the fit on split.train under the metric LearnMetric returned
   };
   Metric LearnMetric(const Eigen::MatrixXd& observed, const EncodedFeatures& features,
                      Workspace& ws) const;

@@ -1,9 +1,9 @@
 #pragma once
-// Side information: what an application declares about itself (issue #15), as real inference
-// pods do: model family, parameter count, batch size, sequence length. A feature is named
-// (lower-case letters, digits, '_', '-', '.'), and is numeric (a finite number) or categorical
-// (any other text); a name is one or the other for every application of a table. Features are
-// optional: an application may state any subset, or none, and still gets a prediction.
+// Side information: what an application declares about itself (docs/prediction.md), as real
+// inference pods do: model family, parameter count, batch size, sequence length. A feature is named
+// (lower-case letters, digits, '_', '-', '.'), and is numeric (a finite number) or categorical (any
+// other text); a name is one or the other for every application of a table. Features are optional:
+// an application may state any subset, or none, and still gets a prediction.
 //
 // Sources: the MIGProfiler loader (model, task, params, batch, seq from the tables), the
 // simulator's apps.yaml (`features:`), pod annotations (`tessera.io/feature.<name>`), and a
@@ -58,8 +58,8 @@ class FeatureTable {
 };
 
 struct EncodedFeatures {
-  Eigen::MatrixXd x;        // rows × columns; NaN where the row lacks the feature
-  std::vector<int> group;   // the feature (index into names) each column encodes
+  Eigen::MatrixXd x;       // rows × columns; NaN where the row lacks the feature
+  std::vector<int> group;  // the feature (index into names) each column encodes
   std::vector<std::string> names;
   // Per matrix column, its compute share (config_key.h): the roofline prior (roofline.h) reads
   // it. Empty when the caller named no columns.

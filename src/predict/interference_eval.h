@@ -1,9 +1,8 @@
 #pragma once
-// Offline evaluation of a completion method on one interference matrix (issue #15 "Interference
-// too"; seed 000 Ch. 6.4 / 7): hide observed (victim, aggressor) cells, complete the rest in
-// linear space as the Predictor does (Predictor::RefitInterference: Completer::Complete on the
-// raw loss fractions, then clamped to [0, 1]) and compare with the hidden truth. Hidden cells
-// never reach the method.
+// Offline evaluation of a completion method on one interference matrix (seed 000 Ch. 6.4 / 7):
+// hide observed (victim, aggressor) cells, complete the rest in linear space as the Predictor
+// does (Predictor::RefitInterference: Completer::Complete on the raw loss fractions, then
+// clamped to [0, 1]) and compare with the hidden truth. Hidden cells never reach the method.
 //
 // Protocol: evaluate.h's "random" one — a seeded shuffle of the observed cells, the first
 // round(missing × observed) of them hidden; a row left with no observed cell gets one of its

@@ -39,6 +39,85 @@ std::array<double, 4> FitScales(const std::vector<Residual>& rs, double beta) {
   return scale;
 }
 
+// Completes a hold-out's training matrix and records the error of each held cell.
+Expected<void> ScoreHoldOut(const Completer& method, const Eigen::MatrixXd& observed,
+                            const EncodedFeatures& features, const HoldOut& split,
+                            std::vector<Residual>& residuals) {
+  Expected<Eigen::MatrixXd> completed = method.CompleteWith(split.train, features);
+  if (!completed) return std::unexpected(completed.error());
+  const Biases bias = FitBiases(split.train);
+  const Eigen::VectorXd kept = KnownMask(split.train).rowwise().sum();
+  for (const auto& [r, c] : split.held) {
+    residuals.push_back({(*completed)(r, c) - observed(r, c), static_cast<int>(kept(r)),
+                         std::abs((*completed)(r, c) - bias.At(r, c))});
+  }
+  return {};
+}
+
+// Fills bucket k where the random hold-outs left it thin: thins rows that have more than k
+// cells to exactly k, at most a quarter of them (up to 16) a pass, up to four passes, until the
+// bucket holds enough.
+Expected<void> FillThinBucket(const Completer& method, const Eigen::MatrixXd& observed,
+                              const EncodedFeatures& features, const CalibrationOptions& options,
+                              int k, std::vector<Residual>& residuals) {
+  const auto have = [&] {
+    int n = 0;
+    for (const Residual& r : residuals) n += Bucket(r.known) == Bucket(k);
+    return n;
+  };
+  Rng rng(options.seed + 100 + static_cast<uint64_t>(k));
+  std::vector<Eigen::Index> rows;
+  for (Eigen::Index r = 0; r < observed.rows(); ++r) {
+    int known = 0;
+    for (Eigen::Index c = 0; c < observed.cols(); ++c) known += IsKnown(observed(r, c));
+    if (known > k) rows.push_back(r);
+  }
+  const size_t per_pass = std::clamp<size_t>(rows.size() / 4, 1, 16);
+  for (int pass = 0; pass < 4 && !rows.empty() && have() < kThinBucket; ++pass) {
+    rng.Shuffle(rows);
+    HoldOut thinned{observed, {}};
+    for (size_t i = 0; i < per_pass; ++i) {
+      std::vector<Eigen::Index> cols;
+      for (Eigen::Index c = 0; c < observed.cols(); ++c) {
+        if (IsKnown(observed(rows[i], c))) cols.push_back(c);
+      }
+      rng.Shuffle(cols);
+      for (size_t j = static_cast<size_t>(k); j < cols.size(); ++j) {
+        thinned.train(rows[i], cols[j]) = kMissing;
+        thinned.held.emplace_back(rows[i], cols[j]);
+      }
+    }
+    if (Expected<void> ok = ScoreHoldOut(method, observed, features, thinned, residuals); !ok) {
+      return std::unexpected(ok.error());  // kept: k
+    }
+  }
+  return {};
+}
+
+// Fits `model` to the residuals: the β (and its per-bucket scales) of least Gaussian negative
+// log-likelihood, then z90, the 90th percentile of |error| / σ.
+void FitToResiduals(const std::vector<Residual>& residuals, UncertaintyModel& model) {
+  model.held_cells = static_cast<int>(residuals.size());
+  double best_nll = INFINITY;
+  for (const double beta : {0.0, 0.5, 1.0, 2.0}) {
+    const std::array<double, 4> scale = FitScales(residuals, beta);
+    double nll = 0;
+    for (const Residual& r : residuals) {
+      const double sigma = scale[Bucket(r.known)] * (1 + beta * r.disagreement);
+      nll += std::log(sigma) + 0.5 * (r.error / sigma) * (r.error / sigma);
+    }
+    if (nll < best_nll) {
+      best_nll = nll;
+      model.scale = scale;
+      model.disagreement = beta;
+    }
+  }
+  std::vector<double> normalised;
+  for (const Residual& r : residuals)
+    normalised.push_back(std::abs(r.error) / model.Completed(r.known, r.disagreement));
+  model.z90 = Quantile(std::move(normalised), 0.9);
+}
+
 }  // namespace
 
 double UncertaintyModel::Completed(int known, double d) const {
@@ -66,23 +145,13 @@ Expected<UncertaintyModel> Calibrate(const Completer& method, const Eigen::Matri
                                      const EncodedFeatures& features,
                                      const CalibrationOptions& options) {
   std::vector<Residual> residuals;
-  // Completes a hold-out's training matrix and records the error of each held cell.
-  const auto score = [&](const HoldOut& split) -> Expected<void> {
-    Expected<Eigen::MatrixXd> completed = method.CompleteWith(split.train, features);
-    if (!completed) return std::unexpected(completed.error());
-    const Biases bias = FitBiases(split.train);
-    const Eigen::VectorXd kept = KnownMask(split.train).rowwise().sum();
-    for (const auto& [r, c] : split.held) {
-      residuals.push_back({(*completed)(r, c) - observed(r, c), static_cast<int>(kept(r)),
-                           std::abs((*completed)(r, c) - bias.At(r, c))});
-    }
-    return {};
-  };
   for (int s = 0; s < options.splits; ++s) {
     const HoldOut split =
         SplitObserved(observed, options.fraction, options.seed + static_cast<uint64_t>(s));
     if (split.held.empty()) continue;
-    if (Expected<void> ok = score(split); !ok) return std::unexpected(ok.error());
+    if (Expected<void> ok = ScoreHoldOut(method, observed, features, split, residuals); !ok) {
+      return std::unexpected(ok.error());
+    }
   }
   // A bucket the random hold-outs left thin (dense rows rarely lose all but one or two cells):
   // thin rows that have more to exactly k cells, as a new application would be. One pass thins
@@ -90,57 +159,14 @@ Expected<UncertaintyModel> Calibrate(const Completer& method, const Eigen::Matri
   // learns a row's shape from, and make the sample worse than the matrix it calibrates. Up to
   // four passes, until the bucket holds enough.
   for (int k = 1; k <= 3; ++k) {
-    const auto have = [&] {
-      int n = 0;
-      for (const Residual& r : residuals) n += Bucket(r.known) == Bucket(k);
-      return n;
-    };
-    Rng rng(options.seed + 100 + static_cast<uint64_t>(k));
-    std::vector<Eigen::Index> rows;
-    for (Eigen::Index r = 0; r < observed.rows(); ++r) {
-      int known = 0;
-      for (Eigen::Index c = 0; c < observed.cols(); ++c) known += IsKnown(observed(r, c));
-      if (known > k) rows.push_back(r);
-    }
-    const size_t per_pass = std::clamp<size_t>(rows.size() / 4, 1, 16);
-    for (int pass = 0; pass < 4 && !rows.empty() && have() < kThinBucket; ++pass) {
-      rng.Shuffle(rows);
-      HoldOut thinned{observed, {}};
-      for (size_t i = 0; i < per_pass; ++i) {
-        std::vector<Eigen::Index> cols;
-        for (Eigen::Index c = 0; c < observed.cols(); ++c) {
-          if (IsKnown(observed(rows[i], c))) cols.push_back(c);
-        }
-        rng.Shuffle(cols);
-        for (size_t j = static_cast<size_t>(k); j < cols.size(); ++j) {
-          thinned.train(rows[i], cols[j]) = kMissing;
-          thinned.held.emplace_back(rows[i], cols[j]);
-        }
-      }
-      if (Expected<void> ok = score(thinned); !ok) return std::unexpected(ok.error());  // kept: k
+    if (Expected<void> ok = FillThinBucket(method, observed, features, options, k, residuals);
+        !ok) {
+      return std::unexpected(ok.error());
     }
   }
   UncertaintyModel model;
   if (residuals.size() < 8) return model;
-  model.held_cells = static_cast<int>(residuals.size());
-  double best_nll = INFINITY;
-  for (const double beta : {0.0, 0.5, 1.0, 2.0}) {
-    const std::array<double, 4> scale = FitScales(residuals, beta);
-    double nll = 0;
-    for (const Residual& r : residuals) {
-      const double sigma = scale[Bucket(r.known)] * (1 + beta * r.disagreement);
-      nll += std::log(sigma) + 0.5 * (r.error / sigma) * (r.error / sigma);
-    }
-    if (nll < best_nll) {
-      best_nll = nll;
-      model.scale = scale;
-      model.disagreement = beta;
-    }
-  }
-  std::vector<double> normalised;
-  for (const Residual& r : residuals)
-    normalised.push_back(std::abs(r.error) / model.Completed(r.known, r.disagreement));
-  model.z90 = Quantile(std::move(normalised), 0.9);
+  FitToResiduals(residuals, model);
   return model;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// How sure a prediction is (issue #15): a standard deviation σ of the log value per cell, and the
-// multiplier z that makes exp(±z·σ) a calibrated 90 % interval.
+// How sure a prediction is (docs/prediction.md "Uncertainty"): a standard deviation σ of the log
+// value per cell, and the multiplier z that makes exp(±z·σ) a calibrated 90 % interval.
 //
 //   - A measured cell: the spread of its runs, σ = sd·√(1 + 1/n) in log units (the next run of
 //     the same thing), never below `measured_floor` (0.01: the A100-40GB batch-32/seq-64 cells
@@ -29,7 +29,7 @@ namespace tessera::predict {
 
 struct UncertaintyModel {
   std::array<double, 4> scale = {0.3, 0.3, 0.3, 0.3};  // s_k, k = 1, 2, 3, >= 4 known cells
-  double disagreement = 0.0;                            // β
+  double disagreement = 0.0;                           // β
   double z90 = 1.645;
   double measured_floor = 0.01;
   int held_cells = 0;  // residuals the calibration saw (0: the defaults above)

@@ -9,11 +9,10 @@
 // fixed_s is the part no GPU share speeds up (host work, launches, I/O): an application whose
 // fixed_s dominates loses almost nothing on a small slice (thesis Ch. 6.2). `measured` holds
 // real throughputs (samples/s) by configuration key `<GPU>/<profile|whole>/<MPS %>`; where one
-// exists it is the truth and the roofline only fills the rest. `features` is what the
-// application declares about itself (predict/features.h; issue #15): the predictor may read it,
-// Physics never does. `usage` is how its memory, SM and bandwidth use move while it runs
-// (sim/usage.h; issue #16); nothing bounds its memory here: a GPU it outgrows is the engine's
-// OOM.
+// exists it is the truth and the roofline only fills the rest. `features` is what the application
+// declares about itself (predict/features.h): the predictor may read it, Physics never does.
+// `usage` is how its memory, SM and bandwidth use move while it runs (sim/usage.h; seeds 003 and
+// 004); nothing bounds its memory here: a GPU it outgrows is the engine's OOM.
 //
 // Loading is all or nothing: a malformed file is one Error naming file and line.
 
@@ -74,15 +73,15 @@ struct AppSpec {
 struct AppCatalog {
   std::string reference_gpu = "A100-40GB";
   std::vector<AppSpec> apps;
-  // `training:` offline training jobs (issue #17), kept apart so that the inference
+  // `training:` offline training jobs (seed 001's offline work), kept apart so that the inference
   // experiments, their profiling campaign and the predictor see only `apps`; an experiment
   // that runs training moves the ones it needs into `apps` of its own copy. Keys are unique
   // across both lists.
   std::vector<AppSpec> training;
-  // `sharing:` inference engines whose memory, SM and bandwidth use move while they run
-  // (`usage`), for the experiments of the policies that share GPUs by memory (issue #16; seeds
-  // 003 and 004), and the Rodinia-like batch jobs of the disaggregation experiment (issue #18;
-  // seed 002), kept apart for the same reason as `training`.
+  // `sharing:` inference engines whose memory, SM and bandwidth use move while they run (`usage`),
+  // for the experiments of the policies that share GPUs by memory (seeds 003 and 004), and the
+  // Rodinia-like batch jobs of the disaggregation experiment (seed 002), kept apart for the same
+  // reason as `training`.
   std::vector<AppSpec> sharing;
   // Searches `apps` only: an experiment moves what it runs there.
   const AppSpec* Find(const std::string& key) const;

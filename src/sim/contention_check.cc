@@ -143,6 +143,115 @@ PhysicsOptions Options(const PhysicsOptions& base, const std::string& kind,
                        : With(base, kind, f.fixed_active, 0);
 }
 
+// Each application's rates alone on the campaign's GPU, by MPS share.
+struct AloneRates {
+  std::map<std::string, std::vector<std::pair<double, double>>> points;  // app -> (share, qps)
+  std::map<std::pair<std::string, int>, double> at;  // (app, MPS %) -> samples/s
+};
+
+// The GPU model (into out.gpu and world.gpu) and each application's alone rates by MPS share;
+// refuses MIG columns, two GPU models and an empty profile.
+Expected<AloneRates> ReadAloneRates(const predict::SparseMatrix& profile,
+                                    const std::string& profile_path, ContentionCheck& out,
+                                    World& world) {
+  AloneRates alone;
+  for (int r = 0; r < profile.rows(); ++r) {
+    for (int col = 0; col < profile.cols(); ++col) {
+      if (!profile.Has(r, col)) continue;
+      auto m = ParseConfigKey(profile.col_keys()[col]);
+      if (!m)
+        return Fail("{}: column '{}': {}", profile_path, profile.col_keys()[col],
+                    m.error().message);
+      const std::string gpu = model::GetGpuModel(m->gpu).name;
+      if (m->profile != -1) {
+        return Fail("{}: column '{}' is a MIG instance; the check takes whole-GPU campaigns",
+                    profile_path, profile.col_keys()[col]);
+      }
+      if (out.gpu.empty()) out.gpu = gpu, world.gpu = m->gpu;
+      if (gpu != out.gpu) {
+        return Fail("{}: columns name two GPU models ({} and {}); the check takes one",
+                    profile_path, out.gpu, gpu);
+      }
+      const double qps = profile.Mean(r, col);
+      const std::string& app = profile.row_keys()[r];
+      alone.points[app].push_back({m->milli / 1000.0, qps});
+      alone.at[{app, static_cast<int>(std::lround(m->milli / 10.0))}] = qps;
+    }
+  }
+  if (alone.points.empty()) return Fail("{}: no measurements", profile_path);
+  return alone;
+}
+
+// The world's catalogue: each application's two-term roofline (into out.rooflines), its
+// constant term the fixed or the memory part, and its measured alone rates.
+void BuildCatalog(const AloneRates& alone, ConstantPart constant_part, ContentionCheck& out,
+                  World& world) {
+  world.catalog.reference_gpu = out.gpu;
+  for (const auto& [app, points] : alone.points) {
+    ContentionCheck::Roofline r = FitTwoTerms(app, points);
+    out.rooflines.push_back(r);
+    AppSpec spec;
+    spec.key = app;
+    spec.compute_s = r.a;
+    (constant_part == ConstantPart::kFixed ? spec.fixed_s : spec.memory_s) = r.b;
+    spec.footprint_mib = 1;
+    for (const auto& [share, qps] : points) {
+      spec.measured[ConfigKey(out.gpu, "whole", static_cast<int>(std::lround(share * 100)))] = qps;
+    }
+    world.catalog.apps.push_back(std::move(spec));
+  }
+}
+
+// The measured pairs of `kind` (`m`: the victim's share of QPS lost), each with its victim's
+// alone rate at the pair's setting, alternately in fold 0 and 1; starved victims left out.
+Expected<std::vector<ContentionPair>> MeasuredPairs(const std::string& kind,
+                                                    const predict::SparseMatrix& m,
+                                                    const AloneRates& alone,
+                                                    const std::string& pairs_path,
+                                                    const std::string& profile_path) {
+  const int setting = kind == "mps" ? 50 : 100;
+  std::vector<ContentionPair> pairs;
+  for (int r = 0; r < m.rows(); ++r) {
+    for (int col = 0; col < m.cols(); ++col) {
+      if (!m.Has(r, col)) continue;
+      ContentionPair p{.kind = kind, .victim = m.row_keys()[r], .aggressor = m.col_keys()[col]};
+      auto base = alone.at.find({p.victim, setting});
+      if (base == alone.at.end() || !alone.points.contains(p.aggressor)) {
+        return Fail("{}: {} pair {} beside {}: {} has no alone rate at {} % in {}", pairs_path,
+                    kind, p.victim, p.aggressor, base == alone.at.end() ? p.victim : p.aggressor,
+                    setting, profile_path);
+      }
+      p.alone_qps = base->second;
+      p.measured_qps = p.alone_qps * (1 - m.Mean(r, col));
+      if (!(p.measured_qps > 0)) continue;  // starved: no relative error to speak of
+      p.fold = static_cast<int>(pairs.size() % 2);
+      pairs.push_back(std::move(p));
+    }
+  }
+  return pairs;
+}
+
+// k.pairs' errors under the defaults, under constants fitted on one fold and tested on the
+// other (both ways), and under constants fitted on all of them.
+void FitKind(const World& world, const PhysicsOptions& defaults, const std::string& kind,
+             ContentionKindCheck& k) {
+  k.pairs = Predicted(world, defaults, std::move(k.pairs));
+  k.default_median = MedianError(k.pairs);
+  std::vector<double> held_out;
+  for (int fold = 0; fold < 2; ++fold) {
+    std::vector<ContentionPair> train, test;
+    for (const ContentionPair& p : k.pairs) (p.fold == fold ? test : train).push_back(p);
+    ContentionFit f = Fit(world, defaults, kind, train);
+    test = Predicted(world, Options(defaults, kind, f), std::move(test));
+    f.held_out_median = MedianError(test);
+    for (const ContentionPair& p : test) held_out.push_back(p.error());
+    k.folds.push_back(f);
+  }
+  k.held_out_median = Median(std::move(held_out));
+  k.all = Fit(world, defaults, kind, k.pairs);
+  k.fitted_pairs = Predicted(world, Options(defaults, kind, k.all), k.pairs);
+}
+
 }  // namespace
 
 Expected<ContentionCheck> CheckContention(const std::string& dir, ConstantPart constant_part) {
@@ -158,87 +267,19 @@ Expected<ContentionCheck> CheckContention(const std::string& dir, ConstantPart c
   out.defaults.noise_sd = 0;
   out.defaults.noise_max = 0;
   World world;
-  // The GPU model and each application's alone rates by MPS share.
-  std::map<std::string, std::vector<std::pair<double, double>>> alone;
-  std::map<std::pair<std::string, int>, double> alone_at;  // (app, MPS %) -> samples/s
-  for (int r = 0; r < profile->rows(); ++r) {
-    for (int col = 0; col < profile->cols(); ++col) {
-      if (!profile->Has(r, col)) continue;
-      auto m = ParseConfigKey(profile->col_keys()[col]);
-      if (!m)
-        return Fail("{}: column '{}': {}", profile_path, profile->col_keys()[col],
-                    m.error().message);
-      const std::string gpu = model::GetGpuModel(m->gpu).name;
-      if (m->profile != -1) {
-        return Fail("{}: column '{}' is a MIG instance; the check takes whole-GPU campaigns",
-                    profile_path, profile->col_keys()[col]);
-      }
-      if (out.gpu.empty()) out.gpu = gpu, world.gpu = m->gpu;
-      if (gpu != out.gpu) {
-        return Fail("{}: columns name two GPU models ({} and {}); the check takes one",
-                    profile_path, out.gpu, gpu);
-      }
-      const double qps = profile->Mean(r, col);
-      const std::string& app = profile->row_keys()[r];
-      alone[app].push_back({m->milli / 1000.0, qps});
-      alone_at[{app, static_cast<int>(std::lround(m->milli / 10.0))}] = qps;
-    }
-  }
-  if (alone.empty()) return Fail("{}: no measurements", profile_path);
-
-  world.catalog.reference_gpu = out.gpu;
-  for (const auto& [app, points] : alone) {
-    ContentionCheck::Roofline r = FitTwoTerms(app, points);
-    out.rooflines.push_back(r);
-    AppSpec spec;
-    spec.key = app;
-    spec.compute_s = r.a;
-    (constant_part == ConstantPart::kFixed ? spec.fixed_s : spec.memory_s) = r.b;
-    spec.footprint_mib = 1;
-    for (const auto& [share, qps] : points) {
-      spec.measured[ConfigKey(out.gpu, "whole", static_cast<int>(std::lround(share * 100)))] = qps;
-    }
-    world.catalog.apps.push_back(std::move(spec));
-  }
-
+  Expected<AloneRates> alone = ReadAloneRates(*profile, profile_path, out, world);
+  if (!alone) return std::unexpected(alone.error());
+  BuildCatalog(*alone, constant_part, out, world);
   for (const std::string kind : {"mps", "timeslice"}) {
     const predict::SparseMatrix* m = measured->Find(kind);
     if (!m) continue;
-    const int setting = kind == "mps" ? 50 : 100;
     ContentionKindCheck k;
     k.kind = kind;
-    for (int r = 0; r < m->rows(); ++r) {
-      for (int col = 0; col < m->cols(); ++col) {
-        if (!m->Has(r, col)) continue;
-        ContentionPair p{.kind = kind, .victim = m->row_keys()[r], .aggressor = m->col_keys()[col]};
-        auto base = alone_at.find({p.victim, setting});
-        if (base == alone_at.end() || !alone.contains(p.aggressor)) {
-          return Fail("{}: {} pair {} beside {}: {} has no alone rate at {} % in {}", pairs_path,
-                      kind, p.victim, p.aggressor, base == alone_at.end() ? p.victim : p.aggressor,
-                      setting, profile_path);
-        }
-        p.alone_qps = base->second;
-        p.measured_qps = p.alone_qps * (1 - m->Mean(r, col));
-        if (!(p.measured_qps > 0)) continue;  // starved: no relative error to speak of
-        p.fold = static_cast<int>(k.pairs.size() % 2);
-        k.pairs.push_back(std::move(p));
-      }
-    }
-    k.pairs = Predicted(world, out.defaults, std::move(k.pairs));
-    k.default_median = MedianError(k.pairs);
-    std::vector<double> held_out;
-    for (int fold = 0; fold < 2; ++fold) {
-      std::vector<ContentionPair> train, test;
-      for (const ContentionPair& p : k.pairs) (p.fold == fold ? test : train).push_back(p);
-      ContentionFit f = Fit(world, out.defaults, kind, train);
-      test = Predicted(world, Options(out.defaults, kind, f), std::move(test));
-      f.held_out_median = MedianError(test);
-      for (const ContentionPair& p : test) held_out.push_back(p.error());
-      k.folds.push_back(f);
-    }
-    k.held_out_median = Median(std::move(held_out));
-    k.all = Fit(world, out.defaults, kind, k.pairs);
-    k.fitted_pairs = Predicted(world, Options(out.defaults, kind, k.all), k.pairs);
+    Expected<std::vector<ContentionPair>> pairs =
+        MeasuredPairs(kind, *m, *alone, pairs_path, profile_path);
+    if (!pairs) return std::unexpected(pairs.error());
+    k.pairs = std::move(*pairs);
+    FitKind(world, out.defaults, kind, k);
     out.kinds.push_back(std::move(k));
   }
   if (out.kinds.empty()) return Fail("{}: no mps or timeslice pairs", pairs_path);

@@ -216,95 +216,60 @@ void Engine::RollBackToCheckpoint(WorkloadOutcome& o, Running& r) {
   r.remaining = total - kept;
 }
 
-void Engine::SampleUsage() {
-  usage_pending_ = false;
-  const double now = clock_.Now();
+std::vector<WorkloadUsage> Engine::RunningUsage(double now) {
   std::vector<model::WorkloadId> ids;
   ids.reserve(running_.size());
   for (const auto& [id, r] : running_) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
-  struct Sampled {
-    model::WorkloadId id;
-    const model::Placement* placement;
-    std::optional<UsagePoint> use;  // nullopt: no trajectory (it holds what it reserved)
-  };
-  struct PartitionUse {
-    UsagePoint sum;
-    bool traced = false;  // some client has a trajectory
-    // Its clients with a trajectory: (growth since the last sample, bind order, id).
-    std::vector<std::tuple<double, size_t, model::WorkloadId>> growers;
-  };
-  std::vector<Sampled> sampled;
-  std::map<model::PartitionIndex, PartitionUse> use;
-  auto add = [&](const Sampled& x, double sign) {
-    const double n = static_cast<double>(x.placement->slices.size());
-    for (const model::Slice& slice : x.placement->slices) {
-      PartitionUse& p = use[slice.partition];
-      if (!x.use) {
-        p.sum.memory_mib += sign * static_cast<double>(slice.memory_mib);
-        continue;
-      }
-      // A workload on several partitions holds its use spread evenly over them.
-      p.traced = true;
-      p.sum.memory_mib += sign * x.use->memory_mib / n;
-      p.sum.sm += sign * x.use->sm / n;
-      p.sum.bandwidth += sign * x.use->bandwidth / n;
-    }
-  };
+  std::vector<WorkloadUsage> out;
   for (model::WorkloadId id : ids) {
     Running& r = running_.at(id);
     const model::PlacedWorkload* pw = cluster_.Find(id);
     if (pw == nullptr) continue;
-    Sampled x{id, &pw->placement,
-              truth_.UsageAt(outcomes_[r.index].workload, std::max(0.0, now - r.run_start))};
+    WorkloadUsage x{
+        .id = id,
+        .placement = &pw->placement,
+        .use = truth_.UsageAt(outcomes_[r.index].workload, std::max(0.0, now - r.run_start)),
+        .order = r.index};
     if (x.use && now < r.run_start) x.use = UsagePoint{};  // a crashed container holds nothing
-    add(x, 1);
     if (x.use) {
-      for (const model::Slice& slice : pw->placement.slices) {
-        use[slice.partition].growers.emplace_back(x.use->memory_mib - r.last_memory, r.index, id);
-      }
+      x.growth_mib = x.use->memory_mib - r.last_memory;
       r.last_memory = x.use->memory_mib;
     }
-    sampled.push_back(x);
+    out.push_back(x);
   }
-  // Out of memory: the allocation that fails is the grower's.
-  std::vector<model::WorkloadId> killed;
-  for (const auto& [index, p] : use) {
-    if (p.sum.memory_mib > static_cast<double>(cluster_.partition(index).memory_mib) &&
-        !p.growers.empty()) {
-      killed.push_back(std::get<2>(*std::max_element(p.growers.begin(), p.growers.end())));
-    }
+  return out;
+}
+
+void Engine::PublishUsage(double now, const UsageSample& sample) {
+  for (const WorkloadUsage& x : sample.workloads) {
+    if (!x.use) continue;
+    const std::string& name = outcomes_[index_of_.at(x.id)].workload.name;
+    options_.telemetry->AddMemorySample(name, now, x.use->memory_mib);
+    options_.telemetry->AddSmActivitySample(name, now, x.use->sm);
+    options_.telemetry->AddBandwidthSample(name, now, x.use->bandwidth);
   }
-  std::sort(killed.begin(), killed.end());
-  killed.erase(std::unique(killed.begin(), killed.end()), killed.end());
-  for (Sampled& x : sampled) {
-    if (!std::binary_search(killed.begin(), killed.end(), x.id)) continue;
-    add(x, -1);  // what the sample shows is after the crash: the victim holds nothing
-    x.use = UsagePoint{};
-    OomKill(x.id);
+  for (const auto& [index, p] : sample.partitions) {
+    if (!p.traced) continue;
+    const std::string& uuid = cluster_.partition(index).uuid;
+    options_.telemetry->AddMemorySample(uuid, now, std::max(0.0, p.sum.memory_mib));
+    options_.telemetry->AddSmActivitySample(uuid, now, std::clamp(p.sum.sm, 0.0, 1.0));
+    options_.telemetry->AddBandwidthSample(uuid, now, std::clamp(p.sum.bandwidth, 0.0, 1.0));
   }
+}
+
+void Engine::SampleUsage() {
+  usage_pending_ = false;
+  const double now = clock_.Now();
+  UsageSample sample = SumUsage(RunningUsage(now));
+  for (model::WorkloadId id : KillOutOfMemory(cluster_, sample)) OomKill(id);
   // What the GPUs hold until the next sample (the memory integral of EngineResult).
-  for (const auto& [index, p] : use) {
+  for (const auto& [index, p] : sample.partitions) {
     memory_time_ += std::max(0.0, p.sum.memory_mib) * options_.usage_interval_s;
   }
-  if (options_.telemetry) {
-    for (const Sampled& x : sampled) {
-      if (!x.use) continue;
-      const std::string& name = outcomes_[index_of_.at(x.id)].workload.name;
-      options_.telemetry->AddMemorySample(name, now, x.use->memory_mib);
-      options_.telemetry->AddSmActivitySample(name, now, x.use->sm);
-      options_.telemetry->AddBandwidthSample(name, now, x.use->bandwidth);
-    }
-    for (const auto& [index, p] : use) {
-      if (!p.traced) continue;
-      const std::string& uuid = cluster_.partition(index).uuid;
-      options_.telemetry->AddMemorySample(uuid, now, std::max(0.0, p.sum.memory_mib));
-      options_.telemetry->AddSmActivitySample(uuid, now, std::clamp(p.sum.sm, 0.0, 1.0));
-      options_.telemetry->AddBandwidthSample(uuid, now, std::clamp(p.sum.bandwidth, 0.0, 1.0));
-    }
-  }
-  const bool traced = std::any_of(sampled.begin(), sampled.end(),
-                                  [](const Sampled& x) { return x.use.has_value(); });
+  if (options_.telemetry) PublishUsage(now, sample);
+  const bool traced = std::any_of(sample.workloads.begin(), sample.workloads.end(),
+                                  [](const WorkloadUsage& x) { return x.use.has_value(); });
   if (traced) {
     usage_pending_ = true;
     Push(now + options_.usage_interval_s, Kind::kUsage, 0);

@@ -4,7 +4,8 @@
 // GroundTruth gives them, moves completion times whenever a GPU's co-location changes, finishes
 // MIG reshapes after `reshape_s`, and integrates GPU utilisation, power and energy.
 //
-// Workloads whose application states a usage trajectory (GroundTruth::UsageAt; issue #16) are
+// Usage and out of memory (seeds 003 and 004; docs/simulator.md "Use that moves, and out of
+// memory"). Workloads whose application states a usage trajectory (GroundTruth::UsageAt) are
 // sampled every usage_interval_s while any runs: their memory, SM and bandwidth use go to the
 // telemetry by the workload's name and, summed, by its partition's uuid (a workload without a
 // trajectory counts there with the memory its slices reserve), as DCGM and the agent's per-pod
@@ -12,16 +13,19 @@
 // use grew most since the last sample (its allocation is the one that fails; ties: the last
 // bound) crashes and is relaunched in place, as the kubelet restarts a crashed container:
 // nothing for its back-off (oom_relaunch_s, doubling per crash in a row), its work back to its
-// last checkpoint, its trajectory from the start. Each kill is counted in its outcome.
+// last checkpoint, its trajectory from the start. Each kill is counted in its outcome
+// (sim/usage.h sums a sample and picks the workloads it kills).
 //
-// Online services (issue #17) whose offered load moves with time are re-rated at load ticks
+// Online services (seed 001; docs/simulator.md "Online services, best-effort jobs and time
+// slices"). Services whose offered load moves with time are re-rated at load ticks
 // (load_interval_s), and their service rate sampled for latency reports. Telemetry publishes
 // each client's SM activity (its sm_load) by workload name and each GPU's by uuid, as NVML's
 // per-process utilisation and DCGM's PROF_SM_ACTIVE would.
 //
-// Events at equal times run in a fixed order (completions, reshapes, arrivals, usage samples,
-// load ticks, telemetry samples, cycle), and
-// ties by sequence number, so a run is a pure function of its inputs and seeds.
+// Determinism. Events at equal times run in a fixed order (completions, reshapes, arrivals,
+// usage samples, load ticks, telemetry samples, cycle), and ties by sequence number, so a run
+// is a pure function of its inputs and seeds.
+//
 // Single-threaded. The engine owns nothing it is given: cluster, policy and truth outlive it.
 
 #include <cstdint>
@@ -37,6 +41,7 @@
 #include "policy/policy.h"
 #include "sched/scheduler.h"
 #include "sim/ground_truth.h"
+#include "sim/usage.h"
 #include "telemetry/telemetry.h"
 
 namespace tessera::sim {
@@ -55,7 +60,7 @@ struct EngineOptions {
   // last checkpoint when it checkpoints (Workload::checkpoint_queries: an evicted training
   // job restarts from there, seed 001 §6) — goes back to the queue with its arrival time, and
   // once bound again serves nothing for this long: its container starting and its model
-  // loading (chosen: no seed gives it). A policy's Resizes re-rate the workload at once.
+  // loading (chosen: no seed gives it). A policy's resizes (AfterCycle) re-rate it at once.
   double move_restart_s = 10.0;
   // The virtual clock the engine drives, when the caller must hand it to a policy first
   // (PolicyContext::clock: muxflow's rescheduling period); else the engine keeps its own.
@@ -67,8 +72,8 @@ struct EngineOptions {
   double oom_relaunch_s = 10.0;
   double oom_relaunch_max_s = 300.0;
   double oom_backoff_reset_s = 600.0;
-  // Online services whose truth states an offered load (GroundTruth::HasOfferedLoad; issue
-  // #17): re-rated every this many seconds while any runs, their service rate recorded in
+  // Online services whose truth states an offered load (GroundTruth::HasOfferedLoad): re-rated
+  // every this many seconds while any runs, their service rate recorded in
   // WorkloadOutcome::load — the load moves smoothly in minutes (seed 001 §2).
   double load_interval_s = 60.0;
 };
@@ -189,6 +194,12 @@ class Engine {
   // Samples the trajectories of the running workloads, publishes them, kills what runs out of
   // memory; schedules the next sample while any trajectory runs.
   void SampleUsage();
+  // Each running workload's part of a usage sample at `now`, by id; notes its memory for the
+  // next sample's growth.
+  std::vector<WorkloadUsage> RunningUsage(double now);
+  // Publishes a sample to options_.telemetry: by workload name, and by partition uuid where a
+  // client has a trajectory.
+  void PublishUsage(double now, const UsageSample& sample);
   void OomKill(model::WorkloadId id);
   // Takes a running workload off: its progress counted up to now, its GPUs re-rated, its
   // telemetry forgotten, a cycle requested. nullopt when it is not running.

@@ -136,6 +136,79 @@ double Physics::RemoteSlowdown(const model::PlacedWorkload& pw, const model::Clu
   return worst;
 }
 
+Physics::CoRunners Physics::CoRunnersOf(const model::PlacedWorkload& pw,
+                                        const model::Partition& part,
+                                        const model::ClusterState& c) const {
+  const model::Workload& w = pw.workload;
+  const model::Gpu& gpu = c.gpu(part.gpu);
+  CoRunners co;
+  for (const model::Partition& p : c.partitions_of(part.gpu)) {
+    for (const model::Client& other : p.clients) {
+      if (other.workload == w.id) continue;
+      const model::PlacedWorkload* opw = c.Find(other.workload);
+      const AppSpec* oapp = opw ? catalog_.Find(opw->workload.app) : nullptr;
+      if (!oapp) continue;
+      const Isolated o = IsolatedRate(*oapp, gpu.model, p.profile, other.milli);
+      const double uo = Utilisation(other.workload, o.qps);
+      if (&p == &part) {
+        co.front += o.fixed_duty() * uo;
+        if (other.best_effort) {
+          co.be_sm += o.compute_share * o.gpu_duty() * uo;
+        } else {
+          co.sm += o.gpu_duty() * uo;
+        }
+        const double active =
+            std::min(1.0, (o.gpu_s + options_.fixed_active * o.fixed_s) * o.qps) * uo;
+        co.others_active += active;
+        if (!other.best_effort) co.guaranteed_active += active;
+        ++co.sharers;
+      } else {
+        co.mig_demand += o.gpu_duty() * o.memory_fraction * uo;
+      }
+    }
+  }
+  return co;
+}
+
+Physics::SharedTime Physics::ShareTime(const AppSpec& app, const Isolated& self,
+                                       const model::Gpu& gpu, bool best_effort,
+                                       const CoRunners& co) const {
+  using Sharing = PhysicsOptions::Sharing;
+  const bool sliced = options_.sharing != Sharing::kMps && co.sharers > 1;
+  SharedTime out{.fixed_s = self.fixed_s, .gpu_s = self.gpu_s, .time_share = 1};
+  if (!sliced) {
+    // The fixed part waits on a shared server loaded to rho by the co-runners' fixed parts.
+    double front_kappa = options_.mps_front_kappa, sm_kappa = options_.mps_sm_kappa;
+    if (!options_.mps_by_gpu.empty()) {
+      auto own = options_.mps_by_gpu.find(model::GetGpuModel(gpu.model).name);
+      if (own != options_.mps_by_gpu.end()) {
+        front_kappa = own->second.front_kappa;
+        sm_kappa = own->second.sm_kappa;
+      }
+    }
+    const double rho = std::min(kMaxFrontLoad, front_kappa * co.front);
+    out.fixed_s = self.fixed_s * (1 + app.sensitivity * (1 / (1 - rho) - 1));
+    out.gpu_s = self.gpu_s * (1 + sm_kappa * app.sensitivity * co.sm +
+                              options_.be_sm_kappa * app.sensitivity * co.be_sm);
+  } else if (!best_effort) {
+    // Its kernels wait out the others' time slices (or, with priority, only the preemption).
+    const double stretch =
+        options_.sharing == Sharing::kTimeSlice
+            ? 1 + std::min(1.0, co.others_active)
+            : 1 + options_.ts_priority_overhead * std::min(1.0, co.others_active);
+    const double active_fixed = options_.fixed_active * self.fixed_s;
+    out.gpu_s = self.gpu_s * stretch;
+    out.fixed_s = (self.fixed_s - active_fixed) + active_fixed * stretch;
+  } else {
+    // It runs in the engine time the guaranteed clients leave.
+    const double left = options_.sharing == Sharing::kTimeSlice
+                            ? std::max(1.0 - co.guaranteed_active, 1.0 / co.sharers)
+                            : 1.0 - co.guaranteed_active * (1 + options_.ts_priority_overhead);
+    out.time_share = std::clamp(left, 0.0, 1.0);
+  }
+  return out;
+}
+
 RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterState& c) const {
   const model::Workload& w = pw.workload;
   const AppSpec* app = catalog_.Find(w.app);
@@ -162,73 +235,14 @@ RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterSta
             fmt::format("out of memory: needs {} MiB, limit {} MiB", app->footprint_mib, limit)};
   }
 
+  // Alone on its slice, then slowed by what the others on its GPU do, shared as they share.
   const Isolated self = IsolatedRate(*app, gpu.model, part.profile, s.milli);
-  // What everyone else on this partition (MPS) and on the GPU's other MIG instances does,
-  // from their isolated behaviour (no fixed point: interference is first order), each at the
-  // utilisation its offered load leaves it.
-  double front = 0, sm = 0, be_sm = 0, mig_demand = 0;
-  double others_active = 0, guaranteed_active = 0;  // engine-active fractions, this partition
-  int sharers = 1;
-  for (const model::Partition& p : c.partitions_of(part.gpu)) {
-    for (const model::Client& other : p.clients) {
-      if (other.workload == w.id) continue;
-      const model::PlacedWorkload* opw = c.Find(other.workload);
-      const AppSpec* oapp = opw ? catalog_.Find(opw->workload.app) : nullptr;
-      if (!oapp) continue;
-      const Isolated o = IsolatedRate(*oapp, gpu.model, p.profile, other.milli);
-      const double uo = Utilisation(other.workload, o.qps);
-      if (&p == &part) {
-        front += o.fixed_duty() * uo;
-        if (other.best_effort) {
-          be_sm += o.compute_share * o.gpu_duty() * uo;
-        } else {
-          sm += o.gpu_duty() * uo;
-        }
-        const double active =
-            std::min(1.0, (o.gpu_s + options_.fixed_active * o.fixed_s) * o.qps) * uo;
-        others_active += active;
-        if (!other.best_effort) guaranteed_active += active;
-        ++sharers;
-      } else {
-        mig_demand += o.gpu_duty() * o.memory_fraction * uo;
-      }
-    }
-  }
-  using Sharing = PhysicsOptions::Sharing;
-  const bool sliced = options_.sharing != Sharing::kMps && sharers > 1;
-  double fixed = self.fixed_s, busy_gpu = self.gpu_s, time_share = 1;
-  if (!sliced) {
-    // The fixed part waits on a shared server loaded to rho by the co-runners' fixed parts.
-    double front_kappa = options_.mps_front_kappa, sm_kappa = options_.mps_sm_kappa;
-    if (!options_.mps_by_gpu.empty()) {
-      auto own = options_.mps_by_gpu.find(model::GetGpuModel(gpu.model).name);
-      if (own != options_.mps_by_gpu.end()) {
-        front_kappa = own->second.front_kappa;
-        sm_kappa = own->second.sm_kappa;
-      }
-    }
-    const double rho = std::min(kMaxFrontLoad, front_kappa * front);
-    fixed = self.fixed_s * (1 + app->sensitivity * (1 / (1 - rho) - 1));
-    busy_gpu = self.gpu_s * (1 + sm_kappa * app->sensitivity * sm +
-                             options_.be_sm_kappa * app->sensitivity * be_sm);
-  } else if (!s.best_effort) {
-    // Its kernels wait out the others' time slices (or, with priority, only the preemption).
-    const double stretch = options_.sharing == Sharing::kTimeSlice
-                               ? 1 + std::min(1.0, others_active)
-                               : 1 + options_.ts_priority_overhead * std::min(1.0, others_active);
-    const double active_fixed = options_.fixed_active * self.fixed_s;
-    busy_gpu = self.gpu_s * stretch;
-    fixed = (self.fixed_s - active_fixed) + active_fixed * stretch;
-  } else {
-    // It runs in the engine time the guaranteed clients leave.
-    const double left = options_.sharing == Sharing::kTimeSlice
-                            ? std::max(1.0 - guaranteed_active, 1.0 / sharers)
-                            : 1.0 - guaranteed_active * (1 + options_.ts_priority_overhead);
-    time_share = std::clamp(left, 0.0, 1.0);
-  }
-  double t = fixed + busy_gpu;
+  const CoRunners co = CoRunnersOf(pw, part, c);
+  const SharedTime shared = ShareTime(*app, self, gpu, s.best_effort, co);
+  const double busy_gpu = shared.gpu_s, time_share = shared.time_share;
+  double t = shared.fixed_s + busy_gpu;
   if (!part.whole()) {
-    t *= 1 + options_.mig_max * std::min(1.0, mig_demand) * std::min(1.0, app->sensitivity);
+    t *= 1 + options_.mig_max * std::min(1.0, co.mig_demand) * std::min(1.0, app->sensitivity);
   }
   const double capacity = noise * static_cast<double>(pw.placement.slices.size()) / t * time_share;
   // An online service is busy only for the load it is offered.

@@ -18,7 +18,7 @@
 //    SMs × its SM-bound duty instead of the thesis's channel, calibrated to seed 001 Fig. 4 (a T4
 //    lends an offline job up to 62 % more computing power while the online service slows by
 //    less than 20 %: 0.2 / 0.62 ≈ 0.32). Its fixed-part duty still loads the shared front.
-//  - Without MPS (`sharing`, issue #17, 001 Fig. 3) a partition's clients take turns in time
+//  - Without MPS (`sharing`, 001 Fig. 3) a partition's clients take turns in time
 //    slices. Time-sharing: a guaranteed client's engine-active time stretches by
 //    1 + Σ co-runners' active fraction (its kernels wait out their slices); priority time-sharing:
 //    by 1 + `ts_priority_overhead` while anyone else runs (preemption at slice boundaries). A
@@ -92,9 +92,9 @@ struct PhysicsOptions {
   std::vector<std::string> flat_power_models = {"V100-32GB", "A30-24GB"};
   // Best-effort co-runners' SM channel (001 Fig. 4, see above).
   double be_sm_kappa = 0.32;
-  // How a partition's clients share it: MPS (space), or time slices without MPS (issue #17's
-  // TS and PB-TS baselines; 001 §2). Chosen overhead: a preemption at each slice boundary
-  // costs the high-priority client about 5 % (no seed gives it).
+  // How a partition's clients share it: MPS (space), or time slices without MPS (seed 001's
+  // Time-sharing and PB-time-sharing baselines; 001 §2, §7.1). Chosen overhead: a preemption at
+  // each slice boundary costs the high-priority client about 5 % (no seed gives it).
   enum class Sharing { kMps, kTimeSlice, kPriorityTimeSlice };
   Sharing sharing = Sharing::kMps;
   double ts_priority_overhead = 0.05;
@@ -128,7 +128,8 @@ class Physics final : public GroundTruth {
   }
   // The ceiling of `app` on a cluster of `models`: its noise-free isolated queries/s on the
   // best configuration it fits in (whole GPU or any MIG profile, at MPS 100/50/25 %). A pod
-  // whose SLO is above this cannot meet it under any placement (issue #14, "what can be met").
+  // whose SLO is above this cannot meet it under any placement (docs/simulator.md "What can be
+  // met").
   double BestIsolatedQps(const AppSpec& app, std::span<const model::GpuModelId> models) const;
 
  private:
@@ -148,6 +149,27 @@ class Physics final : public GroundTruth {
   Isolated IsolatedRate(const AppSpec& app, model::GpuModelId gpu, int profile,
                         int32_t milli) const;
   RunRate RateIn(const model::PlacedWorkload& pw, const model::ClusterState& cluster) const;
+  // What the others on a workload's GPU do, each from its isolated behaviour at the utilisation
+  // its offered load leaves it (no fixed point: interference is first order).
+  struct CoRunners {
+    double front = 0;       // its partition's co-runners: Σ fixed-part duty (the shared server)
+    double sm = 0;          // Σ guaranteed co-runners' SM-bound duty
+    double be_sm = 0;       // Σ best-effort co-runners' share of the SMs × SM-bound duty
+    double mig_demand = 0;  // the GPU's other MIG instances: Σ memory-bound duty
+    double others_active = 0, guaranteed_active = 0;  // engine-active fractions, its partition
+    int sharers = 1;                                  // its partition's clients, itself included
+  };
+  CoRunners CoRunnersOf(const model::PlacedWorkload& pw, const model::Partition& part,
+                        const model::ClusterState& cluster) const;
+  // A workload's time per query on its partition, shared with `co` as options_.sharing says
+  // (MPS channels, or time slices), and the share of the engine time it gets.
+  struct SharedTime {
+    double fixed_s;
+    double gpu_s;  // the SM-bound part
+    double time_share;
+  };
+  SharedTime ShareTime(const AppSpec& app, const Isolated& self, const model::Gpu& gpu,
+                       bool best_effort, const CoRunners& co) const;
   double NoiseFactor(model::WorkloadId id) const;
   // Σ network_share of the remote streams through each node (uncapped), cached by version.
   const std::vector<double>& NetworkLoads(const model::ClusterState& c);

@@ -34,6 +34,86 @@ std::vector<Config> Enumerate(const std::vector<model::GpuModelId>& models,
   return out;
 }
 
+bool Listed(const std::vector<std::string>& list, const std::string& key) {
+  return std::find(list.begin(), list.end(), key) != list.end();
+}
+
+// The catalog ids of `gpu_models`, each once, in order; refuses an unknown one.
+Expected<std::vector<model::GpuModelId>> ResolveModels(const std::vector<std::string>& gpu_models) {
+  std::vector<model::GpuModelId> ids;
+  for (const std::string& name : gpu_models) {
+    const std::optional<model::GpuModelId> id = model::FindGpuModel(name);
+    if (!id) return Fail("profiler: unknown GPU model '{}'", name);
+    if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
+  }
+  return ids;
+}
+
+// Refuses new and full apps not in `catalog` (or both), too few full runs and an unknown
+// interference GPU; returns that GPU.
+Expected<model::GpuModelId> CheckOptions(const AppCatalog& catalog,
+                                         const ProfilerOptions& options) {
+  for (const std::string& app : options.new_apps) {
+    if (!catalog.Find(app)) return Fail("profiler: new app '{}' is not in the catalogue", app);
+    if (Listed(options.full_apps, app))
+      return Fail("profiler: app '{}' cannot be both new and fully profiled", app);
+  }
+  for (const std::string& app : options.full_apps) {
+    if (!catalog.Find(app))
+      return Fail("profiler: fully profiled app '{}' is not in the catalogue", app);
+  }
+  if (options.full_runs < 1) return Fail("profiler: full_runs must be at least 1");
+  const std::optional<model::GpuModelId> pair_gpu = model::FindGpuModel(options.interference_gpu);
+  if (!pair_gpu) return Fail("profiler: unknown interference GPU '{}'", options.interference_gpu);
+  return *pair_gpu;
+}
+
+// The configurations (indices of `count`) an application is measured on: all for a full app,
+// 1 or 2 for a new one, each with probability `density` (at least one) otherwise.
+std::vector<size_t> ChooseConfigs(bool is_new, bool is_full, size_t count, double density,
+                                  Rng& rng) {
+  std::vector<size_t> chosen;
+  if (is_full) {
+    for (size_t k = 0; k < count; ++k) chosen.push_back(k);
+  } else if (is_new) {
+    const size_t want = 1 + rng.Below(2);
+    while (chosen.size() < std::min(want, count)) {
+      const size_t k = rng.Below(count);
+      if (std::find(chosen.begin(), chosen.end(), k) == chosen.end()) chosen.push_back(k);
+    }
+  } else {
+    for (size_t k = 0; k < count; ++k) {
+      if (rng.Uniform(0, 1) < density) chosen.push_back(k);
+    }
+    if (chosen.empty()) chosen.push_back(rng.Below(count));
+  }
+  return chosen;
+}
+
+// Measures every application of the catalogue alone on its chosen configurations, noisily.
+void SampleProfile(const Physics& physics, const ProfilerOptions& options,
+                   const std::vector<Config>& configs, Rng& rng, predict::ProfileMatrix& profile) {
+  const double sd = options.noise_sd;
+  auto noisy = [&](double v) { return v * (1 + std::clamp(rng.Normal(0, sd), -3 * sd, 3 * sd)); };
+  for (const Config& c : configs) profile.AddCol(c.key);
+  for (const AppSpec& app : physics.catalog().apps) {
+    const int row = profile.AddRow(app.key);
+    const bool is_new = Listed(options.new_apps, app.key);
+    const bool is_full = Listed(options.full_apps, app.key);
+    const std::vector<size_t> chosen =
+        ChooseConfigs(is_new, is_full, configs.size(), options.density, rng);
+    for (size_t k : chosen) {
+      const Config& c = configs[k];
+      const double qps = physics.IsolatedQps(app, c.model, c.profile, c.percent * 10);
+      // Every run is its own observation: the cell keeps their mean, count and spread (the
+      // run-to-run variance a policy's margin reads).
+      const int runs = is_full ? options.full_runs : 1;
+      const int col = *profile.FindCol(c.key);
+      for (int i = 0; i < runs; ++i) profile.Observe(row, col, noisy(qps));
+    }
+  }
+}
+
 }  // namespace
 
 Profiler::Profiler(const Physics& physics, ProfilerOptions options)
@@ -45,72 +125,12 @@ std::vector<std::string> Profiler::Configs(const std::vector<model::GpuModelId>&
   return out;
 }
 
-Expected<ProfileSamples> Profiler::Sample(const std::vector<std::string>& gpu_models,
-                                          uint64_t seed) const {
-  std::vector<model::GpuModelId> ids;
-  for (const std::string& name : gpu_models) {
-    const std::optional<model::GpuModelId> id = model::FindGpuModel(name);
-    if (!id) return Fail("profiler: unknown GPU model '{}'", name);
-    if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
-  }
-  const std::vector<Config> configs = Enumerate(ids, options_.mps_percents);
-  if (configs.empty()) return Fail("profiler: no GPU models to profile");
-  auto listed = [](const std::vector<std::string>& list, const std::string& key) {
-    return std::find(list.begin(), list.end(), key) != list.end();
-  };
-  for (const std::string& app : options_.new_apps) {
-    if (!physics_.catalog().Find(app))
-      return Fail("profiler: new app '{}' is not in the catalogue", app);
-    if (listed(options_.full_apps, app))
-      return Fail("profiler: app '{}' cannot be both new and fully profiled", app);
-  }
-  for (const std::string& app : options_.full_apps) {
-    if (!physics_.catalog().Find(app))
-      return Fail("profiler: fully profiled app '{}' is not in the catalogue", app);
-  }
-  if (options_.full_runs < 1) return Fail("profiler: full_runs must be at least 1");
-  const std::optional<model::GpuModelId> pair_gpu = model::FindGpuModel(options_.interference_gpu);
-  if (!pair_gpu) return Fail("profiler: unknown interference GPU '{}'", options_.interference_gpu);
-
-  Rng rng(seed);
+Expected<void> Profiler::SampleInterference(model::GpuModelId gpu, Rng& rng,
+                                            predict::InterferenceMatrices& interference) const {
   const double sd = options_.noise_sd;
   auto noisy = [&](double v) { return v * (1 + std::clamp(rng.Normal(0, sd), -3 * sd, 3 * sd)); };
-  ProfileSamples out;
-  for (const Config& c : configs) out.profile_.AddCol(c.key);
-  for (const AppSpec& app : physics_.catalog().apps) {
-    const int row = out.profile_.AddRow(app.key);
-    const bool is_new = listed(options_.new_apps, app.key);
-    const bool is_full = listed(options_.full_apps, app.key);
-    std::vector<size_t> chosen;
-    if (is_full) {
-      for (size_t k = 0; k < configs.size(); ++k) chosen.push_back(k);
-    } else if (is_new) {
-      const size_t want = 1 + rng.Below(2);
-      while (chosen.size() < std::min(want, configs.size())) {
-        const size_t k = rng.Below(configs.size());
-        if (std::find(chosen.begin(), chosen.end(), k) == chosen.end()) chosen.push_back(k);
-      }
-    } else {
-      for (size_t k = 0; k < configs.size(); ++k) {
-        if (rng.Uniform(0, 1) < options_.density) chosen.push_back(k);
-      }
-      if (chosen.empty()) chosen.push_back(rng.Below(configs.size()));
-    }
-    for (size_t k : chosen) {
-      const Config& c = configs[k];
-      const double qps = physics_.IsolatedRate(app, c.model, c.profile, c.percent * 10).qps;
-      // Every run is its own observation: the cell keeps their mean, count and spread (the
-      // run-to-run variance a policy's margin reads).
-      const int runs = is_full ? options_.full_runs : 1;
-      const int col = *out.profile_.FindCol(c.key);
-      for (int i = 0; i < runs; ++i) out.profile_.Observe(row, col, noisy(qps));
-    }
-  }
-
-  // Pairs at 50 % MPS each on one whole GPU: the victim alone, then beside the aggressor.
   model::ClusterState bench;
-  if (auto ok = bench.AddNode(model::UniformNode("profiler", *pair_gpu, 1, 1 << 20, 1 << 30));
-      !ok) {
+  if (auto ok = bench.AddNode(model::UniformNode("profiler", gpu, 1, 1 << 20, 1 << 30)); !ok) {
     return std::unexpected(ok.error());
   }
   const model::PartitionIndex part = model::ClusterState::PartitionOf(0, 0);
@@ -137,10 +157,29 @@ Expected<ProfileSamples> Profiler::Sample(const std::vector<std::string>& gpu_mo
       (void)bench.Remove(1);
       if (alone.fails || shared.fails || alone.qps <= 0 || shared.qps <= 0) continue;
       const double lost = std::clamp(1 - noisy(shared.qps) / noisy(alone.qps), 0.0, 1.0);
-      if (auto ok = out.interference_.Observe("mps", victim.key, aggressor.key, lost); !ok) {
+      if (auto ok = interference.Observe("mps", victim.key, aggressor.key, lost); !ok) {
         return std::unexpected(ok.error());
       }
     }
+  }
+  return {};
+}
+
+Expected<ProfileSamples> Profiler::Sample(const std::vector<std::string>& gpu_models,
+                                          uint64_t seed) const {
+  Expected<std::vector<model::GpuModelId>> ids = ResolveModels(gpu_models);
+  if (!ids) return std::unexpected(ids.error());
+  const std::vector<Config> configs = Enumerate(*ids, options_.mps_percents);
+  if (configs.empty()) return Fail("profiler: no GPU models to profile");
+  Expected<model::GpuModelId> pair_gpu = CheckOptions(physics_.catalog(), options_);
+  if (!pair_gpu) return std::unexpected(pair_gpu.error());
+
+  Rng rng(seed);
+  ProfileSamples out;
+  SampleProfile(physics_, options_, configs, rng, out.profile_);
+  // Pairs at 50 % MPS each on one whole GPU: the victim alone, then beside the aggressor.
+  if (auto ok = SampleInterference(*pair_gpu, rng, out.interference_); !ok) {
+    return std::unexpected(ok.error());
   }
   return out;
 }

@@ -1,9 +1,10 @@
 #pragma once
-// Profiler: the predictor's only window on the simulator's ground truth (DESIGN §5, issue
-// "Simulator" §3). It plays the thesis's characterisation campaign (seed 000, Ch. 6): it runs
-// applications alone on a sample of configurations and in pairs on a shared partition, and
-// writes down what it measured, with measurement noise — a sparse profile matrix and sparse
-// interference matrices, the collaborative filter's input.
+// Profiler: the predictor's only window on the simulator's ground truth (DESIGN §5;
+// docs/simulator.md "Profiling: the predictor never sees Physics"). It plays the thesis's
+// characterisation campaign (seed 000, Ch. 6): it runs applications alone on a sample of
+// configurations and in pairs on a shared partition, and writes down what it measured, with
+// measurement noise — a sparse profile matrix and sparse interference matrices, the collaborative
+// filter's input.
 //
 // The separation is in the types, not a convention: Physics keeps its per-configuration truth
 // private (only Profiler is its friend), and what leaves the Profiler is ProfileSamples —
@@ -27,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "base/rng.h"
 #include "predict/interference.h"
 #include "predict/matrix.h"
 #include "sim/physics.h"
@@ -73,6 +75,10 @@ class Profiler {
   std::vector<std::string> Configs(const std::vector<model::GpuModelId>& models) const;
 
  private:
+  // Measures a `pair_share` of ordered pairs on one `gpu`: the victim's share of QPS lost.
+  [[nodiscard]] Expected<void> SampleInterference(
+      model::GpuModelId gpu, Rng& rng, predict::InterferenceMatrices& interference) const;
+
   const Physics& physics_;
   ProfilerOptions options_;
 };

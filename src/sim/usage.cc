@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/cluster.h"
+
 namespace tessera::sim {
 
 UsagePoint UsageTrajectory::At(double t) const {
@@ -32,6 +34,60 @@ double UsageTrajectory::PeakMemoryMib() const {
   for (const UsagePhase& p : phases) peak = std::max(peak, p.use.memory_mib);
   if (burst && !phases.empty()) peak = std::max(peak, burst->peak.memory_mib);
   return peak;
+}
+
+namespace {
+
+// Adds `sign` × x's use to its partitions in `partitions`.
+void AddUsage(const WorkloadUsage& x, double sign,
+              std::map<model::PartitionIndex, PartitionUsage>& partitions) {
+  const double n = static_cast<double>(x.placement->slices.size());
+  for (const model::Slice& slice : x.placement->slices) {
+    PartitionUsage& p = partitions[slice.partition];
+    if (!x.use) {
+      p.sum.memory_mib += sign * static_cast<double>(slice.memory_mib);
+      continue;
+    }
+    // A workload on several partitions holds its use spread evenly over them.
+    p.traced = true;
+    p.sum.memory_mib += sign * x.use->memory_mib / n;
+    p.sum.sm += sign * x.use->sm / n;
+    p.sum.bandwidth += sign * x.use->bandwidth / n;
+  }
+}
+
+}  // namespace
+
+UsageSample SumUsage(std::vector<WorkloadUsage> workloads) {
+  UsageSample sample{std::move(workloads), {}};
+  for (const WorkloadUsage& x : sample.workloads) {
+    AddUsage(x, 1, sample.partitions);
+    if (!x.use) continue;
+    for (const model::Slice& slice : x.placement->slices) {
+      sample.partitions[slice.partition].growers.emplace_back(x.growth_mib, x.order, x.id);
+    }
+  }
+  return sample;
+}
+
+std::vector<model::WorkloadId> KillOutOfMemory(const model::ClusterState& cluster,
+                                               UsageSample& sample) {
+  // The allocation that fails is the grower's.
+  std::vector<model::WorkloadId> killed;
+  for (const auto& [index, p] : sample.partitions) {
+    if (p.sum.memory_mib > static_cast<double>(cluster.partition(index).memory_mib) &&
+        !p.growers.empty()) {
+      killed.push_back(std::get<2>(*std::max_element(p.growers.begin(), p.growers.end())));
+    }
+  }
+  std::sort(killed.begin(), killed.end());
+  killed.erase(std::unique(killed.begin(), killed.end()), killed.end());
+  for (WorkloadUsage& x : sample.workloads) {
+    if (!std::binary_search(killed.begin(), killed.end(), x.id)) continue;
+    AddUsage(x, -1, sample.partitions);  // what the sample shows is after the crash
+    x.use = UsagePoint{};
+  }
+  return killed;
 }
 
 }  // namespace tessera::sim

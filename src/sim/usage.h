@@ -1,6 +1,6 @@
 #pragma once
 // UsageTrajectory: what a running workload of an application holds and does on its GPU over
-// time, apart from what it requested (issue #16; seed 003 §3, seed 004 §2): GPU memory in use,
+// time, apart from what it requested (seed 003 §3, seed 004 §2): GPU memory in use,
 // SM activity and memory-bandwidth activity (0..1 of the GPU), as phases played from the
 // workload's start, plus an optional periodic burst. Seed 004 measured SM peaks up to 90× and
 // bandwidth peaks up to 400× the median; a burst is how a trajectory states such peaks.
@@ -11,8 +11,17 @@
 // burst's. A pure value: data/apps.yaml describes it (sim/apps.h), sim::Physics answers it as
 // ground truth, the engine samples it; policies never see it, only the telemetry it produces.
 
+#include <cstddef>
+#include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
+
+#include "model/placement.h"
+
+namespace tessera::model {
+class ClusterState;
+}  // namespace tessera::model
 
 namespace tessera::sim {
 
@@ -48,5 +57,41 @@ struct UsageTrajectory {
   double PeakMemoryMib() const;
   bool operator==(const UsageTrajectory&) const = default;
 };
+
+// A usage sample of the running workloads, as the engine takes one every usage interval
+// (sim/engine.h): each workload's use, and what they hold together on each partition.
+
+// One running workload's part of a sample.
+struct WorkloadUsage {
+  model::WorkloadId id = 0;
+  const model::Placement* placement = nullptr;  // its slices; not owned
+  std::optional<UsagePoint> use;  // nullopt: no trajectory (it holds what it reserved)
+  double growth_mib = 0;          // with a trajectory: memory grown since its last sample
+  size_t order = 0;               // the engine's index of it: breaks ties between growers
+};
+
+// What one partition's clients hold together.
+struct PartitionUsage {
+  UsagePoint sum;
+  bool traced = false;  // some client has a trajectory
+  // Its clients with a trajectory: (growth since the last sample, order, id).
+  std::vector<std::tuple<double, size_t, model::WorkloadId>> growers;
+};
+
+struct UsageSample {
+  std::vector<WorkloadUsage> workloads;  // in the order given (the engine's: by id)
+  std::map<model::PartitionIndex, PartitionUsage> partitions;
+};
+
+// The sample of `workloads`: each adds its use to its slices' partitions, spread evenly over
+// them, or, without a trajectory, the memory each slice reserves.
+UsageSample SumUsage(std::vector<WorkloadUsage> workloads);
+
+// Out of memory: on each partition of `cluster` whose clients hold more than its memory, the
+// client whose use grew most since the last sample crashes (its allocation is the one that
+// fails; ties: the greater order, then id). Takes the crashed workloads' use out of `sample`
+// (after the crash they hold nothing) and returns their ids, in increasing order.
+std::vector<model::WorkloadId> KillOutOfMemory(const model::ClusterState& cluster,
+                                               UsageSample& sample);
 
 }  // namespace tessera::sim
