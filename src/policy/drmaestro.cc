@@ -63,6 +63,119 @@ std::string NodeList(const std::vector<std::string>& names) {
   return out;
 }
 
+// The nodes as this cycle sees them: free CPU and memory, readiness, and (with profiles) the
+// network load of the remote streams already running through each.
+std::vector<NodeView> ViewNodes(const ClusterState& c, const JobProfiles* profiles) {
+  std::vector<NodeView> nodes(static_cast<size_t>(c.node_count()));
+  for (NodeIndex n = 0; n < c.node_count(); ++n) {
+    nodes[n] = {c.node(n).free_cpu_milli(), c.node(n).free_memory_mib(), c.node(n).ready, 0};
+  }
+  if (profiles != nullptr) {
+    for (const auto& [id, pw] : c.placed()) {
+      if (!pw.placement.has_remote()) continue;
+      auto it = profiles->find(pw.workload.app);
+      if (it == profiles->end()) continue;
+      for (const auto& [cpu_node, gpu_node] : c.RemoteStreams(pw.placement)) {
+        nodes[cpu_node].load += it->second.network_share;
+        nodes[gpu_node].load += it->second.network_share;
+      }
+    }
+  }
+  return nodes;
+}
+
+// Idle, available whole GPUs (MIG off) of ready nodes.
+int FreeGpus(const ClusterState& c) {
+  int free_gpus = 0;
+  for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
+    const model::Gpu& gpu = c.gpu(g);
+    free_gpus += c.node(gpu.node).ready && gpu.available && gpu.partition_count == 1 && gpu.idle();
+  }
+  return free_gpus;
+}
+
+// A request shape, with what each node offers it: its idle GPUs the shape can take there,
+// and their model (-1: none), found once per cycle and used by the batch and by phase 1.
+struct Shape {
+  const Workload* rep;
+  bool fits = false;
+  std::vector<int> gpus_here;
+  std::vector<model::GpuModelId> gpu_model;
+};
+
+// `w`'s shape. Fits: some ready node has its CPU and memory, and its GPUs are free there (or,
+// when disaggregating, anywhere).
+Shape ShapeFor(const Workload* w, const ClusterState& c, const std::vector<NodeView>& nodes,
+               bool disaggregate) {
+  Shape shape{w, false, std::vector<int>(nodes.size(), 0),
+              std::vector<model::GpuModelId>(nodes.size(), -1)};
+  int cluster_gpus = 0;
+  bool local = false, cpu = false;
+  for (NodeIndex n = 0; n < c.node_count(); ++n) {
+    for (int i = 0; i < c.node(n).gpu_count; ++i) {
+      const GpuIndex g = c.node(n).first_gpu + i;
+      if (!UsableGpu(*w, g, c)) continue;
+      ++shape.gpus_here[n];
+      if (shape.gpu_model[n] < 0) shape.gpu_model[n] = c.gpu(g).model;
+    }
+    cluster_gpus += shape.gpus_here[n];
+    const NodeView& v = nodes[n];
+    const bool room = v.ready && v.free_cpu >= w->cpu_milli && v.free_memory >= w->memory_mib;
+    cpu = cpu || room;
+    local = local || (room && shape.gpus_here[n] >= w->gpu.count);
+  }
+  shape.fits = local || (disaggregate && cpu && cluster_gpus >= w->gpu.count);
+  return shape;
+}
+
+// Phase 1's class of machines for a shape: (local?, GPU model (-1: remote, not known yet),
+// load bucket), with each machine's capacity.
+struct Class {
+  int shape;
+  bool local;
+  model::GpuModelId gpu_model;
+  int bucket;
+  std::vector<std::pair<NodeIndex, int64_t>> machines;  // with capacity
+};
+
+// Phase 2's GPU supply: a node's idle whole GPUs of one model.
+struct Supply {
+  NodeIndex node;
+  model::GpuModelId gpu_model;
+  std::vector<GpuIndex> gpus;  // idle whole GPUs
+};
+
+std::vector<Supply> IdleSupplies(const ClusterState& c) {
+  std::vector<Supply> supplies;
+  std::map<std::pair<NodeIndex, model::GpuModelId>, int> supply_index;
+  for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
+    const model::Gpu& gpu = c.gpu(g);
+    if (!c.node(gpu.node).ready || !gpu.available || gpu.partition_count != 1 || !gpu.idle()) {
+      continue;
+    }
+    auto [it, added] =
+        supply_index.try_emplace({gpu.node, gpu.model}, static_cast<int>(supplies.size()));
+    if (added) supplies.push_back({gpu.node, gpu.model, {}});
+    supplies[it->second].gpus.push_back(g);
+  }
+  return supplies;
+}
+
+// The arcs' kinds, as last_cycle() counts them (phase 1's, then phase 2's).
+constexpr const char* kHostArcKinds[] = {"job→class", "job→unscheduled", "class→machine",
+                                         "machine→sink", "unscheduled→sink"};
+constexpr const char* kGpuArcKinds[] = {"task→local GPU node", "task→remote aggregator",
+                                        "task→unscheduled",    "aggregator→GPU node",
+                                        "GPU node→sink",       "unscheduled→sink"};
+
+// Minimum-cost flow's node supplies: one unit from each of the first `sources` nodes to `sink`.
+std::vector<int64_t> UnitSupplies(int sources, int sink) {
+  std::vector<int64_t> supply(static_cast<size_t>(sink + 1), 0);
+  for (int k = 0; k < sources; ++k) supply[k] = 1;
+  supply[sink] = -sources;
+  return supply;
+}
+
 }  // namespace
 
 double DrmaestroUtility(double phi, double tau, int z) {
@@ -133,457 +246,461 @@ int64_t Drmaestro::Cost(const Workload& w, double phi, double preference) const 
   return std::llround(complement * preference * kCostScale);
 }
 
+// One PlaceBatch's working state, filled in by its steps in turn.
+struct Drmaestro::Cycle {
+  const ClusterState& c;
+  int buckets = 1;  // network-load buckets: 1 unless network_aware
+  bool network_aware = false;
+  std::vector<NodeView> nodes;
+  // The batch, with its request shapes.
+  std::vector<Shape> shapes;
+  std::vector<Job> jobs;
+  // Phase 1: classes, machine slots, and each job's machine (-1: none) and arc costs.
+  std::vector<Class> classes;
+  std::vector<std::vector<int>> classes_of_shape;
+  std::vector<int64_t> machine_slots;
+  std::vector<char> postponed;
+  std::vector<NodeIndex> machine_of;
+  std::vector<int64_t> cost_of, gpu_cost_of;
+  // Phase 2: the GPU supplies, one sub-task (its job) per GPU of each placed job, and per job
+  // its GPUs (GPU, remote) and how many of its sub-tasks found none.
+  std::vector<Supply> supplies;
+  std::vector<int> tasks;
+  std::vector<std::vector<std::pair<GpuIndex, bool>>> gpus_of;
+  std::vector<int> missing;
+
+  int BucketOf(double load) const {
+    return std::min(buckets - 1, static_cast<int>(std::min(load, 1.0) * buckets));
+  }
+  double Midpoint(int b) const { return network_aware ? (b + 0.5) / buckets : 0.0; }
+};
+
+struct Drmaestro::HostNetwork {
+  int jobs = 0, unscheduled = 0, class0 = 0, machine0 = 0, sink = 0;
+  std::vector<flow::Arc> arcs;
+  std::vector<int> kind;                     // per arc, into kHostArcKinds
+  std::vector<std::pair<int, int>> job_arc;  // (arc index, class) of every job→class arc
+};
+
+struct Drmaestro::GpuNetwork {
+  int tasks = 0, unscheduled = 0, aggregator0 = 0, supply0 = 0, sink = 0;
+  std::map<std::pair<model::GpuModelId, int>, int> aggregator_index;
+  std::vector<flow::Arc> arcs;
+  std::vector<int> kind;  // per arc, into kGpuArcKinds
+};
+
 std::optional<std::vector<Candidate>> Drmaestro::PlaceBatch(
     std::span<const Workload* const> pending, const ClusterState& c) {
   last_ = {};
-  std::vector<Candidate> out;
   {  // W of jobs no longer pending is forgotten
     std::unordered_set<WorkloadId> ids;
     for (const Workload* w : pending) ids.insert(w->id);
     std::erase_if(waited_, [&](const auto& kv) { return !ids.contains(kv.first); });
   }
-  const int buckets = options_.network_aware ? std::max(1, options_.load_buckets) : 1;
-  const auto bucket_of = [&](double load) {
-    return std::min(buckets - 1, static_cast<int>(std::min(load, 1.0) * buckets));
-  };
-  const auto midpoint = [&](int b) { return options_.network_aware ? (b + 0.5) / buckets : 0.0; };
+  Cycle y{.c = c,
+          .buckets = options_.network_aware ? std::max(1, options_.load_buckets) : 1,
+          .network_aware = options_.network_aware,
+          .nodes = ViewNodes(c, profiles_)};
+  TakeBatch(pending, y);
+  if (y.jobs.empty()) return std::vector<Candidate>{};
+  BuildClasses(y);                                      // phase 1: CPU and memory
+  if (!PlaceHosts(y)) return std::vector<Candidate>{};  // every job waits
+  PlaceGpus(y);                                         // phase 2: GPUs
+  return Placements(y);
+}
 
-  // The nodes as this cycle sees them.
-  std::vector<NodeView> nodes(static_cast<size_t>(c.node_count()));
-  for (NodeIndex n = 0; n < c.node_count(); ++n) {
-    nodes[n] = {c.node(n).free_cpu_milli(), c.node(n).free_memory_mib(), c.node(n).ready, 0};
-  }
-  if (profiles_ != nullptr) {
-    for (const auto& [id, pw] : c.placed()) {
-      if (!pw.placement.has_remote()) continue;
-      auto it = profiles_->find(pw.workload.app);
-      if (it == profiles_->end()) continue;
-      for (const auto& [cpu_node, gpu_node] : c.RemoteStreams(pw.placement)) {
-        nodes[cpu_node].load += it->second.network_share;
-        nodes[gpu_node].load += it->second.network_share;
-      }
-    }
-  }
-
-  // The batch: jobs that fit in the free resources, longest waiting first, until they ask for
-  // twice the free GPUs (002 Alg. 1: pop_jobs(cs) takes "only the jobs that fit").
-  // A request shape, with what each node offers it: its idle GPUs the shape can take there,
-  // and their model (-1: none), found once per cycle and used by the batch and by phase 1.
-  struct Shape {
-    const Workload* rep;
-    bool fits = false;
-    std::vector<int> gpus_here;
-    std::vector<model::GpuModelId> gpu_model;
-  };
+// The batch: jobs that fit in the free resources, longest waiting first, until they ask for
+// twice the free GPUs (002 Alg. 1: pop_jobs(cs) takes "only the jobs that fit"), each with its
+// arc to unscheduled.
+void Drmaestro::TakeBatch(std::span<const Workload* const> pending, Cycle& y) {
   std::map<ShapeKey, int> shape_index;
-  std::vector<Shape> shapes;
-  std::vector<Job> jobs;
-  int free_gpus = 0;
-  for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
-    const model::Gpu& gpu = c.gpu(g);
-    free_gpus += c.node(gpu.node).ready && gpu.available && gpu.partition_count == 1 && gpu.idle();
-  }
+  const int free_gpus = FreeGpus(y.c);
   int64_t asked = 0;
   for (const Workload* w : pending) {
     if (!FlowShaped(*w)) continue;
     // First, as it is the cheap test that turns the whole queue away when the GPUs are full.
     if (w->gpu.count > 0 && asked + w->gpu.count > 2 * int64_t{free_gpus}) continue;
-    auto [it, added] = shape_index.try_emplace(ShapeOf(*w), static_cast<int>(shapes.size()));
-    if (added) {
-      Shape shape{w, false, std::vector<int>(nodes.size(), 0),
-                  std::vector<model::GpuModelId>(nodes.size(), -1)};
-      // Fits: some ready node has its CPU and memory, and its GPUs are free there (or, when
-      // disaggregating, anywhere).
-      int cluster_gpus = 0;
-      bool local = false, cpu = false;
-      for (NodeIndex n = 0; n < c.node_count(); ++n) {
-        for (int i = 0; i < c.node(n).gpu_count; ++i) {
-          const GpuIndex g = c.node(n).first_gpu + i;
-          if (!UsableGpu(*w, g, c)) continue;
-          ++shape.gpus_here[n];
-          if (shape.gpu_model[n] < 0) shape.gpu_model[n] = c.gpu(g).model;
-        }
-        cluster_gpus += shape.gpus_here[n];
-        const NodeView& v = nodes[n];
-        const bool room = v.ready && v.free_cpu >= w->cpu_milli && v.free_memory >= w->memory_mib;
-        cpu = cpu || room;
-        local = local || (room && shape.gpus_here[n] >= w->gpu.count);
-      }
-      shape.fits = local || (options_.disaggregate && cpu && cluster_gpus >= w->gpu.count);
-      shapes.push_back(std::move(shape));
-    }
-    if (!shapes[it->second].fits) continue;
+    auto [it, added] = shape_index.try_emplace(ShapeOf(*w), static_cast<int>(y.shapes.size()));
+    if (added) y.shapes.push_back(ShapeFor(w, y.c, y.nodes, options_.disaggregate));
+    if (!y.shapes[it->second].fits) continue;
     asked += w->gpu.count;
     const JobProfile* profile = nullptr;
     if (profiles_ != nullptr) {
       if (auto p = profiles_->find(w->app); p != profiles_->end()) profile = &p->second;
     }
     last_.jobs.push_back({.id = w->id, .waited = waited(w->id)});
-    jobs.push_back({w, waited(w->id), profile, it->second, last_.jobs.size() - 1});
+    y.jobs.push_back({w, waited(w->id), profile, it->second, last_.jobs.size() - 1});
   }
-  if (jobs.empty()) return out;
-  for (Job& j : jobs) {
+  for (Job& j : y.jobs) {
     last_.jobs[j.line].unscheduled_cost =
         Cost(*j.w, Phi(j, -1, false, 0), options_.unscheduled_preference) +
         j.waited * static_cast<int64_t>(kCostScale);
   }
+}
 
-  // Phase 1: CPU and memory. Machine slots: how many of the cycle's smallest request fit.
+// Phase 1's machines and classes. Machine slots: how many of the cycle's smallest request fit.
+void Drmaestro::BuildClasses(Cycle& y) const {
+  const ClusterState& c = y.c;
   int64_t min_cpu = std::numeric_limits<int64_t>::max(), min_memory = min_cpu;
-  for (const Job& j : jobs) {
+  for (const Job& j : y.jobs) {
     if (j.w->cpu_milli > 0) min_cpu = std::min(min_cpu, j.w->cpu_milli);
     if (j.w->memory_mib > 0) min_memory = std::min(min_memory, j.w->memory_mib);
   }
   const auto slots = [&](NodeIndex n) -> int64_t {
-    int64_t k = static_cast<int64_t>(jobs.size());
+    int64_t k = static_cast<int64_t>(y.jobs.size());
     if (min_cpu != std::numeric_limits<int64_t>::max())
-      k = std::min(k, nodes[n].free_cpu / min_cpu);
+      k = std::min(k, y.nodes[n].free_cpu / min_cpu);
     if (min_memory != std::numeric_limits<int64_t>::max()) {
-      k = std::min(k, nodes[n].free_memory / min_memory);
+      k = std::min(k, y.nodes[n].free_memory / min_memory);
     }
     return std::max<int64_t>(0, k);
   };
-  // Classes per shape: (local?, GPU model (-1: remote, not known yet), load bucket).
-  struct Class {
-    int shape;
-    bool local;
-    model::GpuModelId gpu_model;
-    int bucket;
-    std::vector<std::pair<NodeIndex, int64_t>> machines;  // with capacity
-  };
-  std::vector<Class> classes;
   std::map<std::tuple<int, bool, model::GpuModelId, int>, int> class_index;
-  std::vector<std::vector<int>> classes_of_shape(shapes.size());
-  std::vector<int64_t> machine_slots(static_cast<size_t>(c.node_count()), 0);
+  y.classes_of_shape.resize(y.shapes.size());
+  y.machine_slots.assign(static_cast<size_t>(c.node_count()), 0);
   for (NodeIndex n = 0; n < c.node_count(); ++n) {
-    if (nodes[n].ready) machine_slots[n] = slots(n);
+    if (y.nodes[n].ready) y.machine_slots[n] = slots(n);
   }
-  for (size_t s = 0; s < shapes.size(); ++s) {
-    if (!shapes[s].fits) continue;
-    const Workload& w = *shapes[s].rep;
+  for (size_t s = 0; s < y.shapes.size(); ++s) {
+    if (!y.shapes[s].fits) continue;
+    const Workload& w = *y.shapes[s].rep;
     for (NodeIndex n = 0; n < c.node_count(); ++n) {
-      const NodeView& v = nodes[n];
-      if (!v.ready || machine_slots[n] == 0 || v.free_cpu < w.cpu_milli ||
+      const NodeView& v = y.nodes[n];
+      if (!v.ready || y.machine_slots[n] == 0 || v.free_cpu < w.cpu_milli ||
           v.free_memory < w.memory_mib) {
         continue;
       }
-      const int here = shapes[s].gpus_here[n];
-      const model::GpuModelId gpu_model = shapes[s].gpu_model[n];
+      const int here = y.shapes[s].gpus_here[n];
+      const model::GpuModelId gpu_model = y.shapes[s].gpu_model[n];
       const auto join = [&](bool local, model::GpuModelId class_model, int64_t capacity) {
-        const auto key = std::tuple(static_cast<int>(s), local, class_model, bucket_of(v.load));
-        auto [it, added] = class_index.try_emplace(key, static_cast<int>(classes.size()));
+        const auto key = std::tuple(static_cast<int>(s), local, class_model, y.BucketOf(v.load));
+        auto [it, added] = class_index.try_emplace(key, static_cast<int>(y.classes.size()));
         if (added) {
-          classes.push_back({static_cast<int>(s), local, class_model, std::get<3>(key), {}});
-          classes_of_shape[s].push_back(it->second);
+          y.classes.push_back({static_cast<int>(s), local, class_model, std::get<3>(key), {}});
+          y.classes_of_shape[s].push_back(it->second);
         }
-        classes[it->second].machines.emplace_back(n, capacity);
+        y.classes[it->second].machines.emplace_back(n, capacity);
       };
       // The local class takes as many jobs as its idle GPUs hold; with disaggregation the
       // machine's CPU and memory are also on offer to jobs whose GPUs are elsewhere.
       if (here >= w.gpu.count) {
         join(true, gpu_model,
-             w.gpu.count > 0 ? std::min<int64_t>(machine_slots[n], here / w.gpu.count)
-                             : machine_slots[n]);
+             w.gpu.count > 0 ? std::min<int64_t>(y.machine_slots[n], here / w.gpu.count)
+                             : y.machine_slots[n]);
       }
-      if (options_.disaggregate && w.gpu.count > 0) join(false, -1, machine_slots[n]);
+      if (options_.disaggregate && w.gpu.count > 0) join(false, -1, y.machine_slots[n]);
     }
   }
-  // Node numbering: jobs, unscheduled, classes, machines, sink.
-  const int J = static_cast<int>(jobs.size());
-  const int unscheduled1 = J;
-  const int class0 = J + 1;
-  const int machine0 = class0 + static_cast<int>(classes.size());
-  const int sink1 = machine0 + c.node_count();
-  std::vector<flow::Arc> arcs;
-  std::vector<std::pair<int, int>> job_arc;  // arc index → (job, class)
-  std::vector<int> kind1;                    // per arc: 0 job→class, 1 job→unscheduled, 2 …
-  std::vector<char> postponed(jobs.size(), 0);
+}
+
+// Phase 1's network: each job's arcs to its shape's classes (a remote one postponed while it
+// would miss the goal, with network_aware) and to unscheduled, then the classes' machines.
+Drmaestro::HostNetwork Drmaestro::BuildHostNetwork(Cycle& y) const {
+  HostNetwork net;
+  const int J = static_cast<int>(y.jobs.size());
+  net.jobs = J;
+  net.unscheduled = J;
+  net.class0 = J + 1;
+  net.machine0 = net.class0 + static_cast<int>(y.classes.size());
+  net.sink = net.machine0 + y.c.node_count();
+  const auto add = [&](flow::Arc arc, int kind) {
+    net.arcs.push_back(arc);
+    net.kind.push_back(kind);
+  };
+  y.postponed.assign(y.jobs.size(), 0);
   for (int k = 0; k < J; ++k) {
-    const Job& j = jobs[k];
-    for (int ci : classes_of_shape[j.shape]) {
-      const Class& cl = classes[ci];
-      const double phi = Phi(j, cl.gpu_model, !cl.local && j.w->gpu.count > 0, midpoint(cl.bucket));
+    const Job& j = y.jobs[k];
+    for (int ci : y.classes_of_shape[j.shape]) {
+      const Class& cl = y.classes[ci];
+      const double phi =
+          Phi(j, cl.gpu_model, !cl.local && j.w->gpu.count > 0, y.Midpoint(cl.bucket));
       const bool remote = !cl.local;
       if (remote && options_.network_aware && phi >= 0 && phi > j.w->goal_s &&
           j.waited < options_.max_postpone_cycles) {
-        postponed[k] = 1;
+        y.postponed[k] = 1;
         continue;
       }
-      job_arc.emplace_back(static_cast<int>(arcs.size()), ci);
-      arcs.push_back({k, class0 + ci, 1, Cost(*j.w, phi, remote ? options_.remote_preference : 1)});
-      kind1.push_back(0);
+      net.job_arc.emplace_back(static_cast<int>(net.arcs.size()), ci);
+      add({k, net.class0 + ci, 1, Cost(*j.w, phi, remote ? options_.remote_preference : 1)}, 0);
     }
-    arcs.push_back({k, unscheduled1, 1, last_.jobs[j.line].unscheduled_cost});
-    kind1.push_back(1);
+    add({k, net.unscheduled, 1, last_.jobs[j.line].unscheduled_cost}, 1);
   }
-  arcs.push_back({unscheduled1, sink1, flow::kUnlimited, 0});
-  kind1.push_back(4);
-  for (size_t ci = 0; ci < classes.size(); ++ci) {
-    for (const auto& [n, capacity] : classes[ci].machines) {
-      arcs.push_back({class0 + static_cast<int>(ci), machine0 + n, capacity, 0});
-      kind1.push_back(2);
+  add({net.unscheduled, net.sink, flow::kUnlimited, 0}, 4);
+  for (size_t ci = 0; ci < y.classes.size(); ++ci) {
+    for (const auto& [n, capacity] : y.classes[ci].machines) {
+      add({net.class0 + static_cast<int>(ci), net.machine0 + n, capacity, 0}, 2);
     }
   }
-  for (NodeIndex n = 0; n < c.node_count(); ++n) {
-    if (machine_slots[n] == 0) continue;
-    arcs.push_back({machine0 + n, sink1, machine_slots[n], 0});
-    kind1.push_back(3);
+  for (NodeIndex n = 0; n < y.c.node_count(); ++n) {
+    if (y.machine_slots[n] == 0) continue;
+    add({net.machine0 + n, net.sink, y.machine_slots[n], 0}, 3);
   }
-  std::vector<int64_t> supply(static_cast<size_t>(sink1 + 1), 0);
-  for (int k = 0; k < J; ++k) supply[k] = 1;
-  supply[sink1] = -J;
-  static constexpr const char* kKinds1[] = {"job→class", "job→unscheduled", "class→machine",
-                                            "machine→sink", "unscheduled→sink"};
-  const flow::FlowResult r1 = flow::MinCostFlow(sink1 + 1, arcs, supply);
-  last_.phase1.nodes = sink1 + 1;
-  for (int kind : kind1) ++last_.phase1.arcs_by_kind[kKinds1[kind]];
+  return net;
+}
+
+// Phase 1: solves the network and gives each job its machine. False when the flow failed:
+// then every job of the batch waits.
+bool Drmaestro::PlaceHosts(Cycle& y) {
+  const HostNetwork net = BuildHostNetwork(y);
+  const flow::FlowResult r1 =
+      flow::MinCostFlow(net.sink + 1, net.arcs, UnitSupplies(net.jobs, net.sink));
+  last_.phase1.nodes = net.sink + 1;
+  for (int kind : net.kind) ++last_.phase1.arcs_by_kind[kHostArcKinds[kind]];
   if (r1.status != flow::Status::kOptimal) {
-    for (const Job& j : jobs) {
+    for (const Job& j : y.jobs) {
       last_.jobs[j.line].outcome =
           fmt::format("unscheduled: phase 1 {}: {}", flow::ToString(r1.status), r1.error);
       ++waited_[j.w->id];
     }
-    return out;
+    return false;
   }
   last_.phase1.total_cost = r1.total_cost;
-  if (record_) {
-    const auto label = [&](int v) -> std::string {
-      if (v < J) return fmt::format("job {}", jobs[v].w->id);
-      if (v == unscheduled1) return "unscheduled";
-      if (v < machine0) {
-        const Class& cl = classes[v - class0];
-        return fmt::format("{} {} load {} (shape {})", cl.local ? "local" : "remote",
-                           cl.gpu_model >= 0 ? model::GetGpuModel(cl.gpu_model).name : "any",
-                           cl.bucket, cl.shape);
-      }
-      if (v < sink1) return c.node(v - machine0).name;
-      return "sink";
-    };
-    for (size_t a = 0; a < arcs.size(); ++a) {
-      last_.phase1.network.push_back(
-          {label(arcs[a].from), label(arcs[a].to), arcs[a].capacity, arcs[a].cost, r1.flow[a]});
+  if (record_) RecordHostNetwork(y, net, r1.flow);
+  HostsFromFlow(y, net, r1.flow);
+  return true;
+}
+
+void Drmaestro::RecordHostNetwork(const Cycle& y, const HostNetwork& net,
+                                  const std::vector<int64_t>& units) {
+  const auto label = [&](int v) -> std::string {
+    if (v < net.jobs) return fmt::format("job {}", y.jobs[v].w->id);
+    if (v == net.unscheduled) return "unscheduled";
+    if (v < net.machine0) {
+      const Class& cl = y.classes[v - net.class0];
+      return fmt::format("{} {} load {} (shape {})", cl.local ? "local" : "remote",
+                         cl.gpu_model >= 0 ? model::GetGpuModel(cl.gpu_model).name : "any",
+                         cl.bucket, cl.shape);
     }
+    if (v < net.sink) return y.c.node(v - net.machine0).name;
+    return "sink";
+  };
+  for (size_t a = 0; a < net.arcs.size(); ++a) {
+    const flow::Arc& arc = net.arcs[a];
+    last_.phase1.network.push_back(
+        {label(arc.from), label(arc.to), arc.capacity, arc.cost, units[a]});
   }
-  // Back from flows to machines: each class hands its machines' units to its jobs in order.
-  std::vector<std::vector<NodeIndex>> class_units(classes.size());
-  for (size_t a = 0; a < arcs.size(); ++a) {
-    if (kind1[a] != 2 || r1.flow[a] == 0) continue;
-    const int ci = arcs[a].from - class0;
-    for (int64_t u = 0; u < r1.flow[a]; ++u) class_units[ci].push_back(arcs[a].to - machine0);
+}
+
+// Flows → machines: each class hands its machines' units to its jobs in order; a placement
+// is then checked against the machine's real free CPU and memory (slots are an estimate).
+void Drmaestro::HostsFromFlow(Cycle& y, const HostNetwork& net, const std::vector<int64_t>& units) {
+  std::vector<std::vector<NodeIndex>> class_units(y.classes.size());
+  for (size_t a = 0; a < net.arcs.size(); ++a) {
+    if (net.kind[a] != 2 || units[a] == 0) continue;
+    const int ci = net.arcs[a].from - net.class0;
+    for (int64_t u = 0; u < units[a]; ++u) class_units[ci].push_back(net.arcs[a].to - net.machine0);
   }
-  std::vector<size_t> class_next(classes.size(), 0);
-  std::vector<NodeIndex> machine_of(jobs.size(), -1);
-  std::vector<int64_t> cost_of(jobs.size(), 0), gpu_cost_of(jobs.size(), 0);
-  for (const auto& [a, ci] : job_arc) {
-    if (r1.flow[a] == 0) continue;
-    const int k = arcs[a].from;
-    machine_of[k] = class_units[ci][class_next[ci]++];
-    cost_of[k] = arcs[a].cost;
+  std::vector<size_t> class_next(y.classes.size(), 0);
+  y.machine_of.assign(y.jobs.size(), -1);
+  y.cost_of.assign(y.jobs.size(), 0);
+  y.gpu_cost_of.assign(y.jobs.size(), 0);
+  for (const auto& [a, ci] : net.job_arc) {
+    if (units[a] == 0) continue;
+    const int k = net.arcs[a].from;
+    y.machine_of[k] = class_units[ci][class_next[ci]++];
+    y.cost_of[k] = net.arcs[a].cost;
   }
-  for (int k = 0; k < J; ++k) {
-    DrmaestroJobLine& line = last_.jobs[jobs[k].line];
-    const NodeIndex n = machine_of[k];
+  for (int k = 0; k < net.jobs; ++k) {
+    const Workload& w = *y.jobs[k].w;
+    DrmaestroJobLine& line = last_.jobs[y.jobs[k].line];
+    const NodeIndex n = y.machine_of[k];
     if (n < 0) {
       ++last_.phase1.unscheduled;
-      line.outcome = postponed[k]
+      line.outcome = y.postponed[k]
                          ? "unscheduled: postponed, every remote placement would miss its goal "
                            "at the network's load (network_aware)"
                          : "unscheduled: waiting was cheaper than any placement left to it";
       continue;
     }
-    NodeView& v = nodes[n];
-    if (v.free_cpu < jobs[k].w->cpu_milli || v.free_memory < jobs[k].w->memory_mib) {
-      machine_of[k] = -1;
+    NodeView& v = y.nodes[n];
+    if (v.free_cpu < w.cpu_milli || v.free_memory < w.memory_mib) {
+      y.machine_of[k] = -1;
       ++last_.phase1.unscheduled;
       line.outcome = fmt::format(
           "unscheduled: {} ran out of CPU or memory after the cycle's earlier placements",
-          c.node(n).name);
+          y.c.node(n).name);
       continue;
     }
     ++last_.phase1.placed;
-    v.free_cpu -= jobs[k].w->cpu_milli;
-    v.free_memory -= jobs[k].w->memory_mib;
+    v.free_cpu -= w.cpu_milli;
+    v.free_memory -= w.memory_mib;
   }
+}
 
-  // Phase 2: one sub-task per GPU of every job phase 1 placed. GPU supply per (node, model).
-  struct Supply {
-    NodeIndex node;
-    model::GpuModelId gpu_model;
-    std::vector<GpuIndex> gpus;  // idle whole GPUs
-  };
-  std::vector<Supply> supplies;
-  std::map<std::pair<NodeIndex, model::GpuModelId>, int> supply_index;
-  for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
-    const model::Gpu& gpu = c.gpu(g);
-    if (!c.node(gpu.node).ready || !gpu.available || gpu.partition_count != 1 || !gpu.idle()) {
-      continue;
-    }
-    auto [it, added] =
-        supply_index.try_emplace({gpu.node, gpu.model}, static_cast<int>(supplies.size()));
-    if (added) supplies.push_back({gpu.node, gpu.model, {}});
-    supplies[it->second].gpus.push_back(g);
+// Phase 2: one sub-task per GPU of every job phase 1 placed, onto the idle GPUs grouped per
+// (node, model).
+void Drmaestro::PlaceGpus(Cycle& y) {
+  y.supplies = IdleSupplies(y.c);
+  for (int k = 0; k < static_cast<int>(y.jobs.size()); ++k) {
+    if (y.machine_of[k] < 0) continue;
+    for (int i = 0; i < y.jobs[k].w->gpu.count; ++i) y.tasks.push_back(k);
   }
-  struct Task {
-    int job;
-  };
-  std::vector<Task> tasks;
-  for (int k = 0; k < J; ++k) {
-    if (machine_of[k] < 0) continue;
-    for (int i = 0; i < jobs[k].w->gpu.count; ++i) tasks.push_back({k});
+  y.gpus_of.resize(y.jobs.size());
+  y.missing.assign(y.jobs.size(), 0);
+  if (y.tasks.empty()) return;
+  const GpuNetwork net = BuildGpuNetwork(y);
+  const flow::FlowResult r2 =
+      flow::MinCostFlow(net.sink + 1, net.arcs, UnitSupplies(net.tasks, net.sink));
+  last_.phase2.nodes = net.sink + 1;
+  for (int kind : net.kind) ++last_.phase2.arcs_by_kind[kGpuArcKinds[kind]];
+  if (r2.status != flow::Status::kOptimal) {
+    for (size_t k = 0; k < y.jobs.size(); ++k) {
+      if (y.machine_of[k] < 0) continue;
+      y.machine_of[k] = -1;
+      last_.jobs[y.jobs[k].line].outcome =
+          fmt::format("unscheduled: phase 2 {}: {}", flow::ToString(r2.status), r2.error);
+    }
+    return;
   }
-  std::vector<std::vector<std::pair<GpuIndex, bool>>> gpus_of(jobs.size());  // (GPU, remote)
-  std::vector<int> missing(jobs.size(), 0);
-  if (!tasks.empty()) {
-    // Remote aggregators per (model, bucket of the GPU node's load).
-    std::map<std::pair<model::GpuModelId, int>, int> aggregator_index;
-    for (const Supply& s : supplies) {
-      aggregator_index.try_emplace({s.gpu_model, bucket_of(nodes[s.node].load)},
-                                   static_cast<int>(aggregator_index.size()));
+  last_.phase2.total_cost = r2.total_cost;
+  if (record_) RecordGpuNetwork(y, net, r2.flow);
+  GpusFromFlow(y, net, r2.flow);
+}
+
+// Phase 2's network: each sub-task's arcs to the GPU supplies of its job's machine (P = 1),
+// with `disaggregate` to the remote aggregators (postponed as in phase 1), and to unscheduled;
+// then the aggregators' and supplies' arcs.
+Drmaestro::GpuNetwork Drmaestro::BuildGpuNetwork(const Cycle& y) const {
+  GpuNetwork net;
+  for (const Supply& s : y.supplies) {
+    net.aggregator_index.try_emplace({s.gpu_model, y.BucketOf(y.nodes[s.node].load)},
+                                     static_cast<int>(net.aggregator_index.size()));
+  }
+  const int T = static_cast<int>(y.tasks.size());
+  net.tasks = T;
+  net.unscheduled = T;
+  net.aggregator0 = T + 1;
+  net.supply0 = net.aggregator0 + static_cast<int>(net.aggregator_index.size());
+  net.sink = net.supply0 + static_cast<int>(y.supplies.size());
+  const auto add = [&](flow::Arc arc, int kind) {
+    net.arcs.push_back(arc);
+    net.kind.push_back(kind);
+  };
+  for (int t = 0; t < T; ++t) {
+    const Job& j = y.jobs[y.tasks[t]];
+    const NodeIndex home = y.machine_of[y.tasks[t]];
+    const Workload& w = *j.w;
+    for (size_t si = 0; si < y.supplies.size(); ++si) {
+      const Supply& s = y.supplies[si];
+      if (s.node != home || !Takes(w, s.gpu_model)) continue;
+      add({t, net.supply0 + static_cast<int>(si), 1, Cost(w, Phi(j, s.gpu_model, false, 0), 1)}, 0);
     }
-    const int T = static_cast<int>(tasks.size());
-    const int unscheduled2 = T;
-    const int aggregator0 = T + 1;
-    const int supply0 = aggregator0 + static_cast<int>(aggregator_index.size());
-    const int sink2 = supply0 + static_cast<int>(supplies.size());
-    std::vector<flow::Arc> arcs2;
-    std::vector<int> kind2;  // 0 task→local, 1 task→aggregator, 2 task→unscheduled,
-                             // 3 aggregator→GPU node, 4 GPU node→sink, 5 unscheduled→sink
-    for (int t = 0; t < T; ++t) {
-      const Job& j = jobs[tasks[t].job];
-      const NodeIndex home = machine_of[tasks[t].job];
-      const Workload& w = *j.w;
-      for (size_t si = 0; si < supplies.size(); ++si) {
-        const Supply& s = supplies[si];
-        if (s.node != home || !Takes(w, s.gpu_model)) continue;
-        arcs2.push_back(
-            {t, supply0 + static_cast<int>(si), 1, Cost(w, Phi(j, s.gpu_model, false, 0), 1)});
-        kind2.push_back(0);
-      }
-      if (options_.disaggregate) {
-        for (const auto& [key, ai] : aggregator_index) {
-          const auto& [gpu_model, bucket] = key;
-          if (!Takes(w, gpu_model)) continue;
-          const double load = std::max(midpoint(bucket), midpoint(bucket_of(nodes[home].load)));
-          const double phi = Phi(j, gpu_model, true, load);
-          if (options_.network_aware && phi >= 0 && phi > w.goal_s &&
-              j.waited < options_.max_postpone_cycles) {
-            continue;
-          }
-          arcs2.push_back({t, aggregator0 + ai, 1, Cost(w, phi, options_.remote_preference)});
-          kind2.push_back(1);
-        }
-      }
-      arcs2.push_back({t, unscheduled2, 1, last_.jobs[j.line].unscheduled_cost});
-      kind2.push_back(2);
-    }
-    for (size_t si = 0; si < supplies.size(); ++si) {
-      const Supply& s = supplies[si];
-      const auto count = static_cast<int64_t>(s.gpus.size());
-      if (options_.disaggregate) {
-        const int ai = aggregator_index.at({s.gpu_model, bucket_of(nodes[s.node].load)});
-        arcs2.push_back({aggregator0 + ai, supply0 + static_cast<int>(si), count, 0});
-        kind2.push_back(3);
-      }
-      arcs2.push_back({supply0 + static_cast<int>(si), sink2, count, 0});
-      kind2.push_back(4);
-    }
-    arcs2.push_back({unscheduled2, sink2, flow::kUnlimited, 0});
-    kind2.push_back(5);
-    std::vector<int64_t> supply2(static_cast<size_t>(sink2 + 1), 0);
-    for (int t = 0; t < T; ++t) supply2[t] = 1;
-    supply2[sink2] = -T;
-    static constexpr const char* kKinds2[] = {"task→local GPU node", "task→remote aggregator",
-                                              "task→unscheduled",    "aggregator→GPU node",
-                                              "GPU node→sink",       "unscheduled→sink"};
-    const flow::FlowResult r2 = flow::MinCostFlow(sink2 + 1, arcs2, supply2);
-    last_.phase2.nodes = sink2 + 1;
-    for (int kind : kind2) ++last_.phase2.arcs_by_kind[kKinds2[kind]];
-    if (r2.status != flow::Status::kOptimal) {
-      for (int k = 0; k < J; ++k) {
-        if (machine_of[k] < 0) continue;
-        machine_of[k] = -1;
-        last_.jobs[jobs[k].line].outcome =
-            fmt::format("unscheduled: phase 2 {}: {}", flow::ToString(r2.status), r2.error);
-      }
-    } else {
-      last_.phase2.total_cost = r2.total_cost;
-      if (record_) {
-        std::vector<std::string> aggregator_name(aggregator_index.size());
-        for (const auto& [key, ai] : aggregator_index) {
-          aggregator_name[ai] =
-              fmt::format("remote {} load {}", model::GetGpuModel(key.first).name, key.second);
-        }
-        const auto label = [&](int v) -> std::string {
-          if (v < T) return fmt::format("job {} GPU", jobs[tasks[v].job].w->id);
-          if (v == unscheduled2) return "unscheduled";
-          if (v < supply0) return aggregator_name[v - aggregator0];
-          if (v < sink2)
-            return fmt::format("{} {}", c.node(supplies[v - supply0].node).name,
-                               model::GetGpuModel(supplies[v - supply0].gpu_model).name);
-          return "sink";
-        };
-        for (size_t a = 0; a < arcs2.size(); ++a) {
-          last_.phase2.network.push_back({label(arcs2[a].from), label(arcs2[a].to),
-                                          arcs2[a].capacity, arcs2[a].cost, r2.flow[a]});
-        }
-      }
-      std::vector<std::vector<int>> aggregator_units(aggregator_index.size());
-      for (size_t a = 0; a < arcs2.size(); ++a) {
-        if (kind2[a] != 3) continue;
-        for (int64_t u = 0; u < r2.flow[a]; ++u) {
-          aggregator_units[arcs2[a].from - aggregator0].push_back(arcs2[a].to - supply0);
-        }
-      }
-      std::vector<size_t> aggregator_next(aggregator_index.size(), 0);
-      std::vector<size_t> supply_next(supplies.size(), 0);
-      for (size_t a = 0; a < arcs2.size(); ++a) {
-        if (kind2[a] > 2 || r2.flow[a] == 0) continue;
-        const int t = arcs2[a].from;
-        const int k = tasks[t].job;
-        if (kind2[a] == 2) {
-          ++missing[k];
-          ++last_.phase2.unscheduled;
+    if (options_.disaggregate) {
+      for (const auto& [key, ai] : net.aggregator_index) {
+        const auto& [gpu_model, bucket] = key;
+        if (!Takes(w, gpu_model)) continue;
+        const double load =
+            std::max(y.Midpoint(bucket), y.Midpoint(y.BucketOf(y.nodes[home].load)));
+        const double phi = Phi(j, gpu_model, true, load);
+        if (options_.network_aware && phi >= 0 && phi > w.goal_s &&
+            j.waited < options_.max_postpone_cycles) {
           continue;
         }
-        const int si = kind2[a] == 0
-                           ? arcs2[a].to - supply0
-                           : aggregator_units[arcs2[a].to - aggregator0]
-                                             [aggregator_next[arcs2[a].to - aggregator0]++];
-        const GpuIndex g = supplies[si].gpus[supply_next[si]++];
-        gpus_of[k].emplace_back(g, supplies[si].node != machine_of[k]);
-        gpu_cost_of[k] += arcs2[a].cost;
-        ++last_.phase2.placed;
+        add({t, net.aggregator0 + ai, 1, Cost(w, phi, options_.remote_preference)}, 1);
       }
     }
+    add({t, net.unscheduled, 1, last_.jobs[j.line].unscheduled_cost}, 2);
   }
-
-  // Gang: a job with any GPU left unscheduled waits whole.
-  for (int k = 0; k < J; ++k) {
-    const Job& j = jobs[k];
-    DrmaestroJobLine& line = last_.jobs[j.line];
-    if (machine_of[k] >= 0 && missing[k] > 0) {
-      line.outcome = fmt::format("unscheduled: gang, {} of its {} GPUs found no place", missing[k],
-                                 j.w->gpu.count);
-      machine_of[k] = -1;
+  for (size_t si = 0; si < y.supplies.size(); ++si) {
+    const Supply& s = y.supplies[si];
+    const auto count = static_cast<int64_t>(s.gpus.size());
+    if (options_.disaggregate) {
+      const int ai = net.aggregator_index.at({s.gpu_model, y.BucketOf(y.nodes[s.node].load)});
+      add({net.aggregator0 + ai, net.supply0 + static_cast<int>(si), count, 0}, 3);
     }
-    if (machine_of[k] < 0) {
+    add({net.supply0 + static_cast<int>(si), net.sink, count, 0}, 4);
+  }
+  add({net.unscheduled, net.sink, flow::kUnlimited, 0}, 5);
+  return net;
+}
+
+void Drmaestro::RecordGpuNetwork(const Cycle& y, const GpuNetwork& net,
+                                 const std::vector<int64_t>& units) {
+  std::vector<std::string> aggregator_name(net.aggregator_index.size());
+  for (const auto& [key, ai] : net.aggregator_index) {
+    aggregator_name[ai] =
+        fmt::format("remote {} load {}", model::GetGpuModel(key.first).name, key.second);
+  }
+  const auto label = [&](int v) -> std::string {
+    if (v < net.tasks) return fmt::format("job {} GPU", y.jobs[y.tasks[v]].w->id);
+    if (v == net.unscheduled) return "unscheduled";
+    if (v < net.supply0) return aggregator_name[v - net.aggregator0];
+    if (v < net.sink) {
+      const Supply& s = y.supplies[v - net.supply0];
+      return fmt::format("{} {}", y.c.node(s.node).name, model::GetGpuModel(s.gpu_model).name);
+    }
+    return "sink";
+  };
+  for (size_t a = 0; a < net.arcs.size(); ++a) {
+    const flow::Arc& arc = net.arcs[a];
+    last_.phase2.network.push_back(
+        {label(arc.from), label(arc.to), arc.capacity, arc.cost, units[a]});
+  }
+}
+
+// Flows → GPUs: a sub-task's unit through an aggregator takes the next unit the aggregator
+// passed on to a supply; each supply hands out its GPUs in order.
+void Drmaestro::GpusFromFlow(Cycle& y, const GpuNetwork& net, const std::vector<int64_t>& units) {
+  std::vector<std::vector<int>> aggregator_units(net.aggregator_index.size());
+  for (size_t a = 0; a < net.arcs.size(); ++a) {
+    if (net.kind[a] != 3) continue;
+    for (int64_t u = 0; u < units[a]; ++u) {
+      aggregator_units[net.arcs[a].from - net.aggregator0].push_back(net.arcs[a].to - net.supply0);
+    }
+  }
+  std::vector<size_t> aggregator_next(net.aggregator_index.size(), 0);
+  std::vector<size_t> supply_next(y.supplies.size(), 0);
+  for (size_t a = 0; a < net.arcs.size(); ++a) {
+    if (net.kind[a] > 2 || units[a] == 0) continue;
+    const int k = y.tasks[net.arcs[a].from];
+    if (net.kind[a] == 2) {
+      ++y.missing[k];
+      ++last_.phase2.unscheduled;
+      continue;
+    }
+    const int to = net.arcs[a].to;
+    const int si =
+        net.kind[a] == 0
+            ? to - net.supply0
+            : aggregator_units[to - net.aggregator0][aggregator_next[to - net.aggregator0]++];
+    const GpuIndex g = y.supplies[si].gpus[supply_next[si]++];
+    y.gpus_of[k].emplace_back(g, y.supplies[si].node != y.machine_of[k]);
+    y.gpu_cost_of[k] += net.arcs[a].cost;
+    ++last_.phase2.placed;
+  }
+}
+
+// Gang: a job with any GPU left unscheduled waits whole; the others are placed, and their W
+// forgotten.
+std::vector<Candidate> Drmaestro::Placements(Cycle& y) {
+  std::vector<Candidate> out;
+  const ClusterState& c = y.c;
+  for (size_t k = 0; k < y.jobs.size(); ++k) {
+    const Job& j = y.jobs[k];
+    DrmaestroJobLine& line = last_.jobs[j.line];
+    if (y.machine_of[k] >= 0 && y.missing[k] > 0) {
+      line.outcome = fmt::format("unscheduled: gang, {} of its {} GPUs found no place",
+                                 y.missing[k], j.w->gpu.count);
+      y.machine_of[k] = -1;
+    }
+    if (y.machine_of[k] < 0) {
       ++waited_[j.w->id];
       continue;
     }
-    Candidate cand{.score = 100, .placement = {.workload = j.w->id, .node = machine_of[k]}};
+    Candidate cand{.score = 100, .placement = {.workload = j.w->id, .node = y.machine_of[k]}};
     std::vector<std::string> where;
-    for (const auto& [g, remote] : gpus_of[k]) {
+    for (const auto& [g, remote] : y.gpus_of[k]) {
       const model::PartitionIndex p = ClusterState::PartitionOf(g, 0);
       model::Slice slice = SliceFor(*j.w, p, c.partition(p));
       slice.remote = remote;
       cand.placement.slices.push_back(slice);
       where.push_back(c.node(c.gpu(g).node).name);
     }
-    line.phase1_cost = cost_of[k];
-    line.phase2_cost = gpu_cost_of[k];
-    line.outcome = where.empty()
-                       ? c.node(machine_of[k]).name
-                       : fmt::format("{}, GPUs on {}", c.node(machine_of[k]).name, NodeList(where));
+    line.phase1_cost = y.cost_of[k];
+    line.phase2_cost = y.gpu_cost_of[k];
+    line.outcome = where.empty() ? c.node(y.machine_of[k]).name
+                                 : fmt::format("{}, GPUs on {}", c.node(y.machine_of[k]).name,
+                                               NodeList(where));
     waited_.erase(j.w->id);
     out.push_back(std::move(cand));
   }

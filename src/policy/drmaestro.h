@@ -111,10 +111,27 @@ class Drmaestro final : public Policy {
 
  private:
   struct Job;
+  struct Cycle;        // one PlaceBatch's working state
+  struct HostNetwork;  // phase 1's flow network
+  struct GpuNetwork;   // phase 2's
   // φ: the job's expected run time on `gpu_model` (-1: the fastest allowed), remote or not, at
   // network load `load`; -1 when unknown (no goal or no profile).
   double Phi(const Job& j, model::GpuModelId gpu_model, bool remote, double load) const;
   int64_t Cost(const Workload& w, double phi, double preference) const;
+
+  // PlaceBatch's steps, in order: the batch; phase 1 (classes, its network, flows → machines);
+  // phase 2 (its network, flows → GPUs); the gang rule and the placements.
+  void TakeBatch(std::span<const Workload* const> pending, Cycle& y);
+  void BuildClasses(Cycle& y) const;
+  bool PlaceHosts(Cycle& y);  // false: the flow failed and the whole batch waits
+  HostNetwork BuildHostNetwork(Cycle& y) const;
+  void RecordHostNetwork(const Cycle& y, const HostNetwork& net, const std::vector<int64_t>& units);
+  void HostsFromFlow(Cycle& y, const HostNetwork& net, const std::vector<int64_t>& units);
+  void PlaceGpus(Cycle& y);
+  GpuNetwork BuildGpuNetwork(const Cycle& y) const;
+  void RecordGpuNetwork(const Cycle& y, const GpuNetwork& net, const std::vector<int64_t>& units);
+  void GpusFromFlow(Cycle& y, const GpuNetwork& net, const std::vector<int64_t>& units);
+  std::vector<Candidate> Placements(Cycle& y);
 
   DrmaestroOptions options_;
   const JobProfiles* profiles_;

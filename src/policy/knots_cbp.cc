@@ -68,7 +68,7 @@ void KnotsCbp::Observe(const ClusterState& c) {
   history_.Observe(c, telemetry_, options_.history_s);
 }
 
-std::vector<Eviction> KnotsCbp::Evict(const ClusterState& c) {
+CycleActions KnotsCbp::AfterCycle(const ClusterState& c) {
   Observe(c);
   return {};
 }

@@ -71,8 +71,8 @@ class KnotsCbp : public Policy {
   OfferInputs OffersDependOn() const override { return {.live_state = true}; }
   Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
-  // Notes pods bound this cycle and the applications' use (no evictions).
-  std::vector<Eviction> Evict(const ClusterState& c) override;
+  // Notes pods bound this cycle and the applications' use (no actions).
+  CycleActions AfterCycle(const ClusterState& c) override;
   std::string Explain(const Workload& w, const ClusterState& c) override;
 
   Verdict Judge(const Workload& w, GpuIndex g, const ClusterState& c);

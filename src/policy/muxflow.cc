@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include "policy/flow/flow.h"
 #include "policy/prediction_view.h"
@@ -177,13 +178,15 @@ struct Muxflow::Impl {
     const model::PlacedWorkload* service = nullptr;
     std::vector<WorkloadId> offline;  // best-effort clients
   };
-  static std::optional<OnlineGpu> Online(GpuIndex g, const ClusterState& c) {
+  // `gone`: workloads to see as removed already (the evictions AfterCycle's resizes follow).
+  static std::optional<OnlineGpu> Online(GpuIndex g, const ClusterState& c,
+                                         const std::unordered_set<WorkloadId>* gone = nullptr) {
     const model::Gpu& gpu = c.gpu(g);
     if (gpu.mig) return std::nullopt;
     OnlineGpu o{g, ClusterState::PartitionOf(g, 0), nullptr, {}};
     for (const model::Client& cl : c.partition(o.partition).clients) {
       const model::PlacedWorkload* pw = c.Find(cl.workload);
-      if (pw == nullptr) continue;
+      if (pw == nullptr || (gone != nullptr && gone->contains(cl.workload))) continue;
       if (cl.best_effort) {
         o.offline.push_back(cl.workload);
       } else if (pw->workload.klass == model::WorkloadClass::kOnline && o.service == nullptr) {
@@ -344,6 +347,171 @@ struct Muxflow::Impl {
     }
     return best;
   }
+
+  // A free Healthy online GPU of a matching round, with the offline share it offers.
+  struct Free {
+    OnlineGpu gpu;
+    int percent;
+  };
+  std::vector<Free> FreeGpus(const ClusterState& c) const {
+    std::vector<Free> gpus;
+    for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
+      std::optional<OnlineGpu> o = Online(g, c);
+      if (!o || !o->offline.empty() || !Accepts(g)) continue;
+      if (std::optional<int> pct = OfflinePercent(*o, c)) gpus.push_back({std::move(*o), *pct});
+    }
+    return gpus;
+  }
+
+  // A round's bipartite graph: an edge for each (job, free GPU) that can take it, weighted by
+  // the job's predicted normalised throughput there (scaled to an integer), and each job's
+  // choices (GPU, weight) in cluster order.
+  struct Weighed {
+    std::vector<flow::Edge> edges;
+    std::vector<std::vector<std::pair<int, double>>> choices;
+  };
+  Weighed Weigh(const std::vector<const Workload*>& jobs, const std::vector<Free>& gpus,
+                const ClusterState& c) {
+    Weighed out{{}, std::vector<std::vector<std::pair<int, double>>>(jobs.size())};
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const Workload& w = *jobs[j];
+      for (size_t i = 0; i < gpus.size(); ++i) {
+        const model::Gpu& gpu = c.gpu(gpus[i].gpu.gpu);
+        if (!w.gpu.AllowsModel(gpu.model) || !NodeHasRoom(w, c.node(gpu.node)) ||
+            !OfflineMemory(w, c.partition(gpus[i].gpu.partition))) {
+          continue;
+        }
+        const double weight = Weight(w, gpus[i].gpu, gpus[i].percent, c);
+        const auto scaled = static_cast<int64_t>(std::llround(weight * kWeightScale));
+        if (scaled <= 0) continue;
+        out.edges.push_back({static_cast<int>(j), static_cast<int>(i), scaled});
+        out.choices[j].emplace_back(static_cast<int>(i), weight);
+      }
+    }
+    return out;
+  }
+
+  // Maximum-weight matching; without `matching`, greedy rounds: each job, in arrival order,
+  // takes the first free GPU in cluster order.
+  flow::MatchingResult Match(size_t jobs, size_t gpus, const Weighed& weighed) const {
+    flow::MatchingResult r;
+    if (options.matching) {
+      r = flow::MaxWeightBipartiteMatching(static_cast<int>(jobs), static_cast<int>(gpus),
+                                           weighed.edges);
+      TESSERA_CHECK(r.status == flow::Status::kOptimal);  // the edges are valid by construction
+      return r;
+    }
+    r.match.assign(jobs, -1);
+    std::vector<char> taken(gpus, 0);
+    for (size_t j = 0; j < jobs; ++j) {
+      for (const auto& [i, weight] : weighed.choices[j]) {
+        if (taken[static_cast<size_t>(i)]) continue;
+        taken[static_cast<size_t>(i)] = 1;
+        r.match[j] = i;
+        break;
+      }
+    }
+    return r;
+  }
+
+  // The matched jobs' placements, each recorded for Explain. Jobs matched on one node must fit
+  // its CPU and memory together: heaviest first; one that does not waits for the next round.
+  std::vector<Candidate> Matched(const std::vector<const Workload*>& jobs,
+                                 const std::vector<Free>& gpus, const Weighed& weighed,
+                                 const flow::MatchingResult& r, double now, const ClusterState& c) {
+    std::vector<size_t> order;
+    std::vector<double> matched(jobs.size(), 0), next(jobs.size(), 0);
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      if (r.match[j] < 0) continue;
+      order.push_back(j);
+      for (const auto& [i, weight] : weighed.choices[j]) {
+        if (i == r.match[j]) {
+          matched[j] = weight;
+        } else {
+          next[j] = std::max(next[j], weight);
+        }
+      }
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return matched[a] > matched[b]; });
+    std::unordered_map<NodeIndex, std::pair<int64_t, int64_t>> used;  // CPU, memory
+    std::vector<Candidate> out;
+    for (size_t j : order) {
+      const Workload& w = *jobs[j];
+      const Free& f = gpus[static_cast<size_t>(r.match[j])];
+      const NodeIndex n = c.gpu(f.gpu.gpu).node;
+      auto& [cpu, mem] = used[n];
+      if (cpu + w.cpu_milli > c.node(n).free_cpu_milli() ||
+          mem + w.memory_mib > c.node(n).free_memory_mib()) {
+        continue;  // waits for the next round
+      }
+      cpu += w.cpu_milli;
+      mem += w.memory_mib;
+      const int64_t gpu_mem = *OfflineMemory(w, c.partition(f.gpu.partition));
+      const int candidates = static_cast<int>(weighed.choices[j].size());
+      matches[w.id] = {f.gpu.gpu, f.percent, matched[j], next[j], candidates, now};
+      out.push_back({100.0 * matched[j],
+                     {w.id, n, {{f.gpu.partition, f.percent * 10, gpu_mem, /*best_effort=*/true}}},
+                     {},
+                     {}});
+    }
+    return out;
+  }
+
+  // SysMonitor's evictions: every offline job of a GPU in Overlimit, once per telemetry sample.
+  std::vector<Eviction> Evictions(const ClusterState& c) {
+    const std::optional<uint64_t> before = monitored;
+    const bool first = !monitored_once;
+    UpdateMonitors(c);
+    if (!first && monitored == before && monitored) return {};  // nothing new was read
+    std::vector<Eviction> out;
+    for (GpuIndex g = 0; g < static_cast<GpuIndex>(monitors.size()); ++g) {
+      if (!monitors[g] || !monitors[g]->evicts_offline()) continue;
+      const std::optional<OnlineGpu> o = Online(g, c);
+      if (!o) continue;
+      for (WorkloadId id : o->offline) {
+        out.push_back(
+            {id, can_move,
+             fmt::format("SysMonitor Overlimit on {}: {}", c.gpu(g).uuid, monitors[g]->reason())});
+      }
+    }
+    return out;
+  }
+
+  // Dynamic SM: each offline job's share set to 100 % − its service's SM activity when that
+  // moved by resize_step or more, once per telemetry version. Judged on the cluster as it will
+  // be once the core has applied `evictions`: those jobs are left out, so a GPU they leave
+  // without offline work is not resized. The version is read before the driver hears of the
+  // evictions (the simulator then drops their telemetry: a new version), so whether a cycle
+  // judges differs from reading it after them only when no reading changed since the last
+  // judgement, and then there is nothing to resize: every share is at its target already
+  // (placed there, or resized there: neither the cluster nor the simulator refuses these).
+  std::vector<ResizeTo> Resizes(const ClusterState& c, const std::vector<Eviction>& evictions) {
+    if (!options.dynamic_sm || telemetry == nullptr) return {};
+    const std::optional<uint64_t> v = telemetry->Version();
+    if (resized_once && v && v == resized) return {};
+    resized_once = true;
+    resized = v;
+    std::unordered_set<WorkloadId> gone;
+    for (const Eviction& e : evictions) gone.insert(e.workload);
+    std::vector<ResizeTo> out;
+    for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
+      const std::optional<OnlineGpu> o = Online(g, c, &gone);
+      if (!o || o->offline.empty()) continue;
+      const std::optional<double> a = ServiceActivity(*o, c);
+      if (!a) continue;
+      const int target = std::max(options.min_offline_percent, DynamicSmPercent(*a)) * 10;
+      for (WorkloadId id : o->offline) {
+        const model::PlacedWorkload* pw = c.Find(id);
+        if (pw->placement.slices.size() != 1) continue;
+        model::Slice s = pw->placement.slices[0];
+        if (std::abs(s.milli - target) < options.resize_step * 10) continue;
+        s.milli = target;
+        out.push_back({id, {s}});
+      }
+    }
+    return out;
+  }
 };
 
 Muxflow::Muxflow(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
@@ -389,136 +557,19 @@ std::optional<std::vector<Candidate>> Muxflow::PlaceBatch(std::span<const Worklo
   }
   if (jobs.empty()) return std::nullopt;
   m.UpdateMonitors(c);
-  struct Free {
-    Impl::OnlineGpu gpu;
-    int percent;
-  };
-  std::vector<Free> gpus;
-  for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
-    std::optional<Impl::OnlineGpu> o = Impl::Online(g, c);
-    if (!o || !o->offline.empty() || !m.Accepts(g)) continue;
-    if (std::optional<int> pct = m.OfflinePercent(*o, c)) gpus.push_back({std::move(*o), *pct});
-  }
-  std::vector<flow::Edge> edges;
-  std::vector<std::vector<std::pair<int, double>>> options(jobs.size());  // (GPU, weight)
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    const Workload& w = *jobs[j];
-    for (size_t i = 0; i < gpus.size(); ++i) {
-      const model::Gpu& gpu = c.gpu(gpus[i].gpu.gpu);
-      if (!w.gpu.AllowsModel(gpu.model) || !NodeHasRoom(w, c.node(gpu.node)) ||
-          !m.OfflineMemory(w, c.partition(gpus[i].gpu.partition))) {
-        continue;
-      }
-      const double weight = m.Weight(w, gpus[i].gpu, gpus[i].percent, c);
-      const auto scaled = static_cast<int64_t>(std::llround(weight * kWeightScale));
-      if (scaled <= 0) continue;
-      edges.push_back({static_cast<int>(j), static_cast<int>(i), scaled});
-      options[j].emplace_back(static_cast<int>(i), weight);
-    }
-  }
-  if (edges.empty()) return std::nullopt;
-  flow::MatchingResult r;
-  if (m.options.matching) {
-    r = flow::MaxWeightBipartiteMatching(static_cast<int>(jobs.size()),
-                                         static_cast<int>(gpus.size()), edges);
-    TESSERA_CHECK(r.status == flow::Status::kOptimal);  // the edges are valid by construction
-  } else {
-    // Greedy rounds: each job, in arrival order, takes the first free GPU in cluster order.
-    r.match.assign(jobs.size(), -1);
-    std::vector<char> taken(gpus.size(), 0);
-    for (size_t j = 0; j < jobs.size(); ++j) {
-      for (const auto& [i, weight] : options[j]) {
-        if (taken[static_cast<size_t>(i)]) continue;
-        taken[static_cast<size_t>(i)] = 1;
-        r.match[j] = i;
-        break;
-      }
-    }
-  }
-  // Jobs matched on one node must fit its CPU and memory together: heaviest first.
-  std::vector<size_t> order;
-  std::vector<double> matched(jobs.size(), 0), next(jobs.size(), 0);
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    if (r.match[j] < 0) continue;
-    order.push_back(j);
-    for (const auto& [i, weight] : options[j]) {
-      if (i == r.match[j]) {
-        matched[j] = weight;
-      } else {
-        next[j] = std::max(next[j], weight);
-      }
-    }
-  }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return matched[a] > matched[b]; });
-  std::unordered_map<NodeIndex, std::pair<int64_t, int64_t>> used;  // CPU, memory
-  std::vector<Candidate> out;
-  for (size_t j : order) {
-    const Workload& w = *jobs[j];
-    const Free& f = gpus[static_cast<size_t>(r.match[j])];
-    const NodeIndex n = c.gpu(f.gpu.gpu).node;
-    auto& [cpu, mem] = used[n];
-    if (cpu + w.cpu_milli > c.node(n).free_cpu_milli() ||
-        mem + w.memory_mib > c.node(n).free_memory_mib()) {
-      continue;  // waits for the next round
-    }
-    cpu += w.cpu_milli;
-    mem += w.memory_mib;
-    const int64_t gpu_mem = *m.OfflineMemory(w, c.partition(f.gpu.partition));
-    m.matches[w.id] = {
-        f.gpu.gpu, f.percent, matched[j], next[j], static_cast<int>(options[j].size()), now};
-    out.push_back({100.0 * matched[j],
-                   {w.id, n, {{f.gpu.partition, f.percent * 10, gpu_mem, /*best_effort=*/true}}},
-                   {},
-                   {}});
-  }
+  const std::vector<Impl::Free> gpus = m.FreeGpus(c);
+  const Impl::Weighed weighed = m.Weigh(jobs, gpus, c);
+  if (weighed.edges.empty()) return std::nullopt;
+  const flow::MatchingResult r = m.Match(jobs.size(), gpus.size(), weighed);
+  std::vector<Candidate> out = m.Matched(jobs, gpus, weighed, r, now, c);
   if (out.empty()) return std::nullopt;
   return out;
 }
 
-std::vector<Eviction> Muxflow::Evict(const ClusterState& c) {
-  Impl& m = *impl_;
-  const std::optional<uint64_t> before = m.monitored;
-  const bool first = !m.monitored_once;
-  m.UpdateMonitors(c);
-  if (!first && m.monitored == before && m.monitored) return {};  // nothing new was read
-  std::vector<Eviction> out;
-  for (GpuIndex g = 0; g < static_cast<GpuIndex>(m.monitors.size()); ++g) {
-    if (!m.monitors[g] || !m.monitors[g]->evicts_offline()) continue;
-    const std::optional<Impl::OnlineGpu> o = Impl::Online(g, c);
-    if (!o) continue;
-    for (WorkloadId id : o->offline) {
-      out.push_back(
-          {id, m.can_move,
-           fmt::format("SysMonitor Overlimit on {}: {}", c.gpu(g).uuid, m.monitors[g]->reason())});
-    }
-  }
-  return out;
-}
-
-std::vector<ResizeTo> Muxflow::Resizes(const ClusterState& c) {
-  Impl& m = *impl_;
-  if (!m.options.dynamic_sm || m.telemetry == nullptr) return {};
-  const std::optional<uint64_t> v = m.telemetry->Version();
-  if (m.resized_once && v && v == m.resized) return {};
-  m.resized_once = true;
-  m.resized = v;
-  std::vector<ResizeTo> out;
-  for (GpuIndex g = 0; g < c.gpu_count(); ++g) {
-    const std::optional<Impl::OnlineGpu> o = Impl::Online(g, c);
-    if (!o || o->offline.empty()) continue;
-    const std::optional<double> a = m.ServiceActivity(*o, c);
-    if (!a) continue;
-    const int target = std::max(m.options.min_offline_percent, DynamicSmPercent(*a)) * 10;
-    for (WorkloadId id : o->offline) {
-      const model::PlacedWorkload* pw = c.Find(id);
-      if (pw->placement.slices.size() != 1) continue;
-      model::Slice s = pw->placement.slices[0];
-      if (std::abs(s.milli - target) < m.options.resize_step * 10) continue;
-      s.milli = target;
-      out.push_back({id, {s}});
-    }
-  }
+CycleActions Muxflow::AfterCycle(const ClusterState& c) {
+  CycleActions out;
+  out.evictions = impl_->Evictions(c);
+  out.resizes = impl_->Resizes(c, out.evictions);
   return out;
 }
 

@@ -5,9 +5,10 @@
 // reservation), kept out of the service's way by:
 //
 //  - Dynamic SM (`dynamic_sm`, §4.3): the offline MPS share is 100 % − the online service's SM
-//    activity (DynamicSmPercent), re-applied every cycle through Policy::Resizes when it moves
-//    by `resize_step` points or more; off, the offline job runs at a fixed share,
-//    `fixed_sm_percent` (default MPS's 100 %; 001 Fig. 8 contrasts dynamic SM with a fixed 40 %).
+//    activity (DynamicSmPercent), re-applied at the end of a cycle (Policy::AfterCycle's
+//    resizes) when it moves by `resize_step` points or more; off, the offline job runs at a
+//    fixed share, `fixed_sm_percent` (default MPS's 100 %; 001 Fig. 8 contrasts dynamic SM with
+//    a fixed 40 %).
 //    The service's activity is the telemetry's SmActivity by the service's workload name (a
 //    per-process reading: NVML's process utilisation), else, while no offline job is there,
 //    the GPU's own SmActivity. Unknown: no offline job is placed there and none resized.
@@ -18,9 +19,9 @@
 //    telemetry whenever its version changes (GPU utilisation, the service's SM activity as
 //    dynamic SM reads it — the GPU's total is near 100 % by design once a job fills the rest —
 //    memory used, SM clock drop below the highest clock the GPU has reported). Offline jobs go only
-//    to Healthy GPUs; Overlimit evicts them (Policy::Evict, requeued where the driver restarts
-//    moved work — PolicyContext::can_move — the simulator resuming them from their last
-//    checkpoint). A GPU without telemetry stays Init: nothing offline goes there.
+//    to Healthy GPUs; Overlimit evicts them (Policy::AfterCycle's evictions, requeued where the
+//    driver restarts moved work — PolicyContext::can_move — the simulator resuming them from
+//    their last checkpoint). A GPU without telemetry stays Init: nothing offline goes there.
 //  - Matching (`matching`, §5, Alg. 1): every `period_s` (001: 15 min) the pending offline
 //    jobs are matched to the free Healthy online GPUs by maximum-weight bipartite matching
 //    (flow::MaxWeightBipartiteMatching). The weight of job v on GPU u is v's predicted
@@ -98,8 +99,8 @@ class Muxflow final : public Policy {
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
   std::optional<std::vector<Candidate>> PlaceBatch(std::span<const Workload* const> pending,
                                                    const ClusterState& c) override;
-  std::vector<Eviction> Evict(const ClusterState& c) override;
-  std::vector<ResizeTo> Resizes(const ClusterState& c) override;
+  // SysMonitor's evictions, then dynamic SM's resizes of the offline jobs that stay.
+  CycleActions AfterCycle(const ClusterState& c) override;
   std::string Explain(const Workload& w, const ClusterState& c) override;
 
   // The GPU's SysMonitor, or null when it hosts no online service (or was never sampled).

@@ -31,9 +31,7 @@ std::optional<std::optional<MigLayout>> Policy::Reshape(GpuIndex, const ClusterS
   return std::nullopt;
 }
 
-std::vector<Eviction> Policy::Evict(const ClusterState&) { return {}; }
-
-std::vector<ResizeTo> Policy::Resizes(const ClusterState&) { return {}; }
+CycleActions Policy::AfterCycle(const ClusterState&) { return {}; }
 
 std::string Policy::Explain(const Workload& w, const ClusterState& c) {
   struct Row {

@@ -65,29 +65,44 @@ struct Candidate {
   std::vector<ResizeTo> resizes;  // applied with the placement, all or nothing
 };
 
+// What a policy does to running workloads at the end of a cycle: evictions first, then new
+// MPS limits. Both are proposals; the core applies what the cluster accepts.
+struct CycleActions {
+  std::vector<Eviction> evictions;
+  std::vector<ResizeTo> resizes;
+};
+
+// Each method says when it is called and which policies override it.
 class Policy {
  public:
   virtual ~Policy() = default;
+  // The registered name, for logs, explain and reports; every policy.
   virtual std::string_view name() const = 0;
 
   // Queue order. By default FIFO by arrival time, then id, which the core keeps incrementally
   // (cheap with a long queue). A policy that orders otherwise returns true from CustomOrder
-  // and sorts `pending` in Order, called at the start of every cycle.
+  // and sorts `pending` in Order, which the core calls at the start of every cycle; drmaestro
+  // (waiting counter W), knots-cbp, knots-pp, knots-resag and resource-aware (by memory) do.
   virtual bool CustomOrder() const { return false; }
   virtual void Order(std::vector<const Workload*>& pending) const;
 
-  // Default: the node is ready, has the CPU and memory, and some GPU that could host it.
+  // Called for every node while the core scores a workload, before Score; most policies
+  // override it to refuse early with a reason (first-fit, best-fit, random, dot-product,
+  // gpu-packing, gpu-clustering, fgd, frag-pack and drmaestro keep the default). Default: the
+  // node is ready, has the CPU and memory, and some GPU that could host it.
   //
   // Contract the core relies on: whether Filter passes and Score makes an offer may depend on
   // the cluster state and on the workload's request — its application key, its class, whether
-  // it has an SLO, and its CPU, memory and GPU request (sched::RequestShape) — plus what OfferInputs
-  // declares, and on nothing else (scores may use anything). So when a request shape finds no
-  // node, the core does not retry identical shapes until the cluster changes.
+  // it has an SLO, and its CPU, memory and GPU request (sched::RequestShape) — plus what
+  // OfferInputs declares, and on nothing else (scores may use anything). So when a request shape
+  // finds no node, the core does not retry identical shapes until the cluster changes.
   virtual Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const;
 
-  // What beyond the request shape decides whether Filter passes and Score makes an offer: a
-  // policy that admits a workload only where its SLO is met declares the SLO value. Default:
-  // nothing (offers follow the request shape alone).
+  // What beyond the request shape decides whether Filter passes and Score makes an offer, read
+  // by the core when it queues a workload and at the start of every cycle: slo-aware declares
+  // the SLO value (it admits a workload only where its SLO is met), muxflow, knots-cbp,
+  // knots-pp and resource-aware live state. Default: nothing (offers follow the request shape
+  // alone).
   struct OfferInputs {
     bool slo_value = false;
     // Offers follow live state the cluster's version does not capture (telemetry, a
@@ -96,31 +111,38 @@ class Policy {
   };
   virtual OfferInputs OffersDependOn() const { return {}; }
 
-  // The best this node can offer, or nullopt if it cannot take the workload after all.
+  // The best this node can offer, or nullopt if it cannot take the workload after all; called
+  // for every node Filter passed, for each workload the cycle tries (every policy).
   virtual std::optional<Candidate> Score(const Workload& w, NodeIndex node,
                                          const ClusterState& c) = 0;
 
   // Policies that decide many placements at once (Kuhn-Munkres, min-cost flow) return them
-  // here; the core then skips per-workload scoring for this cycle. Default: nullopt.
+  // here; called once per cycle, before any per-workload scoring, which the core skips for the
+  // cycle when it returns a value (drmaestro every cycle, muxflow at its matching rounds).
+  // Default: nullopt.
   virtual std::optional<std::vector<Candidate>> PlaceBatch(std::span<const Workload* const> pending,
                                                            const ClusterState& c);
 
-  // Proactive reshaping of an idle MIG-capable GPU at the end of a cycle: the new layout
+  // Proactive reshaping of an idle MIG-capable GPU: called at the end of every cycle for each
+  // such GPU, before AfterCycle (min, max and round-robin reshape). Returns the new layout
   // (nullopt inside: MIG off), or nullopt to leave it. Default: leave it.
   virtual std::optional<std::optional<MigLayout>> Reshape(GpuIndex idle_gpu, const ClusterState& c);
 
-  // Workloads to evict now (MuxFlow's SysMonitor; slo-aware's moves), called at the end of
-  // every cycle. Default: none.
-  virtual std::vector<Eviction> Evict(const ClusterState& c);
+  // Called once at the end of every cycle, after the placements and reshapes: where a policy
+  // reads what happened (knots-cbp, knots-pp and resource-aware note the pods bound and their
+  // use; slo-aware learns observed rates) and acts on running workloads (muxflow's SysMonitor
+  // evictions and dynamic-SM resizes, slo-aware's moves). The core then applies the evictions
+  // (Hooks::evict), then each resize the cluster accepts (same partitions, same best-effort
+  // kind, room on the partition; Hooks::resized). Both are decided on `c` before any eviction is
+  // applied, so a policy that evicts and resizes in one cycle leaves its evicted workloads out
+  // of its resizes (a resize of a workload no longer placed counts as a policy error). Default:
+  // nothing.
+  virtual CycleActions AfterCycle(const ClusterState& c);
 
-  // New MPS limits for running workloads (MuxFlow's dynamic SM: an offline client's share
-  // follows its online neighbour's activity), called at the end of every cycle after Evict.
-  // The core applies each that the cluster accepts (same partitions, same best-effort kind,
-  // room on the partition) and tells the driver. Default: none.
-  virtual std::vector<ResizeTo> Resizes(const ClusterState& c);
-
-  // Human-readable breakdown of how this policy judges `w` on every node (DESIGN §3 explain).
-  // Default: each feasible node's score, or its filter reason.
+  // Human-readable breakdown of how this policy judges `w` on every node (DESIGN §3 explain),
+  // called by `tessera explain` only; drmaestro, knots-cbp, knots-pp, muxflow, predictive,
+  // resource-aware and slo-aware say more than the default: each feasible node's score, or its
+  // filter reason.
   virtual std::string Explain(const Workload& w, const ClusterState& c);
 };
 

@@ -83,7 +83,7 @@ void ResourceAware::Observe(const ClusterState& c) {
   observed_version_ = c.version();
 }
 
-std::vector<Eviction> ResourceAware::Evict(const ClusterState& c) {
+CycleActions ResourceAware::AfterCycle(const ClusterState& c) {
   Observe(c);
   return {};
 }

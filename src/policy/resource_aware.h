@@ -72,8 +72,8 @@ class ResourceAware final : public Policy {
   OfferInputs OffersDependOn() const override { return {.live_state = true}; }
   Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
-  // Notes the pods bound this cycle against the telemetry they came after (no evictions).
-  std::vector<Eviction> Evict(const ClusterState& c) override;
+  // Notes the pods bound this cycle against the telemetry they came after (no actions).
+  CycleActions AfterCycle(const ClusterState& c) override;
   std::string Explain(const Workload& w, const ClusterState& c) override;
 
   // The checks of memory share w on shareable GPU g, as they stand now.

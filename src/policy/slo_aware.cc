@@ -623,9 +623,9 @@ SloAware::SloAware(const predict::Predictor& predictor, const telemetry::Telemet
                    SloAwareOptions options, predict::Predictor* learner, bool can_move)
     : impl_(std::make_unique<Impl>(predictor, telemetry, std::move(options), learner, can_move)) {}
 
-std::vector<Eviction> SloAware::Evict(const ClusterState& c) {
+CycleActions SloAware::AfterCycle(const ClusterState& c) {
   impl_->Learn(c);
-  return impl_->Moves(c);
+  return {.evictions = impl_->Moves(c)};
 }
 
 int SloAware::observations() const { return impl_->observed; }

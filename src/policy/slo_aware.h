@@ -1,7 +1,7 @@
 #pragma once
 // slo-aware — the thesis's score (seed 000, Ch. 8.3; see predictive.h) plus what it needs to
-// keep the SLOs it can keep (issue #14 Part 2). Every mechanism is an option that turns it off
-// (docs/policies.md has the ablation):
+// keep the SLOs it can keep. Every mechanism is an option that turns it off (docs/policies.md
+// has the ablation):
 //
 //  - A margin sized by what the predictor knows (`margin_z`): each member y of X is scored on
 //    the lower bound
@@ -30,9 +30,9 @@
 //    and util is capped at 0.95 so that a busy partition's options still rank by their members.
 //    An idle MIG-capable GPU may be reshaped as in `predictive`.
 //  - Learning from what it observes (`observe`, with PolicyContext::learner and telemetry):
-//    every cycle (Policy::Evict's call), a pod that has been alone on its partition since it
-//    was bound, on a configuration the profile has a column for, has the QPS the telemetry
-//    reports for it (Telemetry::WorkloadQps) folded into the predictor once
+//    at the end of every cycle (Policy::AfterCycle), a pod that has been alone on its partition
+//    since it was bound, on a configuration the profile has a column for, has the QPS the
+//    telemetry reports for it (Telemetry::WorkloadQps) folded into the predictor once
 //    (Predictor::Observe) while the cell has fewer than ten runs (Ch. 6.1's characterisation;
 //    each observation re-completes the matrix); its cell gains a measurement, later scores
 //    read it. A pod ever seen with co-runners is not observed (its rate is not an isolated
@@ -120,7 +120,7 @@ class SloAware final : public Policy {
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
   std::string Explain(const Workload& w, const ClusterState& c) override;
   // Observes the running pods (`observe`) and moves those below their target (`replace`).
-  std::vector<Eviction> Evict(const ClusterState& c) override;
+  CycleActions AfterCycle(const ClusterState& c) override;
   int observations() const;  // folded into the predictor so far
   int moves() const;         // proposed so far
 

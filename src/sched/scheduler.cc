@@ -179,8 +179,9 @@ CycleStats Scheduler::RunCycle() {
     }
   }
   ProactiveReshapes(stats);
-  Evictions(stats);
-  ApplyResizes(stats);
+  const policy::CycleActions actions = policy_.AfterCycle(cluster_);
+  Evict(actions.evictions, stats);
+  Resize(actions.resizes, stats);
   if (stats.reshapes > 0 || stats.evicted > 0 || stats.resized > 0) fruitless_.reset();
   Accumulate(stats);
 #ifdef TESSERA_CHECK_INVARIANTS
@@ -209,34 +210,40 @@ bool Scheduler::PlacePending(CycleStats& stats) {
   }
 
   if (std::optional<std::vector<policy::Candidate>> batch = policy_.PlaceBatch(ordered, cluster_)) {
-    for (policy::Candidate& cand : *batch) {
-      auto it = queued_.find(cand.placement.workload);
-      if (it == queued_.end()) {
-        ++stats.policy_errors;
-        continue;
-      }
-      ++stats.attempted;
-      const Queue::iterator q = it->second;
-      if (Commit(q->workload, std::move(cand), stats)) Dequeue(q);
-    }
-    // Dropping applies to a batch too: what it left waiting fits nowhere this cycle (an
-    // arrive-only replay counts it failed, and must not see it bound at a later arrival).
-    if (options_.drop_unschedulable) {
-      for (Queue::iterator q = pending_.begin(); q != pending_.end();) {
-        const Queue::iterator left = q++;
-        const Workload& w = left->workload;
-        ++stats.attempted;
-        ++stats.unschedulable;
-        ++stats.dropped;
-        const std::string why = "the batch placed it nowhere";
-        last_reason_[w.id] = why;
-        if (hooks_.unschedulable) hooks_.unschedulable(w, why, true);
-        Dequeue(left);
-      }
-    }
+    CommitBatch(std::move(*batch), stats);
     return false;
   }
+  return PlaceEach(order, stats);
+}
 
+void Scheduler::CommitBatch(std::vector<policy::Candidate> batch, CycleStats& stats) {
+  for (policy::Candidate& cand : batch) {
+    auto it = queued_.find(cand.placement.workload);
+    if (it == queued_.end()) {
+      ++stats.policy_errors;
+      continue;
+    }
+    ++stats.attempted;
+    const Queue::iterator q = it->second;
+    if (Commit(q->workload, std::move(cand), stats)) Dequeue(q);
+  }
+  // Dropping applies to a batch too: what it left waiting fits nowhere this cycle (an
+  // arrive-only replay counts it failed, and must not see it bound at a later arrival).
+  if (!options_.drop_unschedulable) return;
+  for (Queue::iterator q = pending_.begin(); q != pending_.end();) {
+    const Queue::iterator left = q++;
+    const Workload& w = left->workload;
+    ++stats.attempted;
+    ++stats.unschedulable;
+    ++stats.dropped;
+    const std::string why = "the batch placed it nowhere";
+    last_reason_[w.id] = why;
+    if (hooks_.unschedulable) hooks_.unschedulable(w, why, true);
+    Dequeue(left);
+  }
+}
+
+bool Scheduler::PlaceEach(const std::vector<Queue::iterator>& order, CycleStats& stats) {
   // Shapes that found no node this cycle, with the reason, until a reshape or resize.
   std::unordered_map<std::string, std::string> failed;
   const bool drop = options_.drop_unschedulable;
@@ -311,8 +318,8 @@ void Scheduler::ProactiveReshapes(CycleStats& stats) {
   }
 }
 
-void Scheduler::Evictions(CycleStats& stats) {
-  for (const policy::Eviction& e : policy_.Evict(cluster_)) {
+void Scheduler::Evict(const std::vector<policy::Eviction>& evictions, CycleStats& stats) {
+  for (const policy::Eviction& e : evictions) {
     const WorkloadId id = e.workload;
     const model::PlacedWorkload* pw = cluster_.Find(id);
     if (!pw) {
@@ -326,8 +333,8 @@ void Scheduler::Evictions(CycleStats& stats) {
   }
 }
 
-void Scheduler::ApplyResizes(CycleStats& stats) {
-  for (const policy::ResizeTo& r : policy_.Resizes(cluster_)) {
+void Scheduler::Resize(const std::vector<policy::ResizeTo>& resizes, CycleStats& stats) {
+  for (const policy::ResizeTo& r : resizes) {
     const model::PlacedWorkload* pw = cluster_.Find(r.workload);
     if (!pw || pw->placement.slices == r.slices) {
       if (!pw) ++stats.policy_errors;

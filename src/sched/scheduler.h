@@ -14,7 +14,9 @@
 // not applied (a reshaped GPU is empty). A reshape proposed with a placement makes the GPU
 // unavailable and parks the workload until ReshapeDone(gpu) (the thesis: ~5 s, nothing else
 // lands meanwhile). Unschedulable workloads stay queued, or are dropped when the driver asks
-// (the FGD replay: a pod that does not fit fails for good).
+// (the FGD replay: a pod that does not fit fails for good). After the placements: the policy's
+// proactive reshapes of idle MIG-capable GPUs, then its Policy::AfterCycle — its evictions
+// (Hooks::evict), then its resizes (Hooks::resized).
 //
 // Long queues stay cheap (a saturated cluster may hold tens of thousands of pending
 // workloads): the FIFO queue is kept in order as workloads arrive; within a cycle, once a
@@ -66,7 +68,7 @@ struct Hooks {
   // (`e.requeue`) is the driver's to restart — Submit it again, or leave it to whatever
   // recreates it.
   std::function<void(const Workload&, const policy::Eviction& e)> evict;
-  // The policy changed a running workload's MPS limits (Policy::Resizes); `now` is its placement
+  // The policy changed a running workload's MPS limits (Policy::AfterCycle); `now` is its placement
   // with the new limits, already in the cluster state. The driver applies them (the simulator
   // re-rates the workload); an Error — the driver cannot change a running workload's limits —
   // makes the core restore the old ones. Unset: resizes are applied to the state alone.
@@ -104,7 +106,7 @@ struct CycleStats {
   int policy_errors = 0;  // proposals the cluster refused: a policy bug, logged
   int reshapes = 0;
   int evicted = 0;
-  int resized = 0;  // running workloads given new MPS limits (Policy::Resizes)
+  int resized = 0;  // running workloads given new MPS limits (Policy::AfterCycle)
   int parked = 0;   // waiting for a reshape to finish
 };
 
@@ -146,8 +148,9 @@ class Scheduler {
   bool ReserveAndBind(const Workload& w, const model::Placement& p, CycleStats& stats,
                       const std::vector<policy::ResizeTo>& resizes = {});
   void ProactiveReshapes(CycleStats& stats);
-  void Evictions(CycleStats& stats);
-  void ApplyResizes(CycleStats& stats);
+  // The end of the cycle: Policy::AfterCycle's evictions, then its resizes.
+  void Evict(const std::vector<policy::Eviction>& evictions, CycleStats& stats);
+  void Resize(const std::vector<policy::ResizeTo>& resizes, CycleStats& stats);
   void Accumulate(const CycleStats& s);
 
   ClusterState& cluster_;
@@ -163,6 +166,10 @@ class Scheduler {
   using Queue = std::list<Queued>;
   void Enqueue(Workload w);
   void Dequeue(Queue::iterator it);
+  // PlacePending's two ways: a batch policy's placements, or each workload scored in `order`
+  // (empty: the FIFO queue's).
+  void CommitBatch(std::vector<policy::Candidate> batch, CycleStats& stats);
+  bool PlaceEach(const std::vector<Queue::iterator>& order, CycleStats& stats);
 
   Queue pending_;  // FIFO by (arrival, id)
   std::unordered_map<WorkloadId, Queue::iterator> queued_;

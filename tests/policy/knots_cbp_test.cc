@@ -41,7 +41,7 @@ class KnotsCbpTest : public ::testing::Test {
 
 TEST_F(KnotsCbpTest, SizesPodsAtThe90thPercentileOfTheirApplication) {
   KnotsCbp p(&scene_.t);
-  p.Evict(c_);  // observes the running pods' series
+  p.AfterCycle(c_);  // observes the running pods' series
   std::string how;
   EXPECT_NEAR(p.SizeOf(MemoryPod(1, 16384, "b"), &how), 5220, 1e-6);
   EXPECT_EQ(how, "size 5220 MiB (p90 of 10 samples of b)");
@@ -50,7 +50,7 @@ TEST_F(KnotsCbpTest, SizesPodsAtThe90thPercentileOfTheirApplication) {
   EXPECT_EQ(how, "size 16384 MiB (its request: no history)");
   // The 50th percentile instead: (4400 + 4500) / 2.
   KnotsCbp median(&scene_.t, {.percentile = 50});
-  median.Evict(c_);
+  median.AfterCycle(c_);
   EXPECT_NEAR(median.SizeOf(MemoryPod(1, 16384, "b")), 4450, 1e-6);
 }
 

@@ -152,7 +152,7 @@ TEST_F(MuxflowTest, MatchesLikeTheSeedsExampleAndExplains) {
   Muxflow m = Make();
   const Workload a = Job(10, 1), b = Job(11, 2);
   const Workload* pending[] = {&a, &b};
-  m.Evict(c_);  // the first sample: Init → Healthy
+  m.AfterCycle(c_);  // the first sample: Init → Healthy
   ASSERT_NE(m.Monitor(0), nullptr);
   EXPECT_EQ(m.Monitor(0)->state(), GpuHealth::kHealthy);
   auto batch = m.PlaceBatch(pending, c_);
@@ -243,13 +243,15 @@ TEST_F(MuxflowTest, OverlimitEvictsAndDynamicSmResizes) {
   AddNodes(1, 1);
   PlaceService(0, 1, 0, 0.5);
   Muxflow m = Make();
-  ASSERT_TRUE(m.Evict(c_).empty());  // Healthy, nothing offline yet
+  ASSERT_TRUE(m.AfterCycle(c_).evictions.empty());  // Healthy, nothing offline yet
   const Workload job = Job(2, 0);
   const model::PartitionIndex p = ClusterState::PartitionOf(0, 0);
   ASSERT_TRUE(c_.Place(job, {job.id, 0, {{p, 500, 6144, true}}}));
   // The service calms down to 0.3: the offline share follows to 70 %.
   telemetry_.SetSmActivity("svc1", 0.3);
-  std::vector<ResizeTo> r = m.Resizes(c_);
+  CycleActions actions = m.AfterCycle(c_);
+  EXPECT_TRUE(actions.evictions.empty());
+  const std::vector<ResizeTo> r = actions.resizes;
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].workload, job.id);
   EXPECT_EQ(r[0].slices.at(0).milli, 700);
@@ -257,14 +259,17 @@ TEST_F(MuxflowTest, OverlimitEvictsAndDynamicSmResizes) {
   ASSERT_TRUE(c_.Resize(job.id, r[0].slices));
   // 0.32 would give 68 %: within the 5-point step, left alone; nothing new read: nothing asked.
   telemetry_.SetSmActivity("svc1", 0.32);
-  EXPECT_TRUE(m.Resizes(c_).empty());
-  EXPECT_TRUE(m.Resizes(c_).empty());
+  EXPECT_TRUE(m.AfterCycle(c_).resizes.empty());
+  EXPECT_TRUE(m.AfterCycle(c_).resizes.empty());
   // The GPU's total SM activity near 100 % is what dynamic SM aims at: no eviction.
   telemetry_.SetSmActivity(c_.gpu(0).uuid, 0.99);
-  EXPECT_TRUE(m.Evict(c_).empty());
-  // The service's own activity reaches 0.98 ≥ 0.97: Overlimit, the job is moved (requeued).
+  EXPECT_TRUE(m.AfterCycle(c_).evictions.empty());
+  // The service's own activity reaches 0.98 ≥ 0.97: Overlimit, the job is moved (requeued),
+  // and not resized as well (its share would drop to 10 %).
   telemetry_.SetSmActivity("svc1", 0.98);
-  std::vector<Eviction> e = m.Evict(c_);
+  actions = m.AfterCycle(c_);
+  EXPECT_TRUE(actions.resizes.empty());
+  std::vector<Eviction> e = actions.evictions;
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].workload, job.id);
   EXPECT_TRUE(e[0].requeue);
@@ -272,11 +277,34 @@ TEST_F(MuxflowTest, OverlimitEvictsAndDynamicSmResizes) {
   EXPECT_EQ(m.Monitor(0)->state(), GpuHealth::kOverlimit);
   // Without a driver that restarts moved work, the eviction ends the job instead.
   Muxflow no_move = Make({}, false);
-  no_move.Evict(c_);
+  no_move.AfterCycle(c_);
   telemetry_.SetSmActivity("svc1", 0.99);
-  e = no_move.Evict(c_);
+  e = no_move.AfterCycle(c_).evictions;
   ASSERT_EQ(e.size(), 1u);
   EXPECT_FALSE(e[0].requeue);
+}
+
+// One cycle's end both evicts (GPU 0's service is over its limit) and resizes (GPU 1's calms
+// down). The core applies the evictions first, so the resizes are judged as if they were done:
+// the job moved off GPU 0 is not resized as well.
+TEST_F(MuxflowTest, ACycleThatEvictsAndResizesLeavesTheEvictedOutOfItsResizes) {
+  AddNodes(1, 2);
+  PlaceService(0, 1, 0, 0.5);
+  PlaceService(1, 2, 1, 0.5);
+  Muxflow m = Make();
+  ASSERT_TRUE(m.AfterCycle(c_).evictions.empty());  // both Healthy
+  const Workload a = Job(10, 0), b = Job(11, 1);
+  for (const auto& [w, g] : {std::pair{&a, 0}, {&b, 1}}) {
+    ASSERT_TRUE(c_.Place(*w, {w->id, 0, {{ClusterState::PartitionOf(g, 0), 500, 6144, true}}}));
+  }
+  telemetry_.SetSmActivity("svc1", 0.98);  // ≥ 0.97: Overlimit; a would drop to 10 %
+  telemetry_.SetSmActivity("svc2", 0.3);   // b follows to 70 %
+  const CycleActions actions = m.AfterCycle(c_);
+  ASSERT_EQ(actions.evictions.size(), 1u);
+  EXPECT_EQ(actions.evictions[0].workload, a.id);
+  ASSERT_EQ(actions.resizes.size(), 1u);
+  EXPECT_EQ(actions.resizes[0].workload, b.id);
+  EXPECT_EQ(actions.resizes[0].slices.at(0).milli, 700);
 }
 
 TEST_F(MuxflowTest, FirstFitWithoutMatchingAndNothingOnAnUnknownGpu) {
@@ -287,7 +315,7 @@ TEST_F(MuxflowTest, FirstFitWithoutMatchingAndNothingOnAnUnknownGpu) {
   ASSERT_TRUE(c_.Place(s, {s.id, 0, {{ClusterState::PartitionOf(1, 0), 1000, 9216}}}));
   Muxflow m = Make({.matching = false});
   const Workload job = Job(3, 0);
-  m.Evict(c_);
+  m.AfterCycle(c_);
   EXPECT_TRUE(m.Filter(job, 0, c_).ok());
   auto offer = m.Score(job, 0, c_);
   ASSERT_TRUE(offer.has_value());
@@ -309,7 +337,7 @@ TEST_F(MuxflowTest, GreedyRoundsWaitForThePeriodAndTakeTheFirstFreeGpu) {
   PlaceService(1, 2, 1, 0.25);
   Muxflow m = Make({.matching = false, .offline_period = true});
   const Workload a = Job(10, 1), b = Job(11, 2);
-  m.Evict(c_);
+  m.AfterCycle(c_);
   // Between rounds nothing is offered one by one.
   EXPECT_EQ(m.Filter(a, 0, c_).reason, "offline work waits for the next round");
   EXPECT_FALSE(m.Score(a, 0, c_).has_value());
@@ -336,7 +364,7 @@ TEST_F(MuxflowTest, WithoutDynamicSmTheShareIsFixed) {
   PlaceService(0, 1, 0, 0.5);
   for (const auto& [fixed, milli] : {std::pair{100, 1000}, {40, 400}}) {
     Muxflow m = Make({.dynamic_sm = false, .fixed_sm_percent = fixed, .matching = false});
-    m.Evict(c_);
+    m.AfterCycle(c_);
     auto offer = m.Score(Job(3, 0), 0, c_);
     ASSERT_TRUE(offer.has_value());
     EXPECT_EQ(offer->placement.slices.at(0).milli, milli);

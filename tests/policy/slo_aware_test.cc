@@ -1,4 +1,4 @@
-// slo-aware (issue #14 Part 2) against numbers worked out by hand. Every cell is measured twice,
+// slo-aware against numbers worked out by hand. Every cell is measured twice,
 // so its relative uncertainty is a prediction interval for one new run: its sample standard
 // deviation over its mean × √(1 + 1/2) = × 1.224745:
 //
@@ -217,22 +217,23 @@ TEST_F(SloAwareTest, LearnsOnceFromAPodAloneOnAProfiledShare) {
   SloAware policy(predictor_, &telemetry, {.margin_z = 1, .co_runner_sigma = 0.1}, &predictor_);
   const Workload x = App(1, "a", 20);
   Put(x, 50);
-  EXPECT_TRUE(policy.Evict(c_).empty());  // no telemetry for it yet: nothing observed
+  // No telemetry for it yet: nothing observed.
+  EXPECT_TRUE(policy.AfterCycle(c_).evictions.empty());
   EXPECT_EQ(policy.observations(), 0);
   telemetry.SetWorkloadQps(x.name, 33);
   const predict::AppId a = *predictor_.FindApp("a");
   const predict::ConfigId half = *predictor_.FindConfig("V100-32GB/whole/50");
-  EXPECT_TRUE(policy.Evict(c_).empty());
+  EXPECT_TRUE(policy.AfterCycle(c_).evictions.empty());
   EXPECT_EQ(policy.observations(), 1);
   // The cell had 29 and 31; with 33 its mean is 31 over three runs.
   EXPECT_EQ(predictor_.profile().Count(a, half), 3);
   EXPECT_DOUBLE_EQ(predictor_.IsolatedAt(a, half), 31);
-  policy.Evict(c_);  // once per pod
+  policy.AfterCycle(c_);  // once per pod
   EXPECT_EQ(policy.observations(), 1);
   // A pod seen with a co-runner is never observed, nor one on a share with no column (40 %).
   Put(App(2, "b", 10), 25);
   telemetry.SetWorkloadQps("b-2", 30);
-  policy.Evict(c_);
+  policy.AfterCycle(c_);
   EXPECT_EQ(policy.observations(), 1);
   EXPECT_EQ(predictor_.profile().Count(*predictor_.FindApp("b"),
                                        *predictor_.FindConfig("V100-32GB/whole/25")),
@@ -247,7 +248,7 @@ TEST_F(SloAwareTest, LearnsOnceFromAPodAloneOnAProfiledShare) {
                       0,
                       {{ClusterState::PartitionOf(0, 0), 500,
                         fresh.partition(ClusterState::PartitionOf(0, 0)).memory_mib / 2}}}));
-  off.Evict(fresh);
+  off.AfterCycle(fresh);
   EXPECT_EQ(off.observations(), 0);
 }
 
@@ -261,14 +262,14 @@ TEST_F(SloAwareTest, MovesAPodBelowItsTargetOnceAFreeOptionIsPredictedToKeepIt) 
   telemetry.SetWorkloadQps(x.name, 20);
   // The first sighting only notes the sample; on a newer one its own V100 is still the only
   // GPU: nowhere else to go.
-  EXPECT_TRUE(policy.Evict(c_).empty());
+  EXPECT_TRUE(policy.AfterCycle(c_).evictions.empty());
   telemetry.SetUtilization("bump", 1);
-  EXPECT_TRUE(policy.Evict(c_).empty());
+  EXPECT_TRUE(policy.AfterCycle(c_).evictions.empty());
   // A second, empty V100: 40 % there is admissible (lower 24.36). The pod has been seen below
   // its target on a sample newer than the first sighting, its node unchanged: it moves.
   ASSERT_TRUE(c_.AddNode(
       model::UniformNode("v100-b", *model::FindGpuModel("V100-32GB"), 1, 64000, 1 << 20)));
-  const std::vector<Eviction> moves = policy.Evict(c_);
+  const std::vector<Eviction> moves = policy.AfterCycle(c_).evictions;
   ASSERT_EQ(moves.size(), 1u);
   EXPECT_EQ(moves[0].workload, 1);
   EXPECT_TRUE(moves[0].requeue);
@@ -276,14 +277,14 @@ TEST_F(SloAwareTest, MovesAPodBelowItsTargetOnceAFreeOptionIsPredictedToKeepIt) 
   EXPECT_EQ(policy.moves(), 1);
   // At most max_moves (1) per pod.
   telemetry.SetUtilization("bump", 4);
-  EXPECT_TRUE(policy.Evict(c_).empty());
+  EXPECT_TRUE(policy.AfterCycle(c_).evictions.empty());
   // A driver that cannot restart pods (can_move false) or `replace` off: never.
   SloAware fixed(predictor_, &telemetry, o, nullptr, /*can_move=*/false);
   SloAware off(predictor_, &telemetry, {.replace = false}, nullptr, true);
   for (int i = 5; i < 8; ++i) {
     telemetry.SetUtilization("bump", i);
-    EXPECT_TRUE(fixed.Evict(c_).empty());
-    EXPECT_TRUE(off.Evict(c_).empty());
+    EXPECT_TRUE(fixed.AfterCycle(c_).evictions.empty());
+    EXPECT_TRUE(off.AfterCycle(c_).evictions.empty());
   }
 }
 

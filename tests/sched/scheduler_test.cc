@@ -145,7 +145,7 @@ TEST_F(SchedulerTest, ReshapeParksTheWorkloadUntilTheDriverSaysDone) {
   EXPECT_TRUE(c_.CheckInvariants());
 }
 
-// Exercises the batch, proactive reshape and evict hooks together.
+// Exercises the batch, proactive reshape and end-of-cycle hooks together.
 class Batchy : public policy::Policy {
  public:
   std::string_view name() const override { return "batchy"; }
@@ -165,8 +165,8 @@ class Batchy : public policy::Policy {
     return std::optional<model::MigLayout>(
         *ParseLayout(GetGpuModel(c.gpu(g).model), "2g.12gb,2g.12gb"));
   }
-  std::vector<policy::Eviction> Evict(const ClusterState& c) override {
-    if (c.Find(1) && ++cycles_ == 2) return {{1, false, "test"}};
+  policy::CycleActions AfterCycle(const ClusterState& c) override {
+    if (c.Find(1) && ++cycles_ == 2) return {.evictions = {{1, false, "test"}}};
     return {};
   }
   int cycles_ = 0;
@@ -511,9 +511,9 @@ class EvictOnce : public policy::Policy {
                                  const ClusterState& c) override {
     return inner_.Score(w, n, c);
   }
-  std::vector<policy::Eviction> Evict(const ClusterState&) override {
-    std::vector<policy::Eviction> out;
-    for (WorkloadId id : std::exchange(armed, {})) out.push_back({id, id == 1, "armed"});
+  policy::CycleActions AfterCycle(const ClusterState&) override {
+    policy::CycleActions out;
+    for (WorkloadId id : std::exchange(armed, {})) out.evictions.push_back({id, id == 1, "armed"});
     return out;
   }
   std::vector<WorkloadId> armed;
@@ -571,12 +571,12 @@ class Halve : public policy::Policy {
                                  const ClusterState& c) override {
     return inner_.Score(w, node, c);
   }
-  std::vector<policy::ResizeTo> Resizes(const ClusterState& c) override {
+  policy::CycleActions AfterCycle(const ClusterState& c) override {
     const model::PlacedWorkload* pw = c.Find(1);
     if (pw == nullptr) return {};
     std::vector<model::Slice> s = pw->placement.slices;
     s[0].milli = std::max(1, s[0].milli / 2);
-    return {{1, s}, {99, s}};  // 99 is not placed: a policy error, counted
+    return {.resizes = {{1, s}, {99, s}}};  // 99 is not placed: a policy error, counted
   }
 
  private:
@@ -604,6 +604,57 @@ TEST_F(SchedulerTest, ResizesReachTheDriverWhichMayRefuseThem) {
   EXPECT_EQ(st.resized, 0);
   EXPECT_EQ(c_.Find(1)->placement.slices[0].milli, 400);
   EXPECT_EQ(seen, (std::vector<int32_t>{400, 200}));
+  EXPECT_TRUE(c_.CheckInvariants());
+}
+
+// Once armed, evicts workload 2 and halves both 1 and 2 in the same end-of-cycle actions.
+class EvictAndHalve : public policy::Policy {
+ public:
+  std::string_view name() const override { return "evict-and-halve"; }
+  std::optional<Candidate> Score(const Workload& w, model::NodeIndex node,
+                                 const ClusterState& c) override {
+    return inner_.Score(w, node, c);
+  }
+  policy::CycleActions AfterCycle(const ClusterState& c) override {
+    if (!std::exchange(armed, false)) return {};
+    policy::CycleActions out{.evictions = {{2, false, "armed"}}};
+    for (WorkloadId id : {1, 2}) {
+      std::vector<model::Slice> s = c.Find(id)->placement.slices;
+      s[0].milli /= 2;
+      out.resizes.push_back({id, s});
+    }
+    return out;
+  }
+  bool armed = false;
+
+ private:
+  policy::FirstFit inner_;
+};
+
+// The core applies a cycle's evictions, then its resizes: the driver hears of them in that
+// order, and a resize of a workload evicted just before is a policy error, not applied.
+TEST_F(SchedulerTest, AfterCycleEvictsThenResizes) {
+  EvictAndHalve policy;
+  std::vector<std::string> heard;
+  hooks_.evict = [&](const Workload& w, const policy::Eviction&) {
+    heard.push_back("evict " + w.name);
+  };
+  hooks_.resized = [&](const Workload& w, const model::Placement& now) -> Expected<void> {
+    heard.push_back("resize " + w.name + " to " + std::to_string(now.slices[0].milli));
+    return {};
+  };
+  Scheduler s(c_, policy, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(1, 800)));
+  ASSERT_TRUE(s.Submit(Share(2, 600)));
+  EXPECT_EQ(s.RunCycle().bound, 2);
+  policy.armed = true;
+  const CycleStats st = s.RunCycle();
+  EXPECT_EQ(st.evicted, 1);
+  EXPECT_EQ(st.resized, 1);
+  EXPECT_EQ(st.policy_errors, 1);
+  EXPECT_EQ(heard, (std::vector<std::string>{"evict w2", "resize w1 to 400"}));
+  EXPECT_EQ(c_.Find(2), nullptr);
+  EXPECT_EQ(c_.Find(1)->placement.slices[0].milli, 400);
   EXPECT_TRUE(c_.CheckInvariants());
 }
 

@@ -125,10 +125,10 @@ class MoveOnce : public policy::Policy {
                                          const model::ClusterState& c) override {
     return inner_.Score(w, node, c);
   }
-  std::vector<policy::Eviction> Evict(const model::ClusterState& c) override {
+  policy::CycleActions AfterCycle(const model::ClusterState& c) override {
     if (moved_ || c.placed_count() < 2 || !c.Find(1)) return {};
     moved_ = true;
-    return {{1, true, "test"}};
+    return {.evictions = {{1, true, "test"}}};
   }
 
  private:
@@ -302,11 +302,11 @@ class GrowOnce : public policy::Policy {
                                          const model::ClusterState& c) override {
     return inner_.Score(w, node, c);
   }
-  std::vector<policy::ResizeTo> Resizes(const model::ClusterState& c) override {
+  policy::CycleActions AfterCycle(const model::ClusterState& c) override {
     if (c.placed_count() < 2 || !c.Find(1)) return {};
     std::vector<model::Slice> s = c.Find(1)->placement.slices;
     s[0].milli = 1000;
-    return {{1, s}};
+    return {.resizes = {{1, s}}};
   }
 
  private:

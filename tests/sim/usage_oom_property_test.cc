@@ -65,7 +65,7 @@ apps:
 }
 
 // The policy under test, checking the cluster's invariants whenever the core calls it at the
-// end of a cycle (Evict, then Resizes: every cycle, after its placements).
+// end of a cycle (AfterCycle: every cycle, after its placements).
 class Checking final : public policy::Policy {
  public:
   explicit Checking(policy::Policy& inner) : inner_(inner) {}
@@ -91,15 +91,12 @@ class Checking final : public policy::Policy {
                                                          const model::ClusterState& c) override {
     return inner_.Reshape(g, c);
   }
-  std::vector<policy::Eviction> Evict(const model::ClusterState& c) override {
+  policy::CycleActions AfterCycle(const model::ClusterState& c) override {
     ++checks;
     if (auto ok = c.CheckInvariants(); !ok && first_violation.empty()) {
       first_violation = ok.error().message;
     }
-    return inner_.Evict(c);
-  }
-  std::vector<policy::ResizeTo> Resizes(const model::ClusterState& c) override {
-    return inner_.Resizes(c);
+    return inner_.AfterCycle(c);
   }
   std::string Explain(const model::Workload& w, const model::ClusterState& c) override {
     return inner_.Explain(w, c);
