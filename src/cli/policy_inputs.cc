@@ -15,7 +15,7 @@ const telemetry::Telemetry* PolicyInputs::telemetry_view() const { return teleme
 void AddPolicyInputFlags(CLI::App* sub, PolicyInputFlags& f) {
   sub->add_option("--profile", f.profile,
                   "Profile matrix CSV (row,column,value,count,variance) the predictor completes; "
-                  "needed by --policy predictive");
+                  "needed by the policies that predict (--list-policies)");
   sub->add_option("--interference", f.interference,
                   "Interference CSV (kind,victim,aggressor,value,count,variance)");
   sub->add_option("--prometheus", f.prometheus,

@@ -75,6 +75,10 @@ struct PolicyInfo {
   // slices, usage_view.h): the packing experiments measure allocated compute, so their default
   // policy set leaves these out.
   bool allocates_compute = true;
+  // The experiment whose world shows the policy at work (`tessera explain` builds a small one
+  // like it): "thesis" unless it needs another's inputs (an online service's load, job
+  // profiles, memory-use series).
+  std::string world = "thesis";
 };
 // A policy with its options as one string, for command lines: "predictive" or
 // 'predictive{"slo_headroom": 0.1}' (the name, then a JSON object).

@@ -127,6 +127,47 @@ std::string BarsSvg(std::string_view title, std::string_view y_label,
   return svg + "</svg>\n";
 }
 
+std::string LinesSvg(std::string_view title, std::string_view x_label, std::string_view y_label,
+                     const std::vector<Series>& series, const LinesOptions& o) {
+  double hi = o.y_max_at_least, x_hi = std::max(o.x_min + 1, o.x_max_at_least);
+  for (const Series& s : series) {
+    for (const auto& [x, y] : s.points) {
+      hi = std::max(hi, y);
+      x_hi = std::max(x_hi, x);
+    }
+  }
+  const std::vector<double> x_ticks = NiceTicks(o.x_min, x_hi, o.x_ticks);
+  const std::vector<double> y_ticks = NiceTicks(0, hi > 0 ? hi : 1, o.y_ticks);
+  PlotFrame f{.x_min = o.x_min,
+              .x_max = x_ticks.back(),
+              .y_min = 0,
+              .y_max = y_ticks.back(),
+              .left = 64,
+              .top = 34,
+              .width = o.plot_width,
+              .height = o.plot_height};
+  std::string svg = SvgOpen(o.width, o.height, title);
+  svg += SvgAxes(f, x_ticks, y_ticks, x_label, y_label, o.x_decimals, y_ticks.back() < 2 ? 2 : 0);
+  std::vector<LegendEntry> legend;
+  for (size_t i = 0; i < series.size(); ++i) {
+    legend.push_back({series[i].name, SeriesColor(i), SeriesDash(i)});
+    std::string points;
+    for (const auto& [x, y] : series[i].points) {
+      points += fmt::format("{:.1f},{:.1f} ", f.X(x), f.Y(y));
+      if (o.markers) {
+        svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", f.X(x),
+                           f.Y(y), SeriesColor(i));
+      }
+    }
+    svg += fmt::format(
+        "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"{}\" "
+        "points=\"{}\"/>\n",
+        SeriesColor(i), SeriesDash(i), points);
+  }
+  svg += SvgLegend(f.left + f.width + o.legend_gap, f.top + 10, legend);
+  return svg + "</svg>\n";
+}
+
 std::string PageOpen(std::string_view title, std::string_view heading) {
   return fmt::format(
       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{}</title>\n"

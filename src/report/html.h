@@ -64,6 +64,27 @@ struct Bar {
 };
 std::string BarsSvg(std::string_view title, std::string_view y_label, const std::vector<Bar>& bars);
 
+// Lines through (x, y) points, one per series in its colour and dash, from y = 0, with a legend
+// to the right of the plot; x from `x_min` to the last tick past the largest x.
+struct Series {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  // (x, y), drawn in order
+};
+struct LinesOptions {
+  int width = 520, height = 280;               // the SVG
+  double plot_width = 300, plot_height = 200;  // the plot area inside it
+  int x_ticks = 6;                             // about this many steps on x
+  double x_min = 0;
+  double x_max_at_least = 0;  // x runs to this at the least
+  int x_decimals = 0;
+  int y_ticks = 5;            // about this many steps on y
+  double y_max_at_least = 0;  // y runs to this at the least
+  double legend_gap = 16;     // between the plot and the legend
+  bool markers = false;       // a dot on every point
+};
+std::string LinesSvg(std::string_view title, std::string_view x_label, std::string_view y_label,
+                     const std::vector<Series>& series, const LinesOptions& options = {});
+
 // A page's opening: doctype, <title>, the shared table style, an <h1>; the caller writes the
 // body and closes it with PageClose().
 std::string PageOpen(std::string_view title, std::string_view heading);

@@ -11,7 +11,8 @@
 namespace tessera::report {
 namespace {
 
-// A point's per-seed values are never empty (one per seed); 0 keeps a hand-built empty one drawable.
+// A point's per-seed values are never empty (one per seed); 0 keeps a hand-built empty one
+// drawable.
 double MedianOrZero(const std::vector<double>& v) { return v.empty() ? 0.0 : Median(v); }
 
 // Methods in the order they first appear.
@@ -29,57 +30,38 @@ nlohmann::json SparsityJson(const std::vector<uint64_t>& seeds,
                             const std::vector<SparsityPoint>& points) {
   nlohmann::json j = {{"seeds", seeds}, {"points", nlohmann::json::array()}};
   for (const SparsityPoint& p : points) {
-    j["points"].push_back({{"method", p.method},
-                           {"missing", p.missing},
-                           {"median_ape", MedianOrZero(p.median_ape)},
-                           {"mape", MedianOrZero(p.mape)},
-                           {"p90_ape", MedianOrZero(p.p90_ape)},
-                           {"per_seed",
-                            {{"median_ape", p.median_ape},
-                             {"mape", p.mape},
-                             {"p90_ape", p.p90_ape}}}});
+    j["points"].push_back(
+        {{"method", p.method},
+         {"missing", p.missing},
+         {"median_ape", MedianOrZero(p.median_ape)},
+         {"mape", MedianOrZero(p.mape)},
+         {"p90_ape", MedianOrZero(p.p90_ape)},
+         {"per_seed", {{"median_ape", p.median_ape}, {"mape", p.mape}, {"p90_ape", p.p90_ape}}}});
   }
   return j;
 }
 
 std::string SparsitySvg(const std::string& title, const std::vector<SparsityPoint>& points) {
-  double y_hi = 10;
-  for (const SparsityPoint& p : points) y_hi = std::max(y_hi, MedianOrZero(p.median_ape));
-  const std::vector<double> x_ticks = NiceTicks(0, 100, 10);
-  const std::vector<double> y_ticks = NiceTicks(0, y_hi, 6);
-  const PlotFrame f{.x_min = 0,
-                    .x_max = 100,
-                    .y_min = 0,
-                    .y_max = y_ticks.back(),
-                    .left = 64,
-                    .top = 34,
-                    .width = 360,
-                    .height = 240};
-  std::string svg = SvgOpen(580, 330, title);
-  svg += SvgAxes(f, x_ticks, y_ticks, "hidden cells (% of the measured ones)",
-                 "median APE (%), median over seeds", 0, 0);
-  std::vector<LegendEntry> legend;
-  const std::vector<std::string> methods = Methods(points);
-  for (size_t i = 0; i < methods.size(); ++i) {
-    std::map<double, double> line;  // missing % -> median APE
+  std::vector<Series> lines;
+  for (const std::string& method : Methods(points)) {
+    std::map<double, double> line;  // missing % -> median APE, in increasing x
     for (const SparsityPoint& p : points) {
-      if (p.method == methods[i]) line[100 * p.missing] = MedianOrZero(p.median_ape);
+      if (p.method == method) line[100 * p.missing] = MedianOrZero(p.median_ape);
     }
-    const std::string color = SeriesColor(i), dash = SeriesDash(i);
-    legend.push_back({methods[i], color, dash});
-    std::string xy;
-    for (const auto& [x, y] : line) {
-      xy += fmt::format("{:.1f},{:.1f} ", f.X(x), f.Y(y));
-      svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", f.X(x),
-                         f.Y(y), Escape(color));
-    }
-    svg += fmt::format(
-        "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"{}\" "
-        "points=\"{}\"/>\n",
-        Escape(color), Escape(dash), xy);
+    lines.push_back({method, {line.begin(), line.end()}});
   }
-  svg += SvgLegend(f.left + f.width + 20, f.top + 10, legend);
-  return svg + "</svg>\n";
+  return LinesSvg(title, "hidden cells (% of the measured ones)",
+                  "median APE (%), median over seeds", lines,
+                  {.width = 580,
+                   .height = 330,
+                   .plot_width = 360,
+                   .plot_height = 240,
+                   .x_ticks = 10,
+                   .x_max_at_least = 100,
+                   .y_ticks = 6,
+                   .y_max_at_least = 10,
+                   .legend_gap = 20,
+                   .markers = true});
 }
 
 Expected<std::vector<std::string>> WriteSparsityReport(const std::string& dir,

@@ -1,5 +1,7 @@
 #include "sim/calibrate.h"
 
+#include <fmt/core.h>
+
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -123,6 +125,44 @@ Expected<CalibrationReport> CalibrateMigProfiler(const std::string& dir,
     report.catalog.apps.push_back(std::move(app));
   }
   return report;
+}
+
+Expected<void> CheckCalibrateArgs(const ExperimentArgs& args) {
+  if (args.data.empty()) return Fail("--experiment calibrate needs --data DIR");
+  return {};
+}
+
+Expected<ExperimentOutput> RunCalibrateExperiment(const ExperimentArgs& args, const Experiment&) {
+  Expected<AppCatalog> catalog = CatalogOf(args);
+  if (!catalog) return std::unexpected(catalog.error());
+  auto report = CalibrateMigProfiler(args.data, catalog->reference_gpu);
+  if (!report) return std::unexpected(report.error());
+  std::vector<double> errors;
+  for (const auto& [app, e] : report->roofline_error) errors.push_back(e);
+  if (errors.empty()) return Fail("{}: no MIGProfiler application to calibrate", args.data);
+  std::sort(errors.begin(), errors.end());
+  const auto over = std::count_if(errors.begin(), errors.end(), [](double e) { return e > 0.05; });
+  ExperimentOutput out;
+  out.table = fmt::format("calibrated {} applications from {} measurements ({})\n", errors.size(),
+                          report->measurements, args.data);
+  out.table += fmt::format(
+      "roofline alone, max relative error per application: median {:.1f}%, worst {:.1f}%, "
+      "{} of {} above 5% (the measured points themselves override it)\n",
+      100 * errors[errors.size() / 2], 100 * errors.back(), over, errors.size());
+  for (AppSpec& app : report->catalog.apps) {
+    auto it = std::find_if(catalog->apps.begin(), catalog->apps.end(),
+                           [&](const AppSpec& a) { return a.key == app.key; });
+    if (it != catalog->apps.end()) {
+      *it = std::move(app);
+    } else {
+      catalog->apps.push_back(std::move(app));
+    }
+  }
+  if (!args.out.empty()) {
+    if (auto ok = SaveAppCatalog(*catalog, args.out); !ok) return std::unexpected(ok.error());
+    out.table += fmt::format("wrote {} applications to {}\n", catalog->apps.size(), args.out);
+  }
+  return out;
 }
 
 }  // namespace tessera::sim

@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "model/gpu_model.h"
 #include "sim/apps.h"
+#include "sim/experiment.h"
 
 namespace tessera::sim {
 
@@ -45,5 +46,13 @@ struct CalibrationReport {
 
 [[nodiscard]] Expected<CalibrationReport> CalibrateMigProfiler(const std::string& dir,
                                                                const std::string& reference_gpu);
+
+// `tessera simulate --experiment calibrate` (registered in experiments.cc): fits the
+// MIGProfiler applications under --data, reports how well a roofline alone matches them, and
+// writes the catalogue (--apps or the built-in one, with those applications replaced or added)
+// to --out. It runs no policy. CheckCalibrateArgs: the usage error for a missing --data.
+[[nodiscard]] Expected<void> CheckCalibrateArgs(const ExperimentArgs& args);
+[[nodiscard]] Expected<ExperimentOutput> RunCalibrateExperiment(const ExperimentArgs& args,
+                                                                const Experiment& experiment);
 
 }  // namespace tessera::sim

@@ -1,5 +1,5 @@
 #pragma once
-// The disaggregation experiment (issue #18; seed 002, Experiments 4–5): Rodinia-like batch jobs
+// The disaggregation experiment (seed 002, Experiments 4–5): Rodinia-like batch jobs
 // on a cluster of K80 nodes whose CPUs are half taken by a warm-up of CPU-only jobs, so that a
 // scheduler confined to local GPUs leaves the GPUs of the busy nodes idle, and one that may
 // place a job's GPU on another node than its CPU (a remote slice, over the network) does not.
@@ -24,6 +24,7 @@
 // (policy, scenario, seed).
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,7 +32,10 @@
 
 #include "base/error.h"
 #include "policy/job_profile.h"
+#include "report/table.h"
 #include "sim/apps.h"
+#include "sim/experiment.h"
+#include "sim/explain.h"
 
 namespace tessera::sim {
 
@@ -77,7 +81,24 @@ policy::JobProfiles ProfileJobs(const AppCatalog& catalog, const std::vector<std
                                                             const DisaggregationScenario& scenario,
                                                             uint64_t seed,
                                                             const AppCatalog& catalog);
-// Means over seeds; policy, scenario and seed of the first.
+// The metrics of a run, declared once: the JSON, the CLI table and the report come from here.
+const report::MetricTable<DisaggregationRun>& DisaggregationTable();
+// Means over seeds (DisaggregationTable().Mean); policy, scenario and seed of the first.
 DisaggregationRun MeanOf(std::span<const DisaggregationRun> runs);
+
+// The report: {experiment, seeds, results: [a row per scenario and policy]}, and an HTML page
+// with, per scenario, a bar per policy for each charted metric (the defaults by short names:
+// firmament-like, drmaestro+NA) and the table.
+nlohmann::json DisaggregationJson(size_t seeds, std::span<const DisaggregationRun> means);
+std::string DisaggregationHtml(size_t seeds, std::span<const DisaggregationRun> means);
+// `tessera simulate --experiment disaggregation` (registered in experiments.cc).
+[[nodiscard]] Expected<ExperimentOutput> RunDisaggregationExperiment(const ExperimentArgs& args,
+                                                                     const Experiment& experiment);
+
+// `tessera explain` in this experiment's world, small: three nodes of two K80s, k80-0's CPU
+// held by the warm-up, an NW job running on k80-1 with its GPU on k80-0 (loading both nodes'
+// network), and five Rodinia-like jobs pending. Two cycles run; after each the policy prints
+// its two flow networks (arcs per kind, costs) and each job's fate.
+[[nodiscard]] Expected<Explanation> ExplainDisaggregation(const ExplainArgs& args);
 
 }  // namespace tessera::sim

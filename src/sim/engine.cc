@@ -440,6 +440,8 @@ void Engine::RequestCycle() {
 bool Engine::Done() const { return settled_ == outcomes_.size(); }
 
 EngineResult Engine::Run() {
+  TESSERA_CHECK(!ran_);
+  ran_ = true;
   double first_arrival = -1;
   if (options_.telemetry) Push(0, Kind::kTelemetry, 0);
   while (!events_.empty() && !Done()) {

@@ -144,7 +144,8 @@ class Engine {
   // Queues an arrival (at w.arrival_s); workloads are reported in the order they were added.
   // Refuses a duplicate id or a workload with no queries to run.
   [[nodiscard]] Expected<void> Add(model::Workload w);
-  // Runs until every workload finished or failed, or the horizon.
+  // Runs until every workload finished or failed, or the horizon. Once: the result takes the
+  // outcomes (a second call is a bug, and aborts).
   EngineResult Run();
 
  private:
@@ -239,6 +240,7 @@ class Engine {
   size_t settled_ = 0;  // finished or failed
   bool cycle_pending_ = false;
   bool usage_pending_ = false;                     // a kUsage event is queued
+  bool ran_ = false;                               // Run was called
   bool load_pending_ = false;                      // a kLoad event is queued
   std::vector<model::GpuIndex> rerate_;            // GPUs whose co-location changed
   std::vector<model::WorkloadId> rerate_ids_;      // GPU-less workloads just started

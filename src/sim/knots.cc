@@ -5,61 +5,22 @@
 #include <algorithm>
 #include <cmath>
 
-#include "base/clock.h"
 #include "base/rng.h"
 #include "model/cluster.h"
-#include "policy/registry.h"
 #include "sim/engine.h"
 #include "sim/physics.h"
-#include "telemetry/telemetry.h"
+#include "sim/world.h"
 
 namespace tessera::sim {
 namespace {
 
 constexpr std::string_view kPolicies[] = {"whole-gpu", "knots-resag", "knots-cbp", "knots-pp"};
 
-}  // namespace
-
-std::span<const std::string_view> KnotsPolicies() { return kPolicies; }
-
-Expected<KnotsRun> RunKnots(std::string_view policy_spec, const KnotsScenario& scenario,
-                            uint64_t seed, const AppCatalog& full_catalog) {
-  const std::optional<model::GpuModelId> gpu = model::FindGpuModel(scenario.gpu);
-  if (!gpu) return Fail("experiment knots: unknown GPU model '{}'", scenario.gpu);
-  const AppCatalog catalog = SharingCatalog(full_catalog);
-  for (const auto* list : {&scenario.batch_apps, &scenario.inference_apps}) {
-    if (list->empty()) return Fail("experiment knots: no batch or no inference apps");
-    for (const std::string& key : *list) {
-      const AppSpec* app = catalog.Find(key);
-      if (app == nullptr || app->usage.empty()) {
-        return Fail(
-            "experiment knots: the catalogue's `sharing` list has no app '{}' with a usage "
-            "trajectory",
-            key);
-      }
-    }
-  }
-  Expected<policy::PolicySpec> spec = policy::ParsePolicySpec(policy_spec);
-  if (!spec) return std::unexpected(spec.error());
-
-  Physics physics(catalog, seed);
-  model::ClusterState cluster;
-  for (int n = 0; n < scenario.nodes; ++n) {
-    if (auto ok = cluster.AddNode(
-            model::UniformNode(fmt::format("gpu{}", n), *gpu, 1, 32000, 128 * 1024));
-        !ok) {
-      return std::unexpected(ok.error());
-    }
-  }
-  Rng rng(seed);
-  ManualClock clock;
-  telemetry::StaticTelemetry telemetry;
-  auto policy = policy::MakePolicy(
-      spec->name, {.rng = &rng, .clock = &clock, .telemetry = &telemetry}, spec->options);
-  if (!policy) return std::unexpected(policy.error());
-  Engine engine(cluster, **policy, physics, rng, {.telemetry = &telemetry, .clock = &clock});
-
-  // The trace: its own stream, so every policy of a seed sees the same pods.
+// The trace: its own stream, so every policy of a seed sees the same pods — batch jobs and
+// inference pods shuffled, Poisson submissions over the window.
+Expected<void> AddTrace(const KnotsScenario& scenario, uint64_t seed, model::GpuModelId gpu,
+                        World& world) {
+  const AppCatalog& catalog = world.physics.catalog();
   Rng trace(seed ^ 0x6b6e6f74ULL);
   const int total = scenario.batch_jobs + scenario.inference_pods;
   std::vector<char> inference(static_cast<size_t>(total), 0);
@@ -82,14 +43,17 @@ Expected<KnotsRun> RunKnots(std::string_view policy_spec, const KnotsScenario& s
     w.memory_mib = 4096;
     w.queries = app.queries_min + static_cast<int64_t>(trace.Below(static_cast<uint64_t>(
                                       app.queries_max - app.queries_min + 1)));
-    w.gpu = {.count = 1, .milli = 1000, .memory_mib = app.footprint_mib, .models = {*gpu}};
-    if (serving) w.slo_qps = scenario.slo_fraction * physics.IsolatedQps(app, *gpu, -1, 1000);
+    w.gpu = {.count = 1, .milli = 1000, .memory_mib = app.footprint_mib, .models = {gpu}};
+    if (serving) w.slo_qps = scenario.slo_fraction * world.physics.IsolatedQps(app, gpu, -1, 1000);
     w.arrival_s = t;
-    if (auto ok = engine.Add(std::move(w)); !ok) return std::unexpected(ok.error());
+    if (auto ok = world.engine->Add(std::move(w)); !ok) return std::unexpected(ok.error());
   }
-  const EngineResult r = engine.Run();
+  return {};
+}
 
-  KnotsRun run{.policy = std::string(policy_spec), .seed = seed};
+// The run's figures from the engine's outcomes (seed 004's metrics).
+KnotsRun Summarize(const EngineResult& r, int gpu_count) {
+  KnotsRun run;
   int batch = 0, served = 0;
   for (const WorkloadOutcome& o : r.workloads) {
     run.oom_kills += o.oom_kills;
@@ -106,28 +70,107 @@ Expected<KnotsRun> RunKnots(std::string_view policy_spec, const KnotsScenario& s
   if (batch > 0) run.jct_s_mean /= batch;
   if (served > 0) run.inference_jct_s_mean /= served;
   run.makespan_s = r.end_s - r.first_arrival_s;
-  const double gpus = std::max(1, cluster.gpu_count());
+  const double gpus = std::max(1, gpu_count);
   if (run.makespan_s > 0) run.gpu_util_mean = r.sm_activity_integral / (gpus * run.makespan_s);
   run.energy_j = r.energy_j;
   return run;
 }
 
-KnotsRun MeanOf(std::span<const KnotsRun> runs) {
-  KnotsRun m;
-  if (runs.empty()) return m;
-  m.policy = runs.front().policy;
-  m.seed = runs.front().seed;
-  const double n = static_cast<double>(runs.size());
-  for (const KnotsRun& r : runs) {
-    m.gpu_util_mean += r.gpu_util_mean / n;
-    m.jct_s_mean += r.jct_s_mean / n;
-    m.energy_j += r.energy_j / n;
-    m.qos_violations += r.qos_violations / n;
-    m.oom_kills += r.oom_kills / n;
-    m.makespan_s += r.makespan_s / n;
-    m.inference_jct_s_mean += r.inference_jct_s_mean / n;
+}  // namespace
+
+std::span<const std::string_view> KnotsPolicies() { return kPolicies; }
+
+Expected<KnotsRun> RunKnots(std::string_view policy_spec, const KnotsScenario& scenario,
+                            uint64_t seed, const AppCatalog& full_catalog) {
+  const std::optional<model::GpuModelId> gpu = model::FindGpuModel(scenario.gpu);
+  if (!gpu) return Fail("experiment knots: unknown GPU model '{}'", scenario.gpu);
+  const AppCatalog catalog = SharingCatalog(full_catalog);
+  for (const auto* list : {&scenario.batch_apps, &scenario.inference_apps}) {
+    if (list->empty()) return Fail("experiment knots: no batch or no inference apps");
+    for (const std::string& key : *list) {
+      const AppSpec* app = catalog.Find(key);
+      if (app == nullptr || app->usage.empty()) {
+        return Fail(
+            "experiment knots: the catalogue's `sharing` list has no app '{}' with a usage "
+            "trajectory",
+            key);
+      }
+    }
   }
-  return m;
+  model::ClusterState cluster;
+  for (int n = 0; n < scenario.nodes; ++n) {
+    if (auto ok = cluster.AddNode(
+            model::UniformNode(fmt::format("gpu{}", n), *gpu, 1, 32000, 128 * 1024));
+        !ok) {
+      return std::unexpected(ok.error());
+    }
+  }
+  auto world = World::Build(catalog, std::move(cluster), {.policy = policy_spec, .seed = seed});
+  if (!world) return std::unexpected(world.error());
+  Engine& engine = *(*world)->engine;
+
+  if (auto ok = AddTrace(scenario, seed, *gpu, **world); !ok) return std::unexpected(ok.error());
+  KnotsRun run = Summarize(engine.Run(), (*world)->cluster.gpu_count());
+  run.policy = std::string(policy_spec);
+  run.seed = seed;
+  return run;
+}
+
+const report::MetricTable<KnotsRun>& KnotsTable() {
+  static const report::MetricTable<KnotsRun> table{
+      .labels = {{"policy", "policy", 14, [](const KnotsRun& r) { return r.policy; }}},
+      .metrics = {
+          {"gpu_util_mean", &KnotsRun::gpu_util_mean, "SM %", 100, 1, 8, "",
+           "GPU utilisation (SM activity)", "%"},
+          {"jct_s_mean", &KnotsRun::jct_s_mean, "batch JCT", 1, 0, 10, "s",
+           "Batch job completion time (mean)", "s"},
+          {"energy_j", &KnotsRun::energy_j, "energy kJ", 1, 1, 10, "", "Energy", "kJ", 1000},
+          {"qos_violations", &KnotsRun::qos_violations, "QoS viol", 1, 1, 8, "",
+           "QoS violations (inference pods)", "pods"},
+          {"oom_kills", &KnotsRun::oom_kills, "OOM", 1, 1, 8, "", "OOM kills", "kills"},
+          {"makespan_s", &KnotsRun::makespan_s, "makespan", 1, 0, 10, "s"},
+          {"inference_jct_s_mean", &KnotsRun::inference_jct_s_mean, "infer JCT", 1, 0, 10, "s"}}};
+  return table;
+}
+
+KnotsRun MeanOf(std::span<const KnotsRun> runs) { return KnotsTable().Mean(runs); }
+
+nlohmann::json KnotsJson(size_t seeds, std::span<const KnotsRun> means) {
+  return {{"experiment", "knots"}, {"seeds", seeds}, {"results", KnotsTable().Json(means)}};
+}
+
+std::string KnotsHtml(size_t seeds, std::span<const KnotsRun> means) {
+  return report::PageOpen("tessera knots", "tessera simulate --experiment knots") +
+         fmt::format(
+             "<p>10 GPU nodes, batch jobs with usage bursts and latency-bound inference pods; "
+             "means over {} seed(s) (seed 004; docs/results.md). The numbers are in "
+             "<code>report.json</code>.</p>\n<div>\n",
+             seeds) +
+         KnotsTable().Bars(means, [](const KnotsRun& r) { return r.policy; }) + "</div>\n" +
+         KnotsTable().Html(means) + report::PageClose();
+}
+
+Expected<ExperimentOutput> RunKnotsExperiment(const ExperimentArgs& args,
+                                              const Experiment& experiment) {
+  Expected<AppCatalog> catalog = CatalogOf(args);
+  if (!catalog) return std::unexpected(catalog.error());
+  const KnotsScenario scenario;
+  auto means = MeansPerPolicy<KnotsRun>(
+      args, experiment,
+      [&](const std::string& policy, uint64_t seed) {
+        return RunKnots(policy, scenario, seed, *catalog);
+      },
+      [](std::span<const KnotsRun> runs) { return MeanOf(runs); });
+  if (!means) return std::unexpected(means.error());
+  ExperimentOutput out{.json = KnotsJson(args.seeds.size(), *means)};
+  out.table =
+      fmt::format(
+          "experiment knots: {} x {}, {} batch jobs and {} inference pods over {:.0f} s, {} "
+          "seed(s)\n\n",
+          scenario.nodes, scenario.gpu, scenario.batch_jobs, scenario.inference_pods,
+          scenario.submit_window_s, args.seeds.size()) +
+      KnotsTable().Text(*means);
+  return WithReport(std::move(out), args.out, KnotsHtml(args.seeds.size(), *means));
 }
 
 }  // namespace tessera::sim

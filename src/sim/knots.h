@@ -1,5 +1,5 @@
 #pragma once
-// The Kube-Knots experiment (issue #16; seed 004): batch jobs whose use moves in phases and
+// The Kube-Knots experiment (seed 004): batch jobs whose use moves in phases and
 // latency-bound inference pods share a cluster of 10 GPU nodes. Every pod asks for the GPU
 // memory its user expects it to hold (the app's footprint_mib), which a batch job exceeds
 // during its bursts (004: SM peaks 90× and bandwidth peaks 400× the median, the whole capacity
@@ -16,13 +16,16 @@
 // seed).
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/error.h"
+#include "report/table.h"
 #include "sim/apps.h"
+#include "sim/experiment.h"
 
 namespace tessera::sim {
 
@@ -54,7 +57,17 @@ struct KnotsRun {
 
 [[nodiscard]] Expected<KnotsRun> RunKnots(std::string_view policy, const KnotsScenario& scenario,
                                           uint64_t seed, const AppCatalog& catalog);
-// Means over seeds; policy of the first.
+// The metrics of a run, declared once: the JSON, the CLI table and the report come from here.
+const report::MetricTable<KnotsRun>& KnotsTable();
+// Means over seeds (KnotsTable().Mean); policy of the first.
 KnotsRun MeanOf(std::span<const KnotsRun> runs);
+
+// The report: {experiment, seeds, results: [KnotsTable's row per policy]}, and an HTML page
+// with a bar chart per charted metric and the table.
+nlohmann::json KnotsJson(size_t seeds, std::span<const KnotsRun> means);
+std::string KnotsHtml(size_t seeds, std::span<const KnotsRun> means);
+// `tessera simulate --experiment knots` (registered in experiments.cc).
+[[nodiscard]] Expected<ExperimentOutput> RunKnotsExperiment(const ExperimentArgs& args,
+                                                            const Experiment& experiment);
 
 }  // namespace tessera::sim

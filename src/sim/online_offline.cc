@@ -8,21 +8,18 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "base/clock.h"
 #include "base/rng.h"
 #include "model/cluster.h"
-#include "policy/registry.h"
+#include "policy/muxflow.h"
 #include "predict/predictor.h"
 #include "sim/engine.h"
+#include "sim/explain.h"
 #include "sim/physics.h"
 #include "sim/profiler.h"
-#include "telemetry/telemetry.h"
+#include "sim/world.h"
 
 namespace tessera::sim {
 namespace {
-
-constexpr std::string_view kPolicies[] = {"online-only", "ts",        "pb-ts",      "muxflow",
-                                          "muxflow-S",   "muxflow-M", "muxflow-S-M"};
 
 // A service never finishes within the day: more queries than any replica can serve.
 constexpr int64_t kServiceQueries = int64_t{1} << 50;
@@ -38,52 +35,73 @@ struct Variant {
   nlohmann::json options = nlohmann::json::object();
 };
 
+// The experiment's arms: each is muxflow (the one registered policy it runs) with options, on a
+// ground truth with or without MPS, with or without the offline trace.
+struct Arm {
+  std::string_view name;
+  bool offline;
+  PhysicsOptions::Sharing sharing;
+  nlohmann::json (*options)();
+};
+
+nlohmann::json NoOptions() { return nlohmann::json::object(); }
+// ts and pb-ts: first come, first placed, at MPS's full share, and nothing protects the service.
+nlohmann::json Unprotected() {
+  const nlohmann::json never = {2, 2, 2};
+  return {{"dynamic_sm", false},
+          {"matching", false},
+          {"offline_period", true},
+          {"gpu_util_thresholds", never},
+          {"sm_activity_thresholds", never},
+          {"memory_thresholds", never},
+          {"clock_drop_thresholds", never}};
+}
+nlohmann::json NoDynamicSm() {
+  return {{"dynamic_sm", false}, {"fixed_sm_percent", kFixedSmPercent}};
+}
+nlohmann::json NoMatching() { return {{"matching", false}, {"offline_period", true}}; }
+nlohmann::json Neither() {
+  nlohmann::json o = NoDynamicSm();
+  o.update(NoMatching());
+  return o;
+}
+
+using Sharing = PhysicsOptions::Sharing;
+constexpr Arm kArms[] = {{"online-only", false, Sharing::kMps, NoOptions},
+                         {"ts", true, Sharing::kTimeSlice, Unprotected},
+                         {"pb-ts", true, Sharing::kPriorityTimeSlice, Unprotected},
+                         {"muxflow", true, Sharing::kMps, NoOptions},
+                         {"muxflow-S", true, Sharing::kMps, NoDynamicSm},
+                         {"muxflow-M", true, Sharing::kMps, NoMatching},
+                         {"muxflow-S-M", true, Sharing::kMps, Neither}};
+constexpr std::string_view kPolicies[] = {kArms[0].name, kArms[1].name, kArms[2].name,
+                                          kArms[3].name, kArms[4].name, kArms[5].name,
+                                          kArms[6].name};
+
+// NAME or NAME{json}: an arm, with muxflow options over the arm's own.
 Expected<Variant> VariantOf(std::string_view spec) {
-  using Sharing = PhysicsOptions::Sharing;
-  Variant v;
-  // NAME{json}: muxflow options over the variant's own (e.g. muxflow{"period_s":60}).
-  std::string_view policy = spec;
+  std::string_view name = spec;
   nlohmann::json extra = nlohmann::json::object();
   if (const size_t brace = spec.find('{'); brace != std::string_view::npos) {
-    policy = spec.substr(0, brace);
+    name = spec.substr(0, brace);
     extra = nlohmann::json::parse(spec.substr(brace), nullptr, /*allow_exceptions=*/false);
     if (!extra.is_object()) {
       return Fail(
-          "experiment online-offline: unknown policy '{}': the options after the name "
-          "must be one JSON object",
+          "experiment online-offline: policy '{}': the options after the name must be one JSON "
+          "object",
           spec);
     }
   }
-  if (policy == "online-only") {
-    v.offline = false;
-  } else if (policy == "ts" || policy == "pb-ts") {
-    // First come, first placed, at MPS's full share, and nothing protects the service.
-    v.sharing = policy == "ts" ? Sharing::kTimeSlice : Sharing::kPriorityTimeSlice;
-    const nlohmann::json never = {2, 2, 2};
-    v.options = {{"dynamic_sm", false},
-                 {"matching", false},
-                 {"offline_period", true},
-                 {"gpu_util_thresholds", never},
-                 {"sm_activity_thresholds", never},
-                 {"memory_thresholds", never},
-                 {"clock_drop_thresholds", never}};
-  } else if (policy == "muxflow-S") {
-    v.options = {{"dynamic_sm", false}, {"fixed_sm_percent", kFixedSmPercent}};
-  } else if (policy == "muxflow-M") {
-    v.options = {{"matching", false}, {"offline_period", true}};
-  } else if (policy == "muxflow-S-M") {
-    v.options = {{"dynamic_sm", false},
-                 {"fixed_sm_percent", kFixedSmPercent},
-                 {"matching", false},
-                 {"offline_period", true}};
-  } else if (policy != "muxflow") {
-    return Fail(
-        "experiment online-offline: unknown policy '{}' (one of online-only, ts, pb-ts, "
-        "muxflow, muxflow-S, muxflow-M, muxflow-S-M)",
-        policy);
+  for (const Arm& arm : kArms) {
+    if (arm.name != name) continue;
+    Variant v{.offline = arm.offline, .sharing = arm.sharing, .options = arm.options()};
+    v.options.update(extra);
+    return v;
   }
-  v.options.update(extra);
-  return v;
+  return Fail(
+      "experiment online-offline: unknown policy '{}' (one of online-only, ts, pb-ts, muxflow, "
+      "muxflow-S, muxflow-M, muxflow-S-M)",
+      name);
 }
 
 }  // namespace
@@ -180,48 +198,12 @@ double LatencyQuantile(std::span<const QueueObservation> qs, double host_s, doub
   return host_s + (lo + hi) / 2;
 }
 
-Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy_name,
-                                            const OnlineOfflineScenario& scenario, uint64_t seed,
-                                            const AppCatalog& full_catalog) {
-  Expected<Variant> variant = VariantOf(policy_name);
-  if (!variant) return std::unexpected(variant.error());
-  const std::optional<model::GpuModelId> gpu = model::FindGpuModel(scenario.gpu);
-  if (!gpu) return Fail("experiment online-offline: unknown GPU model '{}'", scenario.gpu);
-  const int gpus = scenario.nodes * scenario.gpus_per_node;
-  const std::vector<OnlineService> services =
-      scenario.services.empty() ? DefaultServices(gpus) : scenario.services;
-  Expected<AppCatalog> catalog = OnlineOfflineCatalog(full_catalog, services);
-  if (!catalog) return std::unexpected(catalog.error());
+namespace {
 
-  PhysicsOptions physics_options;
-  physics_options.sharing = variant->sharing;
-  Physics physics(*catalog, seed, physics_options);
-  model::ClusterState cluster = MakeCluster(scenario, *gpu);
-
-  Expected<predict::Predictor> predictor = OnlineOfflinePredictor(physics, scenario.gpu, seed);
-  if (!predictor) return std::unexpected(predictor.error());
-
-  Rng rng(seed);
-  ManualClock clock;
-  telemetry::StaticTelemetry telemetry;
-  auto policy = policy::MakePolicy("muxflow",
-                                   {.rng = &rng,
-                                    .clock = &clock,
-                                    .predictor = &*predictor,
-                                    .telemetry = &telemetry,
-                                    .can_move = true},
-                                   variant->options);
-  if (!policy) return std::unexpected(policy.error());
-  Engine engine(cluster, **policy, physics, rng,
-                {.cycle_interval_s = kCycleIntervalS,
-                 .horizon_s = scenario.horizon_s,
-                 .telemetry = &telemetry,
-                 .telemetry_interval_s = kCycleIntervalS,
-                 .clock = &clock,
-                 .load_interval_s = kLoadIntervalS});
-
-  // The services first, at t = 0, one replica per GPU.
-  model::WorkloadId next_id = 1;
+// The services first, at t = 0, one replica per GPU; the service of each replica's id.
+Expected<std::map<model::WorkloadId, const OnlineService*>> AddServices(
+    std::span<const OnlineService> services, model::GpuModelId gpu, World& world,
+    model::WorkloadId& next_id) {
   std::map<model::WorkloadId, const OnlineService*> service_of;
   for (const OnlineService& s : services) {
     for (int r = 0; r < s.replicas; ++r) {
@@ -231,45 +213,76 @@ Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy_name,
       w.app = s.app;
       w.klass = model::WorkloadClass::kOnline;
       w.queries = kServiceQueries;
-      w.gpu = {.count = 1, .milli = 1000, .models = {*gpu}};
+      w.gpu = {.count = 1, .milli = 1000, .models = {gpu}};
       w.arrival_s = 0;
-      physics.SetOfferedLoad(w.id, s.load);
+      world.physics.SetOfferedLoad(w.id, s.load);
       service_of[w.id] = &s;
-      if (auto ok = engine.Add(std::move(w)); !ok) return std::unexpected(ok.error());
+      if (auto ok = world.engine->Add(std::move(w)); !ok) return std::unexpected(ok.error());
     }
   }
-  // The offline trace: its own stream, so every policy of a seed sees the same jobs.
-  int offline_jobs = 0;
-  if (variant->offline) {
-    Rng trace(seed ^ 0x0ff11e5ULL);
-    double t = 0;
-    for (int j = 0; j < scenario.offline_jobs; ++j) {
-      t += trace.Exponential(scenario.offline_jobs / scenario.submit_window_s);
-      const std::string& key = full_catalog.training[trace.Below(full_catalog.training.size())].key;
-      const AppSpec& app = *catalog->Find(key);
-      const double duration = std::min(
-          scenario.duration_max_s,
-          scenario.duration_median_s * std::exp(scenario.duration_sigma * trace.Normal(0, 1)));
-      const double rate = physics.IsolatedQps(app, *gpu, -1, 1000);  // iterations/s alone
-      model::Workload w;
-      w.id = next_id++;
-      w.name = fmt::format("job-{}", j);
-      w.app = app.key;
-      w.klass = model::WorkloadClass::kOffline;
-      w.queries = std::max<int64_t>(1, std::llround(duration * rate));
-      w.checkpoint_queries = std::max<int64_t>(1, std::llround(scenario.checkpoint_s * rate));
-      w.gpu = {.count = 1, .milli = 1000, .memory_mib = app.footprint_mib, .models = {*gpu}};
-      w.arrival_s = t;
-      if (auto ok = engine.Add(std::move(w)); !ok) return std::unexpected(ok.error());
-      ++offline_jobs;
-    }
-  }
-  const EngineResult result = engine.Run();
+  return service_of;
+}
 
+// The offline trace: its own stream, so every policy of a seed sees the same jobs. Returns how
+// many were added.
+Expected<int> AddOfflineJobs(const OnlineOfflineScenario& scenario, uint64_t seed,
+                             const AppCatalog& full_catalog, model::GpuModelId gpu, World& world,
+                             model::WorkloadId& next_id) {
+  const AppCatalog& catalog = world.physics.catalog();
+  Rng trace(seed ^ 0x0ff11e5ULL);
+  double t = 0;
+  for (int j = 0; j < scenario.offline_jobs; ++j) {
+    t += trace.Exponential(scenario.offline_jobs / scenario.submit_window_s);
+    const std::string& key = full_catalog.training[trace.Below(full_catalog.training.size())].key;
+    const AppSpec& app = *catalog.Find(key);
+    const double duration = std::min(
+        scenario.duration_max_s,
+        scenario.duration_median_s * std::exp(scenario.duration_sigma * trace.Normal(0, 1)));
+    const double rate = world.physics.IsolatedQps(app, gpu, -1, 1000);  // iterations/s alone
+    model::Workload w;
+    w.id = next_id++;
+    w.name = fmt::format("job-{}", j);
+    w.app = app.key;
+    w.klass = model::WorkloadClass::kOffline;
+    w.queries = std::max<int64_t>(1, std::llround(duration * rate));
+    w.checkpoint_queries = std::max<int64_t>(1, std::llround(scenario.checkpoint_s * rate));
+    w.gpu = {.count = 1, .milli = 1000, .memory_mib = app.footprint_mib, .models = {gpu}};
+    w.arrival_s = t;
+    if (auto ok = world.engine->Add(std::move(w)); !ok) return std::unexpected(ok.error());
+  }
+  return scenario.offline_jobs;
+}
+
+// The hourly timeline: each bucket's request-weighted latency and its GPUs' mean activity.
+std::vector<TimelinePoint> Timeline(const EngineResult& result,
+                                    const std::vector<std::vector<QueueObservation>>& by_hour,
+                                    double host_s) {
+  std::vector<TimelinePoint> timeline(by_hour.size());
+  std::vector<int> in_bucket(by_hour.size(), 0);
+  for (const ClusterSample& c : result.load_ticks) {
+    const auto bucket = static_cast<size_t>(c.t / kBucketS);
+    if (bucket >= timeline.size()) continue;
+    timeline[bucket].gpu_util += c.gpu_util;
+    timeline[bucket].sm_activity += c.sm_activity;
+    ++in_bucket[bucket];
+  }
+  for (size_t b = 0; b < timeline.size(); ++b) {
+    timeline[b].hour = static_cast<double>(b) * kBucketS / 3600;
+    timeline[b].latency_ms = 1000 * MeanLatency(by_hour[b], host_s);
+    if (in_bucket[b] > 0) {
+      timeline[b].gpu_util /= in_bucket[b];
+      timeline[b].sm_activity /= in_bucket[b];
+    }
+  }
+  return timeline;
+}
+
+// The run's figures from the engine's outcomes: the services' latency from their load samples,
+// the offline jobs' completions, evictions and executions, the GPUs' activity.
+OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenario& scenario,
+                           const std::map<model::WorkloadId, const OnlineService*>& service_of,
+                           int gpus) {
   OnlineOfflineRun run;
-  run.policy = std::string(policy_name);
-  run.seed = seed;
-  run.offline_jobs = offline_jobs;
   const double host_s = scenario.host_latency_ms / 1000;
   std::vector<QueueObservation> all;
   std::vector<std::vector<QueueObservation>> by_hour(
@@ -304,47 +317,85 @@ Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy_name,
   const double gpu_time = gpus * std::max(1.0, result.stop_s);
   run.gpu_util_mean = result.gpu_util_integral / gpu_time;
   run.sm_activity_mean = result.sm_activity_integral / gpu_time;
-  std::vector<TimelinePoint> timeline(by_hour.size());
-  std::vector<int> in_bucket(by_hour.size(), 0);
-  for (const ClusterSample& c : result.load_ticks) {
-    const auto bucket = static_cast<size_t>(c.t / kBucketS);
-    if (bucket >= timeline.size()) continue;
-    timeline[bucket].gpu_util += c.gpu_util;
-    timeline[bucket].sm_activity += c.sm_activity;
-    ++in_bucket[bucket];
-  }
-  for (size_t b = 0; b < timeline.size(); ++b) {
-    timeline[b].hour = static_cast<double>(b) * kBucketS / 3600;
-    timeline[b].latency_ms = 1000 * MeanLatency(by_hour[b], host_s);
-    if (in_bucket[b] > 0) {
-      timeline[b].gpu_util /= in_bucket[b];
-      timeline[b].sm_activity /= in_bucket[b];
-    }
-  }
-  run.timeline = std::move(timeline);
+  run.timeline = Timeline(result, by_hour, host_s);
   return run;
 }
 
+}  // namespace
+
+Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy_name,
+                                            const OnlineOfflineScenario& scenario, uint64_t seed,
+                                            const AppCatalog& full_catalog) {
+  Expected<Variant> variant = VariantOf(policy_name);
+  if (!variant) return std::unexpected(variant.error());
+  const std::optional<model::GpuModelId> gpu = model::FindGpuModel(scenario.gpu);
+  if (!gpu) return Fail("experiment online-offline: unknown GPU model '{}'", scenario.gpu);
+  const int gpus = scenario.nodes * scenario.gpus_per_node;
+  const std::vector<OnlineService> services =
+      scenario.services.empty() ? DefaultServices(gpus) : scenario.services;
+  Expected<AppCatalog> catalog = OnlineOfflineCatalog(full_catalog, services);
+  if (!catalog) return std::unexpected(catalog.error());
+
+  const std::string muxflow = "muxflow" + variant->options.dump();
+  WorldOptions options{
+      .policy = muxflow,
+      .seed = seed,
+      .predictor = [&](const Physics& physics,
+                       const model::ClusterState&) -> Expected<predict::Predictor> {
+        return OnlineOfflinePredictor(physics, scenario.gpu, seed);
+      },
+      .always_predict = true,
+      .can_move = true,
+      .engine = {.cycle_interval_s = kCycleIntervalS,
+                 .horizon_s = scenario.horizon_s,
+                 .telemetry_interval_s = kCycleIntervalS,
+                 .load_interval_s = kLoadIntervalS}};
+  options.physics.sharing = variant->sharing;
+  auto world = World::Build(*catalog, MakeCluster(scenario, *gpu), options);
+  if (!world) return std::unexpected(world.error());
+
+  model::WorkloadId next_id = 1;
+  auto service_of = AddServices(services, *gpu, **world, next_id);
+  if (!service_of) return std::unexpected(service_of.error());
+  int offline_jobs = 0;
+  if (variant->offline) {
+    Expected<int> added = AddOfflineJobs(scenario, seed, full_catalog, *gpu, **world, next_id);
+    if (!added) return std::unexpected(added.error());
+    offline_jobs = *added;
+  }
+  OnlineOfflineRun run = Summarize((*world)->engine->Run(), scenario, *service_of, gpus);
+  run.policy = std::string(policy_name);
+  run.seed = seed;
+  run.offline_jobs = offline_jobs;
+  return run;
+}
+
+const report::MetricTable<OnlineOfflineRun>& OnlineOfflineTable() {
+  using Run = OnlineOfflineRun;
+  static const report::MetricTable<Run> table{
+      .labels = {{"policy", "policy", 12, [](const Run& r) { return r.policy; }}},
+      .metrics = {
+          {"online_latency_mean_ms", &Run::online_latency_mean_ms, "lat mean", 1, 2, 10, "ms"},
+          {"online_latency_p99_ms", &Run::online_latency_p99_ms, "lat p99", 1, 2, 9, "ms"},
+          {"overloaded_share", &Run::overloaded_share, ""},
+          {"gpu_util_mean", &Run::gpu_util_mean, "GPU %", 100, 1, 8},
+          {"sm_activity_mean", &Run::sm_activity_mean, "SM %", 100, 1, 8},
+          {"offline_jct_mean_s", &Run::offline_jct_mean_s, "JCT s", 1, 0, 10},
+          {"offline_jobs_done", &Run::offline_jobs_done, "jobs", 1, 1, 9},
+          {"offline_jobs", &Run::offline_jobs, ""},
+          {"evictions", &Run::evictions, "evicted", 1, 1, 9},
+          {"executions", &Run::executions, "executions", 1, 1, 10},
+          {"lost_iterations", &Run::lost_iterations, ""}}};
+  return table;
+}
+
 OnlineOfflineRun MeanOf(std::span<const OnlineOfflineRun> runs) {
-  OnlineOfflineRun m;
+  OnlineOfflineRun m = OnlineOfflineTable().Mean(runs);
   if (runs.empty()) return m;
-  m.policy = runs.front().policy;
-  m.seed = runs.front().seed;
+  // The timelines, point by point.
   const double n = static_cast<double>(runs.size());
-  m.timeline = runs.front().timeline;
   for (TimelinePoint& p : m.timeline) p.latency_ms = p.gpu_util = p.sm_activity = 0;
   for (const OnlineOfflineRun& r : runs) {
-    m.online_latency_mean_ms += r.online_latency_mean_ms / n;
-    m.online_latency_p99_ms += r.online_latency_p99_ms / n;
-    m.overloaded_share += r.overloaded_share / n;
-    m.gpu_util_mean += r.gpu_util_mean / n;
-    m.sm_activity_mean += r.sm_activity_mean / n;
-    m.offline_jct_mean_s += r.offline_jct_mean_s / n;
-    m.offline_jobs_done += r.offline_jobs_done / n;
-    m.offline_jobs += r.offline_jobs / n;
-    m.evictions += r.evictions / n;
-    m.executions += r.executions / n;
-    m.lost_iterations += r.lost_iterations / n;
     for (size_t b = 0; b < m.timeline.size() && b < r.timeline.size(); ++b) {
       m.timeline[b].latency_ms += r.timeline[b].latency_ms / n;
       m.timeline[b].gpu_util += r.timeline[b].gpu_util / n;
@@ -352,6 +403,222 @@ OnlineOfflineRun MeanOf(std::span<const OnlineOfflineRun> runs) {
     }
   }
   return m;
+}
+
+nlohmann::json OnlineOfflineJson(size_t seeds, std::span<const OnlineOfflineRun> means) {
+  nlohmann::json results = OnlineOfflineTable().Json(means);
+  for (size_t i = 0; i < means.size(); ++i) {
+    nlohmann::json timeline = nlohmann::json::array();
+    for (const TimelinePoint& p : means[i].timeline) {
+      timeline.push_back({{"hour", p.hour},
+                          {"latency_ms", p.latency_ms},
+                          {"gpu_util", p.gpu_util},
+                          {"sm_activity", p.sm_activity}});
+    }
+    results[i]["timeline"] = std::move(timeline);
+  }
+  return {{"experiment", "online-offline"}, {"seeds", seeds}, {"results", std::move(results)}};
+}
+
+std::string OnlineOfflineHtml(size_t seeds, std::span<const OnlineOfflineRun> means) {
+  std::string html =
+      report::PageOpen("tessera online-offline", "tessera simulate --experiment online-offline") +
+      fmt::format(
+          "<p>{} policies × {} seed(s), 16 × 8 T4, 24 h simulated; means over seeds. Latency: "
+          "M/M/1 per replica plus the host latency (docs/results.md). The numbers are in "
+          "<code>report.json</code>.</p>\n",
+          means.size(), seeds) +
+      OnlineOfflineTable().Html(means) + "<div>\n";
+  // A line per policy through its hourly timeline, at each hour's middle.
+  struct Chart {
+    const char* title;
+    const char* unit;
+    double (*value)(const TimelinePoint&);
+  };
+  const Chart charts[] = {{"Online latency (request-weighted mean per hour)", "ms",
+                           [](const TimelinePoint& p) { return p.latency_ms; }},
+                          {"GPU utilisation (mean over GPUs)", "%",
+                           [](const TimelinePoint& p) { return 100 * p.gpu_util; }},
+                          {"SM activity (mean over GPUs)", "%",
+                           [](const TimelinePoint& p) { return 100 * p.sm_activity; }}};
+  for (const Chart& c : charts) {
+    std::vector<report::Series> lines;
+    double hours = 1;
+    for (const OnlineOfflineRun& m : means) {
+      report::Series line{.name = m.policy};
+      for (const TimelinePoint& p : m.timeline) {
+        line.points.push_back({p.hour + 0.5, c.value(p)});
+        hours = std::max(hours, p.hour + 1);
+      }
+      lines.push_back(std::move(line));
+    }
+    html += report::LinesSvg(c.title, "hour of the day", c.unit, lines,
+                             {.width = 640,
+                              .height = 320,
+                              .plot_width = 420,
+                              .plot_height = 230,
+                              .x_ticks = 8,
+                              .x_max_at_least = hours,
+                              .legend_gap = 20});
+  }
+  return html + "</div>\n" + report::PageClose();
+}
+
+Expected<void> CheckOnlineOfflinePolicies(const ExperimentArgs& args) {
+  for (const std::string& policy : args.policies) {
+    if (auto v = VariantOf(policy); !v) return std::unexpected(v.error());
+  }
+  return {};
+}
+
+Expected<ExperimentOutput> RunOnlineOfflineExperiment(const ExperimentArgs& args,
+                                                      const Experiment& experiment) {
+  Expected<AppCatalog> catalog = CatalogOf(args);
+  if (!catalog) return std::unexpected(catalog.error());
+  const OnlineOfflineScenario scenario;
+  auto means = MeansPerPolicy<OnlineOfflineRun>(
+      args, experiment,
+      [&](const std::string& policy, uint64_t seed) {
+        return RunOnlineOffline(policy, scenario, seed, *catalog);
+      },
+      [](std::span<const OnlineOfflineRun> runs) { return MeanOf(runs); });
+  if (!means) return std::unexpected(means.error());
+  ExperimentOutput out{.json = OnlineOfflineJson(args.seeds.size(), *means)};
+  out.table = fmt::format(
+                  "experiment online-offline: {} x {} {}, 24 h, 3 online services on every GPU, "
+                  "{} offline training jobs (Philly-like), {} seed(s)\n\n",
+                  scenario.nodes, scenario.gpus_per_node, scenario.gpu, scenario.offline_jobs,
+                  args.seeds.size()) +
+              OnlineOfflineTable().Text(*means);
+  return WithReport(std::move(out), args.out, OnlineOfflineHtml(args.seeds.size(), *means));
+}
+
+namespace {
+
+// One replica of the services per GPU of `cluster`, in turn, each reserving what the offline
+// quota leaves, at its load at `now`; a line per replica for the scene's heading.
+Expected<std::vector<std::string>> PlaceReplicas(std::span<const OnlineService> services,
+                                                 model::GpuModelId t4, double now,
+                                                 model::ClusterState& cluster, Physics& physics,
+                                                 model::WorkloadId& id) {
+  std::vector<std::string> lines;
+  for (int g = 0; g < cluster.gpu_count(); ++g) {
+    const OnlineService& s = services[static_cast<size_t>(g) % services.size()];
+    const model::PartitionIndex p = model::ClusterState::PartitionOf(g, 0);
+    model::Workload w;
+    w.id = id++;
+    w.name = fmt::format("{}-{}", s.name, g);
+    w.app = s.app;
+    w.gpu = {.count = 1, .milli = 1000, .models = {t4}};
+    const int64_t memory = cluster.partition(p).memory_mib -
+                           policy::OfflineMemoryCap(cluster.partition(p).memory_mib, 0.4);
+    if (auto ok = cluster.Place(w, {w.id, 0, {{p, 1000, memory}}}); !ok) {
+      return std::unexpected(ok.error());
+    }
+    physics.SetOfferedLoad(w.id, s.load);
+    lines.push_back(fmt::format("{} ({}, {:.0f} QPS now)", w.name, s.app, s.load.QpsAt(now)));
+  }
+  return lines;
+}
+
+// What DCGM and NVML would publish: each service's SM activity, each GPU's total and its
+// engine utilisation.
+void PublishActivity(const model::ClusterState& cluster, Physics& physics,
+                     telemetry::StaticTelemetry& telemetry) {
+  for (int g = 0; g < cluster.gpu_count(); ++g) {
+    double busy = 0, sm = 0;
+    for (const model::Client& c :
+         cluster.partition(model::ClusterState::PartitionOf(g, 0)).clients) {
+      const model::PlacedWorkload& pw = *cluster.Find(c.workload);
+      const RunRate r = physics.Rate(pw, cluster);
+      busy += r.gpu_busy;
+      sm += r.sm_load;
+      if (!c.best_effort) telemetry.SetSmActivity(pw.workload.name, r.sm_load);
+    }
+    telemetry.SetSmActivity(cluster.gpu(g).uuid, std::min(1.0, sm));
+    telemetry.SetUtilization(cluster.gpu(g).uuid, std::min(1.0, busy));
+  }
+}
+
+}  // namespace
+
+Expected<Explanation> ExplainOnlineOffline(const ExplainArgs& f) {
+  const policy::PolicySpec& spec = f.spec;
+  const AppCatalog& full = *f.catalog;
+  std::string out;
+  constexpr int kGpus = 4;
+  constexpr double kEvening = 20 * 3600.0;
+  const std::vector<OnlineService> services = DefaultServices(kGpus);
+  Expected<AppCatalog> catalog = OnlineOfflineCatalog(full, services);
+  if (!catalog) return std::unexpected(catalog.error());
+  Physics physics(*catalog, f.seed);
+  const std::string app_key = f.app_set ? f.app : "train/resnet50";
+  const AppSpec* app = physics.catalog().Find(app_key);
+  if (!app || std::none_of(full.training.begin(), full.training.end(),
+                           [&](const AppSpec& t) { return t.key == app_key; })) {
+    return Explanation{
+        .usage_error =
+            fmt::format("--app: muxflow explains an offline training job; '{}' is not one of the "
+                        "catalogue's `training` apps",
+                        app_key)};
+  }
+  Expected<predict::Predictor> predictor = OnlineOfflinePredictor(physics, "T4", f.seed);
+  if (!predictor) return std::unexpected(predictor.error());
+
+  model::ClusterState cluster;
+  const model::GpuModelId t4 = *model::FindGpuModel("T4");
+  if (auto ok = cluster.AddNode(model::UniformNode("t4-00", t4, kGpus, 64000, 128 << 10)); !ok) {
+    return std::unexpected(ok.error());
+  }
+  physics.SetTime(kEvening);
+  auto job = [&](model::WorkloadId id, const AppSpec& a) {
+    model::Workload w;
+    w.id = id;
+    w.name = fmt::format("job-{}", id);
+    w.app = a.key;
+    w.klass = model::WorkloadClass::kOffline;
+    w.queries = 100000;
+    w.gpu = {.count = 1, .milli = 1000, .memory_mib = a.footprint_mib, .models = {t4}};
+    return w;
+  };
+  // One replica per GPU, reserving what the offline quota leaves; GPU 3 also runs VGG16.
+  model::WorkloadId id = 1;
+  auto lines = PlaceReplicas(services, t4, kEvening, cluster, physics, id);
+  if (!lines) return std::unexpected(lines.error());
+  const model::Workload vgg = job(id++, *physics.catalog().Find("train/vgg16"));
+  const model::PartitionIndex shared = model::ClusterState::PartitionOf(kGpus - 1, 0);
+  if (auto ok = cluster.Place(vgg, {vgg.id, 0, {{shared, 700, 6000, /*best_effort=*/true}}}); !ok) {
+    return std::unexpected(ok.error());
+  }
+  telemetry::StaticTelemetry telemetry;
+  PublishActivity(cluster, physics, telemetry);
+  Rng rng(f.seed);
+  ManualClock clock;
+  clock.Set(kEvening);
+  auto policy = policy::MakePolicy(
+      spec.name, {.rng = &rng, .clock = &clock, .predictor = &*predictor, .telemetry = &telemetry},
+      spec.options);
+  if (!policy) return std::unexpected(policy.error());
+  const model::Workload x = job(id++, *app);
+  (*policy)->AfterCycle(cluster);  // the first telemetry sample: Init → Healthy
+  const model::Workload* pending[] = {&x};
+  out += fmt::format(
+      "scenario: online-offline (seed 001) at 20:00 — one node of {} T4s, each held by a "
+      "service replica:\n",
+      kGpus);
+  for (const std::string& l : *lines) out += fmt::format("  {}\n", l);
+  out += fmt::format("  GPU {} also runs {} (train/vgg16) at 70 % SM, best effort\n", kGpus - 1,
+                     vgg.name);
+  auto batch = (*policy)->PlaceBatch(pending, cluster);
+  if (batch && !batch->empty()) {
+    if (auto ok = cluster.Place(x, batch->front().placement); !ok)
+      return std::unexpected(ok.error());
+    out += fmt::format("{} arrives ({}); a matching round places it.\n\n", x.name, x.app);
+  } else {
+    out += fmt::format("{} arrives ({}); no round placed it.\n\n", x.name, x.app);
+  }
+  out += (*policy)->Explain(x, cluster);
+  return Explanation{.text = std::move(out)};
 }
 
 }  // namespace tessera::sim

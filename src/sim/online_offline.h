@@ -1,5 +1,5 @@
 #pragma once
-// The online-offline experiment (issue #17; seed 001, MuxFlow §7): online inference services
+// The online-offline experiment (seed 001, MuxFlow §7): online inference services
 // with a daily load hold every GPU of a T4 cluster for a simulated day, while offline training
 // jobs from a Philly-like trace fill what the services leave. Policies:
 //
@@ -26,13 +26,17 @@
 // Deterministic for (policy, scenario, seed). Not thread-safe; runs share nothing.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "predict/predictor.h"
+#include "report/table.h"
 #include "sim/apps.h"
+#include "sim/experiment.h"
+#include "sim/explain.h"
 #include "sim/load_curve.h"
 #include "sim/physics.h"
 
@@ -108,8 +112,22 @@ struct OnlineOfflineRun {
 [[nodiscard]] Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy,
                                                           const OnlineOfflineScenario& scenario,
                                                           uint64_t seed, const AppCatalog& catalog);
-// Means over seeds (timelines point by point); policy of the first.
+// The metrics of a run, declared once: the JSON, the CLI table and the report come from here.
+const report::MetricTable<OnlineOfflineRun>& OnlineOfflineTable();
+// Means over seeds (OnlineOfflineTable().Mean, and the timelines point by point); policy of the
+// first.
 OnlineOfflineRun MeanOf(std::span<const OnlineOfflineRun> runs);
+
+// The report: {experiment, seeds, results: [a row per policy, with its hourly timeline]}, and
+// an HTML page with the table and a line per policy over the day for latency, GPU utilisation
+// and SM activity.
+nlohmann::json OnlineOfflineJson(size_t seeds, std::span<const OnlineOfflineRun> means);
+std::string OnlineOfflineHtml(size_t seeds, std::span<const OnlineOfflineRun> means);
+// A usage error for a --policy that names none of the arms (or options that are not an object).
+[[nodiscard]] Expected<void> CheckOnlineOfflinePolicies(const ExperimentArgs& args);
+// `tessera simulate --experiment online-offline` (registered in experiments.cc).
+[[nodiscard]] Expected<ExperimentOutput> RunOnlineOfflineExperiment(const ExperimentArgs& args,
+                                                                    const Experiment& experiment);
 
 // The latency model, exposed for tests. One queue observation: `weight` requests offered at
 // λ to a server of rate μ.
@@ -124,5 +142,12 @@ double SojournRate(const QueueObservation& q);
 double MeanLatency(std::span<const QueueObservation> qs, double host_s);
 // The q-quantile (0..1) of the mixture of host + Exp(μ − λ), in seconds (bisection).
 double LatencyQuantile(std::span<const QueueObservation> qs, double host_s, double q);
+
+// `tessera explain` in this experiment's world: one node of four T4s at the evening peak
+// (20:00), each held by a replica of the services with its SM activity and utilisation
+// published, GPU 3 already sharing with a VGG16 training job; an offline training job (--app,
+// default train/resnet50) arrives, a matching round places it, and the policy explains each
+// GPU's SysMonitor state and why the job went where it did.
+[[nodiscard]] Expected<Explanation> ExplainOnlineOffline(const ExplainArgs& args);
 
 }  // namespace tessera::sim

@@ -1,15 +1,20 @@
 #include "sim/openb.h"
 
+#include <fmt/core.h>
+
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "base/csv.h"
 #include "policy/frag.h"
 #include "policy/registry.h"
+#include "sim/openb_report.h"
 #include "sim/replay.h"
 
 namespace tessera::sim {
@@ -197,6 +202,36 @@ Expected<OpenbInput> LoadOpenb(const std::string& pods_path, const std::string& 
                     std::filesystem::path(pods_path).stem().string()};
 }
 
+namespace {
+
+// What one replay adds up per arrived-load bucket (1 %), and its curve points: each bucket's
+// means, NaN where no event fell in it or its neighbours.
+struct BucketSums {
+  double alloc = 0, frag = 0, frag_idle = 0;
+  int events = 0;
+};
+
+void FillBuckets(const std::array<BucketSums, kOpenbMaxPct + 2>& sums, OpenbRun& run) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int b = 0; b <= kOpenbMaxPct; ++b) {
+    BucketSums s = sums[b];
+    if (s.events == 0) {  // the reference analysis falls back to the neighbours ±1
+      for (int d : {-1, 1}) {
+        if (b + d < 0 || b + d > kOpenbMaxPct + 1) continue;
+        s.alloc += sums[b + d].alloc;
+        s.frag += sums[b + d].frag;
+        s.frag_idle += sums[b + d].frag_idle;
+        s.events += sums[b + d].events;
+      }
+    }
+    run.alloc_pct[b] = s.events ? s.alloc / s.events : nan;
+    run.frag_pct[b] = s.events ? s.frag / s.events : nan;
+    run.frag_idle_pct[b] = s.events ? s.frag_idle / s.events : nan;
+  }
+}
+
+}  // namespace
+
 Expected<OpenbRun> RunOpenb(const OpenbInput& input, const std::string& policy_name, uint64_t seed,
                             double inflation) {
   const double capacity = 1000.0 * input.total_gpus;
@@ -236,11 +271,7 @@ Expected<OpenbRun> RunOpenb(const OpenbInput& input, const std::string& policy_n
     node_frag[n] = policy::FragmentMilli(policy::NodeFreeOf(cluster, n), typical);
     frag_sum += node_frag[n];
   }
-  struct Sums {
-    double alloc = 0, frag = 0, frag_idle = 0;
-    int events = 0;
-  };
-  std::array<Sums, kOpenbMaxPct + 2> sums{};
+  std::array<BucketSums, kOpenbMaxPct + 2> sums{};
   const ReplayResult result = ReplayArriveOnly(
       cluster, **policy, rng, arrivals,
       [&](const ReplayEvent& e) {
@@ -252,7 +283,7 @@ Expected<OpenbRun> RunOpenb(const OpenbInput& input, const std::string& policy_n
         }
         const int b = std::clamp(Bucket(100 * e.arrived_gpu_milli / capacity), 0, kOpenbMaxPct + 1);
         const double idle = capacity - e.allocated_gpu_milli;
-        Sums& s = sums[b];
+        BucketSums& s = sums[b];
         s.alloc += 100 * e.allocated_gpu_milli / capacity;
         s.frag += 100 * frag_sum / capacity;
         s.frag_idle += idle > 0 ? 100 * frag_sum / idle : 0;
@@ -262,22 +293,7 @@ Expected<OpenbRun> RunOpenb(const OpenbInput& input, const std::string& policy_n
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.cpu_s = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   run.failed_pods = result.failed;
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (int b = 0; b <= kOpenbMaxPct; ++b) {
-    Sums s = sums[b];
-    if (s.events == 0) {  // the reference analysis falls back to the neighbours ±1
-      for (int d : {-1, 1}) {
-        if (b + d < 0 || b + d > kOpenbMaxPct + 1) continue;
-        s.alloc += sums[b + d].alloc;
-        s.frag += sums[b + d].frag;
-        s.frag_idle += sums[b + d].frag_idle;
-        s.events += sums[b + d].events;
-      }
-    }
-    run.alloc_pct[b] = s.events ? s.alloc / s.events : nan;
-    run.frag_pct[b] = s.events ? s.frag / s.events : nan;
-    run.frag_idle_pct[b] = s.events ? s.frag_idle / s.events : nan;
-  }
+  FillBuckets(sums, run);
   return run;
 }
 
@@ -326,6 +342,132 @@ std::vector<OpenbSummary> SummarizeOpenb(std::span<const OpenbRun> runs) {
       stats(f, s.frag_pct[b], s.frag_std[b]);
       stats(fi, s.frag_idle_pct[b], unused);
     }
+  }
+  return out;
+}
+
+namespace {
+
+nlohmann::json AtBuckets(const std::array<double, kOpenbMaxPct + 1>& v) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int b : {80, 90, 100, 110, 120, 130}) {
+    j[std::to_string(b)] = std::isnan(v[b]) ? nlohmann::json(nullptr) : nlohmann::json(v[b]);
+  }
+  return j;
+}
+
+// One object per policy (the object alone for one policy).
+nlohmann::json OpenbJson(const OpenbInput& input, std::span<const OpenbSummary> summaries) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const OpenbSummary& s : summaries) {
+    nlohmann::json j = {{"experiment", "openb-alloc"},
+                        {"trace", input.trace_stem},
+                        {"policy", s.policy},
+                        {"total_gpus", s.total_gpus},
+                        {"alloc_at", AtBuckets(s.alloc_pct)},
+                        {"frag_at", AtBuckets(s.frag_pct)},
+                        {"failed_pods", s.failed_pods},
+                        {"wall_s", s.wall_s},
+                        {"cpu_s", s.cpu_s}};
+    if (s.seeds.size() == 1) {
+      j["seed"] = s.seeds[0];
+      j["failed_pods"] = static_cast<int64_t>(std::llround(s.failed_pods));
+    } else {
+      j["seeds"] = s.seeds;
+      j["alloc_std_at"] = AtBuckets(s.alloc_std);
+      j["frag_std_at"] = AtBuckets(s.frag_std);
+    }
+    results.push_back(std::move(j));
+  }
+  return results.size() == 1 ? results[0] : results;
+}
+
+// A row per policy; a bucket that no arrival reached (a cluster so small that one pod moves
+// the arrived load past it) prints "-", with a note below.
+std::string OpenbText(const OpenbInput& input, std::span<const OpenbSummary> summaries,
+                      double inflation, size_t seeds) {
+  std::string out = fmt::format(
+      "experiment openb-alloc: {}, {} GPUs, inflated to {:.0f}% of GPU capacity, {} seed(s)\n\n",
+      input.trace_stem, input.total_gpus, 100 * inflation, seeds);
+  size_t width = 16;  // as wide as the longest policy with its options
+  for (const OpenbSummary& s : summaries) width = std::max(width, s.policy.size());
+  out += fmt::format("{:<{}} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8}\n", "policy",
+                     width, "a@80", "a@90", "a@100", "a@110", "a@120", "a@130", "frag@130",
+                     "failed", "wall s");
+  auto cell = [](double v, int w) {
+    return std::isnan(v) ? fmt::format("{:>{}}", "-", w) : fmt::format("{:>{}.2f}", v, w);
+  };
+  bool gaps = false;
+  for (const OpenbSummary& s : summaries) {
+    for (int b : {80, 90, 100, 110, 120, 130}) gaps |= std::isnan(s.alloc_pct[b]);
+    out +=
+        fmt::format("{:<{}} {} {} {} {} {} {} {} {:>9.1f} {:>8.3f}\n", s.policy, width,
+                    cell(s.alloc_pct[80], 8), cell(s.alloc_pct[90], 8), cell(s.alloc_pct[100], 8),
+                    cell(s.alloc_pct[110], 8), cell(s.alloc_pct[120], 8), cell(s.alloc_pct[130], 8),
+                    cell(s.frag_pct[130], 9), s.failed_pods, s.wall_s);
+  }
+  if (gaps) {
+    std::vector<double> asked;  // GPU milli each pod of the trace asks for
+    for (const model::Workload& w : input.pods) asked.push_back(RequestedGpuMilli(w));
+    std::nth_element(asked.begin(), asked.begin() + asked.size() / 2, asked.end());
+    const double median = asked.empty() ? 0 : asked[asked.size() / 2];
+    out += fmt::format(
+        "\n-: no arrival brought the arrived load to that level (or within 1% of it): with {} "
+        "GPU(s) a median pod moves it by {:.0f}%; use a larger node list for the curve\n",
+        input.total_gpus, median / (10.0 * input.total_gpus));
+  }
+  return out;
+}
+
+// --trace, and --nodes or the node list beside it, each a readable file.
+Expected<OpenbInput> LoadOpenbArgs(const ExperimentArgs& args) {
+  const std::string nodes =
+      !args.nodes.empty()
+          ? args.nodes
+          : (std::filesystem::path(args.trace).parent_path() / "openb_node_list_gpu_node.csv")
+                .string();
+  for (const auto& [flag, path] :
+       {std::pair<std::string, std::string>{"--trace", args.trace},
+        {args.nodes.empty() ? "the node list beside --trace" : "--nodes", nodes}}) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      return Fail("{} {}: {}", flag, path,
+                  std::filesystem::exists(path, ec) ? "is not a file" : "does not exist");
+    }
+  }
+  return LoadOpenb(args.trace, nodes);
+}
+
+}  // namespace
+
+Expected<void> CheckOpenbArgs(const ExperimentArgs& args) {
+  if (args.trace.empty()) return Fail("--experiment openb-alloc needs --trace POD_CSV");
+  return {};
+}
+
+Expected<ExperimentOutput> RunOpenbExperiment(const ExperimentArgs& args,
+                                              const Experiment& experiment) {
+  auto input = LoadOpenbArgs(args);
+  if (!input) return std::unexpected(input.error());
+  const std::vector<std::string> policies = PoliciesOrDefault(args, experiment);
+  std::vector<OpenbRun> runs;
+  const size_t total = policies.size() * args.seeds.size();
+  for (const std::string& name : policies) {
+    for (uint64_t seed : args.seeds) {
+      args.Progress(
+          fmt::format("openb-alloc: {}/{} replays ({} seed {})", runs.size(), total, name, seed));
+      auto run = RunOpenb(*input, name, seed, args.inflation);
+      if (!run) return std::unexpected(run.error());
+      runs.push_back(std::move(*run));
+    }
+  }
+  const std::vector<OpenbSummary> summaries = SummarizeOpenb(runs);
+  ExperimentOutput out{.json = OpenbJson(*input, summaries),
+                       .table = OpenbText(*input, summaries, args.inflation, args.seeds.size())};
+  if (!args.out.empty()) {
+    auto written = WriteOpenbReport(args.out, input->trace_stem, runs);
+    if (!written) return std::unexpected(written.error());
+    out.written = std::move(*written);
   }
   return out;
 }

@@ -28,6 +28,7 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "model/cluster.h"
+#include "sim/experiment.h"
 
 namespace tessera::sim {
 
@@ -93,5 +94,13 @@ struct OpenbSummary {
   std::array<double, kOpenbMaxPct + 1> frag_idle_pct{};
 };
 std::vector<OpenbSummary> SummarizeOpenb(std::span<const OpenbRun> runs);
+
+// `tessera simulate --experiment openb-alloc` (registered in experiments.cc): every policy
+// replays the trace (--trace, --nodes) over the seeds; one JSON object per policy, a row each,
+// and with --out the curves and the plot (sim/openb_report.h). CheckOpenbArgs: the usage
+// error for a missing --trace.
+[[nodiscard]] Expected<void> CheckOpenbArgs(const ExperimentArgs& args);
+[[nodiscard]] Expected<ExperimentOutput> RunOpenbExperiment(const ExperimentArgs& args,
+                                                            const Experiment& experiment);
 
 }  // namespace tessera::sim

@@ -1,4 +1,4 @@
-#include "report/openb_report.h"
+#include "sim/openb_report.h"
 
 #include <fmt/core.h>
 
@@ -6,19 +6,20 @@
 
 #include "report/html.h"
 
-namespace tessera::report {
+namespace tessera::sim {
+using namespace ::tessera::report;  // the page's drawing helpers (report/html.h)
 
-std::string OpenbSvg(const std::string& trace, std::span<const sim::OpenbSummary> summaries) {
+std::string OpenbSvg(const std::string& trace, std::span<const OpenbSummary> summaries) {
   // Two panels: allocation (y 0..100%) and fragmentation (% of capacity, y 0..max), x 0..130%.
   const int w = 760, h = 300, left = 60, right = 170, top = 30, bottom = 40;
   const int pw = w - left - right, ph = h - top - bottom;
-  auto x_of = [&](int pct) { return left + pw * pct / static_cast<double>(sim::kOpenbMaxPct); };
+  auto x_of = [&](int pct) { return left + pw * pct / static_cast<double>(kOpenbMaxPct); };
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n",
       w, 2 * h);
   double frag_max = 1;
-  for (const sim::OpenbSummary& s : summaries) {
+  for (const OpenbSummary& s : summaries) {
     for (double f : s.frag_pct) {
       if (!std::isnan(f)) frag_max = std::max(frag_max, f);
     }
@@ -35,7 +36,7 @@ std::string OpenbSvg(const std::string& trace, std::span<const sim::OpenbSummary
     svg += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>\n",
         left, y0 + top, pw, ph);
-    for (int pct = 0; pct <= sim::kOpenbMaxPct; pct += 10) {
+    for (int pct = 0; pct <= kOpenbMaxPct; pct += 10) {
       svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
                          x_of(pct), y0 + top + ph + 15, pct);
     }
@@ -51,10 +52,10 @@ std::string OpenbSvg(const std::string& trace, std::span<const sim::OpenbSummary
         "capacity)</text>\n",
         left + pw / 2, y0 + h - 5);
     for (size_t i = 0; i < summaries.size(); ++i) {
-      const sim::OpenbSummary& s = summaries[i];
+      const OpenbSummary& s = summaries[i];
       const char* color = SeriesColor(i);
       std::string points;
-      for (int pct = 0; pct <= sim::kOpenbMaxPct; ++pct) {
+      for (int pct = 0; pct <= kOpenbMaxPct; ++pct) {
         const double v = panel == 0 ? s.alloc_pct[pct] : s.frag_pct[pct];
         if (!std::isnan(v)) points += fmt::format("{:.1f},{:.1f} ", x_of(pct), y_of(v));
       }
@@ -72,20 +73,20 @@ std::string OpenbSvg(const std::string& trace, std::span<const sim::OpenbSummary
 
 Expected<std::vector<std::string>> WriteOpenbReport(const std::string& dir,
                                                     const std::string& trace,
-                                                    std::span<const sim::OpenbRun> runs) {
+                                                    std::span<const OpenbRun> runs) {
   std::string runs_csv = "policy,seed,arrived_pct,alloc_pct,frag_pct,frag_idle_pct\n";
-  for (const sim::OpenbRun& r : runs) {
-    for (int b = 0; b <= sim::kOpenbMaxPct; ++b) {
+  for (const OpenbRun& r : runs) {
+    for (int b = 0; b <= kOpenbMaxPct; ++b) {
       runs_csv += fmt::format("{},{},{},{},{},{}\n", r.policy, r.seed, b, Num(r.alloc_pct[b]),
                               Num(r.frag_pct[b]), Num(r.frag_idle_pct[b]));
     }
   }
 
-  const std::vector<sim::OpenbSummary> summaries = sim::SummarizeOpenb(runs);
+  const std::vector<OpenbSummary> summaries = SummarizeOpenb(runs);
   std::string mean_csv =
       "policy,seeds,arrived_pct,alloc_pct,alloc_std,frag_pct,frag_std,frag_idle_pct\n";
-  for (const sim::OpenbSummary& s : summaries) {
-    for (int b = 0; b <= sim::kOpenbMaxPct; ++b) {
+  for (const OpenbSummary& s : summaries) {
+    for (int b = 0; b <= kOpenbMaxPct; ++b) {
       mean_csv += fmt::format("{},{},{},{},{},{},{},{}\n", s.policy, s.seeds.size(), b,
                               Num(s.alloc_pct[b]), Num(s.alloc_std[b]), Num(s.frag_pct[b]),
                               Num(s.frag_std[b]), Num(s.frag_idle_pct[b]));
@@ -102,7 +103,7 @@ Expected<std::vector<std::string>> WriteOpenbReport(const std::string& dir,
   html += "<table border=\"1\" cellpadding=\"3\"><tr><th>policy</th><th>seeds</th>";
   for (int b : {80, 90, 100, 110, 120, 130}) html += fmt::format("<th>alloc@{}%</th>", b);
   html += "<th>failed pods</th></tr>\n";
-  for (const sim::OpenbSummary& s : summaries) {
+  for (const OpenbSummary& s : summaries) {
     html += fmt::format("<tr><td>{}</td><td>{}</td>", Escape(s.policy), s.seeds.size());
     for (int b : {80, 90, 100, 110, 120, 130}) {
       html += fmt::format("<td>{:.2f} ± {:.2f}</td>", s.alloc_pct[b], s.alloc_std[b]);
@@ -115,4 +116,4 @@ Expected<std::vector<std::string>> WriteOpenbReport(const std::string& dir,
       {{trace + "_runs.csv", runs_csv}, {trace + "_mean.csv", mean_csv}, {trace + ".html", html}});
 }
 
-}  // namespace tessera::report
+}  // namespace tessera::sim

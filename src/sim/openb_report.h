@@ -10,17 +10,18 @@
 #include "base/error.h"
 #include "sim/openb.h"
 
-namespace tessera::report {
+namespace tessera::sim {
 
 // Writes into `dir` (created if needed):
 //   <trace>_runs.csv   policy,seed,arrived_pct,alloc_pct,frag_pct,frag_idle_pct
 //   <trace>_mean.csv   policy,arrived_pct,alloc_pct,alloc_std,frag_pct,frag_std,...
 //   <trace>.html       the plot
 // Returns the paths written.
-[[nodiscard]] Expected<std::vector<std::string>> WriteOpenbReport(
-    const std::string& dir, const std::string& trace, std::span<const sim::OpenbRun> runs);
+[[nodiscard]] Expected<std::vector<std::string>> WriteOpenbReport(const std::string& dir,
+                                                                  const std::string& trace,
+                                                                  std::span<const OpenbRun> runs);
 
 // The SVG element alone (for tests and embedding).
-std::string OpenbSvg(const std::string& trace, std::span<const sim::OpenbSummary> summaries);
+std::string OpenbSvg(const std::string& trace, std::span<const OpenbSummary> summaries);
 
-}  // namespace tessera::report
+}  // namespace tessera::sim

@@ -5,14 +5,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "base/clock.h"
 #include "base/rng.h"
 #include "base/stats.h"
 #include "model/cluster.h"
-#include "policy/registry.h"
 #include "sim/engine.h"
+#include "sim/explain.h"
 #include "sim/physics.h"
-#include "telemetry/telemetry.h"
+#include "sim/world.h"
 
 namespace tessera::sim {
 namespace {
@@ -82,21 +81,13 @@ Expected<OverprovisionRun> RunOverprovision(std::string_view policy_spec, std::s
           e.app);
     }
   }
-  Expected<policy::PolicySpec> spec = policy::ParsePolicySpec(policy_spec);
-  if (!spec) return std::unexpected(spec.error());
-
-  Physics physics(catalog, seed);
   model::ClusterState cluster;
   if (auto ok = cluster.AddNode(model::UniformNode("v100", *gpu, 1, 40000, 132 * 1024)); !ok) {
     return std::unexpected(ok.error());
   }
-  Rng rng(seed);
-  ManualClock clock;
-  telemetry::StaticTelemetry telemetry;
-  auto policy = policy::MakePolicy(
-      spec->name, {.rng = &rng, .clock = &clock, .telemetry = &telemetry}, spec->options);
-  if (!policy) return std::unexpected(policy.error());
-  Engine engine(cluster, **policy, physics, rng, {.telemetry = &telemetry, .clock = &clock});
+  auto world = World::Build(catalog, std::move(cluster), {.policy = policy_spec, .seed = seed});
+  if (!world) return std::unexpected(world.error());
+  Engine& engine = *(*world)->engine;
 
   // The arrivals: their own stream, so every policy and percentage of a seed sees the same.
   Rng trace(seed ^ 0x0e7e4ULL);
@@ -137,7 +128,7 @@ Expected<OverprovisionRun> RunOverprovision(std::string_view policy_spec, std::s
   }
   run.e2e_p99_s = e2e.empty() ? 0 : Quantile(e2e, 0.99);
   run.makespan_s = r.end_s - r.first_arrival_s;
-  const double gpus = std::max(1, cluster.gpu_count());
+  const double gpus = std::max(1, (*world)->cluster.gpu_count());
   if (run.makespan_s > 0) run.gpu_mem_used_mean = r.gpu_memory_integral / (gpus * run.makespan_s);
   // 003's "CUDA cores utilization" (7.22 % for one engine, §4) is what the SMs compute, not
   // the engine-active time (every SingleStream engine keeps the engine active: data/apps.yaml's
@@ -148,26 +139,166 @@ Expected<OverprovisionRun> RunOverprovision(std::string_view policy_spec, std::s
   return run;
 }
 
+const report::MetricTable<OverprovisionRun>& OverprovisionTable() {
+  using Run = OverprovisionRun;
+  static const report::MetricTable<Run> table{
+      .labels = {{"mix", "mix", 14, [](const Run& r) { return r.mix; }},
+                 {"policy", "policy", 16, [](const Run& r) { return r.policy; }},
+                 {"overprovision_pct", "over%", 5,
+                  [](const Run& r) { return int64_t{r.overprovision_pct}; }}},
+      .metrics = {
+          {"pending_s_mean", &Run::pending_s_mean, "pending s", 1, 1, 10, "", "Pending time (mean)",
+           "s"},
+          {"e2e_p99_s", &Run::e2e_p99_s, "e2e p99 s", 1, 1, 10, "", "End-to-end time (p99)", "s"},
+          {"gpu_mem_used_mean", &Run::gpu_mem_used_mean, "mem GiB", 1, 1, 8, "",
+           "GPU memory used (mean)", "GiB", 1024},
+          {"gpu_util_mean", &Run::gpu_util_mean, "util %", 100, 1, 7, "", "GPU utilisation (mean)",
+           "%"},
+          {"power_w_mean", &Run::power_w_mean, "power W", 1, 1, 8, "", "Power (mean)", "W"},
+          {"energy_j", &Run::energy_j, "energy kJ", 1, 1, 10, "", "Energy", "kJ", 1000},
+          {"oom_kills", &Run::oom_kills, "OOM", 1, 1, 6},
+          {"makespan_s", &Run::makespan_s, "makespan s", 1, 0, 10},
+          {"engines_failed", &Run::engines_failed, "failed", 1, 1, 6}}};
+  return table;
+}
+
 OverprovisionRun MeanOf(std::span<const OverprovisionRun> runs) {
-  OverprovisionRun m;
-  if (runs.empty()) return m;
-  m.policy = runs.front().policy;
-  m.mix = runs.front().mix;
-  m.overprovision_pct = runs.front().overprovision_pct;
-  m.seed = runs.front().seed;
-  const double n = static_cast<double>(runs.size());
-  for (const OverprovisionRun& r : runs) {
-    m.pending_s_mean += r.pending_s_mean / n;
-    m.e2e_p99_s += r.e2e_p99_s / n;
-    m.gpu_mem_used_mean += r.gpu_mem_used_mean / n;
-    m.gpu_util_mean += r.gpu_util_mean / n;
-    m.power_w_mean += r.power_w_mean / n;
-    m.energy_j += r.energy_j / n;
-    m.oom_kills += r.oom_kills / n;
-    m.makespan_s += r.makespan_s / n;
-    m.engines_failed += r.engines_failed / n;
+  return OverprovisionTable().Mean(runs);
+}
+
+nlohmann::json OverprovisionJson(size_t seeds, std::span<const OverprovisionRun> means) {
+  return {{"experiment", "overprovision"},
+          {"seeds", seeds},
+          {"results", OverprovisionTable().Json(means)}};
+}
+
+std::string OverprovisionHtml(size_t seeds, std::span<const OverprovisionRun> means) {
+  using Run = OverprovisionRun;
+  std::string html =
+      report::PageOpen("tessera overprovision", "tessera simulate --experiment overprovision") +
+      fmt::format(
+          "<p>One V100-32GB, MLPerf SingleStream engines arriving every 5–10 s, each asking for "
+          "its memory use × (1 + over-provisioning); means over {} seed(s) (seed 003 §6; "
+          "docs/results.md). The numbers are in <code>report.json</code>.</p>\n",
+          seeds);
+  for (std::string_view mix : OverprovisionMixes()) {
+    std::vector<Run> rows;
+    for (const Run& m : means) {
+      if (m.mix == mix) rows.push_back(m);
+    }
+    if (rows.empty()) continue;
+    html += fmt::format("<h2>{} mix</h2>\n<div>\n", report::Escape(mix));
+    html += OverprovisionTable().Lines(
+        rows, "memory over-provisioning %", [](const Run& r) { return r.overprovision_pct; },
+        [](const Run& r) { return r.policy; }, {.x_max_at_least = 50, .markers = true});
+    html += "</div>\n" + OverprovisionTable().Html(rows);
   }
-  return m;
+  return html + report::PageClose();
+}
+
+Expected<ExperimentOutput> RunOverprovisionExperiment(const ExperimentArgs& args,
+                                                      const Experiment& experiment) {
+  Expected<AppCatalog> catalog = CatalogOf(args);
+  if (!catalog) return std::unexpected(catalog.error());
+  const OverprovisionScenario scenario;
+  std::vector<OverprovisionRun> means;
+  for (std::string_view mix : OverprovisionMixes()) {
+    for (const std::string& policy : PoliciesOrDefault(args, experiment)) {
+      for (int pct : scenario.overprovision_pct) {
+        Expected<OverprovisionRun> mean = MeanOverSeeds<OverprovisionRun>(
+            args, fmt::format("overprovision: {} {} {}%", mix, policy, pct),
+            [&](uint64_t seed) {
+              return RunOverprovision(policy, mix, pct, scenario, seed, *catalog);
+            },
+            [](std::span<const OverprovisionRun> runs) { return MeanOf(runs); });
+        if (!mean) return std::unexpected(mean.error());
+        means.push_back(std::move(*mean));
+      }
+    }
+  }
+  ExperimentOutput out{.json = OverprovisionJson(args.seeds.size(), means)};
+  out.table = fmt::format(
+                  "experiment overprovision: one {}, MLPerf SingleStream engines arriving every "
+                  "{:.0f}-{:.0f} s, {} seed(s)\n\n",
+                  scenario.gpu, scenario.arrival_min_s, scenario.arrival_max_s, args.seeds.size()) +
+              OverprovisionTable().Text(means);
+  return WithReport(std::move(out), args.out, OverprovisionHtml(args.seeds.size(), means));
+}
+
+Expected<Explanation> ExplainOverprovision(const ExplainArgs& f) {
+  const policy::PolicySpec& spec = f.spec;
+  std::string out;
+  constexpr int64_t kRequest = 14336;
+  const std::string app = f.app_set ? f.app : "tf/ssd-mobilenet";
+  model::ClusterState cluster;
+  const model::GpuModelId v100 = *model::FindGpuModel("V100-32GB");
+  if (auto ok = cluster.AddNode(model::UniformNode("v100-0", v100, 2, 64000, 128 << 10)); !ok) {
+    return std::unexpected(ok.error());
+  }
+  auto engine = [&](model::WorkloadId id, int64_t request) {
+    model::Workload w;
+    w.id = id;
+    w.name = fmt::format("engine-{}", id);
+    w.app = app;
+    w.cpu_milli = 1000;
+    w.memory_mib = 2048;
+    w.gpu = {.count = 1, .milli = 1000, .memory_mib = request};
+    return w;
+  };
+  // 30 one-second samples ending at t = 29, with a little jitter a real series has.
+  telemetry::StaticTelemetry telemetry;
+  Rng jitter(f.seed);
+  std::vector<double> gpu0(30, 0), gpu0_sm(30, 0), gpu0_bw(30, 0);
+  for (model::WorkloadId id : {1, 2}) {
+    const model::Workload w = engine(id, kRequest);
+    if (auto ok = cluster.Place(w, {w.id, 0, {{0, 1000, 0, /*best_effort=*/true}}}); !ok) {
+      return std::unexpected(ok.error());
+    }
+    for (int t = 0; t < 30; ++t) {
+      const double mib = 7000 + jitter.Uniform(-150, 150);
+      const double sm = 0.15 + jitter.Uniform(-0.05, 0.05);
+      const double bw = 0.10 + jitter.Uniform(-0.03, 0.03);
+      gpu0[static_cast<size_t>(t)] += mib;
+      gpu0_sm[static_cast<size_t>(t)] += sm;
+      gpu0_bw[static_cast<size_t>(t)] += bw;
+      telemetry.AddMemorySample(w.name, t, mib);
+      telemetry.AddSmActivitySample(w.name, t, sm);
+      telemetry.AddBandwidthSample(w.name, t, bw);
+    }
+  }
+  const model::Workload grower = engine(3, 24576);
+  const model::PartitionIndex p1 = model::ClusterState::PartitionOf(1, 0);
+  if (auto ok = cluster.Place(grower, {grower.id, 0, {{p1, 1000, 0, /*best_effort=*/true}}}); !ok) {
+    return std::unexpected(ok.error());
+  }
+  for (int t = 0; t < 30; ++t) {
+    const auto at = static_cast<size_t>(t);
+    telemetry.AddMemorySample(cluster.gpu(0).uuid, t, gpu0[at]);
+    telemetry.AddSmActivitySample(cluster.gpu(0).uuid, t, gpu0_sm[at]);
+    telemetry.AddBandwidthSample(cluster.gpu(0).uuid, t, gpu0_bw[at]);
+    const double mib = 4000 + 400.0 * t;  // a model still loading: 4,000 → 15,600 MiB
+    const double sm = 0.05 + 0.01 * t, bw = 0.05 + 0.005 * t;
+    for (const std::string& key : {cluster.gpu(1).uuid, grower.name}) {
+      telemetry.AddMemorySample(key, t, mib);
+      telemetry.AddSmActivitySample(key, t, sm);
+      telemetry.AddBandwidthSample(key, t, bw);
+    }
+  }
+  Rng rng(f.seed);
+  ManualClock clock(29.5);
+  auto policy = policy::MakePolicy(
+      spec.name, {.rng = &rng, .clock = &clock, .telemetry = &telemetry}, spec.options);
+  if (!policy) return std::unexpected(policy.error());
+  (*policy)->AfterCycle(cluster);  // the policies read the telemetry as they would each cycle
+  const model::Workload x = engine(4, kRequest);
+  out += fmt::format(
+      "scenario: one V100-32GB node (seeds 003 and 004), 30 s of memory, SM and bandwidth series.\n"
+      "  GPU 0: engine-1 and engine-2 ({}), each asked for {} MiB and uses about 7000\n"
+      "  GPU 1: engine-3 asked for 24576 MiB; its use grows 4000 -> 15600 MiB (still loading)\n"
+      "{} arrives asking for {} MiB.\n\n",
+      app, static_cast<long long>(kRequest), x.name, static_cast<long long>(kRequest));
+  out += (*policy)->Explain(x, cluster);
+  return Explanation{.text = std::move(out)};
 }
 
 }  // namespace tessera::sim

@@ -1,5 +1,5 @@
 #pragma once
-// The over-provisioning experiment (issue #16; seed 003 §6): MLPerf SingleStream inference
+// The over-provisioning experiment (seed 003 §6): MLPerf SingleStream inference
 // engines arrive one by one, uniformly every [5, 10] s, at one V100-32GB. Each asks for more GPU
 // memory than it uses by an over-provisioning percentage (0 to 250 % in steps of 50 %): its
 // request is its peak use × (1 + pct/100), so at 0 % a 7 GB engine asks for 7 GB (003 §6.1).
@@ -17,13 +17,17 @@
 // Deterministic for (policy, mix, pct, seed).
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/error.h"
+#include "report/table.h"
 #include "sim/apps.h"
+#include "sim/experiment.h"
+#include "sim/explain.h"
 
 namespace tessera::sim {
 
@@ -71,7 +75,24 @@ struct OverprovisionRun {
                                                           std::string_view mix, int pct,
                                                           const OverprovisionScenario& scenario,
                                                           uint64_t seed, const AppCatalog& catalog);
-// Means over seeds; policy, mix and pct of the first.
+// The metrics of a run, declared once: the JSON, the CLI table and the report come from here.
+const report::MetricTable<OverprovisionRun>& OverprovisionTable();
+// Means over seeds (OverprovisionTable().Mean); policy, mix and pct of the first.
 OverprovisionRun MeanOf(std::span<const OverprovisionRun> runs);
+
+// The report: {experiment, seeds, results: [a row per mix, policy and percentage]}, and an
+// HTML page with, per mix, a line per policy over the percentages for each charted metric.
+nlohmann::json OverprovisionJson(size_t seeds, std::span<const OverprovisionRun> means);
+std::string OverprovisionHtml(size_t seeds, std::span<const OverprovisionRun> means);
+// `tessera simulate --experiment overprovision` (registered in experiments.cc).
+[[nodiscard]] Expected<ExperimentOutput> RunOverprovisionExperiment(const ExperimentArgs& args,
+                                                                    const Experiment& experiment);
+
+// `tessera explain` for the policies that share GPUs by memory (seeds 003, 004): a V100-32GB
+// node with 30 s of memory, SM and bandwidth series, as DCGM and the agent publish them: GPU 0
+// holds two TF SSD-MobileNet engines that asked for 14,336 MiB each (100 % over-provisioned) and
+// use about 7,000 each; GPU 1 one that asked for 24,576 MiB and is still growing. One more
+// engine asks for 14,336 MiB, and the policy says which check let it in where.
+[[nodiscard]] Expected<Explanation> ExplainOverprovision(const ExplainArgs& args);
 
 }  // namespace tessera::sim

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "model/cluster.h"
+#include "sim/experiment.h"
 
 namespace tessera::sim {
 
@@ -35,5 +36,10 @@ std::vector<model::Workload> PackingWorkloads(const model::ClusterState& cluster
 [[nodiscard]] Expected<std::vector<PackingRow>> RunPacking(const std::vector<std::string>& policies,
                                                            const std::vector<uint64_t>& seeds,
                                                            int nodes);
+
+// `tessera simulate --experiment packing` (registered in experiments.cc): every policy over
+// the seeds, a row per policy and seed.
+[[nodiscard]] Expected<ExperimentOutput> RunPackingExperiment(const ExperimentArgs& args,
+                                                              const Experiment& experiment);
 
 }  // namespace tessera::sim

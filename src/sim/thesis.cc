@@ -8,9 +8,11 @@
 
 #include "policy/registry.h"
 #include "predict/predictor.h"
+#include "sim/explain.h"
 #include "sim/physics.h"
 #include "sim/profiler.h"
-#include "telemetry/telemetry.h"
+#include "sim/thesis_report.h"
+#include "sim/world.h"
 
 namespace tessera::sim {
 namespace {
@@ -226,35 +228,22 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
     if (!catalog.Find(key))
       return Fail("the thesis experiment needs app '{}' in the catalogue", key);
   }
-  Physics physics(catalog, seed);
-  Rng rng(seed);
-  model::ClusterState cluster = s.nodes > 0 ? ThesisScaleCluster(s.nodes) : ThesisCluster();
-  Expected<policy::PolicySpec> spec = policy::ParsePolicySpec(policy_name);
-  if (!spec) return std::unexpected(spec.error());
-  std::optional<predict::Predictor> predictor;
-  if (const auto info = policy::FindPolicy(spec->name); info && info->needs_predictor) {
-    Expected<predict::Predictor> p = ProfiledPredictor(physics, cluster, s, seed);
-    if (!p) return std::unexpected(p.error());
-    predictor.emplace(std::move(*p));
-  }
-  telemetry::StaticTelemetry telemetry;
-  ManualClock clock;  // the engine's virtual time, which a policy with a period reads (muxflow)
-  predict::Predictor* learner = predictor ? &*predictor : nullptr;
-  auto policy = policy::MakePolicy(spec->name,
-                                   {.rng = &rng,
-                                    .clock = &clock,
-                                    .predictor = learner,
-                                    .telemetry = &telemetry,
-                                    .learner = learner,
-                                    .can_move = true},
-                                   spec->options);
-  if (!policy) return std::unexpected(policy.error());
-  Engine engine(cluster, **policy, physics, rng,
-                {.horizon_s = 48 * 3600, .telemetry = &telemetry, .clock = &clock});
+  auto world = World::Build(
+      catalog, s.nodes > 0 ? ThesisScaleCluster(s.nodes) : ThesisCluster(),
+      {.policy = policy_name,
+       .seed = seed,
+       .predictor = [&](const Physics& physics, const model::ClusterState& cluster)
+           -> Expected<predict::Predictor> { return ProfiledPredictor(physics, cluster, s, seed); },
+       .learn = true,
+       .can_move = true,
+       .engine = {.horizon_s = 48 * 3600}});
+  if (!world) return std::unexpected(world.error());
+  const Physics& physics = (*world)->physics;
+  Engine& engine = *(*world)->engine;
   for (model::Workload& w : ThesisWorkloads(s, seed, physics)) {
     if (auto ok = engine.Add(std::move(w)); !ok) return std::unexpected(ok.error());
   }
-  ThesisRun run = Summarize(engine.Run(), cluster, physics);
+  ThesisRun run = Summarize(engine.Run(), (*world)->cluster, physics);
   run.policy = policy_name;
   run.scenario = s;
   run.seed = seed;
@@ -295,6 +284,177 @@ ThesisRun MeanOf(const std::vector<ThesisRun>& runs) {
   m.failures = failures / n;
   m.slo_violations = violations / n;
   return m;
+}
+
+const report::MetricTable<ThesisRun>& ThesisTable() {
+  using Run = ThesisRun;
+  // feasible: pods per run whose SLO some configuration meets (alone, noise aside); attain%f:
+  // attainment over those.
+  static const report::MetricTable<Run> table{
+      .labels = {{"policy", "policy", 12, [](const Run& r) { return r.policy; }},
+                 {"scenario", "scenario", 30, [](const Run& r) { return r.scenario.name(); }}},
+      .metrics = {{"slo_attainment", &Run::slo_attainment, "attain%", 100, 1, 7},
+                  {"slo_feasible", &Run::slo_feasible, "feasible", 1, 1, 8},
+                  {.header = "attain%f",
+                   .scale = 100,
+                   .decimals = 1,
+                   .width = 8,
+                   .derived = [](const Run& r) { return r.slo_attainment_feasible(); }},
+                  {"slo_violations", &Run::slo_violations, "viol", 1, 1, 5},
+                  {"failures", &Run::failures, "fail", 1, 1, 5},
+                  {"qps_slo_abs_diff_mean", &Run::qps_slo_abs_diff_mean, "|q-slo|/slo", 1, 3, 11},
+                  {"makespan_s", &Run::makespan_s, "makespan", 1, 0, 9, "s"},
+                  {"pending_s_mean", &Run::pending_s_mean, "pending", 1, 1, 9, "s"},
+                  {"gpu_util_mean", &Run::gpu_util_mean, "util%", 100, 1, 6},
+                  {"power_w_mean", &Run::power_w_mean, "power W", 1, 1, 7},
+                  {"energy_j", &Run::energy_j, "energy kJ", 1, 1, 9, "", "", "", 1000}}};
+  return table;
+}
+
+namespace {
+
+// The runs of every scenario × policy × seed, in that order; a warning for a policy that placed
+// none of a run's pods.
+Expected<std::vector<ThesisRun>> RunThesisScenarios(const ExperimentArgs& args,
+                                                    const Experiment& experiment,
+                                                    std::span<const ThesisScenario> scenarios,
+                                                    const AppCatalog& catalog) {
+  const std::vector<std::string> policies = PoliciesOrDefault(args, experiment);
+  std::vector<ThesisRun> runs;
+  const size_t total = policies.size() * scenarios.size() * args.seeds.size();
+  for (const ThesisScenario& sc : scenarios) {
+    for (const std::string& name : policies) {
+      for (uint64_t seed : args.seeds) {
+        auto run = RunThesis(name, sc, seed, catalog);
+        if (!run) return std::unexpected(run.error());
+        if (run->pods > 0 && run->never_placed == run->pods && args.warn) {
+          args.warn(fmt::format(
+              "{} placed none of the {} pods of {} (seed {}); its time and energy figures "
+              "describe an idle cluster",
+              name, run->pods, sc.name(), seed));
+        }
+        runs.push_back(std::move(*run));
+        args.Progress(fmt::format("{}: {}/{} runs ({} {})", experiment.name, runs.size(), total,
+                                  name, sc.name()));
+      }
+    }
+  }
+  return runs;
+}
+
+// The CLI's table: the means per scenario and policy, then every run pooled per policy.
+std::string ThesisText(const ExperimentArgs& args, const Experiment& experiment,
+                       std::span<const ThesisRun> runs) {
+  std::string out;
+  if (experiment.name == "thesis-scale") {
+    out = fmt::format(
+        "experiment thesis-scale: {} nodes x 8 GPUs (A30, A100, H100, V100), {} workloads "
+        "arriving Poisson at {}/hour; means over {} seeds\n\n",
+        args.cluster_nodes, args.workloads, args.workloads, args.seeds.size());
+  } else {
+    out = fmt::format(
+        "experiment thesis (seed 000, Ch. 9): V100 node + A30 node + CPU node, pods in "
+        "batches of 8 over ~15 min; means over {} seeds\n\n",
+        args.seeds.size());
+  }
+  const std::vector<ThesisRun> means = ThesisMeans(runs);
+  out += ThesisTable().Text(means);
+  size_t width = 12;  // the policy column, as wide as the table's
+  for (const ThesisRun& m : means) width = std::max(width, m.policy.size());
+  out += fmt::format("\nall runs pooled (Ch. 9.3):\n{:<{}} {:>5} {:>11} {:>10} {:>8}\n", "policy",
+                     width, "runs", "|q-slo|/slo", "energy MJ", "attain%f");
+  for (const ThesisAggregate& a : AggregateByPolicy(runs)) {
+    out +=
+        fmt::format("{:<{}} {:>5} {:>11.3f} {:>10.2f} {:>8.1f}\n", a.policy, width, a.runs,
+                    a.qps_slo_abs_diff_mean, a.energy_j / 1e6, 100 * a.slo_attainment_feasible());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> ThesisPolicies() {
+  return RegisteredOf({"slo-aware", "predictive", "min", "max", "round-robin", "whole-gpu"});
+}
+
+Expected<ExperimentOutput> RunThesisExperiment(const ExperimentArgs& args,
+                                               const Experiment& experiment) {
+  Expected<AppCatalog> catalog = CatalogOf(args);
+  if (!catalog) return std::unexpected(catalog.error());
+  // The thesis's four, then two where 3 of the 6 engines were never profiled
+  // (docs/simulator.md, "Profiling: the predictor never sees Physics").
+  std::vector<ThesisScenario> scenarios = {{20, false}, {20, true},        {40, false},
+                                           {40, true},  {20, false, 0, 3}, {20, true, 0, 3}};
+  if (experiment.name == "thesis-scale") {
+    scenarios = {{args.workloads, false, args.cluster_nodes},
+                 {args.workloads, true, args.cluster_nodes}};
+  }
+  auto runs = RunThesisScenarios(args, experiment, scenarios, *catalog);
+  if (!runs) return std::unexpected(runs.error());
+  args.Progress("");
+  ExperimentOutput out{.json = ThesisJson(std::string(experiment.name), args.seeds.size(), *runs),
+                       .table = ThesisText(args, experiment, *runs)};
+  if (!args.out.empty()) {
+    auto written =
+        WriteThesisReport(args.out, std::string(experiment.name), args.seeds.size(), *runs);
+    if (!written) return std::unexpected(written.error());
+    out.written = std::move(*written);
+  }
+  return out;
+}
+
+Expected<Explanation> ExplainThesis(const ExplainArgs& f) {
+  const policy::PolicySpec& spec = f.spec;
+  std::string out;
+  Physics physics(*f.catalog, f.seed);
+  const AppSpec* app = physics.catalog().Find(f.app);
+  if (!app)
+    return Explanation{.usage_error = fmt::format("--app: unknown application '{}'", f.app)};
+  // Profiled as a run of the thesis experiment is (its engines on every configuration, ten runs
+  // each), so the explanation shows the predictions and margins that experiment decides on.
+  Expected<ProfileSamples> samples =
+      Profiler(physics, ThesisProfiling({}, f.seed)).Sample({"V100-32GB", "A30-24GB"}, f.seed);
+  if (!samples) return std::unexpected(samples.error());
+  Expected<predict::Predictor> predictor = predict::Predictor::Create(
+      samples->TakeProfile(), samples->TakeInterference(), {}, CatalogFeatures(*f.catalog));
+  if (!predictor) return std::unexpected(predictor.error());
+
+  model::ClusterState cluster = ThesisCluster();
+  telemetry::StaticTelemetry telemetry;
+  const model::PartitionIndex v100 = model::ClusterState::PartitionOf(0, 0);
+  const int64_t quarter = cluster.partition(v100).memory_mib / 4;
+  const char* running[] = {"tf/mobilenet", "onnx/ssd-mobilenet"};
+  const model::GpuModelId v100_model = cluster.gpu(0).model;
+  double busy = 0;
+  for (int i = 0; i < 2; ++i) {
+    const AppSpec* r = physics.catalog().Find(running[i]);
+    model::Workload w;
+    w.id = i + 1;
+    w.name = fmt::format("{}-{}", r->key, w.id);
+    w.app = r->key;
+    w.slo_qps = physics.IsolatedQps(*r, v100_model, -1, 250);
+    w.gpu.count = 1;
+    if (auto ok = cluster.Place(w, {w.id, 0, {{v100, 250, quarter}}}); !ok) {
+      return std::unexpected(ok.error());
+    }
+    busy += physics.Rate(*cluster.Find(w.id), cluster).gpu_busy;
+  }
+  telemetry.SetUtilization(cluster.partition(v100).uuid, std::min(1.0, busy));
+  telemetry.SetUtilization(cluster.partition(model::ClusterState::PartitionOf(1, 0)).uuid, 0);
+
+  Rng rng(f.seed);
+  ManualClock clock;
+  auto policy =
+      policy::MakePolicy(spec.name, {&rng, &clock, &*predictor, &telemetry}, spec.options);
+  if (!policy) return std::unexpected(policy.error());
+  model::Workload x = ThesisPod(*app, 3);
+  x.slo_qps = f.slo > 0 ? f.slo : ThesisSloBase(*app, /*high_slo=*/false, physics);
+  out += fmt::format(
+      "scenario: thesis cluster (Ch. 9) — v100 runs {} and {} at 25% MPS each (util {:.2f}), "
+      "a30 is idle with MIG off, cpu has no GPU\n\n",
+      running[0], running[1], std::min(1.0, busy));
+  out += (*policy)->Explain(x, cluster);
+  return Explanation{.text = std::move(out)};
 }
 
 }  // namespace tessera::sim

@@ -10,9 +10,9 @@
 // Metrics per policy × scenario, as the thesis measures them (Ch. 9.1, 9.3): makespan, mean
 // pending and execution time, failures, SLO violations (achieved mean QPS < SLO; failures and
 // pods never started count), attainment, mean |achieved − SLO| / SLO, mean GPU utilisation,
-// mean power and energy. Besides (issue #14): which pods' SLOs the cluster can meet at all —
-// judged by the ground truth, the pod alone on its best configuration, noise aside
-// (Physics::BestIsolatedQps) — and the attainment over those feasible pods.
+// mean power and energy. Besides (docs/simulator.md, "What can be met"): which pods' SLOs the
+// cluster can meet at all — judged by the ground truth, the pod alone on its best configuration,
+// noise aside (Physics::BestIsolatedQps) — and the attainment over those feasible pods.
 
 #include <cstdint>
 #include <optional>
@@ -20,8 +20,11 @@
 #include <vector>
 
 #include "base/error.h"
+#include "report/table.h"
 #include "sim/apps.h"
 #include "sim/engine.h"
+#include "sim/experiment.h"
+#include "sim/explain.h"
 #include "sim/profiler.h"
 
 namespace tessera::sim {
@@ -41,7 +44,7 @@ struct ThesisScenario {
   std::string name() const;
 };
 
-// One pod's life in one run, for the per-workload report (report/thesis_report.h).
+// One pod's life in one run, for the per-workload report (sim/thesis_report.h).
 struct ThesisWorkloadRecord {
   model::WorkloadId id = 0;
   std::string app;
@@ -123,7 +126,24 @@ ProfilerOptions ThesisProfiling(const ThesisScenario& s, uint64_t seed);
 [[nodiscard]] Expected<ThesisRun> RunThesis(const std::string& policy, const ThesisScenario& s,
                                             uint64_t seed, const AppCatalog& catalog);
 
-// Mean of every numeric field over runs of one policy and scenario.
+// Mean of every numeric field over runs of one policy and scenario (pods, failures and
+// violations as Σ / n; the relative differences pooled).
 ThesisRun MeanOf(const std::vector<ThesisRun>& runs);
+
+// The CLI table's columns, declared once (the JSON and the report: sim/thesis_report.h).
+const report::MetricTable<ThesisRun>& ThesisTable();
+// The thesis's policies, those of them this build registers.
+std::vector<std::string> ThesisPolicies();
+// `tessera simulate --experiment thesis` and `thesis-scale` (registered in experiments.cc):
+// every policy × scenario × seed, the means table, the pooled table, and with --out the
+// report (WriteThesisReport).
+[[nodiscard]] Expected<ExperimentOutput> RunThesisExperiment(const ExperimentArgs& args,
+                                                             const Experiment& experiment);
+
+// `tessera explain` in the thesis's cluster (Ch. 9): a V100-32GB node already running two pods
+// under MPS at 25 % each, an idle A30-24GB node (MIG off) and a CPU node; the predictor from the
+// Profiler's samples as in the experiment, util(p) from what the two pods keep busy. One pod of
+// --app arrives and the policy says how it judges every partition it could take.
+[[nodiscard]] Expected<Explanation> ExplainThesis(const ExplainArgs& args);
 
 }  // namespace tessera::sim

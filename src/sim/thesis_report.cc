@@ -1,4 +1,4 @@
-#include "report/thesis_report.h"
+#include "sim/thesis_report.h"
 
 #include <fmt/core.h>
 
@@ -8,19 +8,20 @@
 
 #include "report/html.h"
 
-namespace tessera::report {
+namespace tessera::sim {
+using namespace ::tessera::report;  // the page's drawing helpers (report/html.h)
 namespace {
 
 // The runs of one (scenario, policy).
 struct Group {
   std::string scenario;
   std::string policy;
-  std::vector<sim::ThesisRun> runs;
+  std::vector<ThesisRun> runs;
 };
 
-std::vector<Group> GroupRuns(std::span<const sim::ThesisRun> runs) {
+std::vector<Group> GroupRuns(std::span<const ThesisRun> runs) {
   std::vector<Group> groups;
-  for (const sim::ThesisRun& r : runs) {
+  for (const ThesisRun& r : runs) {
     const std::string scenario = r.scenario.name();
     auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
       return g.scenario == scenario && g.policy == r.policy;
@@ -48,7 +49,7 @@ nlohmann::json Fraction(double v) {
   return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
 }
 
-nlohmann::json RunJson(const sim::ThesisRun& m) {
+nlohmann::json RunJson(const ThesisRun& m) {
   return {{"policy", m.policy},
           {"scenario", m.scenario.name()},
           {"pods", m.pods},
@@ -79,7 +80,7 @@ struct Series {
   std::string color;
   std::string dash;  // so that policies whose curves coincide stay visible
   const Group* group;
-  sim::ThesisRun mean;
+  ThesisRun mean;
 };
 
 std::string CdfSvg(const std::string& scenario, const std::vector<Series>& series) {
@@ -87,8 +88,8 @@ std::string CdfSvg(const std::string& scenario, const std::vector<Series>& serie
   double lo = -1, hi = 0.5;
   for (const Series& s : series) {
     std::vector<double> sample;
-    for (const sim::ThesisRun& r : s.group->runs) {
-      for (const sim::ThesisWorkloadRecord& w : r.workloads) sample.push_back(w.relative_diff());
+    for (const ThesisRun& r : s.group->runs) {
+      for (const ThesisWorkloadRecord& w : r.workloads) sample.push_back(w.relative_diff());
     }
     cdfs.push_back(Cdf(std::move(sample)));
     if (!cdfs.back().empty()) {
@@ -142,8 +143,8 @@ std::string CdfSvg(const std::string& scenario, const std::vector<Series>& serie
 // policy can avoid: pods whose SLO no configuration meets).
 std::string BarSvg(const std::string& title, const std::string& y_label,
                    const std::vector<Series>& series,
-                   const std::function<double(const sim::ThesisRun&)>& value, int decimals,
-                   const std::function<double(const sim::ThesisRun&)>& floor = {}) {
+                   const std::function<double(const ThesisRun&)>& value, int decimals,
+                   const std::function<double(const ThesisRun&)>& floor = {}) {
   double hi = 0;
   for (const Series& s : series) {
     hi = std::max(hi, value(s.mean));
@@ -198,7 +199,7 @@ std::string Table(const std::vector<Group>& groups, const std::vector<std::strin
       "<th>pending s</th><th>execution s</th><th>GPU util %</th><th>power W</th>"
       "<th>energy kJ</th><th>SLO-feasible pods</th><th>attainment of feasible %</th></tr>\n";
   for (const Group& g : groups) {
-    const sim::ThesisRun m = sim::MeanOf(g.runs);
+    const ThesisRun m = MeanOf(g.runs);
     const size_t color = std::find(policies.begin(), policies.end(), g.policy) - policies.begin();
     html += fmt::format(
         "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td>"
@@ -213,7 +214,7 @@ std::string Table(const std::vector<Group>& groups, const std::vector<std::strin
   return html + "</table>\n";
 }
 
-std::string AggregateTable(std::span<const sim::ThesisRun> runs,
+std::string AggregateTable(std::span<const ThesisRun> runs,
                            const std::vector<std::string>& policies) {
   std::string html =
       "<table>\n<tr><th>policy</th><th>runs</th><th>mean |q − SLO| / SLO</th>"
@@ -232,9 +233,9 @@ std::string AggregateTable(std::span<const sim::ThesisRun> runs,
 
 }  // namespace
 
-std::vector<sim::ThesisRun> ThesisMeans(std::span<const sim::ThesisRun> runs) {
-  std::vector<sim::ThesisRun> means;
-  for (const Group& g : GroupRuns(runs)) means.push_back(sim::MeanOf(g.runs));
+std::vector<ThesisRun> ThesisMeans(std::span<const ThesisRun> runs) {
+  std::vector<ThesisRun> means;
+  for (const Group& g : GroupRuns(runs)) means.push_back(MeanOf(g.runs));
   return means;
 }
 
@@ -242,9 +243,9 @@ double ThesisAggregate::slo_attainment_feasible() const {
   return slo_feasible > 0 ? slo_met_feasible / slo_feasible : std::nan("");
 }
 
-std::vector<ThesisAggregate> AggregateByPolicy(std::span<const sim::ThesisRun> runs) {
+std::vector<ThesisAggregate> AggregateByPolicy(std::span<const ThesisRun> runs) {
   std::vector<ThesisAggregate> out;
-  for (const sim::ThesisRun& r : runs) {
+  for (const ThesisRun& r : runs) {
     auto it = std::find_if(out.begin(), out.end(),
                            [&](const ThesisAggregate& a) { return a.policy == r.policy; });
     if (it == out.end()) {
@@ -262,12 +263,12 @@ std::vector<ThesisAggregate> AggregateByPolicy(std::span<const sim::ThesisRun> r
 }
 
 nlohmann::json ThesisJson(const std::string& experiment, size_t seeds,
-                          std::span<const sim::ThesisRun> runs) {
+                          std::span<const ThesisRun> runs) {
   nlohmann::json results = nlohmann::json::array();
   for (const Group& g : GroupRuns(runs)) {
-    nlohmann::json mean = RunJson(sim::MeanOf(g.runs));
+    nlohmann::json mean = RunJson(MeanOf(g.runs));
     nlohmann::json per_seed = nlohmann::json::array();
-    for (const sim::ThesisRun& r : g.runs) {
+    for (const ThesisRun& r : g.runs) {
       nlohmann::json one = RunJson(r);
       one["seed"] = r.seed;
       per_seed.push_back(std::move(one));
@@ -290,19 +291,18 @@ nlohmann::json ThesisJson(const std::string& experiment, size_t seeds,
           {"aggregate", std::move(aggregate)}};
 }
 
-std::string ThesisWorkloadsCsv(std::span<const sim::ThesisRun> runs) {
+std::string ThesisWorkloadsCsv(std::span<const ThesisRun> runs) {
   std::string csv = std::string(kThesisCsvHeader) + "\n";
-  for (const sim::ThesisRun& r : runs) {
+  for (const ThesisRun& r : runs) {
     const std::string prefix =
         fmt::format("{},{},{}", CsvField(r.policy), CsvField(r.scenario.name()), r.seed);
-    for (const sim::ThesisWorkloadRecord& w : r.workloads) {
-      csv +=
-          fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", prefix, w.id,
-                      CsvField(w.app), Num(w.slo_qps), Num(w.achieved_qps), Num(w.relative_diff()),
-                      w.failed ? 1 : 0, CsvField(w.failure), Num(w.arrival_s), Opt(w.start_s),
-                      Opt(w.end_s), Num(w.pending_s), CsvField(w.node), CsvField(w.partition),
-                      CsvField(w.profile), w.partition.empty() ? "" : std::to_string(w.mps_milli),
-                      w.moves);
+    for (const ThesisWorkloadRecord& w : r.workloads) {
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", prefix, w.id,
+                         CsvField(w.app), Num(w.slo_qps), Num(w.achieved_qps),
+                         Num(w.relative_diff()), w.failed ? 1 : 0, CsvField(w.failure),
+                         Num(w.arrival_s), Opt(w.start_s), Opt(w.end_s), Num(w.pending_s),
+                         CsvField(w.node), CsvField(w.partition), CsvField(w.profile),
+                         w.partition.empty() ? "" : std::to_string(w.mps_milli), w.moves);
     }
   }
   return csv;
@@ -319,7 +319,7 @@ std::vector<CdfPoint> Cdf(std::vector<double> sample) {
   return out;
 }
 
-std::string ThesisHtml(const std::string& experiment, std::span<const sim::ThesisRun> runs) {
+std::string ThesisHtml(const std::string& experiment, std::span<const ThesisRun> runs) {
   const std::vector<Group> groups = GroupRuns(runs);
   const std::vector<std::string> policies = Distinct(groups, &Group::policy);
   const std::vector<std::string> scenarios = Distinct(groups, &Group::scenario);
@@ -352,20 +352,20 @@ std::string ThesisHtml(const std::string& experiment, std::span<const sim::Thesi
     for (const Group& g : groups) {
       if (g.scenario != scenario) continue;
       const size_t color = std::find(policies.begin(), policies.end(), g.policy) - policies.begin();
-      series.push_back({g.policy, SeriesColor(color), SeriesDash(color), &g, sim::MeanOf(g.runs)});
+      series.push_back({g.policy, SeriesColor(color), SeriesDash(color), &g, MeanOf(g.runs)});
     }
     html += fmt::format("<h2>{}</h2>\n<div class=\"row\">\n", Escape(scenario));
     html += CdfSvg(scenario, series);
     html += BarSvg(
         "SLO violations", "pods per run", series,
-        [](const sim::ThesisRun& m) { return m.slo_violations; }, 1,
-        [](const sim::ThesisRun& m) { return m.pods - m.slo_feasible; });
+        [](const ThesisRun& m) { return m.slo_violations; }, 1,
+        [](const ThesisRun& m) { return m.pods - m.slo_feasible; });
     html += BarSvg(
         "GPU utilisation", "mean GPU util %", series,
-        [](const sim::ThesisRun& m) { return 100 * m.gpu_util_mean; }, 1);
+        [](const ThesisRun& m) { return 100 * m.gpu_util_mean; }, 1);
     html += BarSvg(
-        "Energy", "energy per run kJ", series,
-        [](const sim::ThesisRun& m) { return m.energy_j / 1000; }, 0);
+        "Energy", "energy per run kJ", series, [](const ThesisRun& m) { return m.energy_j / 1000; },
+        0);
     html += "</div>\n";
   }
   return html + "</body></html>\n";
@@ -373,10 +373,10 @@ std::string ThesisHtml(const std::string& experiment, std::span<const sim::Thesi
 
 Expected<std::vector<std::string>> WriteThesisReport(const std::string& dir,
                                                      const std::string& experiment, size_t seeds,
-                                                     std::span<const sim::ThesisRun> runs) {
+                                                     std::span<const ThesisRun> runs) {
   return WriteFiles(dir, {{"report.json", ThesisJson(experiment, seeds, runs).dump(2) + "\n"},
                           {"workloads.csv", ThesisWorkloadsCsv(runs)},
                           {"report.html", ThesisHtml(experiment, runs)}});
 }
 
-}  // namespace tessera::report
+}  // namespace tessera::sim

@@ -19,10 +19,10 @@
 #include "base/error.h"
 #include "sim/thesis.h"
 
-namespace tessera::report {
+namespace tessera::sim {
 
 // The mean over seeds of each (scenario, policy), in order of first appearance.
-std::vector<sim::ThesisRun> ThesisMeans(std::span<const sim::ThesisRun> runs);
+std::vector<ThesisRun> ThesisMeans(std::span<const ThesisRun> runs);
 
 // One policy over every run of the experiment, all scenarios and seeds pooled, as thesis
 // Ch. 9.3 compares schedulers ("the average percentage difference among all the conducted
@@ -39,19 +39,19 @@ struct ThesisAggregate {
   double slo_attainment_feasible() const;  // NaN when no pod was feasible
 };
 // In order of each policy's first appearance.
-std::vector<ThesisAggregate> AggregateByPolicy(std::span<const sim::ThesisRun> runs);
+std::vector<ThesisAggregate> AggregateByPolicy(std::span<const ThesisRun> runs);
 
 // {"experiment", "seeds", "results": [mean of each (scenario, policy) with "per_seed": [...]],
 //  "aggregate": [one AggregateByPolicy entry per policy]}. A fraction that does not exist (no
 // feasible pod) is null.
 nlohmann::json ThesisJson(const std::string& experiment, size_t seeds,
-                          std::span<const sim::ThesisRun> runs);
+                          std::span<const ThesisRun> runs);
 
 // Header: kThesisCsvHeader; one row per ThesisWorkloadRecord of every run.
 inline constexpr const char* kThesisCsvHeader =
     "policy,scenario,seed,workload,app,slo_qps,achieved_qps,relative_diff,failed,failure,"
     "arrival_s,start_s,end_s,pending_s,node,partition,profile,mps_milli,moves";
-std::string ThesisWorkloadsCsv(std::span<const sim::ThesisRun> runs);
+std::string ThesisWorkloadsCsv(std::span<const ThesisRun> runs);
 
 // The empirical CDF of a sample: one point per distinct value x, y = fraction of the sample
 // ≤ x, in increasing x. Empty for an empty sample.
@@ -62,12 +62,13 @@ struct CdfPoint {
 std::vector<CdfPoint> Cdf(std::vector<double> sample);
 
 // The page alone (for tests): 4 <svg> per scenario.
-std::string ThesisHtml(const std::string& experiment, std::span<const sim::ThesisRun> runs);
+std::string ThesisHtml(const std::string& experiment, std::span<const ThesisRun> runs);
 
 // Writes report.json, workloads.csv and report.html into `dir` (created if needed), all or
 // nothing. Returns the paths written.
-[[nodiscard]] Expected<std::vector<std::string>> WriteThesisReport(
-    const std::string& dir, const std::string& experiment, size_t seeds,
-    std::span<const sim::ThesisRun> runs);
+[[nodiscard]] Expected<std::vector<std::string>> WriteThesisReport(const std::string& dir,
+                                                                   const std::string& experiment,
+                                                                   size_t seeds,
+                                                                   std::span<const ThesisRun> runs);
 
-}  // namespace tessera::report
+}  // namespace tessera::sim

@@ -54,6 +54,14 @@ def cases(tmp):
         # A node list too small for the curve says so instead of printing nan.
         (["simulate", "--experiment", "openb-alloc", "--trace", trace, "--nodes", two_gpus,
           "--policy", "fgd"], 0, "-: no arrival brought the arrived load to that level"),
+        # The experiments, from their registry, with what each reads.
+        (["simulate", "--list-experiments"], 0,
+         "knots            batch jobs and inference pods on 10 GPU nodes (seed 004) (default "
+         "seeds 10; reads --apps, --out)"),
+        # An arm the experiment does not have is a usage error that lists its arms.
+        (["simulate", "--experiment", "online-offline", "--policy", "fgd"], 2,
+         "unknown policy 'fgd' (one of online-only, ts, pb-ts, muxflow"),
+        (["simulate", "--experiment", "calibrate"], 2, "--experiment calibrate needs --data DIR"),
         # openb-alloc's default seeds are seed 42 alone, as --help says (not 1..42).
         (["simulate", "--experiment", "openb-alloc", "--trace", trace, "--nodes", two_gpus,
           "--policy", "best-fit", "--json"], 0, '"seed": 42'),

@@ -1,12 +1,12 @@
-#include "report/knots_report.h"
-
 #include <gtest/gtest.h>
 
-namespace tessera::report {
+#include "sim/knots.h"
+
+namespace tessera::sim {
 namespace {
 
-sim::KnotsRun Mean(std::string policy, double jct) {
-  sim::KnotsRun r;
+KnotsRun Mean(std::string policy, double jct) {
+  KnotsRun r;
   r.policy = std::move(policy);
   r.gpu_util_mean = 0.3;
   r.jct_s_mean = jct;
@@ -17,7 +17,7 @@ sim::KnotsRun Mean(std::string policy, double jct) {
 }
 
 TEST(KnotsReportTest, TheJsonHasTheIssuesFields) {
-  const std::vector<sim::KnotsRun> means = {Mean("whole-gpu", 546), Mean("knots-pp", 253)};
+  const std::vector<KnotsRun> means = {Mean("whole-gpu", 546), Mean("knots-pp", 253)};
   const nlohmann::json j = KnotsJson(10, means);
   EXPECT_EQ(j["experiment"], "knots");
   EXPECT_EQ(j["seeds"], 10);
@@ -32,8 +32,8 @@ TEST(KnotsReportTest, TheJsonHasTheIssuesFields) {
 
 // Five bar charts (utilisation, JCT, energy, QoS violations, OOM kills), a bar per policy.
 TEST(KnotsReportTest, ThePageHasABarPerPolicyPerMetric) {
-  const std::vector<sim::KnotsRun> means = {Mean("whole-gpu", 546), Mean("knots<&>", 253),
-                                            Mean("knots-cbp", 254)};
+  const std::vector<KnotsRun> means = {Mean("whole-gpu", 546), Mean("knots<&>", 253),
+                                       Mean("knots-cbp", 254)};
   const std::string html = KnotsHtml(10, means);
   size_t svgs = 0, bars = 0;
   for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) {
@@ -50,11 +50,12 @@ TEST(KnotsReportTest, ThePageHasABarPerPolicyPerMetric) {
 
 TEST(KnotsReportTest, WritesJsonAndHtml) {
   const std::string dir = ::testing::TempDir() + "/knots_report";
-  const std::vector<sim::KnotsRun> means = {Mean("knots-pp", 253)};
-  auto written = WriteKnotsReport(dir, 1, means);
+  const std::vector<KnotsRun> means = {Mean("knots-pp", 253)};
+  auto written =
+      WithReport(ExperimentOutput{.json = KnotsJson(1, means)}, dir, KnotsHtml(1, means));
   ASSERT_TRUE(written) << written.error().message;
-  EXPECT_EQ(written->size(), 2u);
+  EXPECT_EQ(written->written.size(), 2u);
 }
 
 }  // namespace
-}  // namespace tessera::report
+}  // namespace tessera::sim

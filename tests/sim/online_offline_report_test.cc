@@ -1,12 +1,12 @@
-#include "report/online_offline_report.h"
-
 #include <gtest/gtest.h>
 
-namespace tessera::report {
+#include "sim/online_offline.h"
+
+namespace tessera::sim {
 namespace {
 
-sim::OnlineOfflineRun Mean(std::string policy, double latency) {
-  sim::OnlineOfflineRun r;
+OnlineOfflineRun Mean(std::string policy, double latency) {
+  OnlineOfflineRun r;
   r.policy = std::move(policy);
   r.online_latency_mean_ms = latency;
   r.online_latency_p99_ms = 2 * latency;
@@ -17,7 +17,7 @@ sim::OnlineOfflineRun Mean(std::string policy, double latency) {
 }
 
 TEST(OnlineOfflineReportTest, TheJsonHasTheIssuesFields) {
-  const std::vector<sim::OnlineOfflineRun> means = {Mean("online-only", 12), Mean("ts", 20)};
+  const std::vector<OnlineOfflineRun> means = {Mean("online-only", 12), Mean("ts", 20)};
   const nlohmann::json j = OnlineOfflineJson(3, means);
   EXPECT_EQ(j["experiment"], "online-offline");
   EXPECT_EQ(j["seeds"], 3);
@@ -33,7 +33,7 @@ TEST(OnlineOfflineReportTest, TheJsonHasTheIssuesFields) {
 }
 
 TEST(OnlineOfflineReportTest, ThePageHasTheTableAndThreeTimelines) {
-  const std::vector<sim::OnlineOfflineRun> means = {Mean("muxflow<&>", 12)};
+  const std::vector<OnlineOfflineRun> means = {Mean("muxflow<&>", 12)};
   const std::string html = OnlineOfflineHtml(1, means);
   size_t svgs = 0;
   for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) {
@@ -46,11 +46,12 @@ TEST(OnlineOfflineReportTest, ThePageHasTheTableAndThreeTimelines) {
 
 TEST(OnlineOfflineReportTest, WritesJsonAndHtml) {
   const std::string dir = ::testing::TempDir() + "/online_offline_report";
-  const std::vector<sim::OnlineOfflineRun> means = {Mean("muxflow", 12)};
-  auto written = WriteOnlineOfflineReport(dir, 1, means);
+  const std::vector<OnlineOfflineRun> means = {Mean("muxflow", 12)};
+  auto written = WithReport(ExperimentOutput{.json = OnlineOfflineJson(1, means)}, dir,
+                            OnlineOfflineHtml(1, means));
   ASSERT_TRUE(written) << written.error().message;
-  EXPECT_EQ(written->size(), 2u);
+  EXPECT_EQ(written->written.size(), 2u);
 }
 
 }  // namespace
-}  // namespace tessera::report
+}  // namespace tessera::sim

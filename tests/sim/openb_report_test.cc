@@ -1,4 +1,4 @@
-#include "report/openb_report.h"
+#include "sim/openb_report.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,15 +7,15 @@
 #include <fstream>
 #include <sstream>
 
-namespace tessera::report {
+namespace tessera::sim {
 namespace {
 
-sim::OpenbRun MakeRun(const std::string& policy, uint64_t seed, double alloc130) {
-  sim::OpenbRun r;
+OpenbRun MakeRun(const std::string& policy, uint64_t seed, double alloc130) {
+  OpenbRun r;
   r.policy = policy;
   r.seed = seed;
   r.total_gpus = 10;
-  for (int b = 0; b <= sim::kOpenbMaxPct; ++b) {
+  for (int b = 0; b <= kOpenbMaxPct; ++b) {
     r.alloc_pct[b] = std::min<double>(b, alloc130);
     r.frag_pct[b] = 1;
     r.frag_idle_pct[b] = 2;
@@ -24,9 +24,9 @@ sim::OpenbRun MakeRun(const std::string& policy, uint64_t seed, double alloc130)
 }
 
 TEST(OpenbReportTest, MeansOverSeedsAndWritesCsvAndHtml) {
-  const std::vector<sim::OpenbRun> runs = {MakeRun("fgd", 1, 94), MakeRun("fgd", 2, 96),
-                                           MakeRun("best-fit", 1, 92)};
-  const auto summaries = sim::SummarizeOpenb(runs);
+  const std::vector<OpenbRun> runs = {MakeRun("fgd", 1, 94), MakeRun("fgd", 2, 96),
+                                      MakeRun("best-fit", 1, 92)};
+  const auto summaries = SummarizeOpenb(runs);
   ASSERT_EQ(summaries.size(), 2u);
   EXPECT_DOUBLE_EQ(summaries[0].alloc_pct[130], 95);
   // Sample standard deviation of 94 and 96: sqrt(2 / 1).
@@ -54,4 +54,4 @@ TEST(OpenbReportTest, MeansOverSeedsAndWritesCsvAndHtml) {
 }
 
 }  // namespace
-}  // namespace tessera::report
+}  // namespace tessera::sim

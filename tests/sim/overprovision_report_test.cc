@@ -1,15 +1,15 @@
-#include "report/overprovision_report.h"
-
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-namespace tessera::report {
+#include "sim/overprovision.h"
+
+namespace tessera::sim {
 namespace {
 
-sim::OverprovisionRun Mean(std::string policy, std::string mix, int pct, double pending) {
-  sim::OverprovisionRun r;
+OverprovisionRun Mean(std::string policy, std::string mix, int pct, double pending) {
+  OverprovisionRun r;
   r.policy = std::move(policy);
   r.mix = std::move(mix);
   r.overprovision_pct = pct;
@@ -24,8 +24,8 @@ sim::OverprovisionRun Mean(std::string policy, std::string mix, int pct, double 
 }
 
 TEST(OverprovisionReportTest, TheJsonHasTheIssuesFields) {
-  const std::vector<sim::OverprovisionRun> means = {Mean("gpushare", "homogeneous", 0, 200),
-                                                    Mean("gpushare", "homogeneous", 50, 260)};
+  const std::vector<OverprovisionRun> means = {Mean("gpushare", "homogeneous", 0, 200),
+                                               Mean("gpushare", "homogeneous", 50, 260)};
   const nlohmann::json j = OverprovisionJson(10, means);
   EXPECT_EQ(j["experiment"], "overprovision");
   EXPECT_EQ(j["seeds"], 10);
@@ -42,7 +42,7 @@ TEST(OverprovisionReportTest, TheJsonHasTheIssuesFields) {
 // Per mix, six plots against the percentage (pending, p99, memory, utilisation, power, energy),
 // one line per policy, and the table.
 TEST(OverprovisionReportTest, ThePagePlotsEveryMetricPerMix) {
-  std::vector<sim::OverprovisionRun> means;
+  std::vector<OverprovisionRun> means;
   for (const char* mix : {"homogeneous", "heterogeneous"}) {
     for (const char* policy : {"whole-gpu", "gpushare<&>"}) {
       for (int pct : {0, 50, 100}) means.push_back(Mean(policy, mix, pct, 100 + pct));
@@ -65,10 +65,11 @@ TEST(OverprovisionReportTest, ThePagePlotsEveryMetricPerMix) {
 
 TEST(OverprovisionReportTest, WritesJsonAndHtml) {
   const std::string dir = ::testing::TempDir() + "/overprovision_report";
-  const std::vector<sim::OverprovisionRun> means = {Mean("resource-aware", "homogeneous", 0, 90)};
-  auto written = WriteOverprovisionReport(dir, 1, means);
+  const std::vector<OverprovisionRun> means = {Mean("resource-aware", "homogeneous", 0, 90)};
+  auto written = WithReport(ExperimentOutput{.json = OverprovisionJson(1, means)}, dir,
+                            OverprovisionHtml(1, means));
   ASSERT_TRUE(written) << written.error().message;
-  ASSERT_EQ(written->size(), 2u);
+  ASSERT_EQ(written->written.size(), 2u);
   std::ifstream in(dir + "/report.json");
   std::stringstream text;
   text << in.rdbuf();
@@ -76,4 +77,4 @@ TEST(OverprovisionReportTest, WritesJsonAndHtml) {
 }
 
 }  // namespace
-}  // namespace tessera::report
+}  // namespace tessera::sim

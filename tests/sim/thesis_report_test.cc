@@ -1,4 +1,4 @@
-#include "report/thesis_report.h"
+#include "sim/thesis_report.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,13 +7,13 @@
 #include <fstream>
 #include <sstream>
 
-namespace tessera::report {
+namespace tessera::sim {
 namespace {
 
 namespace fs = std::filesystem;
 
-sim::ThesisWorkloadRecord Record(model::WorkloadId id, double slo, double achieved) {
-  sim::ThesisWorkloadRecord w;
+ThesisWorkloadRecord Record(model::WorkloadId id, double slo, double achieved) {
+  ThesisWorkloadRecord w;
   w.id = id;
   w.app = "onnx/resnet50";
   w.slo_qps = slo;
@@ -29,9 +29,9 @@ sim::ThesisWorkloadRecord Record(model::WorkloadId id, double slo, double achiev
   return w;
 }
 
-sim::ThesisRun MakeRun(const std::string& policy, uint64_t seed, double violations, double energy_j,
-                       std::vector<sim::ThesisWorkloadRecord> workloads) {
-  sim::ThesisRun r;
+ThesisRun MakeRun(const std::string& policy, uint64_t seed, double violations, double energy_j,
+                  std::vector<ThesisWorkloadRecord> workloads) {
+  ThesisRun r;
   r.policy = policy;
   r.scenario = {20, false};
   r.seed = seed;
@@ -44,7 +44,7 @@ sim::ThesisRun MakeRun(const std::string& policy, uint64_t seed, double violatio
 }
 
 // `run` with `feasible` pods whose SLO the cluster can meet, `met` of which met it.
-sim::ThesisRun WithFeasible(sim::ThesisRun run, double feasible, double met) {
+ThesisRun WithFeasible(ThesisRun run, double feasible, double met) {
   run.slo_feasible = feasible;
   run.slo_met_feasible = met;
   return run;
@@ -76,13 +76,13 @@ TEST(ThesisReportTest, CdfStepsAtEachDistinctValue) {
 }
 
 TEST(ThesisReportTest, CsvHasOneRowPerWorkloadWithItsValues) {
-  sim::ThesisWorkloadRecord failed = Record(2, 20, 0);
+  ThesisWorkloadRecord failed = Record(2, 20, 0);
   failed.failed = true;
   failed.failure = "out of memory, pinned 0=2048M";
   failed.end_s = failed.start_s;
   failed.profile = "1g.6gb";
   failed.partition = "MIG-a30-0";
-  const std::vector<sim::ThesisRun> runs = {
+  const std::vector<ThesisRun> runs = {
       MakeRun("min", 1, 1, 1000, {Record(1, 20, 25), failed}),
       MakeRun("max", 3, 0, 2000, {Record(1, 20, 15)}),
   };
@@ -106,13 +106,13 @@ TEST(ThesisReportTest, CsvHasOneRowPerWorkloadWithItsValues) {
 }
 
 TEST(ThesisReportTest, CsvLeavesUnknownCellsEmptyForAPodThatNeverRan) {
-  sim::ThesisWorkloadRecord w;
+  ThesisWorkloadRecord w;
   w.id = 7;
   w.app = "tf/mobilenet";
   w.slo_qps = 10;
   w.arrival_s = 5;
   w.pending_s = 95;
-  const std::vector<sim::ThesisRun> runs = {MakeRun("min", 1, 1, 0, {w})};
+  const std::vector<ThesisRun> runs = {MakeRun("min", 1, 1, 0, {w})};
   const std::vector<std::string> lines = Lines(ThesisWorkloadsCsv(runs));
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[1],
@@ -121,11 +121,11 @@ TEST(ThesisReportTest, CsvLeavesUnknownCellsEmptyForAPodThatNeverRan) {
 }
 
 TEST(ThesisReportTest, HtmlHasFourPlotsPerScenarioNoScriptsAndEscapedNames) {
-  std::vector<sim::ThesisRun> runs = {
+  std::vector<ThesisRun> runs = {
       MakeRun("<b>evil&co</b>", 1, 1, 1000, {Record(1, 20, 25)}),
       MakeRun("min", 1, 0, 2000, {Record(1, 20, 15)}),
   };
-  sim::ThesisRun high = MakeRun("min", 1, 0, 1500, {Record(1, 20, 20)});
+  ThesisRun high = MakeRun("min", 1, 0, 1500, {Record(1, 20, 20)});
   high.scenario.high_slo = true;
   runs.push_back(high);
   const std::string html = ThesisHtml("thesis", runs);
@@ -141,7 +141,7 @@ TEST(ThesisReportTest, HtmlHasFourPlotsPerScenarioNoScriptsAndEscapedNames) {
 }
 
 TEST(ThesisReportTest, JsonGroupsSeedsUnderTheirMean) {
-  const std::vector<sim::ThesisRun> runs = {
+  const std::vector<ThesisRun> runs = {
       MakeRun("min", 1, 1, 1000, {Record(1, 20, 25)}),
       MakeRun("min", 2, 3, 3000, {Record(1, 20, 25)}),
       MakeRun("max", 1, 0, 500, {Record(1, 20, 25)}),
@@ -162,12 +162,12 @@ TEST(ThesisReportTest, JsonGroupsSeedsUnderTheirMean) {
 TEST(ThesisReportTest, JsonAddsFeasiblePodsAndAnAggregateOverEveryRun) {
   // min: a 20-pod run with mean |diff| 0.1 (16 of 18 feasible pods met) and a 40-pod run with
   // 0.3 (30 of 30); max: one run with no feasible pod.
-  sim::ThesisRun low = WithFeasible(MakeRun("min", 1, 4, 1000, {Record(1, 20, 25)}), 18, 16);
+  ThesisRun low = WithFeasible(MakeRun("min", 1, 4, 1000, {Record(1, 20, 25)}), 18, 16);
   low.qps_slo_abs_diff_mean = 0.1;
-  sim::ThesisRun busy = WithFeasible(MakeRun("min", 1, 10, 3000, {Record(1, 20, 25)}), 30, 30);
+  ThesisRun busy = WithFeasible(MakeRun("min", 1, 10, 3000, {Record(1, 20, 25)}), 30, 30);
   busy.scenario = {40, false};
   busy.qps_slo_abs_diff_mean = 0.3;
-  sim::ThesisRun none = MakeRun("max", 1, 20, 500, {Record(1, 20, 25)});
+  ThesisRun none = MakeRun("max", 1, 20, 500, {Record(1, 20, 25)});
   none.qps_slo_abs_diff_mean = 0.5;
   const nlohmann::json j = ThesisJson("thesis", 1, std::vector{low, busy, none});
   ASSERT_EQ(j["results"].size(), 3u);
@@ -192,9 +192,9 @@ TEST(ThesisReportTest, JsonAddsFeasiblePodsAndAnAggregateOverEveryRun) {
 }
 
 TEST(ThesisReportTest, HtmlShowsTheFeasibleCeiling) {
-  sim::ThesisRun a = WithFeasible(MakeRun("min", 1, 3, 1000, {Record(1, 20, 25)}), 17, 17);
+  ThesisRun a = WithFeasible(MakeRun("min", 1, 3, 1000, {Record(1, 20, 25)}), 17, 17);
   a.pods = 20;
-  sim::ThesisRun b = WithFeasible(MakeRun("max", 1, 5, 1000, {Record(1, 20, 25)}), 17, 15);
+  ThesisRun b = WithFeasible(MakeRun("max", 1, 5, 1000, {Record(1, 20, 25)}), 17, 15);
   b.pods = 20;
   const std::string html = ThesisHtml("thesis", std::vector{a, b});
   EXPECT_NE(html.find("SLO-feasible pods"), std::string::npos);
@@ -215,7 +215,7 @@ class ThesisReportFilesTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root_); }
   fs::path root_;
-  const std::vector<sim::ThesisRun> runs_ = {MakeRun("min", 1, 1, 1000, {Record(1, 20, 25)})};
+  const std::vector<ThesisRun> runs_ = {MakeRun("min", 1, 1, 1000, {Record(1, 20, 25)})};
 };
 
 TEST_F(ThesisReportFilesTest, WritesTheThreeFiles) {
@@ -258,4 +258,4 @@ TEST_F(ThesisReportFilesTest, ATargetThatCannotBeReplacedWritesNothing) {
 }
 
 }  // namespace
-}  // namespace tessera::report
+}  // namespace tessera::sim

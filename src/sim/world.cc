@@ -1,0 +1,41 @@
+#include "sim/world.h"
+
+namespace tessera::sim {
+
+World::World(const AppCatalog& catalog, model::ClusterState c, const WorldOptions& options)
+    : physics(catalog, options.seed, options.physics), cluster(std::move(c)), rng(options.seed) {}
+
+Expected<std::unique_ptr<World>> World::Build(const AppCatalog& catalog,
+                                              model::ClusterState cluster,
+                                              const WorldOptions& options) {
+  Expected<policy::PolicySpec> spec = policy::ParsePolicySpec(options.policy);
+  if (!spec) return std::unexpected(spec.error());
+  std::unique_ptr<World> w(new World(catalog, std::move(cluster), options));
+  const std::optional<policy::PolicyInfo> info = policy::FindPolicy(spec->name);
+  if (options.predictor && (options.always_predict || (info && info->needs_predictor))) {
+    Expected<predict::Predictor> p = options.predictor(w->physics, w->cluster);
+    if (!p) return std::unexpected(p.error());
+    w->predictor.emplace(std::move(*p));
+  }
+  predict::Predictor* predictor = w->predictor ? &*w->predictor : nullptr;
+  telemetry::StaticTelemetry* telemetry = options.publish_telemetry ? &w->telemetry : nullptr;
+  auto policy = policy::MakePolicy(spec->name,
+                                   {.rng = &w->rng,
+                                    .clock = &w->clock,
+                                    .predictor = predictor,
+                                    .telemetry = telemetry,
+                                    .typical_pods = options.typical_pods,
+                                    .learner = options.learn ? predictor : nullptr,
+                                    .job_profiles = options.job_profiles,
+                                    .can_move = options.can_move},
+                                   spec->options);
+  if (!policy) return std::unexpected(policy.error());
+  w->policy = std::move(*policy);
+  EngineOptions engine = options.engine;
+  engine.telemetry = telemetry;
+  engine.clock = &w->clock;
+  w->engine = std::make_unique<Engine>(w->cluster, *w->policy, w->physics, w->rng, engine);
+  return w;
+}
+
+}  // namespace tessera::sim
