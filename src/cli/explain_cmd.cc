@@ -28,6 +28,7 @@ Status RunExplain(const sim::ExplainArgs& flags, const std::string& policy) {
     return Failed("--policy {}: its world, {}, has no explain scene", spec->name, world);
   }
   sim::ExplainArgs args = flags;
+  args.policy = policy;
   args.spec = std::move(*spec);
   args.catalog = &*catalog;
   Expected<sim::Explanation> out = e->explain(args);

@@ -289,7 +289,6 @@ Expected<model::ClusterState> SmallCluster(model::GpuModelId k80) {
 }  // namespace
 
 Expected<Explanation> ExplainDisaggregation(const ExplainArgs& f) {
-  const policy::PolicySpec& spec = f.spec;
   const AppCatalog& full_catalog = *f.catalog;
   std::string out;
   const AppCatalog catalog = SharingCatalog(full_catalog);
@@ -299,7 +298,12 @@ Expected<Explanation> ExplainDisaggregation(const ExplainArgs& f) {
   const policy::JobProfiles profiles = ProfileJobs(catalog, apps, k80);
   auto small = SmallCluster(k80);
   if (!small) return std::unexpected(small.error());
-  model::ClusterState& cluster = *small;
+  auto world = World::Build(
+      catalog, std::move(*small),
+      {.policy = f.policy, .seed = f.seed, .publish_telemetry = false, .job_profiles = &profiles});
+  if (!world) return std::unexpected(world.error());
+  model::ClusterState& cluster = (*world)->cluster;
+  policy::Policy& policy = *(*world)->policy;
   const auto job = [&](model::WorkloadId id, const std::string& app, double slack, int z) {
     model::Workload w;
     w.id = id;
@@ -329,11 +333,6 @@ Expected<Explanation> ExplainDisaggregation(const ExplainArgs& f) {
   jobs.push_back(job(5, "rodinia/lavamd", 0.3, 5));
   jobs.push_back(job(6, "rodinia/btree", 0.5, 9));
   jobs.push_back(job(7, "rodinia/srad", 0.2, 3));
-  Rng rng(f.seed);
-  ManualClock clock;
-  auto policy = policy::MakePolicy(
-      spec.name, {.rng = &rng, .clock = &clock, .job_profiles = &profiles}, spec.options);
-  if (!policy) return std::unexpected(policy.error());
   std::vector<const model::Workload*> pending;
   for (const model::Workload& w : jobs) pending.push_back(&w);
   out += fmt::format(
@@ -342,11 +341,11 @@ Expected<Explanation> ExplainDisaggregation(const ExplainArgs& f) {
       "pending (nw, hotspot, lavamd, btree, srad; goals 10-50 % above their run alone)\n\n");
   // Two cycles: what the first leaves waiting has W = 1 in the second.
   for (int cycle = 1; cycle <= 2; ++cycle) {
-    (*policy)->Order(pending);
-    auto batch = (*policy)->PlaceBatch(pending, cluster);
-    if (!batch) return Fail("{}: no batch placement", spec.name);
+    policy.Order(pending);
+    auto batch = policy.PlaceBatch(pending, cluster);
+    if (!batch) return Fail("{}: no batch placement", f.spec.name);
     out += fmt::format("cycle {}: ", cycle);
-    out += (*policy)->Explain(*pending.front(), cluster);
+    out += policy.Explain(*pending.front(), cluster);
     for (const policy::Candidate& c : *batch) {
       const auto it = std::find_if(jobs.begin(), jobs.end(), [&](const model::Workload& w) {
         return w.id == c.placement.workload;

@@ -14,6 +14,7 @@
 namespace tessera::sim {
 
 struct ExplainArgs {
+  std::string policy;  // NAME or NAME{json}, as given (World::Build parses it)
   policy::PolicySpec spec;
   std::string app;       // the arriving workload's application
   bool app_set = false;  // --app given (else the scene's own default)

@@ -543,7 +543,6 @@ void PublishActivity(const model::ClusterState& cluster, Physics& physics,
 }  // namespace
 
 Expected<Explanation> ExplainOnlineOffline(const ExplainArgs& f) {
-  const policy::PolicySpec& spec = f.spec;
   const AppCatalog& full = *f.catalog;
   std::string out;
   constexpr int kGpus = 4;
@@ -551,25 +550,35 @@ Expected<Explanation> ExplainOnlineOffline(const ExplainArgs& f) {
   const std::vector<OnlineService> services = DefaultServices(kGpus);
   Expected<AppCatalog> catalog = OnlineOfflineCatalog(full, services);
   if (!catalog) return std::unexpected(catalog.error());
-  Physics physics(*catalog, f.seed);
   const std::string app_key = f.app_set ? f.app : "train/resnet50";
-  const AppSpec* app = physics.catalog().Find(app_key);
+  const AppSpec* app = catalog->Find(app_key);
   if (!app || std::none_of(full.training.begin(), full.training.end(),
                            [&](const AppSpec& t) { return t.key == app_key; })) {
     return Explanation{
-        .usage_error =
-            fmt::format("--app: muxflow explains an offline training job; '{}' is not one of the "
-                        "catalogue's `training` apps",
-                        app_key)};
+        .usage_error = fmt::format(
+            "--app: {} is explained with an offline training job; '{}' is not one of the "
+            "catalogue's `training` apps",
+            f.spec.name, app_key)};
   }
-  Expected<predict::Predictor> predictor = OnlineOfflinePredictor(physics, "T4", f.seed);
-  if (!predictor) return std::unexpected(predictor.error());
-
-  model::ClusterState cluster;
+  model::ClusterState node;
   const model::GpuModelId t4 = *model::FindGpuModel("T4");
-  if (auto ok = cluster.AddNode(model::UniformNode("t4-00", t4, kGpus, 64000, 128 << 10)); !ok) {
+  if (auto ok = node.AddNode(model::UniformNode("t4-00", t4, kGpus, 64000, 128 << 10)); !ok) {
     return std::unexpected(ok.error());
   }
+  auto world =
+      World::Build(*catalog, std::move(node),
+                   {.policy = f.policy,
+                    .seed = f.seed,
+                    .predictor = [&](const Physics& physics,
+                                     const model::ClusterState&) -> Expected<predict::Predictor> {
+                      return OnlineOfflinePredictor(physics, "T4", f.seed);
+                    },
+                    .always_predict = true,
+                    .start_s = kEvening});
+  if (!world) return std::unexpected(world.error());
+  model::ClusterState& cluster = (*world)->cluster;
+  Physics& physics = (*world)->physics;
+  policy::Policy& policy = *(*world)->policy;
   physics.SetTime(kEvening);
   auto job = [&](model::WorkloadId id, const AppSpec& a) {
     model::Workload w;
@@ -590,17 +599,9 @@ Expected<Explanation> ExplainOnlineOffline(const ExplainArgs& f) {
   if (auto ok = cluster.Place(vgg, {vgg.id, 0, {{shared, 700, 6000, /*best_effort=*/true}}}); !ok) {
     return std::unexpected(ok.error());
   }
-  telemetry::StaticTelemetry telemetry;
-  PublishActivity(cluster, physics, telemetry);
-  Rng rng(f.seed);
-  ManualClock clock;
-  clock.Set(kEvening);
-  auto policy = policy::MakePolicy(
-      spec.name, {.rng = &rng, .clock = &clock, .predictor = &*predictor, .telemetry = &telemetry},
-      spec.options);
-  if (!policy) return std::unexpected(policy.error());
+  PublishActivity(cluster, physics, (*world)->telemetry);
   const model::Workload x = job(id++, *app);
-  (*policy)->AfterCycle(cluster);  // the first telemetry sample: Init → Healthy
+  policy.AfterCycle(cluster);  // the first telemetry sample: Init → Healthy
   const model::Workload* pending[] = {&x};
   out += fmt::format(
       "scenario: online-offline (seed 001) at 20:00 — one node of {} T4s, each held by a "
@@ -609,15 +610,16 @@ Expected<Explanation> ExplainOnlineOffline(const ExplainArgs& f) {
   for (const std::string& l : *lines) out += fmt::format("  {}\n", l);
   out += fmt::format("  GPU {} also runs {} (train/vgg16) at 70 % SM, best effort\n", kGpus - 1,
                      vgg.name);
-  auto batch = (*policy)->PlaceBatch(pending, cluster);
+  auto batch = policy.PlaceBatch(pending, cluster);
   if (batch && !batch->empty()) {
-    if (auto ok = cluster.Place(x, batch->front().placement); !ok)
+    if (auto ok = cluster.Place(x, batch->front().placement); !ok) {
       return std::unexpected(ok.error());
+    }
     out += fmt::format("{} arrives ({}); a matching round places it.\n\n", x.name, x.app);
   } else {
     out += fmt::format("{} arrives ({}); no round placed it.\n\n", x.name, x.app);
   }
-  out += (*policy)->Explain(x, cluster);
+  out += policy.Explain(x, cluster);
   return Explanation{.text = std::move(out)};
 }
 

@@ -226,15 +226,19 @@ Expected<ExperimentOutput> RunOverprovisionExperiment(const ExperimentArgs& args
 }
 
 Expected<Explanation> ExplainOverprovision(const ExplainArgs& f) {
-  const policy::PolicySpec& spec = f.spec;
   std::string out;
   constexpr int64_t kRequest = 14336;
   const std::string app = f.app_set ? f.app : "tf/ssd-mobilenet";
-  model::ClusterState cluster;
+  model::ClusterState node;
   const model::GpuModelId v100 = *model::FindGpuModel("V100-32GB");
-  if (auto ok = cluster.AddNode(model::UniformNode("v100-0", v100, 2, 64000, 128 << 10)); !ok) {
+  if (auto ok = node.AddNode(model::UniformNode("v100-0", v100, 2, 64000, 128 << 10)); !ok) {
     return std::unexpected(ok.error());
   }
+  auto world = World::Build(*f.catalog, std::move(node),
+                            {.policy = f.policy, .seed = f.seed, .start_s = 29.5});
+  if (!world) return std::unexpected(world.error());
+  model::ClusterState& cluster = (*world)->cluster;
+  policy::Policy& policy = *(*world)->policy;
   auto engine = [&](model::WorkloadId id, int64_t request) {
     model::Workload w;
     w.id = id;
@@ -246,7 +250,7 @@ Expected<Explanation> ExplainOverprovision(const ExplainArgs& f) {
     return w;
   };
   // 30 one-second samples ending at t = 29, with a little jitter a real series has.
-  telemetry::StaticTelemetry telemetry;
+  telemetry::StaticTelemetry& telemetry = (*world)->telemetry;
   Rng jitter(f.seed);
   std::vector<double> gpu0(30, 0), gpu0_sm(30, 0), gpu0_bw(30, 0);
   for (model::WorkloadId id : {1, 2}) {
@@ -284,12 +288,7 @@ Expected<Explanation> ExplainOverprovision(const ExplainArgs& f) {
       telemetry.AddBandwidthSample(key, t, bw);
     }
   }
-  Rng rng(f.seed);
-  ManualClock clock(29.5);
-  auto policy = policy::MakePolicy(
-      spec.name, {.rng = &rng, .clock = &clock, .telemetry = &telemetry}, spec.options);
-  if (!policy) return std::unexpected(policy.error());
-  (*policy)->AfterCycle(cluster);  // the policies read the telemetry as they would each cycle
+  policy.AfterCycle(cluster);  // the policies read the telemetry as they would each cycle
   const model::Workload x = engine(4, kRequest);
   out += fmt::format(
       "scenario: one V100-32GB node (seeds 003 and 004), 30 s of memory, SM and bandwidth series.\n"
@@ -297,7 +296,7 @@ Expected<Explanation> ExplainOverprovision(const ExplainArgs& f) {
       "  GPU 1: engine-3 asked for 24576 MiB; its use grows 4000 -> 15600 MiB (still loading)\n"
       "{} arrives asking for {} MiB.\n\n",
       app, static_cast<long long>(kRequest), x.name, static_cast<long long>(kRequest));
-  out += (*policy)->Explain(x, cluster);
+  out += policy.Explain(x, cluster);
   return Explanation{.text = std::move(out)};
 }
 

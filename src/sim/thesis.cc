@@ -404,23 +404,29 @@ Expected<ExperimentOutput> RunThesisExperiment(const ExperimentArgs& args,
 }
 
 Expected<Explanation> ExplainThesis(const ExplainArgs& f) {
-  const policy::PolicySpec& spec = f.spec;
   std::string out;
-  Physics physics(*f.catalog, f.seed);
-  const AppSpec* app = physics.catalog().Find(f.app);
-  if (!app)
+  const AppSpec* app = f.catalog->Find(f.app);
+  if (!app) {
     return Explanation{.usage_error = fmt::format("--app: unknown application '{}'", f.app)};
+  }
   // Profiled as a run of the thesis experiment is (its engines on every configuration, ten runs
   // each), so the explanation shows the predictions and margins that experiment decides on.
-  Expected<ProfileSamples> samples =
-      Profiler(physics, ThesisProfiling({}, f.seed)).Sample({"V100-32GB", "A30-24GB"}, f.seed);
-  if (!samples) return std::unexpected(samples.error());
-  Expected<predict::Predictor> predictor = predict::Predictor::Create(
-      samples->TakeProfile(), samples->TakeInterference(), {}, CatalogFeatures(*f.catalog));
-  if (!predictor) return std::unexpected(predictor.error());
-
-  model::ClusterState cluster = ThesisCluster();
-  telemetry::StaticTelemetry telemetry;
+  auto world = World::Build(
+      *f.catalog, ThesisCluster(),
+      {.policy = f.policy,
+       .seed = f.seed,
+       .predictor = [&](const Physics& physics,
+                        const model::ClusterState&) -> Expected<predict::Predictor> {
+         Expected<ProfileSamples> samples = Profiler(physics, ThesisProfiling({}, f.seed))
+                                                .Sample({"V100-32GB", "A30-24GB"}, f.seed);
+         if (!samples) return std::unexpected(samples.error());
+         return predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference(), {},
+                                           CatalogFeatures(*f.catalog));
+       },
+       .always_predict = true});
+  if (!world) return std::unexpected(world.error());
+  model::ClusterState& cluster = (*world)->cluster;
+  Physics& physics = (*world)->physics;
   const model::PartitionIndex v100 = model::ClusterState::PartitionOf(0, 0);
   const int64_t quarter = cluster.partition(v100).memory_mib / 4;
   const char* running[] = {"tf/mobilenet", "onnx/ssd-mobilenet"};
@@ -439,21 +445,16 @@ Expected<Explanation> ExplainThesis(const ExplainArgs& f) {
     }
     busy += physics.Rate(*cluster.Find(w.id), cluster).gpu_busy;
   }
+  telemetry::StaticTelemetry& telemetry = (*world)->telemetry;
   telemetry.SetUtilization(cluster.partition(v100).uuid, std::min(1.0, busy));
   telemetry.SetUtilization(cluster.partition(model::ClusterState::PartitionOf(1, 0)).uuid, 0);
-
-  Rng rng(f.seed);
-  ManualClock clock;
-  auto policy =
-      policy::MakePolicy(spec.name, {&rng, &clock, &*predictor, &telemetry}, spec.options);
-  if (!policy) return std::unexpected(policy.error());
   model::Workload x = ThesisPod(*app, 3);
   x.slo_qps = f.slo > 0 ? f.slo : ThesisSloBase(*app, /*high_slo=*/false, physics);
   out += fmt::format(
       "scenario: thesis cluster (Ch. 9) — v100 runs {} and {} at 25% MPS each (util {:.2f}), "
       "a30 is idle with MIG off, cpu has no GPU\n\n",
       running[0], running[1], std::min(1.0, busy));
-  out += (*policy)->Explain(x, cluster);
+  out += (*world)->policy->Explain(x, cluster);
   return Explanation{.text = std::move(out)};
 }
 

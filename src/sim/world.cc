@@ -3,7 +3,10 @@
 namespace tessera::sim {
 
 World::World(const AppCatalog& catalog, model::ClusterState c, const WorldOptions& options)
-    : physics(catalog, options.seed, options.physics), cluster(std::move(c)), rng(options.seed) {}
+    : physics(catalog, options.seed, options.physics),
+      cluster(std::move(c)),
+      rng(options.seed),
+      clock(options.start_s) {}
 
 Expected<std::unique_ptr<World>> World::Build(const AppCatalog& catalog,
                                               model::ClusterState cluster,

@@ -43,6 +43,7 @@ struct WorldOptions {
   const policy::JobProfiles* job_profiles = nullptr;
   const policy::ShapeDistribution* typical_pods = nullptr;
   EngineOptions engine;  // its clock and telemetry are the world's
+  double start_s = 0;    // the clock's time when the policy is made (explain's scenes)
 };
 
 class World {
