@@ -1,6 +1,23 @@
 #include "policy/min.h"
 
+#include "policy/registry.h"
+
 namespace tessera::policy {
+
+std::vector<OptionInfo> MinOptionList() {
+  return {{"mps_slots", "1",
+           "applications a GPU without MIG holds at once, each limited to 25% through MPS: 1 "
+           "(the device plugin ties one to a device, Ch. 9.2.1) or 4"}};
+}
+
+Expected<std::unique_ptr<Policy>> MakeMin(const PolicyContext&, const nlohmann::json& options) {
+  int slots = 1;
+  if (auto ok = ReadOption("min", options, "mps_slots", slots); !ok) {
+    return std::unexpected(ok.error());
+  }
+  if (slots != 1 && slots != 4) return Fail("policy min: option 'mps_slots' must be 1 or 4");
+  return std::make_unique<Min>(slots);
+}
 
 MigLayout Min::SmallestLayout(const model::GpuModel& model) {
   // Computed once per model: the layout with the most instances (first in layout order).
@@ -49,7 +66,8 @@ std::optional<Candidate> Min::Offer(const Workload& w, NodeIndex node,
     }
     const model::Partition& whole = c.partition(ClusterState::PartitionOf(g, 0));
     const int64_t quarter = whole.memory_mib / 4;
-    if (whole.free_milli() >= kMpsSlotMilli && whole.free_memory_mib() >= quarter) {
+    if (static_cast<int>(whole.clients.size()) < mps_slots_ &&
+        whole.free_milli() >= kMpsSlotMilli && whole.free_memory_mib() >= quarter) {
       return Candidate{
           100, {w.id, node, {{ClusterState::PartitionOf(g, 0), kMpsSlotMilli, quarter}}}, {}};
     }

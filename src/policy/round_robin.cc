@@ -24,12 +24,30 @@ bool Cuttable(GpuIndex g, const ClusterState& c) {
   return model::GetGpuModel(c.gpu(g).model).mig_capable() && c.MayReshapeTo(g, true);
 }
 
-// Chunks of a GPU: its smallest layout's instance count on MIG-capable models, else one.
-int ChunksOf(GpuIndex g, const ClusterState& c) {
-  return Cuttable(g, c) ? static_cast<int>(Smallest(c.gpu(g).model).instances.size()) : 1;
+}  // namespace
+
+std::vector<OptionInfo> RoundRobinOptionList() {
+  return {{"mps_chunks", "4",
+           "equal MPS chunks a GPU without MIG is cut into (4: 25% each, Ch. 6.1 and 9.2.1; 1: "
+           "the whole GPU)"}};
 }
 
-}  // namespace
+Expected<std::unique_ptr<Policy>> MakeRoundRobin(const PolicyContext&,
+                                                 const nlohmann::json& options) {
+  int chunks = 4;
+  if (auto ok = ReadOption("round-robin", options, "mps_chunks", chunks); !ok) {
+    return std::unexpected(ok.error());
+  }
+  if (chunks < 1 || chunks > 10) {
+    return Fail("policy round-robin: option 'mps_chunks' must be within 1..10");
+  }
+  return std::make_unique<RoundRobin>(chunks);
+}
+
+// Chunks of a GPU: its smallest layout's instance count on MIG-capable models, else mps_chunks.
+int RoundRobin::ChunksOf(GpuIndex g, const ClusterState& c) const {
+  return Cuttable(g, c) ? static_cast<int>(Smallest(c.gpu(g).model).instances.size()) : mps_chunks_;
+}
 
 std::optional<RoundRobin::Chunk> RoundRobin::Turn(const Workload& w, const ClusterState& c) const {
   if (offered_ && *offered_ != w.id) {
@@ -83,6 +101,21 @@ std::optional<Candidate> RoundRobin::Score(const Workload& w, NodeIndex node,
     cand.reshape = ReshapeTo{turn->gpu, smallest};
     cand.placement = {
         w.id, node, {{p, 1000, m.mig_profiles[smallest.instances[turn->slot].profile].memory_mib}}};
+  } else if (!Cuttable(turn->gpu, c)) {
+    // One of the GPU's MPS chunks: its members share the chunk's threads and memory equally.
+    const model::PartitionIndex whole = ClusterState::PartitionOf(turn->gpu, 0);
+    const model::Partition& part = c.partition(whole);
+    std::vector<WorkloadId> members;
+    for (const model::Client& other : part.clients) {
+      auto it = mps_chunk_of_.find(other.workload);
+      if (it != mps_chunk_of_.end() && it->second == turn->slot) members.push_back(other.workload);
+    }
+    const int n = static_cast<int>(members.size()) + 1;
+    const int32_t milli = 1000 / mps_chunks_ / n;
+    const int64_t memory = part.memory_mib / mps_chunks_ / n;
+    cand.placement = {w.id, node, {{whole, milli, memory}}};
+    for (WorkloadId other : members) cand.resizes.push_back({other, {{whole, milli, memory}}});
+    mps_chunk_of_[w.id] = turn->slot;
   } else {
     const model::Partition& part = c.partition(p);
     const int n = static_cast<int>(part.clients.size()) + 1;

@@ -41,6 +41,9 @@ struct ExperimentArgs {
   int cluster_nodes = 64;  // nodes of 8 GPUs (packing, thesis-scale)
   int workloads = 5000;    // thesis-scale
   double inflation = 1.3;  // openb-alloc
+  // KEY=VALUE,...: which reading of its seed the world takes where the seed reads two ways
+  // (thesis: sim/thesis.h ThesisReading); empty: the experiment's defaults.
+  std::string reading;
   // One line of progress ("" when done); a warning about a run. Either may be empty.
   std::function<void(const std::string&)> progress;
   std::function<void(const std::string&)> warn;

@@ -41,6 +41,10 @@ Expected<void> CheckRunFits(const ExperimentArgs& args, bool per_workload) {
   }
   return {};
 }
+Expected<void> CheckThesisReading(const ExperimentArgs& args) {
+  if (auto r = ThesisReading::Parse(args.reading); !r) return std::unexpected(r.error());
+  return {};
+}
 Expected<void> PackingFits(const ExperimentArgs& args) { return CheckRunFits(args, false); }
 Expected<void> ThesisScaleFits(const ExperimentArgs& args) { return CheckRunFits(args, true); }
 
@@ -56,9 +60,10 @@ const Experiment kExperiments[] = {
     {.name = "thesis",
      .summary = "the thesis's cluster and SLO scenarios (seed 000, Ch. 9)",
      .default_seeds = "10",
-     .reads = {"apps", "out"},
+     .reads = {"apps", "out", "reading"},
      .builds_predictor = true,
      .default_policies = ThesisPolicies,
+     .check = CheckThesisReading,
      .run = RunThesisExperiment,
      .explain = ExplainThesis},
     {.name = "thesis-scale",

@@ -34,6 +34,15 @@ Expected<std::unique_ptr<World>> World::Build(const AppCatalog& catalog,
                                    spec->options);
   if (!policy) return std::unexpected(policy.error());
   w->policy = std::move(*policy);
+  if (options.set_up_for_policy) {
+    for (model::GpuIndex g = 0; g < w->cluster.gpu_count(); ++g) {
+      const model::Gpu& gpu = w->cluster.gpu(g);
+      if (!model::GetGpuModel(gpu.model).mig_capable() || !gpu.idle()) continue;
+      const std::optional<std::optional<model::MigLayout>> to = w->policy->Reshape(g, w->cluster);
+      if (!to || *to == gpu.mig) continue;
+      if (auto ok = w->cluster.Reshape(g, *to); !ok) return std::unexpected(ok.error());
+    }
+  }
   EngineOptions engine = options.engine;
   engine.telemetry = telemetry;
   engine.clock = &w->clock;

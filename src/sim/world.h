@@ -40,6 +40,11 @@ struct WorldOptions {
   bool learn = false;     // the policy may fold observations into it (PolicyContext::learner)
   bool can_move = false;  // PolicyContext::can_move
   bool publish_telemetry = true;  // the engine publishes util(p) samples
+  // Before the clock starts, every idle MIG-capable GPU takes the layout the policy's Reshape
+  // asks for, at once: the cluster set up for the policy as its operator would, the way the
+  // thesis partitioned its GPUs before running a baseline (Ch. 9.2). False: the policy reshapes
+  // during the run, each reshape taking EngineOptions::reshape_s.
+  bool set_up_for_policy = false;
   const policy::JobProfiles* job_profiles = nullptr;
   const policy::ShapeDistribution* typical_pods = nullptr;
   EngineOptions engine;  // its clock and telemetry are the world's

@@ -23,7 +23,7 @@ def cases(tmp):
     return [
         # Flags the experiment does not read are refused, naming what it reads.
         (["simulate", "--experiment", "thesis", "--cluster-nodes", "3"], 2,
-         "--cluster-nodes does not apply to --experiment thesis (it reads: --apps, --out)"),
+         "--cluster-nodes does not apply to --experiment thesis (it reads: --apps, --out, --reading)"),
         (["simulate", "--experiment", "knots", "--trace", "x"], 2,
          "--trace does not apply to --experiment knots"),
         (["simulate", "--experiment", "calibrate", "--seeds", "3"], 2,

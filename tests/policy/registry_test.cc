@@ -66,6 +66,8 @@ TEST_F(RegistryTest, PoliciesAdvertiseTheOptionsTheirFactoriesRead) {
        {"disaggregate", "network_aware", "remote_preference", "unscheduled_preference",
         "load_buckets", "max_postpone_cycles"}},
       {"fgd", {"typical_pods"}},
+      {"min", {"mps_slots"}},
+      {"round-robin", {"mps_chunks"}},
       {"frag-pack", {"typical_pods"}},
   };
   for (const PolicyInfo& info : Policies()) {

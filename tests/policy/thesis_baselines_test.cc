@@ -48,8 +48,23 @@ class ThesisBaselinesTest : public ::testing::Test {
   size_t pending_ = 0;
 };
 
-TEST_F(ThesisBaselinesTest, MinCutsMigSmallestAndSharesOtherGpusInQuarters) {
-  Min min;
+TEST_F(ThesisBaselinesTest, MinCutsMigSmallestAndGivesAGpuWithoutMigToOneAtAQuarter) {
+  Min min;  // mps_slots 1: the device plugin ties one application to the V100 (Ch. 9.2.1)
+  // V100: one 25% slot with 8 GiB. A30: idle, so the first workload that reaches it reshapes it
+  // to 4 x 1g.6gb and the next three take the rest. Nine workloads: 1 + 4 bound, 4 wait.
+  EXPECT_EQ(RunOnce(min, 9), 5);
+  EXPECT_EQ(pending_, 4u);
+  const model::Partition& v100 = c_.partition(ClusterState::PartitionOf(0, 0));
+  ASSERT_EQ(v100.clients.size(), 1u);
+  EXPECT_EQ(v100.clients[0].milli, 250);
+  EXPECT_EQ(v100.clients[0].memory_mib, 8 * 1024);
+  EXPECT_EQ(c_.gpu(1).partition_count, 4);
+  for (const model::Partition& p : c_.partitions_of(1)) EXPECT_EQ(p.clients.size(), 1u);
+  EXPECT_TRUE(c_.CheckInvariants());
+}
+
+TEST_F(ThesisBaselinesTest, MinWithFourSlotsSharesOtherGpusInQuarters) {
+  Min min(4);
   // V100: four 25% slots with 8 GiB each. A30: idle, so the first workload that reaches it
   // reshapes it to 4 x 1g.6gb (no reshape hook: at once) and the next three take the rest.
   // Nine workloads: 4 + 4 bound, 1 waits.
@@ -90,8 +105,28 @@ TEST_F(ThesisBaselinesTest, WholeGpuNeverReshapesAndIgnoresTheShare) {
   EXPECT_EQ(c_.gpu(1).partition_count, 2);
 }
 
-TEST_F(ThesisBaselinesTest, RoundRobinTakesChunksInTurnAndSharesThemEqually) {
-  RoundRobin rr;
+TEST_F(ThesisBaselinesTest, RoundRobinCutsTheV100InQuarterChunksAndSharesThemEqually) {
+  RoundRobin rr;  // mps_chunks 4
+  // Ring of 8: the V100's four 25% chunks, then the A30's four 1g.6gb. w1..w4 -> the V100's
+  // chunks at 250 milli / 8 GiB; w5..w8 -> the A30 (cut by w5); w9 -> V100 chunk 0 again: it
+  // and w1 get 125 milli and 4 GiB each, the other three keep 250.
+  EXPECT_EQ(RunOnce(rr, 9), 9);
+  const model::Partition& v100 = c_.partition(ClusterState::PartitionOf(0, 0));
+  ASSERT_EQ(v100.clients.size(), 5u);
+  EXPECT_EQ(c_.Find(1)->placement.slices[0].milli, 125);
+  EXPECT_EQ(c_.Find(1)->placement.slices[0].memory_mib, 4 * 1024);
+  EXPECT_EQ(c_.Find(9)->placement.slices[0].milli, 125);
+  for (model::WorkloadId id : {2, 3, 4}) EXPECT_EQ(c_.Find(id)->placement.slices[0].milli, 250);
+  EXPECT_EQ(v100.used_milli, 1000);
+  EXPECT_EQ(c_.gpu(1).partition_count, 4);
+  for (int slot = 0; slot < 4; ++slot) {
+    EXPECT_EQ(c_.partition(ClusterState::PartitionOf(1, slot)).clients.size(), 1u);
+  }
+  EXPECT_TRUE(c_.CheckInvariants());
+}
+
+TEST_F(ThesisBaselinesTest, RoundRobinWithOneChunkTakesChunksInTurnAndSharesThemEqually) {
+  RoundRobin rr(1);
   // Chunks: the V100 whole (1) and the A30's four smallest instances (4) = a ring of 5.
   // w1 -> V100; w2 -> A30 chunk 0 (the idle A30 is cut to 4 x 1g.6gb first); w3..w5 -> A30
   // chunks 1..3; w6 -> V100 again: two clients, 500 milli and 16 GiB each (w1 resized);
@@ -142,7 +177,7 @@ TEST_F(FixedMigModeTest, TheClusterRefusesAModeChange) {
 }
 
 TEST_F(FixedMigModeTest, MinSharesTheWholeGpuInQuartersAndCutsOnlyTheCutOne) {
-  Min min;
+  Min min(4);
   EXPECT_EQ(RunOnce(min, 9), 8);  // 4 quarters of the whole A30 + 4 x 1g.6gb
   EXPECT_FALSE(c_.gpu(0).mig.has_value());
   EXPECT_EQ(c_.partition(ClusterState::PartitionOf(0, 0)).clients.size(), 4u);
@@ -159,7 +194,7 @@ TEST_F(FixedMigModeTest, MaxUsesOnlyTheWholeGpu) {
 }
 
 TEST_F(FixedMigModeTest, RoundRobinCountsTheWholeGpuAsOneChunk) {
-  RoundRobin rr;
+  RoundRobin rr(1);
   // Ring: the whole A30 (1 chunk) and the cut one's 4 x 1g.6gb (cut first, MIG stays on).
   EXPECT_EQ(RunOnce(rr, 6), 6);
   EXPECT_FALSE(c_.gpu(0).mig.has_value());
@@ -175,6 +210,21 @@ TEST(ThesisBaselinesRegistryTest, EveryBaselineIsRegistered) {
     ASSERT_TRUE(p) << name;
     EXPECT_EQ((*p)->name(), name);
   }
+}
+
+TEST(ThesisBaselinesRegistryTest, ReadingsOutsideTheThesisAreRefusedByName) {
+  Rng rng(1);
+  for (const auto& [name, options] :
+       std::vector<std::pair<const char*, nlohmann::json>>{{"min", {{"mps_slots", 3}}},
+                                                           {"round-robin", {{"mps_chunks", 0}}},
+                                                           {"round-robin", {{"mps_chunks", 11}}}}) {
+    auto p = MakePolicy(name, {&rng, nullptr}, options);
+    ASSERT_FALSE(p) << name;
+    EXPECT_NE(p.error().message.find(options.begin().key()), std::string::npos)
+        << p.error().message;
+  }
+  EXPECT_TRUE(MakePolicy("min", {&rng, nullptr}, {{"mps_slots", 4}}));
+  EXPECT_TRUE(MakePolicy("round-robin", {&rng, nullptr}, {{"mps_chunks", 1}}));
 }
 
 }  // namespace

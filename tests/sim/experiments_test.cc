@@ -24,8 +24,9 @@ TEST(ExperimentsTest, NamesAreUniqueAndFound) {
 }
 
 TEST(ExperimentsTest, EveryFlagReadIsOneSimulateHas) {
-  const std::set<std::string_view> flags = {"apps",          "out",   "workloads", "trace",
-                                            "cluster-nodes", "nodes", "inflation", "data"};
+  const std::set<std::string_view> flags = {"apps",      "out",           "workloads",
+                                            "trace",     "cluster-nodes", "nodes",
+                                            "inflation", "data",          "reading"};
   for (const Experiment& e : Experiments()) {
     for (std::string_view f : e.reads) EXPECT_TRUE(flags.contains(f)) << e.name << " --" << f;
   }
