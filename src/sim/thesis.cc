@@ -458,7 +458,7 @@ std::string ThesisText(const ExperimentArgs& args, const Experiment& experiment,
         fmt::format("{:<{}} {:>5} {:>11.3f} {:>10.2f} {:>8.1f}\n", a.policy, width, a.runs,
                     a.qps_slo_abs_diff_mean, a.energy_j / 1e6, 100 * a.slo_attainment_feasible());
   }
-  return out;
+  return out + ReproductionText(ThesisReproduction(runs));
 }
 
 }  // namespace
@@ -503,18 +503,22 @@ Expected<Explanation> ExplainThesis(const ExplainArgs& f) {
     return Explanation{.usage_error = fmt::format("--app: unknown application '{}'", f.app)};
   }
   // Profiled as a run of the thesis experiment is (its engines on every configuration, ten runs
-  // each), so the explanation shows the predictions and margins that experiment decides on.
+  // each), in the world of its default reading, so the explanation shows the predictions and
+  // margins that experiment decides on.
+  const ThesisReading reading;
+  const AppCatalog catalog = reading.quarters_ch6 ? ThesisCatalog(*f.catalog) : *f.catalog;
   auto world = World::Build(
-      *f.catalog, ThesisCluster(),
+      catalog, ThesisCluster(),
       {.policy = f.policy,
        .seed = f.seed,
+       .physics = ThesisPhysics(reading),
        .predictor = [&](const Physics& physics,
                         const model::ClusterState&) -> Expected<predict::Predictor> {
          Expected<ProfileSamples> samples = Profiler(physics, ThesisProfiling({}, f.seed))
                                                 .Sample({"V100-32GB", "A30-24GB"}, f.seed);
          if (!samples) return std::unexpected(samples.error());
          return predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference(), {},
-                                           CatalogFeatures(*f.catalog));
+                                           CatalogFeatures(catalog));
        },
        .always_predict = true});
   if (!world) return std::unexpected(world.error());
@@ -541,6 +545,7 @@ Expected<Explanation> ExplainThesis(const ExplainArgs& f) {
   telemetry::StaticTelemetry& telemetry = (*world)->telemetry;
   telemetry.SetUtilization(cluster.partition(v100).uuid, std::min(1.0, busy));
   telemetry.SetUtilization(cluster.partition(model::ClusterState::PartitionOf(1, 0)).uuid, 0);
+  app = physics.catalog().Find(f.app);  // the world's (Ch. 6 quarters)
   model::Workload x = ThesisPod(*app, 3);
   x.slo_qps = f.slo > 0 ? f.slo : ThesisSloBase(*app, /*high_slo=*/false, physics);
   out += fmt::format(

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
+#include <map>
+#include <set>
 
 #include "report/html.h"
 
@@ -192,6 +195,31 @@ std::string BarSvg(const std::string& title, const std::string& y_label,
   return svg + "</svg>\n";
 }
 
+std::string ReproductionRange(const ReproductionFigure& f) {
+  return std::isinf(f.hi) ? fmt::format("≥ {:g}", f.lo) : fmt::format("{:g}–{:g}", f.lo, f.hi);
+}
+
+// The thesis's table beside ours (ThesisReproduction); empty without one.
+std::string ReproductionHtml(std::span<const ReproductionFigure> figures) {
+  if (figures.empty()) return "";
+  int held = 0;
+  for (const ReproductionFigure& f : figures) held += f.held();
+  std::string html = fmt::format(
+      "<h2>The thesis's Ch. 9 table beside ours</h2>\n<p>The four thesis scenarios pooled: "
+      "attainment per SLO level; makespan, energy and mean |achieved − SLO| / SLO as ratios to "
+      "predictive's. {} of {} figures in the reproduction's range "
+      "(docs/simulator.md, \"The thesis table, reproduced\").</p>\n<table><tr><th>figure</th>"
+      "<th>policy</th><th>thesis</th><th>ours</th><th>range</th><th>in range</th></tr>\n",
+      held, figures.size());
+  for (const ReproductionFigure& f : figures) {
+    html += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{}</td><td>{}</td></tr>\n",
+        Escape(f.figure), Escape(f.policy), f.thesis, f.ours, Escape(ReproductionRange(f)),
+        f.held() ? "yes" : "<b>no</b>");
+  }
+  return html + "</table>\n";
+}
+
 std::string Table(const std::vector<Group>& groups, const std::vector<std::string>& policies) {
   std::string html =
       "<table>\n<tr><th>policy</th><th>scenario</th><th>pods</th><th>SLO attainment %</th>"
@@ -262,6 +290,71 @@ std::vector<ThesisAggregate> AggregateByPolicy(std::span<const ThesisRun> runs) 
   return out;
 }
 
+std::vector<ReproductionFigure> ThesisReproduction(std::span<const ThesisRun> runs) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  struct Pooled {
+    double met[2] = {}, pods[2] = {};  // [low, high]
+    double makespan = 0, energy = 0, diff = 0;
+    int runs = 0, scenarios_seen = 0;
+  };
+  std::map<std::string, Pooled> by_policy;
+  std::map<std::string, std::set<std::string>> scenarios;
+  for (const ThesisRun& r : runs) {
+    const ThesisScenario& s = r.scenario;
+    if (s.nodes != 0 || s.unprofiled != 0 || (s.pods != 20 && s.pods != 40)) continue;
+    Pooled& p = by_policy[r.policy];
+    p.met[s.high_slo] += r.pods - r.slo_violations;
+    p.pods[s.high_slo] += r.pods;
+    p.makespan += r.makespan_s;
+    p.energy += r.energy_j;
+    p.diff += r.qps_slo_abs_diff_mean;
+    ++p.runs;
+    scenarios[r.policy].insert(s.name());
+  }
+  auto complete = [&](const std::string& policy) {
+    return by_policy.contains(policy) && scenarios[policy].size() == 4;
+  };
+  std::vector<ReproductionFigure> out;
+  if (!complete("predictive")) return out;
+  const Pooled& pred = by_policy["predictive"];
+  // Ch. 9.4 (l. 1459, 1464, 1466), 9.3 (l. 1416, 1422, 1445); the ranges of the reproduction.
+  struct Attain {
+    const char* policy;
+    double thesis_low, lo_low, hi_low, thesis_high, lo_high, hi_high;
+  };
+  for (const Attain& a : {Attain{"predictive", 0.9615, 0.90, 1, 53.0 / 60, 0.75, 1},
+                          Attain{"min", 1.0, 0.90, 1, 36.0 / 60, 0.40, 0.80},
+                          Attain{"round-robin", 0.6205, 0.45, 0.80, 0.10, 0, 0.25},
+                          Attain{"max", 1.0, 0.95, 1, 1.0, 0.95, 1}}) {
+    if (!complete(a.policy)) continue;
+    const Pooled& p = by_policy[a.policy];
+    out.push_back(
+        {"attainment low", a.policy, a.thesis_low, p.met[0] / p.pods[0], a.lo_low, a.hi_low});
+    out.push_back(
+        {"attainment high", a.policy, a.thesis_high, p.met[1] / p.pods[1], a.lo_high, a.hi_high});
+  }
+  struct Ratio {
+    const char* figure;
+    const char* policy;
+    double thesis, lo, hi;
+  };
+  for (const Ratio& r :
+       {Ratio{"makespan", "max", 1.5, 1.3, 1.7}, Ratio{"makespan", "min", 1.1, 0.95, 1.25},
+        Ratio{"makespan", "round-robin", 1.04, 0.9, 1.2}, Ratio{"energy", "max", 1.4, 1.2, 1.6},
+        Ratio{"energy", "min", 0.99, 0.9, 1.1}, Ratio{"energy", "round-robin", 0.91, 0.8, 1.05},
+        Ratio{"|diff|", "min", 2.92, 2, kInf}, Ratio{"|diff|", "round-robin", 3.03, 2, kInf},
+        Ratio{"|diff|", "max", 3.62, 2, kInf}}) {
+    if (!complete(r.policy)) continue;
+    const Pooled& p = by_policy[r.policy];
+    const std::string f = r.figure;
+    const double ours = f == "makespan" ? p.makespan / pred.makespan
+                        : f == "energy" ? p.energy / pred.energy
+                                        : (p.diff / p.runs) / (pred.diff / pred.runs);
+    out.push_back({f, r.policy, r.thesis, ours, r.lo, r.hi});
+  }
+  return out;
+}
+
 nlohmann::json ThesisJson(const std::string& experiment, size_t seeds,
                           std::span<const ThesisRun> runs) {
   nlohmann::json results = nlohmann::json::array();
@@ -285,10 +378,22 @@ nlohmann::json ThesisJson(const std::string& experiment, size_t seeds,
                          {"slo_feasible", a.slo_feasible},
                          {"slo_attainment_feasible", Fraction(a.slo_attainment_feasible())}});
   }
+  nlohmann::json reproduction = nlohmann::json::array();
+  for (const ReproductionFigure& f : ThesisReproduction(runs)) {
+    reproduction.push_back(
+        {{"figure", f.figure},
+         {"policy", f.policy},
+         {"thesis", f.thesis},
+         {"ours", f.ours},
+         {"lo", f.lo},
+         {"hi", std::isinf(f.hi) ? nlohmann::json(nullptr) : nlohmann::json(f.hi)},
+         {"held", f.held()}});
+  }
   return {{"experiment", experiment},
           {"seeds", seeds},
           {"results", std::move(results)},
-          {"aggregate", std::move(aggregate)}};
+          {"aggregate", std::move(aggregate)},
+          {"reproduction", std::move(reproduction)}};
 }
 
 std::string ThesisWorkloadsCsv(std::span<const ThesisRun> runs) {
@@ -319,6 +424,21 @@ std::vector<CdfPoint> Cdf(std::vector<double> sample) {
   return out;
 }
 
+std::string ReproductionText(std::span<const ReproductionFigure> figures) {
+  if (figures.empty()) return "";
+  int held = 0;
+  for (const ReproductionFigure& f : figures) held += f.held();
+  std::string out = fmt::format(
+      "\nthe thesis's Ch. 9 table beside ours (four thesis scenarios pooled; makespan, energy "
+      "and |diff| / predictive's): {} of {} in range\n{:<16} {:<12} {:>7} {:>7}  {}\n",
+      held, figures.size(), "figure", "policy", "thesis", "ours", "range");
+  for (const ReproductionFigure& f : figures) {
+    out += fmt::format("{:<16} {:<12} {:>7.3f} {:>7.3f}  {}{}\n", f.figure, f.policy, f.thesis,
+                       f.ours, ReproductionRange(f), f.held() ? "" : "  (out of range)");
+  }
+  return out;
+}
+
 std::string ThesisHtml(const std::string& experiment, std::span<const ThesisRun> runs) {
   const std::vector<Group> groups = GroupRuns(runs);
   const std::vector<std::string> policies = Distinct(groups, &Group::policy);
@@ -341,6 +461,7 @@ std::string ThesisHtml(const std::string& experiment, std::span<const ThesisRun>
       "−1. Per-workload rows are in <code>workloads.csv</code>, the numbers in "
       "<code>report.json</code>.</p>\n",
       Escape(experiment), policies.size(), scenarios.size(), seeds);
+  html += ReproductionHtml(ThesisReproduction(runs));
   html += Table(groups, policies);
   html +=
       "<p>SLO-feasible pods: those whose SLO some configuration of the cluster meets, the pod "

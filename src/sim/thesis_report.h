@@ -41,8 +41,28 @@ struct ThesisAggregate {
 // In order of each policy's first appearance.
 std::vector<ThesisAggregate> AggregateByPolicy(std::span<const ThesisRun> runs);
 
+// The thesis's Ch. 9 table beside ours (docs/simulator.md, "The thesis table, reproduced"):
+// seventeen figures, pooled over the four thesis scenarios (20 and 40 pods, low and high SLOs;
+// not the unprofiled ones): attainment = pods that met their SLO ÷ pods per SLO level;
+// makespan and energy = the policy's sum over the scenarios ÷ predictive's; |diff| = its mean of
+// the scenario means ÷ predictive's. `thesis` is the thesis's value (Ch. 9.3-9.4), [lo, hi] the
+// range a reproduction must hit (hi infinite: at least lo). Empty unless predictive and the
+// four scenarios ran; a figure is left out when its policy did not run.
+struct ReproductionFigure {
+  std::string figure;  // "attainment low", "attainment high", "makespan", "energy", "|diff|"
+  std::string policy;
+  double thesis = 0;
+  double ours = 0;
+  double lo = 0, hi = 0;
+  bool held() const { return ours >= lo && ours <= hi; }
+};
+std::vector<ReproductionFigure> ThesisReproduction(std::span<const ThesisRun> runs);
+// The figures as the CLI prints them after its tables ("" when there are none).
+std::string ReproductionText(std::span<const ReproductionFigure> figures);
+
 // {"experiment", "seeds", "results": [mean of each (scenario, policy) with "per_seed": [...]],
-//  "aggregate": [one AggregateByPolicy entry per policy]}. A fraction that does not exist (no
+//  "aggregate": [one AggregateByPolicy entry per policy], "reproduction": [one object per
+// ThesisReproduction figure, "hi" null when unbounded]}. A fraction that does not exist (no
 // feasible pod) is null.
 nlohmann::json ThesisJson(const std::string& experiment, size_t seeds,
                           std::span<const ThesisRun> runs);
@@ -61,7 +81,7 @@ struct CdfPoint {
 };
 std::vector<CdfPoint> Cdf(std::vector<double> sample);
 
-// The page alone (for tests): 4 <svg> per scenario.
+// The page alone (for tests): the reproduction table when there is one, 4 <svg> per scenario.
 std::string ThesisHtml(const std::string& experiment, std::span<const ThesisRun> runs);
 
 // Writes report.json, workloads.csv and report.html into `dir` (created if needed), all or

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -138,6 +139,71 @@ TEST(ThesisReportTest, HtmlHasFourPlotsPerScenarioNoScriptsAndEscapedNames) {
   EXPECT_NE(html.find("&lt;b&gt;evil&amp;co&lt;/b&gt;"), std::string::npos);
   // One CDF line per policy of each scenario: 2 + 1.
   EXPECT_EQ(Count(html, "<polyline"), 3u);
+}
+
+// One run of `policy` in the thesis scenario (pods, high): `met` pods met their SLO.
+ThesisRun Scenario(const std::string& policy, int pods, bool high, double met, double makespan,
+                   double energy, double diff) {
+  ThesisRun r;
+  r.policy = policy;
+  r.scenario = {pods, high};
+  r.pods = pods;
+  r.slo_violations = pods - met;
+  r.makespan_s = makespan;
+  r.energy_j = energy;
+  r.qps_slo_abs_diff_mean = diff;
+  return r;
+}
+
+TEST(ThesisReportTest, ReproductionPoolsTheFourThesisScenariosAgainstPredictive) {
+  // predictive: low 19/20 + 38/40 = 57/60, high 15/20 + 30/40 = 45/60; makespan 1000 s, energy
+  // 100 J and |diff| 0.1 per scenario. min: low 20 + 40 = 60/60, high 12 + 24 = 36/60; makespan
+  // 1100 s, energy 99 J, |diff| 0.3 (3x). An unprofiled run of min must not count.
+  std::vector<ThesisRun> runs;
+  for (bool high : {false, true}) {
+    for (int pods : {20, 40}) {
+      runs.push_back(
+          Scenario("predictive", pods, high, high ? 0.75 * pods : 0.95 * pods, 1000, 100, 0.1));
+      runs.push_back(Scenario("min", pods, high, high ? 0.6 * pods : pods, 1100, 99, 0.3));
+    }
+  }
+  ThesisRun unprofiled = Scenario("min", 20, false, 0, 9000, 900, 0.9);
+  unprofiled.scenario.unprofiled = 3;
+  runs.push_back(unprofiled);
+  const std::vector<ReproductionFigure> figures = ThesisReproduction(runs);
+  auto find = [&](const std::string& figure, const std::string& policy) {
+    auto it = std::find_if(figures.begin(), figures.end(), [&](const ReproductionFigure& f) {
+      return f.figure == figure && f.policy == policy;
+    });
+    EXPECT_NE(it, figures.end()) << figure << " " << policy;
+    return *it;
+  };
+  // 2 x 2 attainment + 3 ratios of min; none of round robin or max, which did not run.
+  ASSERT_EQ(figures.size(), 7u);
+  EXPECT_DOUBLE_EQ(find("attainment low", "predictive").ours, 57.0 / 60);
+  EXPECT_TRUE(find("attainment low", "predictive").held());  // >= 0.9
+  EXPECT_DOUBLE_EQ(find("attainment high", "predictive").ours, 0.75);
+  EXPECT_TRUE(find("attainment high", "predictive").held());  // >= 0.75
+  EXPECT_DOUBLE_EQ(find("attainment low", "min").ours, 1.0);
+  EXPECT_DOUBLE_EQ(find("attainment high", "min").ours, 0.6);
+  EXPECT_DOUBLE_EQ(find("attainment high", "min").thesis, 0.6);  // 36 of 60, Ch. 9.4
+  EXPECT_DOUBLE_EQ(find("makespan", "min").ours, 1.1);
+  EXPECT_TRUE(find("makespan", "min").held());  // 0.95-1.25
+  EXPECT_DOUBLE_EQ(find("energy", "min").ours, 0.99);
+  EXPECT_DOUBLE_EQ(find("|diff|", "min").ours, 3.0);
+  EXPECT_TRUE(find("|diff|", "min").held());  // >= 2
+  // The JSON carries them, an unbounded range as null; the text and the page say how many held.
+  const nlohmann::json j = ThesisJson("thesis", 1, runs);
+  ASSERT_EQ(j["reproduction"].size(), 7u);
+  EXPECT_TRUE(j["reproduction"][6]["hi"].is_null());
+  EXPECT_NE(ReproductionText(figures).find("7 of 7 in range"), std::string::npos);
+  EXPECT_NE(ThesisHtml("thesis", runs).find("7 of 7 figures"), std::string::npos);
+  // Without predictive there is nothing to compare against.
+  runs.erase(std::remove_if(runs.begin(), runs.end(),
+                            [](const ThesisRun& r) { return r.policy == "predictive"; }),
+             runs.end());
+  EXPECT_TRUE(ThesisReproduction(runs).empty());
+  EXPECT_TRUE(ThesisJson("thesis", 1, runs)["reproduction"].empty());
 }
 
 TEST(ThesisReportTest, JsonGroupsSeedsUnderTheirMean) {
