@@ -49,7 +49,7 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
     auto bad = [&] {
       return Fail(
           "--reading: '{}' is not one of slo=capped|literal, base=lower|mean, "
-          "interference=X|offline (X in 0..1), quarters=ch6|roofline",
+          "interference=X|offline (X in 0..1), quarters=ch6|roofline, queries=Q (Q in 0.1..10)",
           item);
     };
     if (key == "slo" && (value == "capped" || value == "literal")) {
@@ -58,6 +58,11 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
       r.slo_base_mean = value == "mean";
     } else if (key == "quarters" && (value == "ch6" || value == "roofline")) {
       r.quarters_ch6 = value == "ch6";
+    } else if (key == "queries") {
+      char* stop = nullptr;
+      const double x = std::strtod(value.c_str(), &stop);
+      if (value.empty() || *stop != '\0' || !(x >= 0.1 && x <= 10)) return bad();
+      r.queries_scale = x;
     } else if (key == "interference") {
       if (value == "offline") {
         r.interference = 1;
@@ -75,12 +80,12 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
 }
 
 std::string ThesisReading::name() const {
-  return fmt::format("slo={},base={},interference={:g},quarters={}",
+  return fmt::format("slo={},base={},interference={:g},quarters={},queries={:g}",
                      slo_upper == 1.0   ? "capped"
                      : slo_upper == 1.2 ? "literal"
                                         : fmt::format("{:g}", slo_upper),
                      slo_base_mean ? "mean" : "lower", interference,
-                     quarters_ch6 ? "ch6" : "roofline");
+                     quarters_ch6 ? "ch6" : "roofline", queries_scale);
 }
 
 AppCatalog ThesisCatalog(const AppCatalog& catalog) {
@@ -172,6 +177,8 @@ std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& s, uint64_t s
     model::Workload w = ThesisPod(*app, i + 1);
     w.queries = app->queries_min + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(
                                        app->queries_max - app->queries_min + 1)));
+    w.queries =
+        std::max<int64_t>(1, std::llround(static_cast<double>(w.queries) * reading.queries_scale));
     w.slo_qps = rng.Uniform(0.8, reading.slo_upper) *
                 ThesisSloBase(*app, s.high_slo, physics, reading.slo_base_mean);
     if (s.nodes > 0) {

@@ -46,6 +46,11 @@ TEST(ThesisTest, PodsArriveInBatchesOfEightWithSlosAroundTheQuarterGpuRate) {
   }
   EXPECT_TRUE(seen);
   EXPECT_GT(highest, 23.835);  // the literal interval reaches above the capped one
+  // Queries: the catalogue's draw x 0.7 by default, as drawn with queries=1.
+  const auto whole_length = ThesisWorkloads({20, false}, 3, physics, {.queries_scale = 1});
+  for (size_t i = 0; i < pods.size(); ++i) {
+    EXPECT_EQ(pods[i].queries, std::llround(0.7 * static_cast<double>(whole_length[i].queries)));
+  }
   // The same seed gives the same pods; high SLOs are higher.
   const auto again = ThesisWorkloads({20, false}, 3, physics);
   const auto high = ThesisWorkloads({20, true}, 3, physics);
@@ -57,16 +62,18 @@ TEST(ThesisTest, PodsArriveInBatchesOfEightWithSlosAroundTheQuarterGpuRate) {
 }
 
 TEST(ThesisTest, ReadingParsesEveryKeyAndNamesABadOne) {
-  auto r = ThesisReading::Parse("slo=literal,base=mean,interference=offline,quarters=roofline");
+  auto r = ThesisReading::Parse(
+      "slo=literal,base=mean,interference=offline,quarters=roofline,queries=1");
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_DOUBLE_EQ(r->slo_upper, 1.2);
   EXPECT_TRUE(r->slo_base_mean);
   EXPECT_DOUBLE_EQ(r->interference, 1);
   EXPECT_FALSE(r->quarters_ch6);
-  EXPECT_EQ(r->name(), "slo=literal,base=mean,interference=1,quarters=roofline");
+  EXPECT_DOUBLE_EQ(r->queries_scale, 1);
+  EXPECT_EQ(r->name(), "slo=literal,base=mean,interference=1,quarters=roofline,queries=1");
   auto d = ThesisReading::Parse("");
   ASSERT_TRUE(d);
-  EXPECT_EQ(d->name(), "slo=capped,base=lower,interference=0.1,quarters=ch6");
+  EXPECT_EQ(d->name(), "slo=capped,base=lower,interference=0.15,quarters=ch6,queries=0.7");
   EXPECT_DOUBLE_EQ(ThesisReading::Parse("interference=0.3")->interference, 0.3);
   for (const char* bad :
        {"slo=wide", "interference=2", "interference=x", "interference=", "colour=red", "slo"}) {
