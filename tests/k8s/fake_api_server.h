@@ -1,8 +1,9 @@
 #pragma once
 // FakeApiServer: an in-process Kubernetes API server for exactly the resources Tessera uses
-// (pods, pods/binding, nodes, configmaps, events, coordination.k8s.io leases), built from the
-// documented REST and watch protocol (https://kubernetes.io/docs/reference/using-api/api-concepts/)
-// because no real API server can run here (STYLE.md: fakes only where the real thing cannot).
+// (pods, pods/binding, pods/eviction, nodes, configmaps, events, coordination.k8s.io leases,
+// policy/v1 poddisruptionbudgets), built from the documented REST and watch protocol
+// (https://kubernetes.io/docs/reference/using-api/api-concepts/) because no real API server can
+// run here (STYLE.md: fakes only where the real thing cannot).
 //
 // HTTPS on a free loopback port with a CA and a server certificate (SAN IP:127.0.0.1) made at
 // start by the `openssl` command; bearer-token authentication (401 otherwise).
@@ -12,10 +13,49 @@
 // allowWatchBookmarks and timeoutSeconds streaming newline-delimited events; a watch from a
 // compacted resourceVersion → 410 Gone. Fault injection for the client's recovery paths:
 // ExpireWatches (in-stream ERROR 410), DropWatches (connections cut), failing binds, delays.
+//
+// Eviction and PodDisruptionBudgets, after the API-initiated eviction and PDB documentation
+// (https://kubernetes.io/docs/concepts/scheduling-eviction/api-eviction/,
+// https://kubernetes.io/docs/tasks/run-application/configure-pdb/) and the API server's eviction
+// handler, with the disruption controller folded in: every PDB's status (expectedPods,
+// currentHealthy, desiredHealthy, disruptionsAllowed) is recomputed whenever a pod or the PDB
+// changes, so it is never stale.
+// - PDBs: create/get/list/update/delete; a spec with both minAvailable and maxUnavailable, a
+//   negative count, a percentage over 100% or an unknown unhealthyPodEvictionPolicy → 422;
+//   generation follows spec changes; status is the server's (a PUT cannot set it).
+// - POST pods/{name}/eviction takes a policy/v1 (or v1beta1) Eviction: a body that is not one, or
+//   names another pod or namespace → 400 BadRequest; no such pod → 404; a deleteOptions
+//   precondition (uid, resourceVersion) not met → 409; deleteOptions.dryRun ["All"] decides
+//   without deleting.
+// - A Pending, Succeeded or Failed pod, or one already being deleted, is evicted without looking
+//   at budgets ("always considered for eviction"). Otherwise the PDBs of its namespace whose
+//   selector matches its labels apply (matchLabels and matchExpressions; no selector matches
+//   nothing, `{}` every pod): two or more → 500 "This pod has more than one
+//   PodDisruptionBudget, which the eviction subresource does not support."; none → evicted.
+// - One PDB: currentHealthy = selected pods not being deleted whose Ready condition is True;
+//   desiredHealthy = an int minAvailable, a percentage minAvailable of expectedPods rounded up,
+//   or expectedPods − maxUnavailable (a percentage rounded up), at least 0; disruptionsAllowed =
+//   max(0, currentHealthy − desiredHealthy). expectedPods counts the selected pods for an int
+//   minAvailable, and otherwise sums the scale of the selected pods' controllers ("desired
+//   replicas"; the ownerReference with controller: true; pods with none are left out, as the
+//   controller does). The fake serves no workload controllers: a controller's scale is the most
+//   pods it has had alive at once — evicted replicas are never replaced — unless
+//   SetControllerScale says otherwise.
+// - A Ready pod is evicted if disruptionsAllowed > 0. An unready Running pod is evicted under
+//   unhealthyPodEvictionPolicy AlwaysAllow, or under the default IfHealthyBudget when
+//   currentHealthy >= desiredHealthy > 0, and otherwise only as a Ready one would be. Refused →
+//   429 TooManyRequests "Cannot evict pod as it would violate the pod's disruption budget." with
+//   details.causes [{reason DisruptionBudget, message "The disruption budget NAME needs D healthy
+//   pods and has H currently"}].
+// - An eviction deletes the pod at once, as DeletePod does (one DELETED watch event; its object
+//   carries the DisruptionTarget condition the API server adds), and answers 201 with a Success
+//   Status: the page says "200 OK", but the API server answers this create with 201 Created;
+//   clients should take any 2xx.
 
 #include <httplib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -25,6 +65,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <string>
 #include <thread>
@@ -83,6 +124,7 @@ class FakeApiServer {
     server_.set_tcp_nodelay(true);
     const std::string ns = "/api/v1/namespaces/([^/]+)";
     const std::string lease = "/apis/coordination.k8s.io/v1/namespaces/([^/]+)/leases";
+    const std::string pdb = "/apis/policy/v1/namespaces/([^/]+)/poddisruptionbudgets";
     auto h = [this](auto fn) {
       return [this, fn](const httplib::Request& req, httplib::Response& res) {
         if (!Admit(req, res)) return;
@@ -94,6 +136,7 @@ class FakeApiServer {
     server_.Get(ns + "/pods/([^/]+)", h(&FakeApiServer::GetObject));
     server_.Patch(ns + "/pods/([^/]+)", h(&FakeApiServer::PatchPod));
     server_.Post(ns + "/pods/([^/]+)/binding", h(&FakeApiServer::Bind));
+    server_.Post(ns + "/pods/([^/]+)/eviction", h(&FakeApiServer::Evict));
     server_.Post(ns + "/configmaps", h(&FakeApiServer::Create));
     server_.Get(ns + "/configmaps/([^/]+)", h(&FakeApiServer::GetObject));
     server_.Put(ns + "/configmaps/([^/]+)", h(&FakeApiServer::Update));
@@ -101,6 +144,11 @@ class FakeApiServer {
     server_.Post(lease, h(&FakeApiServer::Create));
     server_.Get(lease + "/([^/]+)", h(&FakeApiServer::GetObject));
     server_.Put(lease + "/([^/]+)", h(&FakeApiServer::Update));
+    server_.Post(pdb, h(&FakeApiServer::Create));
+    server_.Get(pdb, h(&FakeApiServer::ListPdbs));
+    server_.Get(pdb + "/([^/]+)", h(&FakeApiServer::GetObject));
+    server_.Put(pdb + "/([^/]+)", h(&FakeApiServer::Update));
+    server_.Delete(pdb + "/([^/]+)", h(&FakeApiServer::DeleteObject));
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -136,6 +184,13 @@ class FakeApiServer {
   // A pod with one container; `resources` are its requests, `annotations` its metadata's.
   void AddPod(const std::string& ns, const std::string& name, const json& requests,
               const json& annotations = json::object(), const std::string& scheduler = "tessera") {
+    AddPodWith(ns, name, requests, annotations, json::object(), nullptr, scheduler);
+  }
+  // AddPod with metadata.labels and an owner: one ownerReference object (the pod's controller
+  // unless it says "controller": false), an array of them, or null for a bare pod.
+  void AddPodWith(const std::string& ns, const std::string& name, const json& requests,
+                  const json& annotations, const json& labels, const json& owner,
+                  const std::string& scheduler = "tessera") {
     json p = {{"apiVersion", "v1"},
               {"kind", "Pod"},
               {"metadata", {{"name", name}, {"namespace", ns}, {"annotations", annotations}}},
@@ -146,19 +201,88 @@ class FakeApiServer {
                                {"image", "inference:latest"},
                                {"resources", {{"requests", requests}, {"limits", requests}}}}})}}},
               {"status", {{"phase", "Pending"}}}};
+    if (!labels.empty()) p["metadata"]["labels"] = labels;
+    if (owner.is_object() || owner.is_array()) {
+      json refs = owner.is_array() ? owner : json::array({owner});
+      for (auto& r : refs) {
+        if (!r.contains("controller")) r["controller"] = true;
+      }
+      p["metadata"]["ownerReferences"] = refs;
+    }
     std::lock_guard lock(mu_);
     Store("pods", ns + "/" + name, p, "ADDED");
   }
-  void DeletePod(const std::string& ns, const std::string& name) {
+  // The kubelet's part: phase Running and the Ready condition True (or False: running, not yet
+  // healthy). Aborts if there is no such pod (a broken test).
+  void SetPodRunning(const std::string& ns, const std::string& name, bool ready = true) {
     std::lock_guard lock(mu_);
     auto& pods = objects_["pods"];
     auto it = pods.find(ns + "/" + name);
-    if (it == pods.end()) return;
+    if (it == pods.end()) {
+      std::fprintf(stderr, "FakeApiServer::SetPodRunning: no pod %s/%s\n", ns.c_str(),
+                   name.c_str());
+      std::abort();
+    }
     json obj = it->second;
-    pods.erase(it);
-    obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
-    log_.push_back({rv_, "pods", "DELETED", obj});
-    cv_.notify_all();
+    obj["status"]["phase"] = "Running";
+    json conditions = json::array();
+    for (const auto& c : obj["status"].value("conditions", json::array())) {
+      if (c.value("type", "") != "Ready") conditions.push_back(c);
+    }
+    conditions.push_back({{"type", "Ready"}, {"status", ready ? "True" : "False"}});
+    obj["status"]["conditions"] = conditions;
+    Store("pods", it->first, obj, "MODIFIED");
+  }
+  void DeletePod(const std::string& ns, const std::string& name) {
+    std::lock_guard lock(mu_);
+    RemoveObject("pods", ns + "/" + name);
+  }
+  // A policy/v1 PodDisruptionBudget as `kubectl apply` would make it (a second call replaces the
+  // spec). `spec`: selector, one of minAvailable/maxUnavailable (int or "NN%"), optionally
+  // unhealthyPodEvictionPolicy. Aborts on a spec the API server would refuse (a broken test).
+  void AddPdb(const std::string& ns, const std::string& name, const json& spec) {
+    if (const std::string e = PdbSpecError(spec); !e.empty()) {
+      std::fprintf(stderr, "FakeApiServer::AddPdb %s/%s: %s\n", ns.c_str(), name.c_str(),
+                   e.c_str());
+      std::abort();
+    }
+    json p = {{"apiVersion", "policy/v1"},
+              {"kind", "PodDisruptionBudget"},
+              {"metadata", {{"name", name}, {"namespace", ns}, {"generation", 1}}},
+              {"spec", spec}};
+    std::lock_guard lock(mu_);
+    const std::string key = ns + "/" + name;
+    auto& pdbs = objects_[kPdbs];
+    std::string type = "ADDED";
+    if (auto it = pdbs.find(key); it != pdbs.end()) {
+      type = "MODIFIED";
+      p["metadata"]["uid"] = it->second["metadata"]["uid"];
+      p["metadata"]["generation"] = it->second["metadata"].value("generation", 1) + 1;
+    }
+    Store(kPdbs, key, p, type);
+    SyncPdbs(ns);
+  }
+  void DeletePdb(const std::string& ns, const std::string& name) {
+    std::lock_guard lock(mu_);
+    RemoveObject(kPdbs, ns + "/" + name);
+  }
+  // The scale (spec.replicas) of the controller `kind`/`name` in `ns`, for PDBs that count
+  // desired replicas; without it, the most pods that controller has had alive at once.
+  void SetControllerScale(const std::string& ns, const std::string& kind, const std::string& name,
+                          int replicas) {
+    std::lock_guard lock(mu_);
+    controller_scale_[ns + "/" + kind + "/" + name] = replicas;
+    SyncPdbs(ns);
+  }
+  // Pods evicted through the eviction subresource, "ns/name" in order (dry runs left out).
+  std::vector<std::string> evictions() {
+    std::lock_guard lock(mu_);
+    return evictions_;
+  }
+  // Evictions refused with 429 because of a disruption budget.
+  int eviction_refusals() {
+    std::lock_guard lock(mu_);
+    return eviction_refusals_;
   }
   std::optional<json> Get(const std::string& resource, const std::string& key) {
     std::lock_guard lock(mu_);
@@ -264,6 +388,7 @@ class FakeApiServer {
     objects_[resource][key] = obj;
     log_.push_back({rv_, resource, type, obj});
     cv_.notify_all();
+    if (resource == "pods") PodChanged(obj);
   }
   static std::string fmt_uid(int64_t n) {
     char buf[64];
@@ -271,12 +396,19 @@ class FakeApiServer {
     return buf;
   }
 
-  // Resource and key of a namespaced request path, from its regex matches.
+  // Resource and key of a namespaced request path, from its regex matches: the resource is the
+  // segment after /namespaces/{ns}/ (so an object named "events" is no event).
   static std::pair<std::string, std::string> Target(const httplib::Request& req) {
     std::string resource = "pods";
-    if (req.path.find("/configmaps") != std::string::npos) resource = "configmaps";
-    if (req.path.find("/events") != std::string::npos) resource = "events";
-    if (req.path.find("/leases") != std::string::npos) resource = "leases";
+    const std::string marker = "/namespaces/";
+    if (const auto at = req.path.find(marker); at != std::string::npos) {
+      const auto ns_end = req.path.find('/', at + marker.size());
+      if (ns_end != std::string::npos) {
+        const auto end = req.path.find('/', ns_end + 1);
+        resource = req.path.substr(ns_end + 1,
+                                   end == std::string::npos ? std::string::npos : end - ns_end - 1);
+      }
+    }
     std::string key = req.matches.size() > 2
                           ? std::string(req.matches[1]) + "/" + std::string(req.matches[2])
                           : "";
@@ -300,13 +432,22 @@ class FakeApiServer {
     }
     const std::string key =
         std::string(req.matches[1]) + "/" + obj["metadata"]["name"].get<std::string>();
+    const std::string ns = req.matches[1];
+    if (resource == kPdbs) {
+      if (const std::string e = PdbSpecError(obj.value("spec", json())); !e.empty()) {
+        return Invalid(res, obj["metadata"]["name"].get<std::string>(), e);
+      }
+      obj.erase("status");  // the controller's
+      obj["metadata"]["generation"] = 1;
+    }
     std::lock_guard lock(mu_);
     if (objects_[resource].contains(key)) {
       return Status(res, 409, "AlreadyExists", resource + " " + key + " already exists");
     }
-    obj["metadata"]["namespace"] = std::string(req.matches[1]);
+    obj["metadata"]["namespace"] = ns;
     obj["metadata"].erase("resourceVersion");
     Store(resource, key, obj, "ADDED");
+    if (resource == kPdbs) SyncPdbs(ns);
     res.status = 201;
     res.set_content(objects_[resource][key].dump(), "application/json");
   }
@@ -324,8 +465,52 @@ class FakeApiServer {
       return Status(res, 409, "Conflict", "the object has been modified");
     }
     obj["metadata"]["uid"] = it->second["metadata"]["uid"];
+    if (resource == kPdbs) {
+      if (const std::string e = PdbSpecError(obj.value("spec", json())); !e.empty()) {
+        return Invalid(res, std::string(req.matches[2]), e);
+      }
+      const json& old = it->second;
+      const int64_t generation = old["metadata"].value("generation", int64_t{1});
+      obj["metadata"]["generation"] =
+          obj.value("spec", json()) == old.value("spec", json()) ? generation : generation + 1;
+      obj["status"] = old.value("status", json::object());  // a PUT cannot set the status
+    }
     Store(resource, key, obj, "MODIFIED");
+    if (resource == kPdbs) SyncPdbs(std::string(req.matches[1]));
     res.set_content(m[key].dump(), "application/json");
+  }
+
+  // DELETE of an object without graceful deletion (PDBs): a Success Status naming it.
+  void DeleteObject(const httplib::Request& req, httplib::Response& res) {
+    auto [resource, key] = Target(req);
+    std::lock_guard lock(mu_);
+    auto& m = objects_[resource];
+    auto it = m.find(key);
+    if (it == m.end()) return NotFound(res, resource, std::string(req.matches[2]));
+    const json details = {{"name", std::string(req.matches[2])},
+                          {"kind", resource},
+                          {"uid", it->second["metadata"]["uid"]}};
+    RemoveObject(resource, key);
+    res.set_content(json{{"apiVersion", "v1"},
+                         {"kind", "Status"},
+                         {"metadata", json::object()},
+                         {"status", "Success"},
+                         {"details", details}}
+                        .dump(),
+                    "application/json");
+  }
+
+  void ListPdbs(const httplib::Request& req, httplib::Response& res) {
+    const std::string ns = req.matches[1];
+    std::lock_guard lock(mu_);
+    json items = json::array();
+    for (const auto& [key, pdb] : InNamespace(kPdbs, ns)) items.push_back(*pdb);
+    res.set_content(json{{"apiVersion", "policy/v1"},
+                         {"kind", "PodDisruptionBudgetList"},
+                         {"metadata", {{"resourceVersion", std::to_string(rv_)}}},
+                         {"items", items}}
+                        .dump(),
+                    "application/json");
   }
 
   void PatchPod(const httplib::Request& req, httplib::Response& res) {
@@ -384,6 +569,349 @@ class FakeApiServer {
     Status(res, 201, "", "");
     res.set_content(json{{"kind", "Status"}, {"status", "Success"}, {"code", 201}}.dump(),
                     "application/json");
+  }
+
+  // ---- eviction and disruption budgets ----
+  static constexpr const char* kPdbs = "poddisruptionbudgets";
+
+  static void Reply(httplib::Response& res, int code, json status) {
+    status["apiVersion"] = "v1";
+    status["kind"] = "Status";
+    status["metadata"] = json::object();
+    status["code"] = code;
+    res.status = code;
+    res.set_content(status.dump(), "application/json");
+  }
+  static void NotFound(httplib::Response& res, const std::string& resource,
+                       const std::string& name) {
+    Reply(res, 404,
+          {{"status", "Failure"},
+           {"reason", "NotFound"},
+           {"message", resource + " \"" + name + "\" not found"},
+           {"details", {{"name", name}, {"kind", resource}}}});
+  }
+  static void Invalid(httplib::Response& res, const std::string& name, const std::string& why) {
+    Reply(res, 422,
+          {{"status", "Failure"},
+           {"reason", "Invalid"},
+           {"message", "PodDisruptionBudget.policy \"" + name + "\" is invalid: " + why},
+           {"details", {{"name", name}, {"group", "policy"}, {"kind", "PodDisruptionBudget"}}}});
+  }
+
+  // The value at a JSON pointer, null where there is none.
+  static json At(const json& j, const char* pointer) {
+    const json::json_pointer p(pointer);
+    return j.contains(p) ? j.at(p) : json();
+  }
+  static std::string Text(const json& j, const char* pointer) {
+    const json v = At(j, pointer);
+    return v.is_string() ? v.get<std::string>() : "";
+  }
+  static bool Deleting(const json& pod) {
+    return !At(pod, "/metadata/deletionTimestamp").is_null();
+  }
+  // podutil.IsPodReady: the Ready condition is True (the kubelet sets it only while Running).
+  static bool Ready(const json& pod) {
+    const json conditions = At(pod, "/status/conditions");
+    if (!conditions.is_array()) return false;
+    for (const auto& c : conditions) {
+      if (c.is_object() && c.value("type", "") == "Ready" && c.value("status", "") == "True") {
+        return true;
+      }
+    }
+    return false;
+  }
+  // "ns/Kind/name" of the pod's controller (its ownerReference with controller: true), or "".
+  static std::string ControllerKey(const std::string& ns, const json& pod) {
+    const json refs = At(pod, "/metadata/ownerReferences");
+    if (!refs.is_array()) return "";
+    for (const auto& r : refs) {
+      if (r.is_object() && r.value("controller", false)) {
+        return ns + "/" + r.value("kind", "") + "/" + r.value("name", "");
+      }
+    }
+    return "";
+  }
+
+  // A LabelSelector against a pod's labels: null (no selector) matches nothing, {} every pod; an
+  // unknown operator makes the selector invalid, and an invalid selector matches nothing.
+  static bool Selects(const json& selector, const json& labels) {
+    if (!selector.is_object()) return false;
+    auto label = [&](const std::string& k) -> std::optional<std::string> {
+      if (labels.is_object() && labels.contains(k) && labels[k].is_string()) {
+        return labels[k].get<std::string>();
+      }
+      return std::nullopt;
+    };
+    json match_labels = selector.value("matchLabels", json::object());
+    if (match_labels.is_null()) match_labels = json::object();
+    if (!match_labels.is_object()) return false;
+    for (const auto& [k, v] : match_labels.items()) {
+      if (!v.is_string() || label(k) != v.get<std::string>()) return false;
+    }
+    json expressions = selector.value("matchExpressions", json::array());
+    if (expressions.is_null()) expressions = json::array();
+    if (!expressions.is_array()) return false;
+    for (const auto& e : expressions) {
+      if (!e.is_object()) return false;
+      const auto have = label(e.value("key", ""));
+      const json values = e.value("values", json::array());
+      const bool listed = have && values.is_array() &&
+                          std::find(values.begin(), values.end(), json(*have)) != values.end();
+      const std::string op = e.value("operator", "");
+      bool holds = false;  // stays false for an unknown operator
+      if (op == "In") holds = listed;
+      if (op == "NotIn") holds = !listed;
+      if (op == "Exists") holds = have.has_value();
+      if (op == "DoesNotExist") holds = !have.has_value();
+      if (!holds) return false;
+    }
+    return true;
+  }
+
+  // An IntOrString against `total`: the int, or that percentage of `total` rounded up (the
+  // disruption controller's rounding); nullopt when it is neither an int nor "NN%".
+  static std::optional<int64_t> Scaled(const json& v, int64_t total) {
+    if (v.is_number_integer()) return v.get<int64_t>();
+    if (!v.is_string()) return std::nullopt;
+    const std::string s = v.get<std::string>();
+    if (s.size() < 2 || s.size() > 10 || s.back() != '%') return std::nullopt;
+    int64_t percent = 0;
+    for (size_t i = 0; i + 1 < s.size(); ++i) {
+      if (s[i] < '0' || s[i] > '9') return std::nullopt;
+      percent = percent * 10 + (s[i] - '0');
+    }
+    return (percent * total + 99) / 100;
+  }
+
+  // What the API server's validation says of a PDB spec, "" when it passes.
+  static std::string PdbSpecError(const json& spec) {
+    if (!spec.is_object()) return "spec: Required value";
+    auto set = [&](const char* f) { return spec.contains(f) && !spec[f].is_null(); };
+    if (set("minAvailable") && set("maxUnavailable")) {
+      return "spec: Invalid value: minAvailable and maxUnavailable cannot be both set";
+    }
+    for (const char* f : {"minAvailable", "maxUnavailable"}) {
+      if (!set(f)) continue;
+      const std::string field = std::string("spec.") + f + ": Invalid value: " + spec[f].dump();
+      const auto v = Scaled(spec[f], 100);  // a percentage of 100 is its own number
+      if (!v) return field + ": must be an integer or a percentage (e.g. \"50%\")";
+      if (*v < 0) return field + ": must be greater than or equal to 0";
+      if (spec[f].is_string() && *v > 100) return field + ": must not be greater than 100%";
+    }
+    if (set("unhealthyPodEvictionPolicy")) {
+      const json& p = spec["unhealthyPodEvictionPolicy"];
+      if (p != "IfHealthyBudget" && p != "AlwaysAllow") {
+        return "spec.unhealthyPodEvictionPolicy: Unsupported value: " + p.dump() +
+               ": supported values: \"AlwaysAllow\", \"IfHealthyBudget\"";
+      }
+    }
+    return "";
+  }
+
+  // Caller holds mu_. The objects of `resource` in namespace `ns`, by key.
+  std::vector<std::pair<std::string, json*>> InNamespace(const std::string& resource,
+                                                         const std::string& ns) {
+    std::vector<std::pair<std::string, json*>> out;
+    auto& m = objects_[resource];
+    const std::string prefix = ns + "/";
+    for (auto it = m.lower_bound(prefix); it != m.end() && it->first.starts_with(prefix); ++it) {
+      out.emplace_back(it->first, &it->second);
+    }
+    return out;
+  }
+
+  struct Budget {
+    int64_t expected = 0, healthy = 0, desired = 0, allowed = 0;
+  };
+  // Caller holds mu_. The disruption controller's arithmetic for `pdb` over the pods of `ns`.
+  Budget Evaluate(const std::string& ns, const json& pdb) {
+    const json spec = pdb.value("spec", json::object());
+    const json selector = spec.value("selector", json());
+    std::vector<const json*> pods;
+    for (const auto& [key, pod] : InNamespace("pods", ns)) {
+      if (Selects(selector, At(*pod, "/metadata/labels"))) pods.push_back(pod);
+    }
+    Budget b;
+    for (const json* p : pods) {
+      if (!Deleting(*p) && Ready(*p)) ++b.healthy;
+    }
+    const json min = spec.value("minAvailable", json());
+    const json max = spec.value("maxUnavailable", json());
+    if (!max.is_null()) {
+      b.expected = Scale(ns, pods);
+      b.desired = std::max<int64_t>(0, b.expected - Scaled(max, b.expected).value_or(0));
+    } else if (min.is_number_integer()) {
+      b.expected = static_cast<int64_t>(pods.size());
+      b.desired = min.get<int64_t>();
+    } else if (!min.is_null()) {
+      b.expected = Scale(ns, pods);
+      b.desired = Scaled(min, b.expected).value_or(0);
+    }
+    b.allowed = std::max<int64_t>(0, b.healthy - b.desired);
+    return b;
+  }
+  // Caller holds mu_. The summed scale of the pods' controllers, each once ("desired replicas");
+  // pods without a controller add nothing.
+  int64_t Scale(const std::string& ns, const std::vector<const json*>& pods) {
+    std::map<std::string, int64_t> scales;
+    for (const json* p : pods) {
+      const std::string c = ControllerKey(ns, *p);
+      if (c.empty()) continue;
+      auto it = controller_scale_.find(c);
+      scales[c] = it != controller_scale_.end() ? it->second : controller_high_water_[c];
+    }
+    int64_t sum = 0;
+    for (const auto& [c, n] : scales) sum += n;
+    return sum;
+  }
+  // Caller holds mu_. The disruption controller caught up at once: each PDB of `ns` gets the
+  // status its pods call for, written (a MODIFIED event) only when it changes.
+  void SyncPdbs(const std::string& ns) {
+    for (const auto& [key, pdb] : InNamespace(kPdbs, ns)) {
+      const Budget b = Evaluate(ns, *pdb);
+      const json generation =
+          At(*pdb, "/metadata/generation").is_null() ? json(1) : At(*pdb, "/metadata/generation");
+      const bool allowed = b.allowed > 0;
+      const json status = {
+          {"observedGeneration", generation},
+          {"expectedPods", b.expected},
+          {"currentHealthy", b.healthy},
+          {"desiredHealthy", b.desired},
+          {"disruptionsAllowed", b.allowed},
+          {"conditions", json::array({{{"type", "DisruptionAllowed"},
+                                       {"status", allowed ? "True" : "False"},
+                                       {"reason", allowed ? "SufficientPods" : "InsufficientPods"},
+                                       {"message", ""},
+                                       {"observedGeneration", generation},
+                                       {"lastTransitionTime", "2024-01-01T00:00:00Z"}}})}};
+      if (At(*pdb, "/status") == status) continue;
+      json obj = *pdb;
+      obj["status"] = status;
+      Store(kPdbs, key, obj, "MODIFIED");
+    }
+  }
+  // Caller holds mu_ (Store calls it for every pod written): the pod's controller may have
+  // reached a new high-water mark of live pods, and the budgets of its namespace may move.
+  void PodChanged(const json& pod) {
+    const std::string ns = Text(pod, "/metadata/namespace");
+    if (const std::string c = ControllerKey(ns, pod); !c.empty()) {
+      int64_t alive = 0;
+      for (const auto& [key, p] : InNamespace("pods", ns)) {
+        if (!Deleting(*p) && ControllerKey(ns, *p) == c) ++alive;
+      }
+      auto& high = controller_high_water_[c];
+      high = std::max(high, alive);
+    }
+    SyncPdbs(ns);
+  }
+  // Caller holds mu_. Deletes `key` at once (no grace period): one DELETED event, whose object
+  // carries `condition` among its status.conditions when one is given.
+  bool RemoveObject(const std::string& resource, const std::string& key,
+                    const json& condition = json()) {
+    auto& m = objects_[resource];
+    auto it = m.find(key);
+    if (it == m.end()) return false;
+    json obj = std::move(it->second);
+    m.erase(it);
+    if (!condition.is_null()) obj["status"]["conditions"].push_back(condition);
+    obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    log_.push_back({rv_, resource, "DELETED", obj});
+    cv_.notify_all();
+    if (resource == "pods") SyncPdbs(key.substr(0, key.find('/')));
+    return true;
+  }
+
+  void Evict(const httplib::Request& req, httplib::Response& res) {
+    const std::string ns = req.matches[1], name = req.matches[2], key = ns + "/" + name;
+    auto bad = [&](const std::string& why) {
+      Reply(res, 400, {{"status", "Failure"}, {"reason", "BadRequest"}, {"message", why}});
+    };
+    const json e = json::parse(req.body, nullptr, false);
+    if (e.is_discarded() || !e.is_object()) return bad("the body is not a JSON object");
+    // Missing apiVersion and kind are defaulted from the endpoint, as the API server does.
+    const json kind = e.value("kind", json("Eviction"));
+    const json version = e.value("apiVersion", json("policy/v1"));
+    if (kind != "Eviction" || (version != "policy/v1" && version != "policy/v1beta1")) {
+      return bad("the body is a " + version.dump() + " " + kind.dump() +
+                 ", not a policy/v1 Eviction");
+    }
+    if (Text(e, "/metadata/name") != name) {
+      return bad("name in URL does not match name in Eviction object");
+    }
+    if (const json n = At(e, "/metadata/namespace"); !n.is_null() && n != ns) {
+      return bad(
+          "the namespace of the provided object does not match the namespace sent on the "
+          "request");
+    }
+    const json options = e.value("deleteOptions", json::object());
+    if (!options.is_object()) return bad("deleteOptions is not an object");
+
+    std::lock_guard lock(mu_);
+    auto& pods = objects_["pods"];
+    auto it = pods.find(key);
+    if (it == pods.end()) return NotFound(res, "pods", name);
+    const json pod = it->second;
+    for (const char* field : {"uid", "resourceVersion"}) {
+      const json want = At(options, (std::string("/preconditions/") + field).c_str());
+      const json have = pod["metadata"].value(field, json());
+      if (!want.is_null() && want != have) {
+        return Reply(res, 409,
+                     {{"status", "Failure"},
+                      {"reason", "Conflict"},
+                      {"message", std::string("Precondition failed: ") + field +
+                                      " in precondition: " + want.dump() + ", " + field +
+                                      " in object meta: " + have.dump()}});
+      }
+    }
+    const bool dry_run = options.value("dryRun", json::array()) == json::array({"All"});
+    auto evict = [&] {
+      if (!dry_run) {
+        RemoveObject("pods", key,
+                     {{"type", "DisruptionTarget"},
+                      {"status", "True"},
+                      {"reason", "EvictionByEvictionAPI"},
+                      {"message", "Eviction API: evicting"}});
+        evictions_.push_back(key);
+      }
+      Reply(res, 201, {{"status", "Success"}});
+    };
+
+    const std::string phase = Text(pod, "/status/phase");
+    if (phase == "Pending" || phase == "Succeeded" || phase == "Failed" || Deleting(pod)) {
+      return evict();
+    }
+    std::vector<const json*> budgets;
+    for (const auto& [k, pdb] : InNamespace(kPdbs, ns)) {
+      if (Selects(At(*pdb, "/spec/selector"), At(pod, "/metadata/labels"))) budgets.push_back(pdb);
+    }
+    if (budgets.size() > 1) {
+      return Reply(res, 500,
+                   {{"status", "Failure"},
+                    {"message",
+                     "This pod has more than one PodDisruptionBudget, which the eviction "
+                     "subresource does not support."}});
+    }
+    if (budgets.empty()) return evict();
+    const json& pdb = *budgets.front();
+    const Budget b = Evaluate(ns, pdb);
+    if (!Ready(pod)) {
+      if (Text(pdb, "/spec/unhealthyPodEvictionPolicy") == "AlwaysAllow") return evict();
+      if (b.healthy >= b.desired && b.desired > 0) return evict();  // IfHealthyBudget
+    }
+    if (b.allowed > 0) return evict();
+    ++eviction_refusals_;
+    Reply(res, 429,
+          {{"status", "Failure"},
+           {"reason", "TooManyRequests"},
+           {"message", "Cannot evict pod as it would violate the pod's disruption budget."},
+           {"details",
+            {{"causes",
+              json::array(
+                  {{{"reason", "DisruptionBudget"},
+                    {"message", "The disruption budget " + Text(pdb, "/metadata/name") + " needs " +
+                                    std::to_string(b.desired) + " healthy pods and has " +
+                                    std::to_string(b.healthy) + " currently"}}})}}}});
   }
 
   void ListOrWatchPods(const httplib::Request& req, httplib::Response& res) {
@@ -528,6 +1056,11 @@ class FakeApiServer {
   int64_t watches_started_ = 0, gone_answers_ = 0;
   int bind_attempts_ = 0;
   std::map<std::string, int> bindings_;
+  std::vector<std::string> evictions_;
+  int eviction_refusals_ = 0;
+  // "ns/Kind/name" of a controller → its scale as set by SetControllerScale, and the most pods
+  // it has had alive at once (the scale otherwise).
+  std::map<std::string, int64_t> controller_scale_, controller_high_water_;
   bool closing_ = false;
 };
 
