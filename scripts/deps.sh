@@ -11,6 +11,7 @@ packages=(
   libhiredis-dev libcpp-httplib-dev libssl-dev openssl liblemon-dev
   redis-server prometheus
   python3  # tools/characterise's tests
+  chromium  # renders the status page in tests/k8s/status_page_test.cc (and scripts/screenshot.sh)
   "$@"
 )
 

@@ -66,6 +66,15 @@ pids+=($!)
 # /readyz: the inventory is in Redis before any test reads it.
 wait_until "tessera agent" "$run_dir/agent.log" http_ok "$agent_port" /readyz
 
+# The tests' own series (per-pod Triton counters, scripted DCGM series): files they write in
+# $TESSERA_TEST_EXPORTER_DIR, served by tests/tools/metrics_file_exporter.cc.
+exporter_port=$(free_port)
+mkdir -p "$run_dir/exporter"
+"$build/tests/metrics_file_exporter" --dir "$run_dir/exporter" --port "$exporter_port" \
+  >"$run_dir/exporter.log" 2>&1 &
+pids+=($!)
+wait_until metrics_file_exporter "$run_dir/exporter.log" http_ok "$exporter_port" /ready
+
 prometheus_port=$(free_port)
 cat >"$run_dir/prometheus.yml" <<YAML
 global:
@@ -75,6 +84,10 @@ scrape_configs:
   - job_name: tessera-agent
     static_configs:
       - targets: ['127.0.0.1:$agent_port']
+  - job_name: tests
+    honor_labels: true
+    static_configs:
+      - targets: ['127.0.0.1:$exporter_port']
 YAML
 "$prometheus_bin" --config.file="$run_dir/prometheus.yml" --storage.tsdb.path="$run_dir/tsdb" \
   --web.listen-address="127.0.0.1:$prometheus_port" --log.level=warn \
@@ -86,6 +99,7 @@ export TESSERA_TEST_REDIS="127.0.0.1:$redis_port"
 export TESSERA_TEST_REDIS_SERVER="$redis_bin"
 export TESSERA_TEST_PROMETHEUS="http://127.0.0.1:$prometheus_port"
 export TESSERA_TEST_SCRAPE_INTERVAL=1
+export TESSERA_TEST_EXPORTER_DIR="$run_dir/exporter"
 export TESSERA_TEST_AGENT="127.0.0.1:$agent_port"
 export TESSERA_TEST_AGENT_NODE=fake-node-1
 export TESSERA_TEST_AGENT_PREFIX=tessera-harness:
@@ -97,7 +111,7 @@ export TESSERA_REQUIRE_HARNESS=1
 
 
 harness_logs() {
-  for log in agent prometheus redis; do
+  for log in agent exporter prometheus redis; do
     echo "--- $log log (last lines) ---" >&2
     tail -15 "$run_dir/$log.log" >&2 || true
   done

@@ -91,4 +91,9 @@ void LogHealthChange(bool ok, const std::string& line) {
   }
 }
 
+std::string Health::role() const {
+  std::lock_guard lock(mu_);
+  return role_;
+}
+
 }  // namespace tessera

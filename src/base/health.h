@@ -35,6 +35,7 @@ class Health {
   void Declare(const std::string& dependency);
   void Set(const std::string& dependency, const std::string& reason);
   void SetRole(const std::string& role);
+  std::string role() const;
 
   struct Report {
     bool ok = false;

@@ -35,6 +35,10 @@ void AddPolicyInputFlags(CLI::App* sub, PolicyInputFlags& f) {
                   "0.1..3600")
       ->check(Seconds(0.1, 3600))
       ->capture_default_str();
+  sub->add_option("--qps-query", f.qps_query,
+                  "PromQL for the QPS a pod serves, $namespace and $pod substituted (a pod's "
+                  "tessera.io/qps-query annotation overrides it); default: NVIDIA Triton's "
+                  "nv_inference_request_success as a 1 m rate (docs/kubernetes.md lists others)");
 }
 
 Expected<void> CheckPolicyInputFlags(const PolicyInputFlags& f) {
@@ -71,6 +75,7 @@ Expected<PolicyInputs> OpenPolicyInputs(const PolicyInputFlags& f, const Clock& 
     o.server.url = f.prometheus;
     o.memory_window_s = f.telemetry_window_s;
     o.memory_step_s = f.telemetry_step_s;
+    if (!f.qps_query.empty()) o.qps_query = f.qps_query;
     auto t = telemetry::PrometheusTelemetry::Create(o, clock);
     if (!t) return std::unexpected(t.error());
     in.telemetry = std::move(*t);

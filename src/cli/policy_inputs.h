@@ -30,6 +30,7 @@ struct PolicyInputFlags {
   double telemetry_interval_s = 5;
   double telemetry_window_s = 300;  // series history fetched at each refresh
   double telemetry_step_s = 5;      // its resolution
+  std::string qps_query;            // per-pod QPS PromQL template; "" for Triton's counter
 };
 
 void AddPolicyInputFlags(CLI::App* sub, PolicyInputFlags& f);

@@ -12,6 +12,8 @@
 #include "cli/number_flags.h"
 #include "cli/policy_inputs.h"
 #include "k8s/scheduler.h"
+#include "k8s/status_page.h"
+#include "telemetry/prometheus_telemetry.h"
 
 namespace tessera::cli {
 namespace {
@@ -28,7 +30,71 @@ struct ScheduleFlags {
   double retry_period_s = 2;
   double inventory_poll_s = 5;
   std::string listen = "0.0.0.0:10259";
+  std::string evictions = "off";
+  int max_moves_per_hour = k8s::EvictionOptions{}.max_per_hour;
+  int max_moves_per_node_hour = k8s::EvictionOptions{}.max_per_node_hour;
+  double eviction_retry_s = k8s::EvictionOptions{}.retry_s;
+  int max_observations = 10000;
 };
+
+// kube-scheduler's own metric families, under Tessera's prefix (docs/kubernetes.md).
+std::string SchedulerMetrics(const k8s::Scheduler& scheduler) {
+  const k8s::SchedulerStats s = scheduler.stats();
+  std::string out = fmt::format(
+      "# TYPE tessera_scheduler_leader gauge\ntessera_scheduler_leader {}\n"
+      "# TYPE tessera_scheduler_bound_total counter\n"
+      "tessera_scheduler_bound_total {}\n"
+      "# TYPE tessera_scheduler_bind_failures_total counter\n"
+      "tessera_scheduler_bind_failures_total {}\n"
+      "# TYPE tessera_scheduler_invalid_pods_total counter\n"
+      "tessera_scheduler_invalid_pods_total {}\n"
+      "# TYPE tessera_scheduler_pending gauge\ntessera_scheduler_pending {}\n"
+      "# TYPE tessera_scheduler_placed gauge\ntessera_scheduler_placed {}\n"
+      "# TYPE tessera_scheduler_rebuilds_total counter\n"
+      "tessera_scheduler_rebuilds_total {}\n"
+      "# TYPE tessera_scheduler_resizes_refused_total counter\n"
+      "tessera_scheduler_resizes_refused_total {}\n"
+      "# TYPE tessera_scheduler_observations_total counter\n"
+      "tessera_scheduler_observations_total {}\n"
+      "# TYPE tessera_scheduler_observations_restored_total counter\n"
+      "tessera_scheduler_observations_restored_total {}\n",
+      s.leading ? 1 : 0, s.bound, s.bind_failures, s.invalid_pods, s.pending, s.placed, s.rebuilds,
+      s.resizes_refused, s.observations, s.observations_restored);
+  out +=
+      "# HELP tessera_scheduler_evictions_total What became of the policies' evictions.\n"
+      "# TYPE tessera_scheduler_evictions_total counter\n";
+  for (const auto& [key, n] : scheduler.eviction_counts()) {
+    out += fmt::format("tessera_scheduler_evictions_total{{policy=\"{}\",result=\"{}\"}} {}\n",
+                       key.first, key.second, n);
+  }
+  // Per pod: what it was predicted to serve, what it serves, whether its SLO is met.
+  out +=
+      "# TYPE tessera_pod_predicted_qps gauge\n# TYPE tessera_pod_observed_qps gauge\n"
+      "# TYPE tessera_pod_slo_met gauge\n";
+  for (const k8s::StatusNode& n : scheduler.Status().nodes) {
+    for (const k8s::StatusGpu& g : n.gpus) {
+      for (const k8s::StatusPartition& p : g.partitions) {
+        for (const k8s::StatusPod& pod : p.pods) {
+          const size_t slash = pod.name.find('/');
+          const std::string labels =
+              fmt::format("namespace=\"{}\",pod=\"{}\"", pod.name.substr(0, slash),
+                          slash == std::string::npos ? "" : pod.name.substr(slash + 1));
+          if (pod.predicted_qps) {
+            out += fmt::format("tessera_pod_predicted_qps{{{}}} {}\n", labels, *pod.predicted_qps);
+          }
+          if (pod.observed_qps) {
+            out += fmt::format("tessera_pod_observed_qps{{{}}} {}\n", labels, *pod.observed_qps);
+          }
+          if (pod.slo != k8s::StatusPod::Slo::kUnknown) {
+            out += fmt::format("tessera_pod_slo_met{{{}}} {}\n", labels,
+                               pod.slo == k8s::StatusPod::Slo::kMet ? 1 : 0);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
 
 std::string DefaultIdentity() {
   char host[256] = {};
@@ -51,6 +117,8 @@ Status RunSchedule(const ScheduleFlags& f) {
     return Usage("--renew-deadline must be below --lease-duration");
   }
   if (auto ok = CheckPolicyInputFlags(f.inputs); !ok) return Usage(ok.error());
+  auto eviction_mode = k8s::ParseEvictionMode(f.evictions);
+  if (!eviction_mode) return Usage("--{}", eviction_mode.error().message);
   auto store = daemon_flags::OpenStore(f.common, clock);
   if (!store) return Usage(store.error());
   auto api = daemon_flags::Connect(f.common);
@@ -65,6 +133,16 @@ Status RunSchedule(const ScheduleFlags& f) {
   cfg.predictor = inputs->predictor.get();
   cfg.learner = inputs->predictor.get();
   cfg.telemetry = inputs->telemetry_view();
+  if (inputs->telemetry) {
+    cfg.watch_qps = [t = inputs->telemetry.get()](std::map<std::string, std::string> q) {
+      t->SetWorkloadQueries(std::move(q));
+    };
+  }
+  cfg.evictions.mode = *eviction_mode;
+  cfg.evictions.max_per_hour = f.max_moves_per_hour;
+  cfg.evictions.max_per_node_hour = f.max_moves_per_node_hour;
+  cfg.evictions.retry_s = f.eviction_retry_s;
+  cfg.max_observations = static_cast<size_t>(f.max_observations);
   cfg.leader.namespace_ =
       f.lease_namespace.empty() ? (*api)->credentials().namespace_ : f.lease_namespace;
   cfg.leader.name = f.lease_name;
@@ -80,22 +158,11 @@ Status RunSchedule(const ScheduleFlags& f) {
   ApplyHttpLimits(http, kGetOnlyLimits, "tessera-schedule");
   ServeHealth(http, scheduler.health());
   http.Get("/metrics", [&scheduler](const httplib::Request&, httplib::Response& res) {
-    const k8s::SchedulerStats s = scheduler.stats();
-    res.set_content(
-        fmt::format("# TYPE tessera_scheduler_leader gauge\ntessera_scheduler_leader {}\n"
-                    "# TYPE tessera_scheduler_bound_total counter\n"
-                    "tessera_scheduler_bound_total {}\n"
-                    "# TYPE tessera_scheduler_bind_failures_total counter\n"
-                    "tessera_scheduler_bind_failures_total {}\n"
-                    "# TYPE tessera_scheduler_invalid_pods_total counter\n"
-                    "tessera_scheduler_invalid_pods_total {}\n"
-                    "# TYPE tessera_scheduler_pending gauge\ntessera_scheduler_pending {}\n"
-                    "# TYPE tessera_scheduler_placed gauge\ntessera_scheduler_placed {}\n"
-                    "# TYPE tessera_scheduler_rebuilds_total counter\n"
-                    "tessera_scheduler_rebuilds_total {}\n",
-                    s.leading ? 1 : 0, s.bound, s.bind_failures, s.invalid_pods, s.pending,
-                    s.placed, s.rebuilds),
-        "text/plain; version=0.0.4");
+    res.set_content(SchedulerMetrics(scheduler), "text/plain; version=0.0.4");
+  });
+  // The live status page (k8s/status_page.h): nodes, GPUs, partitions, pods, queue, moves.
+  http.Get("/status", [&scheduler](const httplib::Request&, httplib::Response& res) {
+    res.set_content(k8s::StatusHtml(scheduler.Status()), "text/html; charset=utf-8");
   });
   const int port = listen->second == 0
                        ? http.bind_to_any_port(listen->first)
@@ -107,7 +174,8 @@ Status RunSchedule(const ScheduleFlags& f) {
   std::thread http_thread([&] { http.listen_after_bind(); });
   daemon_flags::InstallSignals();
   spdlog::info(
-      "tessera schedule: {} as {}, policy {}, store {}, /healthz, /readyz and /metrics on {}",
+      "tessera schedule: {} as {}, policy {}, store {}, /healthz, /readyz, /status and /metrics on "
+      "{}",
       cfg.scheduler_name, cfg.leader.identity, cfg.policy, (*store)->Name(),
       JoinHostPort(listen->first, port));
   daemon_flags::WaitForStop();
@@ -150,7 +218,30 @@ void AddSchedule(CLI::App& app, Status* status) {
                   "Seconds between reads of the agents' inventories in the store, 0.1..3600")
       ->check(Seconds(0.1, 3600))
       ->capture_default_str();
-  sub->add_option("--listen", f->listen, "host:port for /healthz, /readyz and /metrics")
+  sub->add_option("--listen", f->listen,
+                  "host:port for /healthz, /readyz, /metrics and the /status page")
+      ->capture_default_str();
+  sub->add_option("--evictions", f->evictions,
+                  "How policies' evictions and moves reach the cluster: off, dry-run (recorded "
+                  "and counted only) or on (the Eviction API, which honours "
+                  "PodDisruptionBudgets)")
+      ->capture_default_str();
+  sub->add_option("--max-moves-per-hour", f->max_moves_per_hour,
+                  "Evictions in any hour, cluster-wide, 0..100000")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  sub->add_option("--max-moves-per-node-hour", f->max_moves_per_node_hour,
+                  "Evictions in any hour per node, 0..100000")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  sub->add_option("--eviction-retry", f->eviction_retry_s,
+                  "Seconds before an eviction a disruption budget refused (429) is tried again, "
+                  "1..3600")
+      ->check(Seconds(1, 3600))
+      ->capture_default_str();
+  sub->add_option("--max-observations", f->max_observations,
+                  "Observed QPS kept in the store for the next leader (the newest), 0..1000000")
+      ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   sub->callback([f, status] { *status = RunSchedule(*f); });
 }

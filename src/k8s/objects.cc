@@ -240,6 +240,16 @@ Expected<void> ReadPodMetadata(const json& meta, Pod& pod) {
     if (!v.is_string()) return Fail("pod {}: annotation {} is not a string", pod.Key(), k);
     pod.annotations[k] = v.get<std::string>();
   }
+  // The owner that recreates it when it is evicted (a ReplicaSet, a StatefulSet, a Job):
+  // metadata.ownerReferences' entry with controller: true.
+  const json& owners = meta.contains("ownerReferences") ? meta["ownerReferences"] : json();
+  if (owners.is_array()) {
+    for (const json& o : owners) {
+      if (o.is_object() && o.contains("controller") && o["controller"] == true) {
+        pod.controller = StringAt(o, "kind") + "/" + StringAt(o, "name");
+      }
+    }
+  }
   return {};
 }
 
@@ -432,6 +442,7 @@ constexpr std::pair<std::string_view, AnnotationParser> kAnnotations[] = {
     {kAnnotationGpuMemory, ParseGpuMemory},
     {kAnnotationGoal, ParseGoal},
     {kAnnotationGoalZ, ParseGoalZ},
+    {kAnnotationQpsQuery, nullptr},  // read by the scheduler, not the workload
     {kAnnotationPlacement, nullptr},
     {kAnnotationVisibleDevices, nullptr},
     {kAnnotationThreadPercentage, nullptr},

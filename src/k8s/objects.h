@@ -33,6 +33,9 @@ inline constexpr std::string_view kAnnotationGpuMilli = "tessera.io/gpu-milli";
 inline constexpr std::string_view kAnnotationGpuMemory = "tessera.io/gpu-memory";
 inline constexpr std::string_view kAnnotationGoal = "tessera.io/goal-s";
 inline constexpr std::string_view kAnnotationGoalZ = "tessera.io/goal-z";
+// The PromQL the scheduler reads this pod's QPS with, $namespace and $pod substituted
+// (telemetry::WorkloadQpsQuery); default: the scheduler's --qps-query.
+inline constexpr std::string_view kAnnotationQpsQuery = "tessera.io/qps-query";
 // `tessera.io/feature.<name>: <value>`, one per feature the pod declares (Workload::features).
 inline constexpr std::string_view kAnnotationFeaturePrefix = "tessera.io/feature.";
 // Outputs (written by the scheduler before it binds).
@@ -57,6 +60,7 @@ struct Pod {
   std::string phase;      // Pending | Running | Succeeded | Failed | Unknown
   bool deleting = false;  // metadata.deletionTimestamp is set
   std::map<std::string, std::string> annotations;
+  std::string controller;  // "ReplicaSet/web-5d8f" (its controller owner), "" when none
   // Σ over containers (max with each init container), as kube-scheduler counts requests.
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;

@@ -13,6 +13,8 @@
 #include "k8s/scheduler.h"
 #include "model/mig.h"
 #include "policy/registry.h"
+#include "predict/config_key.h"
+#include "telemetry/telemetry.h"
 
 namespace tessera::k8s {
 namespace {
@@ -65,6 +67,7 @@ Scheduler::Scheduler(ApiClient& api, store::Store& store, const Clock& clock,
       elector_(api, clock, config_.leader),
       health_(clock, LogHealthChange),
       api_name_("api server " + api.credentials().server),
+      evictor_(api, binder_, clock, config_.evictions),
       rng_(config_.seed) {
   health_.Declare(api_name_);
   health_.Declare(store_.Name());
@@ -73,10 +76,23 @@ Scheduler::Scheduler(ApiClient& api, store::Store& store, const Clock& clock,
 Scheduler::~Scheduler() { Stop(); }
 
 Expected<void> Scheduler::Start() {
-  policy::PolicyContext ctx{&rng_, &clock_, config_.predictor, config_.telemetry};
+  policy::PolicyContext ctx{.rng = &rng_,
+                            .clock = &clock_,
+                            .predictor = config_.predictor,
+                            .telemetry = config_.telemetry,
+                            .learner = config_.learner,
+                            .job_profiles = config_.job_profiles,
+                            .can_move = config_.evictions.mode != EvictionOptions::Mode::kOff};
   auto p = policy::MakePolicy(config_.policy, ctx, config_.policy_options);
   if (!p) return std::unexpected(p.error());
   if (config_.leader.identity.empty()) return Fail("scheduler: leader identity is empty");
+  if (config_.learner != nullptr) {
+    // Only the loop thread observes (policies' AfterCycle, replays): no lock needed.
+    config_.learner->set_observation_sink(
+        [this](const std::string& app, const std::string& config, double qps) {
+          if (!replaying_) unsaved_.push_back({0, app, config, qps});
+        });
+  }
   auto push = [this](bool pod) {
     return [this, pod](EventType type, const json& object) {
       {
@@ -112,6 +128,7 @@ void Scheduler::Stop() {
   stop_ = true;
   cv_.notify_all();
   loop_.join();
+  if (config_.learner != nullptr) config_.learner->set_observation_sink({});
   elector_thread_.join();
   probe_thread_.join();
   if (!killed_) elector_.Release();
@@ -199,6 +216,7 @@ void Scheduler::Loop() {
         core_.reset();
         known_.clear();
       }
+      need_observations_ = leading;  // what the last leader learned, before scheduling
     }
     // Changes are applied even when standing by, so a take-over starts from a warm cache.
     std::deque<Change> batch;
@@ -220,6 +238,8 @@ void Scheduler::Loop() {
 
 void Scheduler::Lead() {
   const double now = clock_.Now();
+  if (need_observations_ && !LoadObservations()) return;  // retried on the next turn
+  need_observations_ = false;
   if (now >= next_poll_) {
     CheckReshapes();
     if (InventoriesChanged()) need_rebuild_ = true;
@@ -230,16 +250,26 @@ void Scheduler::Lead() {
     need_rebuild_ = false;
     dirty_ = true;
   }
-  if (!core_ || (!dirty_ && now < next_retry_) || core_->pending_count() == 0) {
-    if (core_ && core_->pending_count() == 0) dirty_ = false;
+  if (!core_) return;
+  RetryEvictions();
+  WatchQps();
+  // A policy that acts on running pods (learns, moves, evicts) needs its AfterCycle to run
+  // with nothing pending too: a cycle at least every retry_s.
+  const bool idle = (!dirty_ && now < next_retry_) || core_->pending_count() == 0;
+  if (idle && !(now >= next_retry_ && cluster_->placed_count() > 0)) {
+    if (core_->pending_count() == 0) dirty_ = false;
+    UpdateStatus();
     return;
   }
   dirty_ = false;
   next_retry_ = now + config_.retry_s;
   const sched::CycleStats s = core_->RunCycle();
+  SaveObservations();
+  UpdateStatus();
   std::lock_guard lock(mu_);
   ++stats_.cycles;
   stats_.bind_failures += s.bind_failures;
+  stats_.evictions_declined += s.evictions_declined;
   stats_.pending = core_->pending_count();
   stats_.placed = cluster_->placed_count();
 }
@@ -305,6 +335,8 @@ void Scheduler::OnPod(EventType type, const Pod& pod) {
     pods_.erase(pod.uid);
     invalid_.erase(pod.uid);
     last_warning_.erase(pod.uid);
+    queued_at_.erase(pod.uid);
+    evictor_.Forget(pod.uid);
   } else {
     pods_[pod.uid] = pod;
   }
@@ -341,6 +373,7 @@ void Scheduler::SubmitPod(const Pod& pod) {
     return;
   }
   invalid_.erase(pod.uid);
+  queued_at_.try_emplace(pod.uid, clock_.Now());
   DeclareFeatures(pod, *w);
   if (auto ok = core_->Submit(std::move(*w)); !ok) {
     spdlog::warn("pod {}: {}", pod.Key(), ok.error().message);
@@ -550,7 +583,13 @@ void Scheduler::DropUnbackedPlacements(const std::set<std::string>& bound_uids) 
 }
 
 void Scheduler::StartCore(std::unique_ptr<model::ClusterState> cluster) {
-  policy::PolicyContext ctx{&rng_, &clock_, config_.predictor, config_.telemetry};
+  policy::PolicyContext ctx{.rng = &rng_,
+                            .clock = &clock_,
+                            .predictor = config_.predictor,
+                            .telemetry = config_.telemetry,
+                            .learner = config_.learner,
+                            .job_profiles = config_.job_profiles,
+                            .can_move = config_.evictions.mode != EvictionOptions::Mode::kOff};
   auto made = policy::MakePolicy(config_.policy, ctx, config_.policy_options);
   TESSERA_CHECK(made.has_value());  // validated in Start
   core_.reset();
@@ -564,22 +603,10 @@ void Scheduler::StartCore(std::unique_ptr<model::ClusterState> cluster) {
                          const model::Environment& env) { return BindHook(w, p, env); },
           .reshape = [this](model::GpuIndex g,
                             const std::optional<model::MigLayout>& l) { RequestReshape(g, l); },
-          .evict =
-              [this](const model::Workload& w, const policy::Eviction& e) {
-                spdlog::warn("policy {} {} {} ({}); eviction is left to the operator",
-                             config_.policy, e.requeue ? "would move" : "evicts", w.name, e.reason);
-              },
-          .resized = [this](const model::Workload& w, const model::Placement& p) -> Expected<void> {
-            // MPS fixes a client's active-thread limit when its CUDA context starts: the
-            // core keeps the old limits. Said once per pod.
-            if (resize_warned_.insert(w.id).second) {
-              spdlog::warn(
-                  "policy {} would set {}'s MPS share to {} milli; a running MPS "
-                  "client keeps the limit it started with, so it stays",
-                  config_.policy, w.name, p.slices.empty() ? 0 : p.slices[0].milli);
-            }
-            return Fail("a running MPS client's limit cannot change");
-          },
+          .evict = [this](const model::Workload& w,
+                          const policy::Eviction& e) { return EvictHook(w, e); },
+          .resized = [this](const model::Workload& w,
+                            const model::Placement& p) { return ResizeHook(w, p); },
           .unschedulable = [this](const model::Workload& w, const std::string& why,
                                   bool) { Unschedulable(w, why); },
           .scored =
@@ -614,6 +641,7 @@ Expected<void> Scheduler::BindHook(const model::Workload& w, const model::Placem
       fmt::format("Successfully assigned {}/{} to {}{}{}; policy {} {}", ref.namespace_, ref.name,
                   rec.node, slices.empty() ? "" : ": ", slices, config_.policy, why));
   last_warning_.erase(ref.uid);
+  queued_at_.erase(ref.uid);
   return {};
 }
 
@@ -717,6 +745,245 @@ void Scheduler::CheckReshapes() {
     it = reshapes_.erase(it);
     need_rebuild_ = true;
   }
+}
+
+Expected<void> Scheduler::EvictHook(const model::Workload& w, const policy::Eviction& e) {
+  auto it = known_.find(w.id);
+  if (it == known_.end()) return Fail("not a pod this scheduler placed");
+  auto pod = pods_.find(it->second.ref.uid);
+  if (pod == pods_.end()) return Fail("pod {} is gone", w.name);
+  // A refused eviction waits for its retry rather than asking the API server every cycle.
+  if (evictor_.Waiting(pod->second.uid)) return Fail("a refused eviction waits for its retry");
+  if (!evictor_.Try(pod->second, pod->second.node_name, config_.policy, e.reason)) {
+    return Fail("not evicted");
+  }
+  Evicted(w.id);
+  return {};
+}
+
+void Scheduler::Evicted(model::WorkloadId id) {
+  // The pod terminates; its controller's replacement is a new pod, queued as any other.
+  const Known k = known_[id];
+  known_.erase(id);
+  if (auto r = store_.RemovePlacement(k.ref.uid); !r) {
+    spdlog::warn("pod {}/{}: store: {}", k.ref.namespace_, k.ref.name, r.error().message);
+  }
+  dirty_ = true;
+  std::lock_guard lock(mu_);
+  ++stats_.evicted;
+}
+
+void Scheduler::RetryEvictions() {
+  for (Evictor::Retry& r : evictor_.Due()) {
+    const std::optional<model::WorkloadId> id = ids_.Find(r.pod.uid);
+    auto pod = pods_.find(r.pod.uid);
+    // Only while it still runs where the policy wanted it off.
+    if (!id || !known_.contains(*id) || !known_[*id].placed || pod == pods_.end() ||
+        pod->second.node_name != r.node || pod->second.deleting) {
+      continue;
+    }
+    if (!evictor_.Try(pod->second, r.node, r.policy, r.reason)) continue;
+    if (auto ok = core_->Finish(*id); !ok)
+      spdlog::warn("pod {}: {}", r.pod.Key(), ok.error().message);
+    Evicted(*id);
+  }
+}
+
+Expected<void> Scheduler::ResizeHook(const model::Workload& w, const model::Placement& now) {
+  // MPS fixes a client's active-thread percentage when its CUDA context starts
+  // (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is read at process start): the pod keeps its share and
+  // the core its old limits. Said once per pod, as an Event and a count.
+  const std::string why = fmt::format(
+      "policy {} would set the MPS share to {} %; a running MPS client keeps the "
+      "active-thread percentage it started with, so the share stays (re-creating the pod "
+      "would apply it; Tessera does not)",
+      config_.policy, now.slices.empty() ? 0 : now.slices[0].milli / 10);
+  if (resize_warned_.insert(w.id).second) {
+    spdlog::warn("pod {}: {}", w.name, why);
+    auto it = known_.find(w.id);
+    if (it != known_.end()) binder_.PostEvent(it->second.ref, "Warning", "ResizeRefused", why);
+    std::lock_guard lock(mu_);
+    ++stats_.resizes_refused;
+  }
+  return Fail("a running MPS client's limit cannot change");
+}
+
+namespace {
+constexpr std::string_view kObservationsKey = "observations";
+}  // namespace
+
+bool Scheduler::LoadObservations() {
+  if (config_.learner == nullptr) return true;
+  auto doc = store_.GetProfile(kObservationsKey);
+  if (!doc) {
+    spdlog::debug("observations: store: {}", doc.error().message);
+    return false;
+  }
+  observations_.clear();
+  if (!*doc) return true;
+  auto j = json::parse(**doc, nullptr, false);
+  if (!j.is_object() || !j.contains("observations") || !j["observations"].is_array()) {
+    spdlog::error("observations in the store are not the expected JSON; starting without them");
+    return true;
+  }
+  int64_t replayed = 0;
+  replaying_ = true;
+  for (const json& o : j["observations"]) {
+    if (!o.is_object() || !o.contains("seq") || !o["seq"].is_number_integer() ||
+        !o.contains("qps") || !o["qps"].is_number()) {
+      continue;
+    }
+    Observation ob{o["seq"].get<int64_t>(), StringMember(o, "app"), StringMember(o, "config"),
+                   o["qps"].get<double>()};
+    if (ob.seq > replayed_seq_) {
+      if (auto ok = config_.learner->Observe(ob.app, ob.config, ob.qps); ok) {
+        ++replayed;
+      } else {
+        spdlog::warn("observation {} in the store: {}", ob.seq, ok.error().message);
+      }
+      replayed_seq_ = ob.seq;
+    }
+    observations_.push_back(std::move(ob));
+  }
+  replaying_ = false;
+  if (replayed > 0) {
+    if (auto ok = config_.learner->Refit(); !ok) spdlog::warn("refit: {}", ok.error().message);
+    spdlog::info("learned {} observations the last leader kept in the store", replayed);
+  }
+  std::lock_guard lock(mu_);
+  stats_.observations_restored += replayed;
+  return true;
+}
+
+void Scheduler::SaveObservations() {
+  if (unsaved_.empty()) return;
+  int64_t seq = observations_.empty() ? replayed_seq_ : observations_.back().seq;
+  for (Observation& o : unsaved_) {
+    o.seq = ++seq;
+    observations_.push_back(std::move(o));
+  }
+  const auto added = static_cast<int64_t>(unsaved_.size());
+  unsaved_.clear();
+  replayed_seq_ = seq;  // ours: already in the learner
+  while (observations_.size() > config_.max_observations) observations_.pop_front();
+  json list = json::array();
+  for (const Observation& o : observations_) {
+    list.push_back({{"seq", o.seq}, {"app", o.app}, {"config", o.config}, {"qps", o.qps}});
+  }
+  const json doc = {{"version", 1}, {"observations", std::move(list)}};
+  if (auto ok = store_.PutProfile(kObservationsKey, doc.dump()); !ok) {
+    // Kept in memory; written with the next observation.
+    spdlog::warn("observations: store: {}", ok.error().message);
+  }
+  std::lock_guard lock(mu_);
+  stats_.observations += added;
+}
+
+void Scheduler::WatchQps() {
+  if (!config_.watch_qps) return;
+  std::map<std::string, std::string> want;
+  for (const auto& [id, k] : known_) {
+    if (!k.placed) continue;
+    const model::PlacedWorkload* pw = cluster_->Find(id);
+    auto pod = pods_.find(k.ref.uid);
+    if (pw == nullptr || pw->workload.slo_qps <= 0 || pod == pods_.end()) continue;
+    auto q = pod->second.annotations.find(std::string(kAnnotationQpsQuery));
+    want[pod->second.Key()] = q == pod->second.annotations.end() ? "" : q->second;
+  }
+  if (want == qps_watched_) return;
+  qps_watched_ = want;
+  config_.watch_qps(std::move(want));
+}
+
+StatusGpu Scheduler::StatusOfGpu(model::GpuIndex gi) const {
+  const model::Gpu& g = cluster_->gpu(gi);
+  const model::GpuModel& m = model::GetGpuModel(g.model);
+  StatusGpu sg{g.index,     g.uuid, m.name, g.mig ? model::LayoutToString(m, *g.mig) : "",
+               g.available, {}};
+  for (const model::Partition& part : cluster_->partitions_of(gi)) {
+    const std::string profile =
+        part.whole() ? std::string(predict::kWholeGpu) : m.mig_profiles[part.profile].name;
+    StatusPartition sp{part.whole() ? "whole GPU" : fmt::format("MIG {} ({})", profile, part.uuid),
+                       part.used_milli,
+                       {}};
+    for (const model::Client& client : part.clients) {
+      const model::PlacedWorkload* pw = cluster_->Find(client.workload);
+      if (pw == nullptr) continue;
+      const model::Workload& w = pw->workload;
+      StatusPod pod;
+      pod.name = w.name;
+      pod.slice = client.best_effort     ? "memory only"
+                  : client.milli >= 1000 ? (part.whole() ? "whole GPU" : "MIG " + profile)
+                                         : fmt::format("MPS {} %", client.milli / 10);
+      if (w.slo_qps > 0) pod.slo_qps = w.slo_qps;
+      if (config_.predictor != nullptr && !w.app.empty()) {
+        pod.predicted_qps = config_.predictor->Isolated(
+            w.app, predict::ConfigKey(m.name, profile, client.milli / 10));
+      }
+      if (config_.telemetry != nullptr) {
+        pod.observed_qps = config_.telemetry->WorkloadQps(w.name);
+        if (!pod.observed_qps) pod.observed_note = config_.telemetry->WhyNoQps(w.name);
+      } else {
+        pod.observed_note = "no telemetry (--prometheus)";
+      }
+      const std::optional<double> judged = pod.observed_qps ? pod.observed_qps : pod.predicted_qps;
+      if (pod.slo_qps && judged) {
+        pod.slo = *judged >= *pod.slo_qps ? StatusPod::Slo::kMet : StatusPod::Slo::kMissed;
+      }
+      sp.pods.push_back(std::move(pod));
+    }
+    sg.partitions.push_back(std::move(sp));
+  }
+  return sg;
+}
+
+void Scheduler::UpdateStatus() {
+  const double now = clock_.Now();
+  if (status_at_ >= 0 && now - status_at_ < 1) return;
+  status_at_ = now;
+  StatusView v;
+  v.scheduler = config_.scheduler_name;
+  v.identity = config_.leader.identity;
+  v.policy = config_.policy;
+  v.generated_at =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (model::NodeIndex n = 0; n < cluster_->node_count(); ++n) {
+    const model::Node& node = cluster_->node(n);
+    StatusNode sn{node.name, node.ready, {}};
+    for (int i = 0; i < node.gpu_count; ++i) sn.gpus.push_back(StatusOfGpu(node.first_gpu + i));
+    v.nodes.push_back(std::move(sn));
+  }
+  for (const model::Workload* w : core_->pending()) {
+    auto k = known_.find(w->id);
+    if (k == known_.end()) continue;
+    const std::string& uid = k->second.ref.uid;
+    auto warned = last_warning_.find(uid);
+    auto queued = queued_at_.find(uid);
+    v.pending.push_back({w->name, warned == last_warning_.end() ? "" : warned->second.first,
+                         queued == queued_at_.end() ? 0 : now - queued->second});
+  }
+  for (const EvictionRecord& r : evictor_.recent()) {
+    v.recent.push_back({r.at, r.pod, r.result, r.reason});
+  }
+  std::lock_guard lock(mu_);
+  for (const auto& [name, value] :
+       {std::pair{"bound", stats_.bound}, std::pair{"bind failures", stats_.bind_failures},
+        std::pair{"evicted", stats_.evicted},
+        std::pair{"evictions not carried out", stats_.evictions_declined},
+        std::pair{"resizes refused", stats_.resizes_refused},
+        std::pair{"observations learned", stats_.observations},
+        std::pair{"observations restored", stats_.observations_restored},
+        std::pair{"reshapes", stats_.reshapes}, std::pair{"cycles", stats_.cycles}}) {
+    v.counters[name] = value;
+  }
+  status_ = std::move(v);
+}
+
+StatusView Scheduler::Status() const {
+  std::lock_guard lock(mu_);
+  StatusView v = status_;
+  v.role = health_.role();
+  return v;
 }
 
 }  // namespace tessera::k8s

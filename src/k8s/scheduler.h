@@ -30,6 +30,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,10 +47,13 @@
 #include "k8s/api_client.h"
 #include "k8s/binder.h"
 #include "k8s/cluster_view.h"
+#include "k8s/evictor.h"
 #include "k8s/informer.h"
 #include "k8s/leader.h"
 #include "k8s/objects.h"
+#include "k8s/status_page.h"
 #include "model/cluster.h"
+#include "policy/job_profile.h"
 #include "policy/policy.h"
 #include "sched/scheduler.h"
 #include "store/mig_reshape.h"
@@ -75,6 +79,17 @@ struct SchedulerConfig {
   // the predictor refitted) before the pod is scheduled. Only the scheduling loop touches it.
   predict::Predictor* learner = nullptr;
   const telemetry::Telemetry* telemetry = nullptr;
+  // Tells the telemetry whose QPS to read: the placed pods with an SLO, "<namespace>/<pod>" →
+  // their tessera.io/qps-query ("" for the cluster-wide template). Called from the loop when
+  // the set changes; unset: no pod's QPS is read (slo-aware neither learns nor moves).
+  std::function<void(std::map<std::string, std::string>)> watch_qps;
+  // Optional: batch applications' profiles (drmaestro's φ), e.g. JobProfilesFromPredictor.
+  const policy::JobProfiles* job_profiles = nullptr;
+  // How policies' evictions and moves reach the cluster (k8s/evictor.h); off by default.
+  EvictionOptions evictions;
+  // What the learner observed is kept in the store (newest this many), so that a restarted
+  // scheduler or a new leader learns it again.
+  size_t max_observations = 10000;
   LeaderOptions leader;         // identity must be unique per replica
   double inventory_poll_s = 5;  // how often store inventories are re-read
   double retry_s = 1;           // unschedulable pods are retried at least this often
@@ -101,7 +116,12 @@ struct SchedulerStats {
   int64_t cycles = 0;
   int64_t finished = 0;  // placements released (pod deleted or done)
   int64_t reshapes = 0;
-  int64_t reshape_failures = 0;  // failed, refused, planned only (dry run) or unanswered
+  int64_t reshape_failures = 0;       // failed, refused, planned only (dry run) or unanswered
+  int64_t evicted = 0;                // through the Eviction API
+  int64_t evictions_declined = 0;     // proposed and not carried out (Evictor's other results)
+  int64_t resizes_refused = 0;        // a running MPS client's limit cannot change
+  int64_t observations = 0;           // learned from the pods' QPS (and kept in the store)
+  int64_t observations_restored = 0;  // replayed from the store on taking the lead
   bool leading = false;
   size_t pending = 0;
   size_t placed = 0;
@@ -120,6 +140,12 @@ class Scheduler {
   void Kill();
   SchedulerStats stats() const;
   const Health& health() const { return health_; }
+  // The status page's view as of the loop's last turn (at most a second old while leading).
+  StatusView Status() const;
+  // Per (policy, result): what became of the policies' evictions (Evictor).
+  std::map<std::pair<std::string, std::string>, int64_t> eviction_counts() const {
+    return evictor_.counts();
+  }
 
  private:
   struct Change {
@@ -163,6 +189,18 @@ class Scheduler {
   // behind it. Also ends expired hold-outs.
   void CheckReshapes();
   void Warn(const Pod& pod, const std::string& reason, const std::string& message);
+  // The core's evict hook: the pod through the Evictor; an Error when it was not evicted.
+  Expected<void> EvictHook(const model::Workload& w, const policy::Eviction& e);
+  Expected<void> ResizeHook(const model::Workload& w, const model::Placement& now);
+  void RetryEvictions();               // the refused evictions due again
+  void Evicted(model::WorkloadId id);  // its slices and store placement released
+  // Observations: replayed from the store on taking the lead (false: the store is out, try
+  // again), saved after a cycle that made new ones.
+  bool LoadObservations();
+  void SaveObservations();
+  void WatchQps();      // tells the telemetry which pods' QPS to read
+  void UpdateStatus();  // rebuilds status_ (loop thread), at most once a second
+  StatusGpu StatusOfGpu(model::GpuIndex g) const;
   bool Ours(const Pod& pod) const { return pod.scheduler_name == config_.scheduler_name; }
 
   ApiClient& api_;
@@ -183,6 +221,7 @@ class Scheduler {
   std::condition_variable cv_;
   std::deque<Change> changes_;
   SchedulerStats stats_;
+  StatusView status_;
   std::string election_error_;       // the elector's last round, "" when it went through
   double election_answered_at_ = 0;  // when a round last went through
 
@@ -190,6 +229,19 @@ class Scheduler {
   std::string api_name_;  // "api server https://..."
 
   // Loop thread only.
+  Evictor evictor_;
+  struct Observation {
+    int64_t seq = 0;
+    std::string app, config;
+    double qps = 0;
+  };
+  std::deque<Observation> observations_;  // as saved, oldest first
+  std::vector<Observation> unsaved_;
+  int64_t replayed_seq_ = 0;  // the newest store observation folded into the learner
+  bool replaying_ = false;
+  bool need_observations_ = true;
+  std::map<std::string, std::string> qps_watched_;
+  double status_at_ = -1;
   Rng rng_;
   std::map<std::string, Pod> pods_;    // by uid
   std::map<std::string, Node> nodes_;  // by name
@@ -200,6 +252,7 @@ class Scheduler {
   std::unordered_map<model::WorkloadId, Known> known_;
   std::unordered_set<model::WorkloadId> resize_warned_;  // pods told their MPS share stays
   std::map<std::string, std::string> invalid_;           // uid -> the message last posted
+  std::map<std::string, double> queued_at_;              // uid -> when first queued
   std::map<std::string, std::pair<std::string, double>> last_warning_;  // uid -> (msg, time)
   std::map<std::string, std::string> inventory_seen_;  // node -> agent_id/generation
   struct SentReshape {

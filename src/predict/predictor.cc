@@ -225,6 +225,7 @@ Expected<void> Predictor::Observe(const std::string& app, const std::string& con
       uncertainty_.Measured(profile_.Mean(r, c), profile_.Variance(r, c), profile_.Count(r, c));
   ++generation_;
   supported_[static_cast<size_t>(r) * stride_ + c] = 1;
+  if (sink_) sink_(app, config, qps);
   return AfterObservation();
 }
 

@@ -33,6 +33,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -128,9 +129,14 @@ class Predictor {
   std::optional<double> Interference(const std::string& victim, const std::string& aggressor,
                                      const std::string& kind) const;
 
-  // Folds a measurement in (qps > 0); new keys become new rows/columns.
+  // Folds a measurement in (qps > 0); new keys become new rows/columns. The observation sink,
+  // when set, hears every measurement folded in (a driver persists them: k8s::Scheduler keeps
+  // them in the store so that a restarted scheduler learns them again).
   [[nodiscard]] Expected<void> Observe(const std::string& app, const std::string& config,
                                        double qps);
+  using ObservationSink =
+      std::function<void(const std::string& app, const std::string& config, double qps)>;
+  void set_observation_sink(ObservationSink sink) { sink_ = std::move(sink); }
   [[nodiscard]] Expected<void> ObserveInterference(const std::string& kind,
                                                    const std::string& victim,
                                                    const std::string& aggressor,
@@ -184,7 +190,7 @@ class Predictor {
     int calibrations = 0;
   };
   std::unique_ptr<SigmaState> sigma_state_ = std::make_unique<SigmaState>();
-  std::vector<double> isolated_;          // rows × stride_, row-major
+  std::vector<double> isolated_;  // rows × stride_, row-major
   // Same layout: σ of log isolated. A completed cell's is written by FillSigma (const, under
   // sigma_state_->mutex, before `ready`); readers read it only after `ready`.
   mutable std::vector<double> sigma_;
@@ -204,6 +210,7 @@ class Predictor {
   void RebuildKindCaches();
   int pending_ = 0;  // observations since the last refit
   uint64_t generation_ = 0;
+  ObservationSink sink_;
 };
 
 }  // namespace tessera::predict

@@ -327,9 +327,15 @@ void Scheduler::Evict(const std::vector<policy::Eviction>& evictions, CycleStats
       continue;
     }
     const Workload w = pw->workload;
+    const model::Placement was = pw->placement;
     TESSERA_CHECK(cluster_.Remove(id).has_value());
+    if (hooks_.evict && !hooks_.evict(w, e)) {
+      // Still running where it was: its slices are as free as the moment before.
+      TESSERA_CHECK(cluster_.Place(w, was).has_value());
+      ++stats.evictions_declined;
+      continue;
+    }
     ++stats.evicted;
-    if (hooks_.evict) hooks_.evict(w, e);
   }
 }
 

@@ -66,8 +66,9 @@ struct Hooks {
   std::function<void(GpuIndex, const std::optional<model::MigLayout>&)> reshape;
   // The policy evicted a running workload (it has already left the cluster state); a move
   // (`e.requeue`) is the driver's to restart — Submit it again, or leave it to whatever
-  // recreates it.
-  std::function<void(const Workload&, const policy::Eviction& e)> evict;
+  // recreates it. An Error — the driver did not carry it out (a disruption budget refused it,
+  // a dry run, a move budget spent) — puts the workload back where it ran.
+  std::function<Expected<void>(const Workload&, const policy::Eviction& e)> evict;
   // The policy changed a running workload's MPS limits (Policy::AfterCycle); `now` is its placement
   // with the new limits, already in the cluster state. The driver applies them (the simulator
   // re-rates the workload); an Error — the driver cannot change a running workload's limits —
@@ -106,8 +107,9 @@ struct CycleStats {
   int policy_errors = 0;  // proposals the cluster refused: a policy bug, logged
   int reshapes = 0;
   int evicted = 0;
-  int resized = 0;  // running workloads given new MPS limits (Policy::AfterCycle)
-  int parked = 0;   // waiting for a reshape to finish
+  int evictions_declined = 0;  // the driver did not carry them out (Hooks::evict's Error)
+  int resized = 0;             // running workloads given new MPS limits (Policy::AfterCycle)
+  int parked = 0;              // waiting for a reshape to finish
 };
 
 class Scheduler {

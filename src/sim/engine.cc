@@ -40,12 +40,16 @@ Engine::Engine(model::ClusterState& cluster, policy::Policy& policy, GroundTruth
                            [this](model::GpuIndex g, const std::optional<model::MigLayout>&) {
                              Push(clock_.Now() + options_.reshape_s, Kind::kReshapeDone, g);
                            },
-                       .evict =
-                           [this](const model::Workload& w, const policy::Eviction& e) {
-                             if (!e.requeue) return Finish(w.id, true, "evicted: " + e.reason);
-                             Suspend(w.id);
-                             TESSERA_CHECK(scheduler_.Submit(w).has_value());
-                           },
+                       .evict = [this](const model::Workload& w,
+                                       const policy::Eviction& e) -> Expected<void> {
+                         if (!e.requeue) {
+                           Finish(w.id, true, "evicted: " + e.reason);
+                           return {};
+                         }
+                         Suspend(w.id);
+                         TESSERA_CHECK(scheduler_.Submit(w).has_value());
+                         return {};
+                       },
                        .resized = [this](const model::Workload& w,
                                          const model::Placement&) -> Expected<void> {
                          auto it = running_.find(w.id);

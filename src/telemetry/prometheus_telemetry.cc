@@ -20,6 +20,27 @@ std::optional<double> Finite(double v) {
 
 }  // namespace
 
+std::string WorkloadQpsQuery(std::string_view query_template, std::string_view namespace_,
+                             std::string_view pod) {
+  auto escape = [](std::string_view v) {
+    std::string out;
+    for (char ch : v) {
+      if (ch == '"' || ch == '\\') out += '\\';
+      out += ch;
+    }
+    return out;
+  };
+  std::string out(query_template);
+  for (const auto& [key, value] : {std::pair{std::string_view("$namespace"), namespace_},
+                                   std::pair{std::string_view("$pod"), pod}}) {
+    const std::string v = escape(value);
+    for (size_t at = out.find(key); at != std::string::npos; at = out.find(key, at + v.size())) {
+      out.replace(at, key.size(), v);
+    }
+  }
+  return out;
+}
+
 Expected<std::unique_ptr<PrometheusTelemetry>> PrometheusTelemetry::Create(
     PrometheusTelemetryOptions options, const Clock& clock) {
   if (options.staleness_bound_s <= 0 || options.memory_window_s <= 0 ||
@@ -33,6 +54,43 @@ Expected<std::unique_ptr<PrometheusTelemetry>> PrometheusTelemetry::Create(
 }
 
 PrometheusTelemetry::~PrometheusTelemetry() { StopPolling(); }
+
+void PrometheusTelemetry::SetWorkloadQueries(std::map<std::string, std::string> queries) {
+  std::lock_guard lock(mu_);
+  qps_queries_ = std::move(queries);
+}
+
+void PrometheusTelemetry::RefreshQps(Snapshot& snap) const {
+  std::map<std::string, std::string> queries;
+  {
+    std::lock_guard lock(mu_);
+    queries = qps_queries_;
+  }
+  for (const auto& [workload, own] : queries) {
+    const size_t slash = workload.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string promql =
+        WorkloadQpsQuery(own.empty() ? options_.qps_query : own, workload.substr(0, slash),
+                         workload.substr(slash + 1));
+    Values& v = snap.by_workload[workload];
+    auto r = client_.Query(promql);
+    if (!r) {
+      v.qps_note = "query failed: " + r.error().message;
+      continue;
+    }
+    if (r->empty()) {
+      v.qps_note = "no series";
+      continue;
+    }
+    double sum = 0;  // a template without an aggregation may answer per container or model
+    for (const InstantSample& x : *r) sum += x.sample.value;
+    if (!std::isfinite(sum)) {
+      v.qps_note = "NaN";
+      continue;
+    }
+    v.qps = sum;
+  }
+}
 
 void PrometheusTelemetry::SetMigInstances(
     std::map<std::pair<std::string, int>, std::string> instances) {
@@ -136,6 +194,7 @@ Expected<void> PrometheusTelemetry::Refresh() {
       }
     }
   }
+  RefreshQps(*snap);
   snap->fetched_at = clock_.Now();
   std::lock_guard lock(mu_);
   snap->sequence = snapshot_ ? snapshot_->sequence + 1 : 1;
@@ -233,8 +292,7 @@ std::optional<double> PrometheusTelemetry::SmActivity(std::string_view uuid) con
 std::optional<double> PrometheusTelemetry::SmClockMhz(std::string_view uuid) const {
   return Instant(uuid, &Values::sm_clock);
 }
-std::optional<Series> PrometheusTelemetry::MemoryUsed(std::string_view key,
-                                                      double window_s) const {
+std::optional<Series> PrometheusTelemetry::MemoryUsed(std::string_view key, double window_s) const {
   return Range(key, window_s, &Values::memory_series);
 }
 std::optional<Series> PrometheusTelemetry::SmActivitySeries(std::string_view key,
@@ -244,6 +302,27 @@ std::optional<Series> PrometheusTelemetry::SmActivitySeries(std::string_view key
 std::optional<Series> PrometheusTelemetry::BandwidthSeries(std::string_view key,
                                                            double window_s) const {
   return Range(key, window_s, &Values::bandwidth_series);
+}
+
+std::optional<double> PrometheusTelemetry::WorkloadQps(std::string_view workload) const {
+  auto s = Fresh();
+  if (!s) return std::nullopt;
+  auto it = s->by_workload.find(workload);
+  return it == s->by_workload.end() ? std::nullopt : it->second.qps;
+}
+
+std::string PrometheusTelemetry::WhyNoQps(std::string_view workload) const {
+  std::shared_ptr<const Snapshot> s;
+  {
+    std::lock_guard lock(mu_);
+    s = snapshot_;
+  }
+  if (!s) return "no telemetry yet";
+  const double age = clock_.Now() - s->fetched_at;
+  if (age > options_.staleness_bound_s) return fmt::format("stale ({:.0f} s old)", age);
+  auto it = s->by_workload.find(workload);
+  if (it == s->by_workload.end()) return "not queried yet";
+  return it->second.qps ? "" : it->second.qps_note;
 }
 
 TelemetryHealth PrometheusTelemetry::Health() const {

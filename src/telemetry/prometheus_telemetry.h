@@ -13,6 +13,11 @@
 //  - range, per pod: the agent's tessera_pod_fb_used_mib (summed over the partitions a pod
 //    uses), tessera_pod_sm_active and tessera_pod_dram_active (their maximum), keyed by the
 //    workload name "<namespace>/<pod>" — a pod's own use on a GPU it shares.
+//  - instant, per pod named by SetWorkloadQueries: the QPS it serves, from a PromQL template in
+//    which $namespace and $pod are replaced by the pod's (the pod's own template, else
+//    options.qps_query; the default reads NVIDIA Triton's nv_inference_request_success counter
+//    as a rate). An empty answer is "no series", a NaN or infinite one "NaN", a failed query
+//    "query failed: …" (WhyNoQps) — never zero; a failed QPS query does not fail the refresh.
 // A metric nobody exports (DCGM's profiling metrics are off, no Tessera agent) is simply
 // unknown; only a failed query fails the refresh. A failed refresh keeps the last good
 // snapshot: lookups keep answering from it while it is younger than options.staleness_bound_s,
@@ -37,12 +42,24 @@
 
 namespace tessera::telemetry {
 
+// Successful inferences per second over the last minute, summed over the pod's models and
+// versions: NVIDIA Triton's counter as Prometheus scrapes it with Kubernetes service discovery
+// (namespace and pod labels). docs/kubernetes.md lists the metric for other servers.
+inline constexpr std::string_view kTritonQpsQuery =
+    R"(sum(rate(nv_inference_request_success{namespace="$namespace",pod="$pod"}[1m])))";
+
+// The PromQL of `query_template` for one pod: $namespace and $pod replaced by the label values,
+// escaped for a PromQL string.
+std::string WorkloadQpsQuery(std::string_view query_template, std::string_view namespace_,
+                             std::string_view pod);
+
 struct PrometheusTelemetryOptions {
   PrometheusOptions server;
   double staleness_bound_s = 30;  // older data is "unknown"
   double memory_window_s = 300;   // how much memory history a refresh fetches
   double memory_step_s = 5;       // its resolution
   std::string selector;           // extra label matchers, e.g. Hostname=~"gpu-.*"
+  std::string qps_query = std::string(kTritonQpsQuery);  // $namespace, $pod substituted
 };
 
 struct TelemetryHealth {
@@ -67,6 +84,9 @@ class PrometheusTelemetry final : public Telemetry {
 
   // (GPU uuid, GPU instance id) → MIG uuid, for exporters that do not label partition_uuid.
   void SetMigInstances(std::map<std::pair<std::string, int>, std::string> instances);
+  // The pods whose QPS the next refreshes read, "<namespace>/<pod>" → their own PromQL
+  // template ("" for options.qps_query). Replaces the previous set.
+  void SetWorkloadQueries(std::map<std::string, std::string> queries);
 
   std::optional<double> Utilization(std::string_view uuid) const override;
   std::optional<double> MemoryUsedMib(std::string_view uuid) const override;
@@ -77,6 +97,8 @@ class PrometheusTelemetry final : public Telemetry {
   std::optional<double> PowerWatts(std::string_view uuid) const override;
   std::optional<double> SmActivity(std::string_view uuid) const override;
   std::optional<double> SmClockMhz(std::string_view uuid) const override;
+  std::optional<double> WorkloadQps(std::string_view workload) const override;
+  std::string WhyNoQps(std::string_view workload) const override;
   // The snapshot's sequence number while it is fresh; nullopt once stale or before the first.
   std::optional<uint64_t> Version() const override;
 
@@ -89,6 +111,8 @@ class PrometheusTelemetry final : public Telemetry {
   struct Values {
     std::optional<double> util, memory, power, sm_activity, sm_clock;
     Series memory_series, sm_series, bandwidth_series;
+    std::optional<double> qps;  // by workload only
+    std::string qps_note;       // why qps is unknown
   };
   struct Snapshot {
     uint64_t sequence = 0;  // 1, 2, ... in the order snapshots were taken
@@ -107,6 +131,7 @@ class PrometheusTelemetry final : public Telemetry {
   std::optional<Series> Range(std::string_view key, double window_s, Series Values::*field) const;
   std::string KeyOf(const Labels& labels) const;  // "" when it names no partition
   std::string Selector(std::string_view metric) const;
+  void RefreshQps(Snapshot& snap) const;  // the SetWorkloadQueries pods' QPS into snap
 
   PrometheusTelemetryOptions options_;
   PrometheusClient client_;
@@ -115,6 +140,7 @@ class PrometheusTelemetry final : public Telemetry {
   mutable std::mutex mu_;  // guards snapshot_, mig_, health fields
   std::shared_ptr<const Snapshot> snapshot_;
   std::map<std::pair<std::string, int>, std::string> mig_;
+  std::map<std::string, std::string> qps_queries_;
   int64_t refreshes_ = 0;
   int64_t failures_ = 0;
   std::string last_error_;

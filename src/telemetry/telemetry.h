@@ -53,8 +53,10 @@ class Telemetry {
   virtual std::optional<double> PowerWatts(std::string_view) const { return std::nullopt; }
   // Queries per second a running workload serves now, by its name (Workload::name; in
   // Kubernetes "<namespace>/<pod>"): what the inference server's own request counter gives
-  // through Prometheus. The simulator publishes it; PrometheusTelemetry does not read it yet.
+  // through Prometheus (PrometheusTelemetry, for the pods named by SetWorkloadQueries). Zero is
+  // a measured zero; nullopt is "not known", and WhyNoQps says why (no series, NaN, stale).
   virtual std::optional<double> WorkloadQps(std::string_view) const { return std::nullopt; }
+  virtual std::string WhyNoQps(std::string_view) const { return "not measured"; }
   // Fraction of SM cycles with at least one warp resident, 0..1 (DCGM_FI_PROF_SM_ACTIVE), and
   // the SM clock in MHz (DCGM_FI_DEV_SM_CLOCK), by the GPU's uuid: what MuxFlow's SysMonitor
   // and dynamic SM read (seed 001 §4.1, §4.3).

@@ -175,7 +175,10 @@ class Batchy : public policy::Policy {
 TEST_F(SchedulerTest, BatchReshapeAndEvictHooks) {
   Batchy policy;
   std::vector<WorkloadId> evicted;
-  hooks_.evict = [&](const Workload& w, const policy::Eviction&) { evicted.push_back(w.id); };
+  hooks_.evict = [&](const Workload& w, const policy::Eviction&) -> Expected<void> {
+    evicted.push_back(w.id);
+    return {};
+  };
   Scheduler s(c_, policy, clock_, rng_, hooks_);
   ASSERT_TRUE(s.Submit(Share(1, 500)));
   ASSERT_TRUE(s.Submit(Share(2, 500)));
@@ -525,11 +528,12 @@ class EvictOnce : public policy::Policy {
 TEST_F(SchedulerTest, EvictRemovesRunningWorkloadsAndTellsTheDriver) {
   EvictOnce policy;
   std::vector<std::string> evicted;
-  hooks_.evict = [&](const Workload& w, const policy::Eviction& e) {
+  hooks_.evict = [&](const Workload& w, const policy::Eviction& e) -> Expected<void> {
     EXPECT_EQ(e.reason, "armed");
     EXPECT_EQ(e.requeue, w.id == 1);
     evicted.push_back(w.name);
     EXPECT_EQ(c_.Find(w.id), nullptr);  // it has already left the cluster state
+    return {};
   };
   Scheduler s(c_, policy, clock_, rng_, hooks_);
   for (int i = 1; i <= 3; ++i) ASSERT_TRUE(s.Submit(Share(i, 1000, i)));
@@ -636,8 +640,9 @@ class EvictAndHalve : public policy::Policy {
 TEST_F(SchedulerTest, AfterCycleEvictsThenResizes) {
   EvictAndHalve policy;
   std::vector<std::string> heard;
-  hooks_.evict = [&](const Workload& w, const policy::Eviction&) {
+  hooks_.evict = [&](const Workload& w, const policy::Eviction&) -> Expected<void> {
     heard.push_back("evict " + w.name);
+    return {};
   };
   hooks_.resized = [&](const Workload& w, const model::Placement& now) -> Expected<void> {
     heard.push_back("resize " + w.name + " to " + std::to_string(now.slices[0].milli));
