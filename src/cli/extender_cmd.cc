@@ -10,6 +10,7 @@
 #include "cli/number_flags.h"
 #include "cli/policy_inputs.h"
 #include "k8s/extender.h"
+#include "policy/registry.h"
 
 namespace tessera::cli {
 namespace {
@@ -50,6 +51,14 @@ Status RunExtender(const ExtenderFlags& f) {
   if (auto ok = daemon_flags::CheckPolicyHasProfile(*options, f.inputs.profile); !ok) {
     return Usage(ok.error());
   }
+  // kube-scheduler asks an extender about one pod at a time; a policy that places a batch at
+  // once (PlaceBatch) would be served wrongly, so it is refused.
+  if (auto info = policy::FindPolicy(options->name); info && info->batch) {
+    return Usage(
+        "policy {} decides placements in batches, and kube-scheduler asks an extender about one "
+        "pod at a time: run it as the scheduler (tessera schedule)",
+        options->name);
+  }
   auto listen = ParseListenAddress(f.listen);
   if (!listen) return Usage("--listen: {}", listen.error().message);
   if (f.tls_cert.empty() != f.tls_key.empty()) {
@@ -59,6 +68,7 @@ Status RunExtender(const ExtenderFlags& f) {
     return Usage("--client-ca needs --tls-cert and --tls-key (client certificates need HTTPS)");
   }
   if (auto ok = CheckPolicyInputFlags(f.inputs); !ok) return Usage(ok.error());
+  if (auto ok = CheckPolicyHasPrometheus(options->name, f.inputs); !ok) return Usage(ok.error());
   auto store = daemon_flags::OpenStore(f.common, clock);
   if (!store) return Usage(store.error());
   std::unique_ptr<k8s::ApiClient> api;
@@ -69,6 +79,7 @@ Status RunExtender(const ExtenderFlags& f) {
   }
   auto inputs = OpenPolicyInputs(f.inputs, clock);
   if (!inputs) return Failed(inputs.error());
+  if (auto ok = CheckPolicySeries(options->name, *inputs); !ok) return Failed(ok.error());
   k8s::ExtenderConfig cfg;
   if (!f.token_file.empty()) {
     auto token = ReadToken(f.token_file);

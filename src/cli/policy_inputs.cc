@@ -1,6 +1,9 @@
 #include "cli/policy_inputs.h"
 
+#include <fmt/ranges.h>
+
 #include "cli/number_flags.h"
+#include "policy/registry.h"
 #include "predict/interference.h"
 #include "predict/predictor.h"
 #include "telemetry/prometheus_telemetry.h"
@@ -82,6 +85,23 @@ Expected<PolicyInputs> OpenPolicyInputs(const PolicyInputFlags& f, const Clock& 
     in.telemetry->StartPolling(f.telemetry_interval_s);
   }
   return in;
+}
+
+Expected<void> CheckPolicyHasPrometheus(std::string_view policy, const PolicyInputFlags& f) {
+  const std::optional<policy::PolicyInfo> info = policy::FindPolicy(policy);
+  if (!info || info->series.empty() || !f.prometheus.empty()) return {};
+  return Fail("--policy {} reads {} from Prometheus: give --prometheus URL (docs/kubernetes.md)",
+              policy, fmt::join(info->series, ", "));
+}
+
+Expected<void> CheckPolicySeries(std::string_view policy, const PolicyInputs& in) {
+  const std::optional<policy::PolicyInfo> info = policy::FindPolicy(policy);
+  if (!info || info->series.empty() || !in.telemetry) return {};
+  if (auto ok = in.telemetry->RequireSeries(info->series); !ok) {
+    return Fail("policy {}: {} (docs/kubernetes.md says what exports it)", policy,
+                ok.error().message);
+  }
+  return {};
 }
 
 }  // namespace tessera::cli

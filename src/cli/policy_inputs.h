@@ -47,6 +47,13 @@ struct PolicyInputs {
 // Whether the flags go together (--interference needs --profile): a usage error if not.
 [[nodiscard]] Expected<void> CheckPolicyInputFlags(const PolicyInputFlags& f);
 
+// A policy that reads series in a cluster (PolicyInfo::series) needs --prometheus: a usage
+// error naming them if it is missing.
+[[nodiscard]] Expected<void> CheckPolicyHasPrometheus(std::string_view policy,
+                                                      const PolicyInputFlags& f);
+// Whether Prometheus has those series: an Error naming the policy and the first one missing.
+[[nodiscard]] Expected<void> CheckPolicySeries(std::string_view policy, const PolicyInputs& in);
+
 // Checks the flags (CheckPolicyInputFlags), loads and completes the matrices and starts polling
 // Prometheus. An error names the file and line, or the URL.
 [[nodiscard]] Expected<PolicyInputs> OpenPolicyInputs(const PolicyInputFlags& f,

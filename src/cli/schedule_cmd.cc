@@ -117,6 +117,7 @@ Status RunSchedule(const ScheduleFlags& f) {
     return Usage("--renew-deadline must be below --lease-duration");
   }
   if (auto ok = CheckPolicyInputFlags(f.inputs); !ok) return Usage(ok.error());
+  if (auto ok = CheckPolicyHasPrometheus(options->name, f.inputs); !ok) return Usage(ok.error());
   auto eviction_mode = k8s::ParseEvictionMode(f.evictions);
   if (!eviction_mode) return Usage("--{}", eviction_mode.error().message);
   auto store = daemon_flags::OpenStore(f.common, clock);
@@ -125,6 +126,7 @@ Status RunSchedule(const ScheduleFlags& f) {
   if (!api) return Failed(api.error());
   auto inputs = OpenPolicyInputs(f.inputs, clock);
   if (!inputs) return Failed(inputs.error());
+  if (auto ok = CheckPolicySeries(options->name, *inputs); !ok) return Failed(ok.error());
   k8s::SchedulerConfig cfg;
   cfg.scheduler_name = f.scheduler_name;
   cfg.policy = options->name;

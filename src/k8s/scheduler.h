@@ -18,6 +18,13 @@
 // fail-over never double-books a slice. A pod whose annotations or requests are malformed is
 // skipped with a Warning event naming the annotation, until the pod changes.
 //
+// The closed loop: every cycle (at least every retry_s while pods run) the policy's AfterCycle
+// sees the pods' QPS (config.watch_qps names them to the telemetry) and may learn — what the
+// learner observes is saved to the store (bounded) and replayed by the next leader — and
+// evict or move: the Evictor (evictor.h) carries that out through the Eviction API, or the core
+// puts the pod back. Resizes of running MPS clients are refused with an Event. Status() is the
+// /status page's snapshot.
+//
 // Health (health(), served as /healthz and /readyz by `tessera schedule`): live while the
 // scheduling loop and the elector keep turning (each within config.stall_s; the loop also
 // counts each bind as a turn). A probe thread checks every probe_interval_s whether the

@@ -79,6 +79,12 @@ struct PolicyInfo {
   // like it): "thesis" unless it needs another's inputs (an online service's load, job
   // profiles, memory-use series).
   std::string world = "thesis";
+  // The Prometheus series the policy reads in a cluster (through Telemetry): a daemon started
+  // with it checks that Prometheus has each one and refuses to start, naming the first missing.
+  std::vector<std::string> series;
+  // Decides many placements at once (PlaceBatch: drmaestro, muxflow's matching): served by
+  // `tessera schedule` only; the extender, which is asked one pod at a time, refuses it.
+  bool batch = false;
 };
 // A policy with its options as one string, for command lines: "predictive" or
 // 'predictive{"slo_headroom": 0.1}' (the name, then a JSON object).

@@ -80,9 +80,9 @@ Expected<PutOutcome> MemoryStore::PutPlacement(const PlacementRecord& p) {
           .refusal = fmt::format("partition {} is unknown or not present", s.partition_uuid)};
     }
     const PartitionUsage& u = it->second;
-    if (u.used_milli + s.milli > 1000) {
+    if (u.used_milli + s.reserved_milli() > 1000) {
       return PutOutcome{.refusal = fmt::format("partition {}: {} + {} milli > 1000",
-                                               s.partition_uuid, u.used_milli, s.milli)};
+                                               s.partition_uuid, u.used_milli, s.reserved_milli())};
     }
     if (u.used_memory_mib + s.memory_mib > u.memory_mib) {
       return PutOutcome{.refusal =
@@ -92,7 +92,7 @@ Expected<PutOutcome> MemoryStore::PutPlacement(const PlacementRecord& p) {
   }
   for (const auto& s : p.slices) {
     PartitionUsage& u = partitions_.at(s.partition_uuid);
-    u.used_milli += s.milli;
+    u.used_milli += s.reserved_milli();
     u.used_memory_mib += s.memory_mib;
   }
   placements_.emplace(p.workload, p);
@@ -106,7 +106,7 @@ Expected<bool> MemoryStore::RemovePlacement(std::string_view workload) {
   for (const auto& s : it->second.slices) {
     auto u = partitions_.find(s.partition_uuid);
     if (u == partitions_.end()) continue;
-    u->second.used_milli -= s.milli;
+    u->second.used_milli -= s.reserved_milli();
     u->second.used_memory_mib -= s.memory_mib;
     // A vanished partition is kept only while something holds it.
     if (!u->second.present && u->second.used_milli == 0 && u->second.used_memory_mib == 0) {

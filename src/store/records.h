@@ -54,6 +54,9 @@ struct SliceRecord {
   int32_t milli = 1000;      // share of the partition's compute (MPS active threads × 10)
   int64_t memory_mib = 0;    // memory reserved on the partition
   bool best_effort = false;  // model::Slice::best_effort (muxflow's offline jobs)
+  // What the partition's compute accounting holds for it: a best-effort slice (it runs in what
+  // the guaranteed clients leave) reserves none, as model::Slice::reserved_milli.
+  int32_t reserved_milli() const { return best_effort ? 0 : milli; }
   // model::Slice::remote (seed 002's disaggregated GPUs): the node whose GPU this is, another
   // than the placement's; empty for a local slice.
   std::string remote_node;

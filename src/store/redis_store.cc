@@ -350,7 +350,7 @@ Expected<PutOutcome> RedisStore::PutPlacement(const PlacementRecord& p) {
   for (const auto& s : p.slices) {
     keys.push_back(Key("partition:", s.partition_uuid));
     args.push_back(s.partition_uuid);
-    args.push_back(std::to_string(s.milli));
+    args.push_back(std::to_string(s.reserved_milli()));
     args.push_back(std::to_string(s.memory_mib));
   }
   auto r = Eval(PutPlacementScript(), keys, args);
@@ -377,7 +377,7 @@ Expected<bool> RedisStore::RemovePlacement(std::string_view workload) {
     std::vector<std::string> args = {got->str, std::string(workload)};
     for (const auto& s : p->slices) {
       keys.push_back(Key("partition:", s.partition_uuid));
-      args.push_back(std::to_string(s.milli));
+      args.push_back(std::to_string(s.reserved_milli()));
       args.push_back(std::to_string(s.memory_mib));
     }
     auto r = Eval(RemovePlacementScript(), keys, args);

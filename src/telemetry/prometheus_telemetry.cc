@@ -55,6 +55,15 @@ Expected<std::unique_ptr<PrometheusTelemetry>> PrometheusTelemetry::Create(
 
 PrometheusTelemetry::~PrometheusTelemetry() { StopPolling(); }
 
+Expected<void> PrometheusTelemetry::RequireSeries(const std::vector<std::string>& metrics) const {
+  for (const std::string& metric : metrics) {
+    auto r = client_.Query(fmt::format("count({})", Selector(metric)));
+    if (!r) return std::unexpected(r.error());
+    if (r->empty()) return Fail("prometheus {} has no series {}", client_.url(), metric);
+  }
+  return {};
+}
+
 void PrometheusTelemetry::SetWorkloadQueries(std::map<std::string, std::string> queries) {
   std::lock_guard lock(mu_);
   qps_queries_ = std::move(queries);

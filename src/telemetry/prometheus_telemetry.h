@@ -77,6 +77,9 @@ class PrometheusTelemetry final : public Telemetry {
       PrometheusTelemetryOptions options, const Clock& clock);
   ~PrometheusTelemetry() override;  // stops the poller
 
+  // Whether Prometheus has at least one series of each metric: an Error naming the first it
+  // lacks ("prometheus URL has no series DCGM_FI_DEV_SM_CLOCK") or the query that failed.
+  [[nodiscard]] Expected<void> RequireSeries(const std::vector<std::string>& metrics) const;
   // One round of queries; on failure the previous snapshot stays and the Error says why.
   [[nodiscard]] Expected<void> Refresh();
   void StartPolling(double interval_s);

@@ -35,6 +35,12 @@ def cases(tmp):
          "--policy predictive: needs a predictor, and --experiment packing builds none"),
         (["schedule", "--policy", "predictive"], 2,
          "--policy predictive needs a predictor: give --profile FILE"),
+        # A policy that reads series in a cluster needs Prometheus; one that places batches is
+        # not an extender's.
+        (["schedule", "--policy", "resource-aware"], 2,
+         "--policy resource-aware reads tessera_pod_fb_used_mib from Prometheus: give --prometheus URL"),
+        (["extender", "--policy", "drmaestro"], 2,
+         "policy drmaestro decides placements in batches, and kube-scheduler asks an extender about one pod at a time: run it as the scheduler (tessera schedule)"),
         # The same policy twice is refused: it would print two identical rows.
         (["simulate", "--experiment", "packing", "--policy", "max,max"], 2,
          "--policy max is given twice"),

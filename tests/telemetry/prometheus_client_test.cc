@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "telemetry/fake_prometheus.h"
+#include "telemetry/prometheus_telemetry.h"
 
 namespace tessera::telemetry {
 namespace {
@@ -89,6 +90,20 @@ TEST(PrometheusClientTest, RefusesBadUrls) {
   EXPECT_FALSE(PrometheusClient::Create({"ftp://x:1", 1}));
   EXPECT_FALSE(PrometheusClient::Create({"http://", 1}));
   EXPECT_TRUE(PrometheusClient::Create({"https://prom.example/prometheus/", 1}));
+}
+
+}  // namespace
+}  // namespace tessera::telemetry
+
+namespace tessera::telemetry {
+namespace {
+
+TEST(WorkloadQpsQueryTest, SubstitutesNamespaceAndPodEscapedForPromql) {
+  EXPECT_EQ(WorkloadQpsQuery(kTritonQpsQuery, "prod", "web-5d8f-x2"),
+            R"(sum(rate(nv_inference_request_success{namespace="prod",pod="web-5d8f-x2"}[1m])))");
+  // Every occurrence; a quote or backslash cannot end the PromQL string early.
+  EXPECT_EQ(WorkloadQpsQuery(R"(a{pod="$pod"} / b{pod="$pod",ns="$namespace"})", "n", R"(x"\y)"),
+            R"(a{pod="x\"\\y"} / b{pod="x\"\\y",ns="n"})");
 }
 
 }  // namespace

@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "harness_env.h"
 #include "telemetry/prometheus_client.h"
 #include "telemetry/prometheus_telemetry.h"
-#include "harness_env.h"
 
 namespace tessera::telemetry {
 namespace {
@@ -153,6 +153,34 @@ TEST_F(PrometheusIntegrationTest, ReadsBackAScriptedChangeWithinOneScrapeInterva
   RecordProperty("median_readback_s", std::to_string(latencies[1]));
   // One scrape interval, plus slack for a loaded CI machine.
   EXPECT_LE(latencies[1], scrape_s_ + 0.5);
+}
+
+}  // namespace
+}  // namespace tessera::telemetry
+
+namespace tessera::telemetry {
+namespace {
+
+// A daemon's start-up check: the agent's series are there, a metric nobody exports is named.
+TEST_F(PrometheusIntegrationTest, RequireSeriesNamesTheFirstMetricPrometheusLacks) {
+  auto t = Telemetry();
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(t->RequireSeries({"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_SM_CLOCK"}).has_value());
+  auto missing = t->RequireSeries({"DCGM_FI_DEV_SM_CLOCK", "nv_no_such_series_total"});
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().message,
+            "prometheus " + url_ + " has no series nv_no_such_series_total");
+}
+
+// A pod's QPS: a series nobody exports is "no series", not zero.
+TEST_F(PrometheusIntegrationTest, APodWithoutQpsSeriesIsUnknownNotZero) {
+  auto t = Telemetry();
+  ASSERT_TRUE(t);
+  t->SetWorkloadQueries({{"nowhere/web-0", ""}});
+  ASSERT_TRUE(t->Refresh().has_value());
+  EXPECT_FALSE(t->WorkloadQps("nowhere/web-0").has_value());
+  EXPECT_EQ(t->WhyNoQps("nowhere/web-0"), "no series");
+  EXPECT_EQ(t->WhyNoQps("nowhere/never-asked"), "not queried yet");
 }
 
 }  // namespace
