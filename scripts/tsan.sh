@@ -11,7 +11,7 @@ build=${TESSERA_TSAN_BUILD:-build-tsan}
 binaries=(k8s_tests agent_tests agent_integration_tests store_tests store_integration_tests)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_TSAN=ON \
   -DTESSERA_BENCH=OFF >/dev/null
-cmake --build "$build" --target tessera "${binaries[@]}"
+cmake --build "$build" --target tessera metrics_file_exporter "${binaries[@]}"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp"
 
 # shellcheck source=scripts/harness.sh
