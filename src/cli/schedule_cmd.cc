@@ -13,6 +13,7 @@
 #include "cli/policy_inputs.h"
 #include "k8s/scheduler.h"
 #include "k8s/status_page.h"
+#include "policy/job_profile.h"
 #include "telemetry/prometheus_telemetry.h"
 
 namespace tessera::cli {
@@ -135,6 +136,17 @@ Status RunSchedule(const ScheduleFlags& f) {
   cfg.predictor = inputs->predictor.get();
   cfg.learner = inputs->predictor.get();
   cfg.telemetry = inputs->telemetry_view();
+  // drmaestro's φ: seconds per query on a whole GPU of each model, from the predictor's profile
+  // once at startup (an app the predictor learns later stays unknown: a neutral cost). Declared
+  // before the scheduler, so it outlives it.
+  policy::JobProfiles job_profiles;
+  if (inputs->predictor) {
+    job_profiles = policy::JobProfilesFromPredictor(*inputs->predictor);
+    cfg.job_profiles = &job_profiles;
+    spdlog::info(
+        "tessera schedule: job profiles for {} applications (whole-GPU cells of the profile)",
+        job_profiles.size());
+  }
   if (inputs->telemetry) {
     cfg.watch_qps = [t = inputs->telemetry.get()](std::map<std::string, std::string> q) {
       t->SetWorkloadQueries(std::move(q));

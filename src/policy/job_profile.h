@@ -4,12 +4,21 @@
 // on a remote GPU with and without a network-intensive neighbour, 002 Experiment 1). Drivers fill
 // it where they know it (the simulator profiles its physics; a cluster would from past runs); a
 // policy treats an application missing here as unknown.
+//
+// JobProfilesFromPredictor is a cluster driver's source (tessera schedule): the predictor's
+// profile matrix gives each application's isolated QPS on a whole GPU of each model, so seconds
+// per query = 1 / QPS. A profile matrix says nothing about remote GPUs or the network, so
+// remote_slowdown, network_sensitivity and network_share keep their defaults (1, 0, 0).
 
 #include <map>
 #include <string>
 #include <unordered_map>
 
 #include "model/gpu_model.h"
+
+namespace tessera::predict {
+class Predictor;
+}  // namespace tessera::predict
 
 namespace tessera::policy {
 
@@ -22,5 +31,11 @@ struct JobProfile {
 };
 
 using JobProfiles = std::unordered_map<std::string, JobProfile>;  // by application key
+
+// One profile per application row of `predictor`'s profile matrix: seconds_per_query[m] =
+// 1 / Isolated(app, "<m's name>/whole/100") for every known GPU model m the predictor answers
+// with a positive, finite QPS (measured or completed). An application with no such cell is left
+// out (unknown to the policy). The remote and network fields keep their defaults (see above).
+JobProfiles JobProfilesFromPredictor(const predict::Predictor& predictor);
 
 }  // namespace tessera::policy

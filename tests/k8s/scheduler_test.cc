@@ -23,21 +23,8 @@ using nlohmann::json;
 using testing_support::A100Inventory;
 using testing_support::CredentialsFor;
 using testing_support::FakeApiServer;
+using testing_support::FastConfig;
 using testing_support::WaitFor;
-
-SchedulerConfig FastConfig(const std::string& identity) {
-  SchedulerConfig c;
-  c.leader.namespace_ = "tessera-system";
-  c.leader.identity = identity;
-  c.leader.lease_duration_s = 2;
-  c.leader.renew_deadline_s = 1.5;
-  c.leader.retry_period_s = 0.2;
-  c.retry_s = 0.2;
-  c.inventory_poll_s = 0.5;
-  c.informer.backoff_initial_s = 0.05;
-  c.informer.backoff_max_s = 0.5;
-  return c;
-}
 
 class SchedulerTest : public ::testing::Test {
  protected:

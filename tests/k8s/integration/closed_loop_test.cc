@@ -12,9 +12,6 @@
 // Before anything that includes <resolv.h> (cpp-httplib does), whose `_res` macro breaks Eigen.
 #include "predict/predictor.h"
 //
-#include <gtest/gtest.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -22,20 +19,13 @@
 #include <fstream>
 #include <thread>
 
-#include "harness_env.h"
-#include "k8s/a100_inventory.h"
-#include "k8s/k8s_fixtures.h"
-#include "k8s/scheduler.h"
-#include "store/redis_store.h"
-#include "telemetry/prometheus_telemetry.h"
+#include "k8s/integration/loop_fixture.h"
 
 namespace tessera::k8s {
 namespace {
 
 using nlohmann::json;
 using testing_support::A100Inventory;
-using testing_support::CredentialsFor;
-using testing_support::FakeApiServer;
 using testing_support::WaitFor;
 
 constexpr const char* kApp = "triton/resnet50";
@@ -104,59 +94,21 @@ class TritonCounter {
   std::thread thread_;
 };
 
-class ClosedLoopTest : public ::testing::Test {
+class ClosedLoopTest : public testing_support::LoopFixture {
  protected:
   void SetUp() override {
-    const char* redis = std::getenv("TESSERA_TEST_REDIS");
-    const char* prom = std::getenv("TESSERA_TEST_PROMETHEUS");
-    const char* dir = std::getenv("TESSERA_TEST_EXPORTER_DIR");
-    if (!redis || !prom || !dir) {
-      TESSERA_SKIP_WITHOUT_HARNESS(
-          "TESSERA_TEST_REDIS, TESSERA_TEST_PROMETHEUS or TESSERA_TEST_EXPORTER_DIR");
-    }
-    exporter_dir_ = dir;
-    ns_ = fmt::format("loop-{}", ::getpid());
-    auto o = store::ParseRedisAddress(redis);
-    ASSERT_TRUE(o.has_value());
-    o->prefix = fmt::format("tessera-loop-{}:", ::getpid());
-    auto s = store::RedisStore::Connect(*o);
-    ASSERT_TRUE(s.has_value()) << s.error().message;
-    store_ = std::move(*s);
-    auto c = ApiClient::Create(CredentialsFor(api_));
-    ASSERT_TRUE(c.has_value()) << c.error().message;
-    client_ = std::move(*c);
-    telemetry::PrometheusTelemetryOptions t;
-    t.server.url = prom;
-    t.qps_query = kQpsQuery;
-    auto tel = telemetry::PrometheusTelemetry::Create(t, clock_);
-    ASSERT_TRUE(tel.has_value()) << tel.error().message;
-    telemetry_ = std::move(*tel);
-    telemetry_->StartPolling(0.5);
-    for (const auto& inv : {A100Inventory("node-a100", 1), V100Inventory("node-v100")}) {
-      api_.AddNode(inv.node);
-      ASSERT_TRUE(store_->PutInventory(inv).has_value());
-    }
+    Connect("loop", kQpsQuery);
+    if (HasFatalFailure() || IsSkipped()) return;
+    AddNodeWith(A100Inventory("node-a100", 1));
+    AddNodeWith(V100Inventory("node-v100"));
   }
 
   SchedulerConfig Config(const std::string& identity, predict::Predictor& predictor) {
-    SchedulerConfig c;
-    c.policy = "slo-aware";
-    c.leader.namespace_ = "tessera-system";
-    c.leader.identity = identity;
-    c.leader.lease_duration_s = 2;
-    c.leader.renew_deadline_s = 1.5;
-    c.leader.retry_period_s = 0.2;
-    c.retry_s = 0.3;
-    c.inventory_poll_s = 0.5;
-    c.informer.backoff_initial_s = 0.05;
-    c.predictor = &predictor;
+    SchedulerConfig c = BaseConfig(identity, "slo-aware", predictor);
     c.learner = &predictor;
-    c.telemetry = telemetry_.get();
     c.watch_qps = [this](std::map<std::string, std::string> q) {
       telemetry_->SetWorkloadQueries(std::move(q));
     };
-    c.evictions.mode = EvictionOptions::Mode::kOn;
-    c.evictions.retry_s = 1;
     return c;
   }
 
@@ -170,29 +122,11 @@ class ClosedLoopTest : public ::testing::Test {
   }
   // Whether Prometheus computes `qps` ± tolerance for the pod with the scheduler's query.
   bool RateNear(const std::string& ns, const std::string& pod, double qps, double tolerance) {
-    auto c = telemetry::PrometheusClient::Create({std::getenv("TESSERA_TEST_PROMETHEUS"), 5});
+    auto c = telemetry::PrometheusClient::Create({prometheus_, 5});
     if (!c) return false;
     auto r = c->Query(telemetry::WorkloadQpsQuery(kQpsQuery, ns, pod));
     return r && r->size() == 1 && std::abs((*r)[0].sample.value - qps) <= tolerance;
   }
-  std::string NodeOf(const std::string& pod) {
-    auto p = api_.Get("pods", ns_ + "/" + pod);
-    return p ? (*p)["spec"].value("nodeName", "") : "";
-  }
-  std::vector<json> EventsFor(const std::string& pod, const std::string& reason) {
-    std::vector<json> out;
-    for (const json& e : api_.All("events")) {
-      if (e["involvedObject"]["name"] == pod && e["reason"] == reason) out.push_back(e);
-    }
-    return out;
-  }
-
-  FakeApiServer api_;
-  SteadyClock clock_;
-  std::unique_ptr<store::RedisStore> store_;
-  std::unique_ptr<ApiClient> client_;
-  std::unique_ptr<telemetry::PrometheusTelemetry> telemetry_;
-  std::string exporter_dir_, ns_;
 };
 
 TEST_F(ClosedLoopTest, APodBelowItsSloIsLearnedAndMovedThroughAPdbThatFirstRefuses) {

@@ -10,28 +10,17 @@
 // Before anything that includes <resolv.h> (cpp-httplib does), whose `_res` macro breaks Eigen.
 #include "predict/predictor.h"
 //
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 
-#include "harness_env.h"
-#include "k8s/a100_inventory.h"
-#include "k8s/k8s_fixtures.h"
-#include "k8s/scheduler.h"
-#include "store/redis_store.h"
-#include "telemetry/prometheus_telemetry.h"
+#include "k8s/integration/loop_fixture.h"
 
 namespace tessera::k8s {
 namespace {
 
 using nlohmann::json;
 using testing_support::A100Inventory;
-using testing_support::CredentialsFor;
-using testing_support::FakeApiServer;
 using testing_support::WaitFor;
 
 constexpr const char* kServiceApp = "triton/resnet50";
@@ -71,43 +60,21 @@ predict::Predictor MakePredictor() {
   return std::move(*p);
 }
 
-class MuxflowLoopTest : public ::testing::Test {
+class MuxflowLoopTest : public testing_support::LoopFixture {
  protected:
   void SetUp() override {
-    const char* redis = std::getenv("TESSERA_TEST_REDIS");
-    const char* prom = std::getenv("TESSERA_TEST_PROMETHEUS");
-    const char* dir = std::getenv("TESSERA_TEST_EXPORTER_DIR");
-    if (!redis || !prom || !dir) {
-      TESSERA_SKIP_WITHOUT_HARNESS(
-          "TESSERA_TEST_REDIS, TESSERA_TEST_PROMETHEUS or TESSERA_TEST_EXPORTER_DIR");
-    }
+    Connect("mux");
+    if (HasFatalFailure() || IsSkipped()) return;
     // Unique per process: the exposition and Prometheus are shared with other tests.
-    ns_ = fmt::format("mux-{}", ::getpid());
     node_ = fmt::format("node-mux-{}", ::getpid());
     const store::NodeInventory inv = A100Inventory(node_, 1);
     uuid_ = inv.gpus[0].uuid;
-    series_path_ = fmt::format("{}/{}-gpu.prom", dir, ns_);
-    auto o = store::ParseRedisAddress(redis);
-    ASSERT_TRUE(o.has_value());
-    o->prefix = fmt::format("tessera-mux-{}:", ::getpid());
-    auto s = store::RedisStore::Connect(*o);
-    ASSERT_TRUE(s.has_value()) << s.error().message;
-    store_ = std::move(*s);
-    auto c = ApiClient::Create(CredentialsFor(api_));
-    ASSERT_TRUE(c.has_value()) << c.error().message;
-    client_ = std::move(*c);
-    telemetry::PrometheusTelemetryOptions t;
-    t.server.url = prom;
-    auto tel = telemetry::PrometheusTelemetry::Create(t, clock_);
-    ASSERT_TRUE(tel.has_value()) << tel.error().message;
-    telemetry_ = std::move(*tel);
-    telemetry_->StartPolling(0.5);
-    api_.AddNode(inv.node);
-    ASSERT_TRUE(store_->PutInventory(inv).has_value());
+    series_path_ = fmt::format("{}/{}-gpu.prom", exporter_dir_, ns_);
+    AddNodeWith(inv);
   }
 
   void TearDown() override {
-    if (telemetry_) telemetry_->StopPolling();
+    LoopFixture::TearDown();
     if (!series_path_.empty()) std::filesystem::remove(series_path_);
   }
 
@@ -132,22 +99,9 @@ class MuxflowLoopTest : public ::testing::Test {
   }
 
   SchedulerConfig Config(predict::Predictor& predictor) {
-    SchedulerConfig c;
-    c.policy = "muxflow";
+    SchedulerConfig c = BaseConfig("mux-a", "muxflow", predictor);
     // A matching round every second (001's 15 min would outlast the test).
     c.policy_options = {{"period_s", 1}};
-    c.leader.namespace_ = "tessera-system";
-    c.leader.identity = "mux-a";
-    c.leader.lease_duration_s = 2;
-    c.leader.renew_deadline_s = 1.5;
-    c.leader.retry_period_s = 0.2;
-    c.retry_s = 0.3;
-    c.inventory_poll_s = 0.5;
-    c.informer.backoff_initial_s = 0.05;
-    c.predictor = &predictor;
-    c.telemetry = telemetry_.get();
-    c.evictions.mode = EvictionOptions::Mode::kOn;
-    c.evictions.retry_s = 1;
     return c;
   }
 
@@ -161,10 +115,6 @@ class MuxflowLoopTest : public ::testing::Test {
                      {"name", owner},
                      {"uid", owner + "-uid"}});
   }
-  std::string NodeOf(const std::string& pod) {
-    auto p = api_.Get("pods", ns_ + "/" + pod);
-    return p ? (*p)["spec"].value("nodeName", "") : "";
-  }
   // The placement the binder annotated on the pod ({} while unbound).
   json PlacementOf(const std::string& pod) {
     auto p = api_.Get("pods", ns_ + "/" + pod);
@@ -173,13 +123,6 @@ class MuxflowLoopTest : public ::testing::Test {
     auto it = ann.find("tessera.io/placement");
     if (it == ann.end() || !it->is_string()) return {};
     return json::parse(it->get<std::string>());
-  }
-  std::vector<json> EventsFor(const std::string& pod, const std::string& reason) {
-    std::vector<json> out;
-    for (const json& e : api_.All("events")) {
-      if (e["involvedObject"]["name"] == pod && e["reason"] == reason) out.push_back(e);
-    }
-    return out;
   }
   std::string EventsText(const std::string& pod) {
     std::string out;
@@ -206,12 +149,7 @@ class MuxflowLoopTest : public ::testing::Test {
         60);
   }
 
-  FakeApiServer api_;
-  SteadyClock clock_;
-  std::unique_ptr<store::RedisStore> store_;
-  std::unique_ptr<ApiClient> client_;
-  std::unique_ptr<telemetry::PrometheusTelemetry> telemetry_;
-  std::string ns_, node_, uuid_, series_path_;
+  std::string node_, uuid_, series_path_;
 };
 
 TEST_F(MuxflowLoopTest, AnOverlimitGpuEvictsItsOfflineJobThroughTheEvictionApi) {
