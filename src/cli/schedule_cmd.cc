@@ -61,6 +61,31 @@ std::string SchedulerMetrics(const k8s::Scheduler& scheduler) {
       "tessera_scheduler_observations_restored_total {}\n",
       s.leading ? 1 : 0, s.bound, s.bind_failures, s.invalid_pods, s.pending, s.placed, s.rebuilds,
       s.resizes_refused, s.observations, s.observations_restored);
+  // kube-scheduler's pending_pods, schedule_attempts_total, scheduling_attempt_duration_seconds.
+  out += fmt::format(
+      "# TYPE tessera_scheduler_pending_pods gauge\n"
+      "tessera_scheduler_pending_pods{{queue=\"active\"}} {}\n"
+      "tessera_scheduler_pending_pods{{queue=\"unschedulable\"}} {}\n"
+      "# TYPE tessera_scheduler_schedule_attempts_total counter\n"
+      "# TYPE tessera_scheduler_scheduling_attempt_duration_seconds histogram\n",
+      s.pending - std::min(s.pending, s.unschedulable_pending), s.unschedulable_pending);
+  for (const auto& [result, a] : s.attempts) {
+    const std::string labels =
+        fmt::format("result=\"{}\",profile=\"{}\"", result, scheduler.policy());
+    out += fmt::format("tessera_scheduler_schedule_attempts_total{{{}}} {}\n", labels, a.count);
+    int64_t cumulative = 0;
+    for (size_t i = 0; i < a.buckets.size(); ++i) {
+      cumulative += a.buckets[i];
+      out += fmt::format(
+          "tessera_scheduler_scheduling_attempt_duration_seconds_bucket{{{},le=\"{}\"}} {}\n",
+          labels, k8s::SchedulerStats::kLatencyBuckets[i], cumulative);
+    }
+    out += fmt::format(
+        "tessera_scheduler_scheduling_attempt_duration_seconds_bucket{{{},le=\"+Inf\"}} {}\n"
+        "tessera_scheduler_scheduling_attempt_duration_seconds_sum{{{}}} {}\n"
+        "tessera_scheduler_scheduling_attempt_duration_seconds_count{{{}}} {}\n",
+        labels, a.count, labels, a.sum_s, labels, a.count);
+  }
   out +=
       "# HELP tessera_scheduler_evictions_total What became of the policies' evictions.\n"
       "# TYPE tessera_scheduler_evictions_total counter\n";

@@ -263,6 +263,7 @@ void Scheduler::Lead() {
   }
   dirty_ = false;
   next_retry_ = now + config_.retry_s;
+  attempt_start_ = clock_.Now();
   const sched::CycleStats s = core_->RunCycle();
   SaveObservations();
   UpdateStatus();
@@ -271,7 +272,25 @@ void Scheduler::Lead() {
   stats_.bind_failures += s.bind_failures;
   stats_.evictions_declined += s.evictions_declined;
   stats_.pending = core_->pending_count();
+  std::erase_if(unschedulable_, [this](model::WorkloadId id) { return !known_.contains(id); });
+  stats_.unschedulable_pending = unschedulable_.size();
   stats_.placed = cluster_->placed_count();
+}
+
+void Scheduler::Attempted(const std::string& result) {
+  const double now = clock_.Now();
+  const double took = std::max(0.0, now - attempt_start_);
+  attempt_start_ = now;
+  std::lock_guard lock(mu_);
+  SchedulerStats::Attempts& a = stats_.attempts[result];
+  ++a.count;
+  a.sum_s += took;
+  for (size_t i = 0; i < a.buckets.size(); ++i) {
+    if (took <= SchedulerStats::kLatencyBuckets[i]) {
+      ++a.buckets[i];
+      break;
+    }
+  }
 }
 
 void Scheduler::Apply(const Change& c) {
@@ -624,10 +643,12 @@ Expected<void> Scheduler::BindHook(const model::Workload& w, const model::Placem
   const store::PlacementRecord rec = RecordOf(ref, p, *cluster_);
   auto ok = binder_.Bind(ref, rec, env, [this] { return !killed_ && elector_.Leading(); });
   health_.Beat(kSchedulingLoop, config_.stall_s);  // a long cycle of binds is progress
+  Attempted(ok ? "scheduled" : "error");
   if (!ok) {
     spdlog::warn("{}", ok.error().message);
     return ok;
   }
+  unschedulable_.erase(w.id);
   it->second.placed = true;
   {
     std::lock_guard lock(mu_);
@@ -648,6 +669,8 @@ Expected<void> Scheduler::BindHook(const model::Workload& w, const model::Placem
 void Scheduler::Unschedulable(const model::Workload& w, const std::string& why) {
   auto it = known_.find(w.id);
   if (it == known_.end()) return;
+  Attempted("unschedulable");
+  unschedulable_.insert(w.id);
   {
     std::lock_guard lock(mu_);
     ++stats_.unschedulable;

@@ -34,6 +34,7 @@
 // role (leader, or standby and who holds the Lease) is stated.
 // Public methods may be called from any thread.
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -131,7 +132,20 @@ struct SchedulerStats {
   int64_t observations_restored = 0;  // replayed from the store on taking the lead
   bool leading = false;
   size_t pending = 0;
+  size_t unschedulable_pending = 0;  // of `pending`: their last attempt found no node
   size_t placed = 0;
+  // kube-scheduler's schedule_attempts_total and scheduling_attempt_duration_seconds, by
+  // result: each attempt's time runs from the end of the previous attempt of its cycle (or the
+  // cycle's start) to its bind or its "no node" (score, filter and the bind's API calls).
+  static constexpr std::array<double, 15> kLatencyBuckets = {
+      0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128,
+      0.256, 0.512, 1.024, 2.048, 4.096, 8.192, 16.384};  // s, as kube-scheduler's
+  struct Attempts {
+    int64_t count = 0;
+    double sum_s = 0;
+    std::array<int64_t, kLatencyBuckets.size()> buckets{};  // cumulative on export only
+  };
+  std::map<std::string, Attempts> attempts;  // "scheduled", "unschedulable", "error"
 };
 
 class Scheduler {
@@ -146,6 +160,7 @@ class Scheduler {
   // As SIGKILL would leave things: threads end, nothing is released or undone (tests).
   void Kill();
   SchedulerStats stats() const;
+  const std::string& policy() const { return config_.policy; }
   const Health& health() const { return health_; }
   // The status page's view as of the loop's last turn (at most a second old while leading).
   StatusView Status() const;
@@ -190,6 +205,7 @@ class Scheduler {
   Expected<void> BindHook(const model::Workload& w, const model::Placement& p,
                           const model::Environment& env);
   void Unschedulable(const model::Workload& w, const std::string& why);
+  void Attempted(const std::string& result);  // one attempt ended now (stats_.attempts)
   void RequestReshape(model::GpuIndex gpu, const std::optional<model::MigLayout>& layout);
   // Reads the agents' answers to the outstanding reshape requests: a done one, or a failed or
   // unanswered one (its GPU then held out), rebuilds the view, which re-queues the pods parked
@@ -249,6 +265,8 @@ class Scheduler {
   bool need_observations_ = true;
   std::map<std::string, std::string> qps_watched_;
   double status_at_ = -1;
+  double attempt_start_ = 0;  // the end of the cycle's last attempt, or its start
+  std::unordered_set<model::WorkloadId> unschedulable_;  // pending, last attempt found no node
   Rng rng_;
   std::map<std::string, Pod> pods_;    // by uid
   std::map<std::string, Node> nodes_;  // by name

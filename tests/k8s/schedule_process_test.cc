@@ -149,6 +149,20 @@ TEST(ScheduleProcessTest, ReadinessNamesAMissingApiServerAndRedisWhileLive) {
   auto live = http.Get("/healthz");
   ASSERT_TRUE(live);
   EXPECT_EQ(live->status, 200) << live->body;
+  // A standby's metrics and status page answer too (kube-scheduler's families, the live page).
+  auto metrics = http.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("tessera_scheduler_pending_pods{queue=\"active\"} 0\n"),
+            std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find("# TYPE tessera_scheduler_scheduling_attempt_duration_seconds "
+                               "histogram\n"),
+            std::string::npos);
+  auto page = http.Get("/status");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(page->body.find("<html"), std::string::npos);
   // Thirty more readiness checks, a Lease round every 0.1 s meanwhile: each outage is still
   // logged once.
   for (int i = 0; i < 30; ++i) {

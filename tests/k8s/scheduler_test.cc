@@ -234,6 +234,18 @@ TEST_F(SchedulerTest, MalformedAnnotationBlocksOnlyItsPod) {
                     .empty());
   }
   EXPECT_EQ(s.stats().invalid_pods, 2);
+  // Attempts as kube-scheduler counts them: the three good pods scheduled, "huge" tried and
+  // found no node (the malformed two never reach an attempt); "huge" waits as unschedulable.
+  {
+    const SchedulerStats st = s.stats();
+    EXPECT_EQ(st.attempts.at("scheduled").count, 3);
+    EXPECT_GE(st.attempts.at("unschedulable").count, 1);
+    EXPECT_FALSE(st.attempts.contains("error"));
+    EXPECT_EQ(st.unschedulable_pending, 1u);
+    int64_t in_buckets = 0;
+    for (int64_t b : st.attempts.at("scheduled").buckets) in_buckets += b;
+    EXPECT_LE(in_buckets, 3);  // an attempt over 16.4 s is only in +Inf
+  }
   // Later pods keep being scheduled.
   AddSharePod("good-3", 500);
   ASSERT_TRUE(WaitFor([&] { return Bound() == 4; }));
@@ -291,6 +303,10 @@ TEST_F(SchedulerTest, FailedBindingsUndoTheirReservation) {
   ASSERT_TRUE(WaitFor([&] { return Bound() == 2; }));
   EXPECT_EQ(api_.bind_attempts(), 5);
   EXPECT_EQ(s.stats().bind_failures, 3);
+  // Each failed bind is an attempt with result "error", each bind that went through one
+  // "scheduled".
+  EXPECT_EQ(s.stats().attempts.at("error").count, 3);
+  EXPECT_EQ(s.stats().attempts.at("scheduled").count, 2);
   const auto milli = CheckAccounting();
   EXPECT_EQ(milli.at("GPU-gpu-0-0"), 1000);
   s.Stop();
