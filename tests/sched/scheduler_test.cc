@@ -525,6 +525,31 @@ class EvictOnce : public policy::Policy {
   policy::FirstFit inner_;
 };
 
+// The driver did not carry an eviction out (a disruption budget refused it, a dry run): the
+// workload is back where it ran, holding its slice, and the waiting w3 gets nothing.
+TEST_F(SchedulerTest, AnEvictionTheDriverDeclinesPutsTheWorkloadBack) {
+  EvictOnce policy;
+  int asked = 0;
+  hooks_.evict = [&](const Workload&, const policy::Eviction&) -> Expected<void> {
+    ++asked;
+    return Fail("refused by a disruption budget");
+  };
+  Scheduler s(c_, policy, clock_, rng_, hooks_);
+  for (int i = 1; i <= 3; ++i) ASSERT_TRUE(s.Submit(Share(i, 1000, i)));
+  ASSERT_EQ(s.RunCycle().bound, 2);  // w1 -> n0, w2 -> n1, w3 waits
+  const model::Placement before = c_.Find(2)->placement;
+  policy.armed = {2};
+  const CycleStats st = s.RunCycle();
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(st.evicted, 0);
+  EXPECT_EQ(st.evictions_declined, 1);
+  ASSERT_NE(c_.Find(2), nullptr);
+  EXPECT_EQ(c_.Find(2)->placement, before);
+  EXPECT_EQ(c_.gpu(1).free_milli, 0);
+  EXPECT_EQ(c_.placed_count(), 2u);
+  EXPECT_EQ(s.pending_count(), 1u);
+}
+
 TEST_F(SchedulerTest, EvictRemovesRunningWorkloadsAndTellsTheDriver) {
   EvictOnce policy;
   std::vector<std::string> evicted;
