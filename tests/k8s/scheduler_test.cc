@@ -236,6 +236,13 @@ TEST_F(SchedulerTest, MalformedAnnotationBlocksOnlyItsPod) {
   EXPECT_EQ(s.stats().invalid_pods, 2);
   // Attempts as kube-scheduler counts them: the three good pods scheduled, "huge" tried and
   // found no node (the malformed two never reach an attempt); "huge" waits as unschedulable.
+  // The loop records an attempt just after the API server shows its binding, and the queue's
+  // state at the cycle's end: wait for both.
+  ASSERT_TRUE(WaitFor([&] {
+    const SchedulerStats st = s.stats();
+    return st.unschedulable_pending == 1 && st.attempts.contains("scheduled") &&
+           st.attempts.at("scheduled").count >= 3;
+  }));
   {
     const SchedulerStats st = s.stats();
     EXPECT_EQ(st.attempts.at("scheduled").count, 3);
@@ -302,14 +309,15 @@ TEST_F(SchedulerTest, FailedBindingsUndoTheirReservation) {
   AddSharePod("p-1", 500);
   ASSERT_TRUE(WaitFor([&] { return Bound() == 2; }));
   EXPECT_EQ(api_.bind_attempts(), 5);
+  const auto milli = CheckAccounting();
+  EXPECT_EQ(milli.at("GPU-gpu-0-0"), 1000);
+  // The loop counts a cycle once it ends, after the binding the API server already shows.
+  s.Stop();
   EXPECT_EQ(s.stats().bind_failures, 3);
   // Each failed bind is an attempt with result "error", each bind that went through one
   // "scheduled".
   EXPECT_EQ(s.stats().attempts.at("error").count, 3);
   EXPECT_EQ(s.stats().attempts.at("scheduled").count, 2);
-  const auto milli = CheckAccounting();
-  EXPECT_EQ(milli.at("GPU-gpu-0-0"), 1000);
-  s.Stop();
 }
 
 // A remote slice (seed 002): the pod's CPU and memory on gpu-1, its GPU on gpu-0. The store

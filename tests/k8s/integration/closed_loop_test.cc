@@ -11,6 +11,7 @@
 // A second scheduler started on the same Redis learns the observation again from the store.
 // Before anything that includes <resolv.h> (cpp-httplib does), whose `_res` macro breaks Eigen.
 #include "predict/predictor.h"
+#include "predictor_fixture.h"
 //
 #include <atomic>
 #include <chrono>
@@ -45,20 +46,10 @@ store::NodeInventory V100Inventory(const std::string& node) {
 
 // Two applications on two whole-GPU configurations, each cell run once.
 predict::Predictor MakePredictor() {
-  predict::ProfileMatrix profile;
-  const int a100 = profile.AddCol("A100-40GB/whole/100");
-  const int v100 = profile.AddCol("V100-32GB/whole/100");
-  const int resnet = profile.AddRow(kApp);
-  const int bert = profile.AddRow("triton/bert");
-  profile.Observe(resnet, a100, 150);
-  profile.Observe(resnet, v100, 120);
-  profile.Observe(bert, a100, 80);
-  profile.Observe(bert, v100, 60);
-  predict::PredictorOptions o;
-  o.method = "baseline";
-  auto p = predict::Predictor::Create(profile, {}, o);
-  EXPECT_TRUE(p.has_value()) << p.error().message;
-  return std::move(*p);
+  return testing_predict::MeasuredPredictor({{kApp, "A100-40GB/whole/100", 150},
+                                             {kApp, "V100-32GB/whole/100", 120},
+                                             {"triton/bert", "A100-40GB/whole/100", 80},
+                                             {"triton/bert", "V100-32GB/whole/100", 60}});
 }
 
 // A counter a Triton server would export, rising at `qps`, written where Prometheus scrapes it.
@@ -190,6 +181,8 @@ TEST_F(ClosedLoopTest, APodBelowItsSloIsLearnedAndMovedThroughAPdbThatFirstRefus
   const auto counts = s.eviction_counts();
   EXPECT_EQ(counts.at({"slo-aware", "evicted"}), 1);
   EXPECT_GE(counts.at({"slo-aware", "refused_pdb"}), 1);
+  // Counted once the API call returns, just after the API server shows the eviction.
+  ASSERT_TRUE(WaitFor([&] { return s.stats().evicted >= 1; }, 30));
   EXPECT_EQ(s.stats().evicted, 1);
 
   // Its ReplicaSet's replacement is placed on the other GPU, predicted to keep the SLO.
