@@ -12,6 +12,7 @@
 #include "cli/number_flags.h"
 #include "cli/policy_inputs.h"
 #include "k8s/scheduler.h"
+#include "k8s/scheduler_metrics.h"
 #include "k8s/status_page.h"
 #include "policy/job_profile.h"
 #include "telemetry/prometheus_telemetry.h"
@@ -38,95 +39,84 @@ struct ScheduleFlags {
   int max_observations = 10000;
 };
 
-// kube-scheduler's own metric families, under Tessera's prefix (docs/kubernetes.md).
-std::string SchedulerMetrics(const k8s::Scheduler& scheduler) {
-  const k8s::SchedulerStats s = scheduler.stats();
-  std::string out = fmt::format(
-      "# TYPE tessera_scheduler_leader gauge\ntessera_scheduler_leader {}\n"
-      "# TYPE tessera_scheduler_bound_total counter\n"
-      "tessera_scheduler_bound_total {}\n"
-      "# TYPE tessera_scheduler_bind_failures_total counter\n"
-      "tessera_scheduler_bind_failures_total {}\n"
-      "# TYPE tessera_scheduler_invalid_pods_total counter\n"
-      "tessera_scheduler_invalid_pods_total {}\n"
-      "# TYPE tessera_scheduler_pending gauge\ntessera_scheduler_pending {}\n"
-      "# TYPE tessera_scheduler_placed gauge\ntessera_scheduler_placed {}\n"
-      "# TYPE tessera_scheduler_rebuilds_total counter\n"
-      "tessera_scheduler_rebuilds_total {}\n"
-      "# TYPE tessera_scheduler_resizes_refused_total counter\n"
-      "tessera_scheduler_resizes_refused_total {}\n"
-      "# TYPE tessera_scheduler_observations_total counter\n"
-      "tessera_scheduler_observations_total {}\n"
-      "# TYPE tessera_scheduler_observations_restored_total counter\n"
-      "tessera_scheduler_observations_restored_total {}\n",
-      s.leading ? 1 : 0, s.bound, s.bind_failures, s.invalid_pods, s.pending, s.placed, s.rebuilds,
-      s.resizes_refused, s.observations, s.observations_restored);
-  // kube-scheduler's pending_pods, schedule_attempts_total, scheduling_attempt_duration_seconds.
-  out += fmt::format(
-      "# TYPE tessera_scheduler_pending_pods gauge\n"
-      "tessera_scheduler_pending_pods{{queue=\"active\"}} {}\n"
-      "tessera_scheduler_pending_pods{{queue=\"unschedulable\"}} {}\n"
-      "# TYPE tessera_scheduler_schedule_attempts_total counter\n"
-      "# TYPE tessera_scheduler_scheduling_attempt_duration_seconds histogram\n",
-      s.pending - std::min(s.pending, s.unschedulable_pending), s.unschedulable_pending);
-  for (const auto& [result, a] : s.attempts) {
-    const std::string labels =
-        fmt::format("result=\"{}\",profile=\"{}\"", result, scheduler.policy());
-    out += fmt::format("tessera_scheduler_schedule_attempts_total{{{}}} {}\n", labels, a.count);
-    int64_t cumulative = 0;
-    for (size_t i = 0; i < a.buckets.size(); ++i) {
-      cumulative += a.buckets[i];
-      out += fmt::format(
-          "tessera_scheduler_scheduling_attempt_duration_seconds_bucket{{{},le=\"{}\"}} {}\n",
-          labels, k8s::SchedulerStats::kLatencyBuckets[i], cumulative);
-    }
-    out += fmt::format(
-        "tessera_scheduler_scheduling_attempt_duration_seconds_bucket{{{},le=\"+Inf\"}} {}\n"
-        "tessera_scheduler_scheduling_attempt_duration_seconds_sum{{{}}} {}\n"
-        "tessera_scheduler_scheduling_attempt_duration_seconds_count{{{}}} {}\n",
-        labels, a.count, labels, a.sum_s, labels, a.count);
-  }
-  out +=
-      "# HELP tessera_scheduler_evictions_total What became of the policies' evictions.\n"
-      "# TYPE tessera_scheduler_evictions_total counter\n";
-  for (const auto& [key, n] : scheduler.eviction_counts()) {
-    out += fmt::format("tessera_scheduler_evictions_total{{policy=\"{}\",result=\"{}\"}} {}\n",
-                       key.first, key.second, n);
-  }
-  // Per pod: what it was predicted to serve, what it serves, whether its SLO is met.
-  out +=
-      "# TYPE tessera_pod_predicted_qps gauge\n# TYPE tessera_pod_observed_qps gauge\n"
-      "# TYPE tessera_pod_slo_met gauge\n";
-  for (const k8s::StatusNode& n : scheduler.Status().nodes) {
-    for (const k8s::StatusGpu& g : n.gpus) {
-      for (const k8s::StatusPartition& p : g.partitions) {
-        for (const k8s::StatusPod& pod : p.pods) {
-          const size_t slash = pod.name.find('/');
-          const std::string labels =
-              fmt::format("namespace=\"{}\",pod=\"{}\"", pod.name.substr(0, slash),
-                          slash == std::string::npos ? "" : pod.name.substr(slash + 1));
-          if (pod.predicted_qps) {
-            out += fmt::format("tessera_pod_predicted_qps{{{}}} {}\n", labels, *pod.predicted_qps);
-          }
-          if (pod.observed_qps) {
-            out += fmt::format("tessera_pod_observed_qps{{{}}} {}\n", labels, *pod.observed_qps);
-          }
-          if (pod.slo != k8s::StatusPod::Slo::kUnknown) {
-            out += fmt::format("tessera_pod_slo_met{{{}}} {}\n", labels,
-                               pod.slo == k8s::StatusPod::Slo::kMet ? 1 : 0);
-          }
-        }
-      }
-    }
-  }
-  return out;
-}
-
 std::string DefaultIdentity() {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   std::random_device rd;
   return fmt::format("{}_{:08x}", host, rd());
+}
+
+// The scheduler's configuration from the flags and the opened inputs. drmaestro's φ — seconds
+// per query on a whole GPU of each model — comes from the predictor's profile, once at start
+// (an app it learns later stays unknown: a neutral cost), into `job_profiles`, which must
+// outlive the scheduler.
+k8s::SchedulerConfig ConfigFrom(const ScheduleFlags& f, const policy::PolicySpec& options,
+                                k8s::EvictionOptions::Mode evictions, const k8s::ApiClient& api,
+                                PolicyInputs& inputs, policy::JobProfiles& job_profiles) {
+  k8s::SchedulerConfig cfg;
+  cfg.scheduler_name = f.scheduler_name;
+  cfg.policy = options.name;
+  cfg.policy_options = options.options;
+  cfg.seed = f.common.seed;
+  cfg.predictor = inputs.predictor.get();
+  cfg.learner = inputs.predictor.get();
+  cfg.telemetry = inputs.telemetry_view();
+  if (inputs.predictor) {
+    job_profiles = policy::JobProfilesFromPredictor(*inputs.predictor);
+    cfg.job_profiles = &job_profiles;
+    spdlog::info(
+        "tessera schedule: job profiles for {} applications (whole-GPU cells of the profile)",
+        job_profiles.size());
+  }
+  if (inputs.telemetry) {
+    cfg.watch_qps = [t = inputs.telemetry.get()](std::map<std::string, std::string> q) {
+      t->SetWorkloadQueries(std::move(q));
+    };
+  }
+  cfg.evictions = {.mode = evictions,
+                   .max_per_hour = f.max_moves_per_hour,
+                   .max_per_node_hour = f.max_moves_per_node_hour,
+                   .retry_s = f.eviction_retry_s};
+  cfg.max_observations = static_cast<size_t>(f.max_observations);
+  cfg.leader.namespace_ =
+      f.lease_namespace.empty() ? api.credentials().namespace_ : f.lease_namespace;
+  cfg.leader.name = f.lease_name;
+  cfg.leader.identity = f.identity.empty() ? DefaultIdentity() : f.identity;
+  cfg.leader.lease_duration_s = f.lease_duration_s;
+  cfg.leader.renew_deadline_s = f.renew_deadline_s;
+  cfg.leader.retry_period_s = f.retry_period_s;
+  cfg.inventory_poll_s = f.inventory_poll_s;
+  return cfg;
+}
+
+// /healthz and /readyz for the Deployment's probes, /metrics for Prometheus, the /status page;
+// GETs only. Serves until a signal; false when it cannot listen.
+bool Serve(k8s::Scheduler& scheduler, const k8s::SchedulerConfig& cfg, const std::string& store,
+           const std::pair<std::string, int>& listen) {
+  httplib::Server http;
+  ApplyHttpLimits(http, kGetOnlyLimits, "tessera-schedule");
+  ServeHealth(http, scheduler.health());
+  http.Get("/metrics", [&scheduler](const httplib::Request&, httplib::Response& res) {
+    res.set_content(k8s::MetricsText(scheduler), "text/plain; version=0.0.4");
+  });
+  http.Get("/status", [&scheduler](const httplib::Request&, httplib::Response& res) {
+    res.set_content(k8s::StatusHtml(scheduler.Status()), "text/html; charset=utf-8");
+  });
+  const int port = listen.second == 0
+                       ? http.bind_to_any_port(listen.first)
+                       : (http.bind_to_port(listen.first, listen.second) ? listen.second : -1);
+  if (port < 0) return false;
+  std::thread http_thread([&] { http.listen_after_bind(); });
+  daemon_flags::InstallSignals();
+  spdlog::info(
+      "tessera schedule: {} as {}, policy {}, store {}, /healthz, /readyz, /status and /metrics on "
+      "{}",
+      cfg.scheduler_name, cfg.leader.identity, cfg.policy, store, JoinHostPort(listen.first, port));
+  daemon_flags::WaitForStop();
+  spdlog::info("tessera schedule: signal received, releasing the Lease");
+  http.stop();
+  http_thread.join();
+  return true;
 }
 
 Status RunSchedule(const ScheduleFlags& f) {
@@ -153,75 +143,14 @@ Status RunSchedule(const ScheduleFlags& f) {
   auto inputs = OpenPolicyInputs(f.inputs, clock);
   if (!inputs) return Failed(inputs.error());
   if (auto ok = CheckPolicySeries(options->name, *inputs); !ok) return Failed(ok.error());
-  k8s::SchedulerConfig cfg;
-  cfg.scheduler_name = f.scheduler_name;
-  cfg.policy = options->name;
-  cfg.policy_options = options->options;
-  cfg.seed = f.common.seed;
-  cfg.predictor = inputs->predictor.get();
-  cfg.learner = inputs->predictor.get();
-  cfg.telemetry = inputs->telemetry_view();
-  // drmaestro's φ: seconds per query on a whole GPU of each model, from the predictor's profile
-  // once at startup (an app the predictor learns later stays unknown: a neutral cost). Declared
-  // before the scheduler, so it outlives it.
-  policy::JobProfiles job_profiles;
-  if (inputs->predictor) {
-    job_profiles = policy::JobProfilesFromPredictor(*inputs->predictor);
-    cfg.job_profiles = &job_profiles;
-    spdlog::info(
-        "tessera schedule: job profiles for {} applications (whole-GPU cells of the profile)",
-        job_profiles.size());
-  }
-  if (inputs->telemetry) {
-    cfg.watch_qps = [t = inputs->telemetry.get()](std::map<std::string, std::string> q) {
-      t->SetWorkloadQueries(std::move(q));
-    };
-  }
-  cfg.evictions.mode = *eviction_mode;
-  cfg.evictions.max_per_hour = f.max_moves_per_hour;
-  cfg.evictions.max_per_node_hour = f.max_moves_per_node_hour;
-  cfg.evictions.retry_s = f.eviction_retry_s;
-  cfg.max_observations = static_cast<size_t>(f.max_observations);
-  cfg.leader.namespace_ =
-      f.lease_namespace.empty() ? (*api)->credentials().namespace_ : f.lease_namespace;
-  cfg.leader.name = f.lease_name;
-  cfg.leader.identity = f.identity.empty() ? DefaultIdentity() : f.identity;
-  cfg.leader.lease_duration_s = f.lease_duration_s;
-  cfg.leader.renew_deadline_s = f.renew_deadline_s;
-  cfg.leader.retry_period_s = f.retry_period_s;
-  cfg.inventory_poll_s = f.inventory_poll_s;
+  policy::JobProfiles job_profiles;  // outlives the scheduler
+  const k8s::SchedulerConfig cfg =
+      ConfigFrom(f, *options, *eviction_mode, **api, *inputs, job_profiles);
   k8s::Scheduler scheduler(**api, **store, clock, cfg);
   if (auto ok = scheduler.Start(); !ok) return Failed(ok.error());
-  // /healthz and /readyz for the Deployment's probes, /metrics for Prometheus; GETs only.
-  httplib::Server http;
-  ApplyHttpLimits(http, kGetOnlyLimits, "tessera-schedule");
-  ServeHealth(http, scheduler.health());
-  http.Get("/metrics", [&scheduler](const httplib::Request&, httplib::Response& res) {
-    res.set_content(SchedulerMetrics(scheduler), "text/plain; version=0.0.4");
-  });
-  // The live status page (k8s/status_page.h): nodes, GPUs, partitions, pods, queue, moves.
-  http.Get("/status", [&scheduler](const httplib::Request&, httplib::Response& res) {
-    res.set_content(k8s::StatusHtml(scheduler.Status()), "text/html; charset=utf-8");
-  });
-  const int port = listen->second == 0
-                       ? http.bind_to_any_port(listen->first)
-                       : (http.bind_to_port(listen->first, listen->second) ? listen->second : -1);
-  if (port < 0) {
-    scheduler.Stop();
-    return Failed("cannot listen on {}", f.listen);
-  }
-  std::thread http_thread([&] { http.listen_after_bind(); });
-  daemon_flags::InstallSignals();
-  spdlog::info(
-      "tessera schedule: {} as {}, policy {}, store {}, /healthz, /readyz, /status and /metrics on "
-      "{}",
-      cfg.scheduler_name, cfg.leader.identity, cfg.policy, (*store)->Name(),
-      JoinHostPort(listen->first, port));
-  daemon_flags::WaitForStop();
-  spdlog::info("tessera schedule: signal received, releasing the Lease");
+  const bool served = Serve(scheduler, cfg, (*store)->Name(), *listen);
   scheduler.Stop();
-  http.stop();
-  http_thread.join();
+  if (!served) return Failed("cannot listen on {}", f.listen);
   return {};
 }
 

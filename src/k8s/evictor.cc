@@ -33,12 +33,6 @@ Expected<EvictionOptions::Mode> ParseEvictionMode(std::string_view text) {
   return Fail("evictions: '{}' is not off, dry-run or on", text);
 }
 
-bool Evictor::Within(const std::deque<double>& times, int limit, double now) const {
-  int n = 0;
-  for (double t : times) n += now - t < kHour;
-  return n < limit;
-}
-
 bool Evictor::Try(const Pod& pod, const std::string& node, const std::string& policy,
                   const std::string& reason) {
   const double now = clock_.Now();
@@ -54,8 +48,9 @@ bool Evictor::Try(const Pod& pod, const std::string& node, const std::string& po
            reason + "; not evicted: the pod has no controller to recreate it");
     return false;
   }
-  if (!Within(cluster_times_, options_.max_per_hour, now) ||
-      !Within(node_times_[node], options_.max_per_node_hour, now)) {
+  // Both windows hold only the last hour's evictions now.
+  if (std::ssize(cluster_times_) >= options_.max_per_hour ||
+      std::ssize(node_times_[node]) >= options_.max_per_node_hour) {
     Record(pod, node, policy, "budget",
            fmt::format("{}; not evicted: the move budget ({} per hour, {} per node) is spent",
                        reason, options_.max_per_hour, options_.max_per_node_hour));

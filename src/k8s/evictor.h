@@ -78,7 +78,6 @@ class Evictor {
   std::vector<EvictionRecord> recent() const;                             // newest first
 
  private:
-  bool Within(const std::deque<double>& times, int limit, double now) const;
   void Record(const Pod& pod, const std::string& node, const std::string& policy,
               const std::string& result, const std::string& reason);
 

@@ -75,14 +75,18 @@ Scheduler::Scheduler(ApiClient& api, store::Store& store, const Clock& clock,
 
 Scheduler::~Scheduler() { Stop(); }
 
+policy::PolicyContext Scheduler::PolicyInputs() {
+  return {.rng = &rng_,
+          .clock = &clock_,
+          .predictor = config_.predictor,
+          .telemetry = config_.telemetry,
+          .learner = config_.learner,
+          .job_profiles = config_.job_profiles,
+          .can_move = config_.evictions.mode != EvictionOptions::Mode::kOff};
+}
+
 Expected<void> Scheduler::Start() {
-  policy::PolicyContext ctx{.rng = &rng_,
-                            .clock = &clock_,
-                            .predictor = config_.predictor,
-                            .telemetry = config_.telemetry,
-                            .learner = config_.learner,
-                            .job_profiles = config_.job_profiles,
-                            .can_move = config_.evictions.mode != EvictionOptions::Mode::kOff};
+  const policy::PolicyContext ctx = PolicyInputs();
   auto p = policy::MakePolicy(config_.policy, ctx, config_.policy_options);
   if (!p) return std::unexpected(p.error());
   if (config_.leader.identity.empty()) return Fail("scheduler: leader identity is empty");
@@ -252,12 +256,13 @@ void Scheduler::Lead() {
   }
   if (!core_) return;
   RetryEvictions();
-  WatchQps();
-  // A policy that acts on running pods (learns, moves, evicts) needs its AfterCycle to run
-  // with nothing pending too: a cycle at least every retry_s.
-  const bool idle = (!dirty_ && now < next_retry_) || core_->pending_count() == 0;
-  if (idle && !(now >= next_retry_ && cluster_->placed_count() > 0)) {
-    if (core_->pending_count() == 0) dirty_ = false;
+  // A cycle when pods wait and something changed or their retry is due; and every retry_s
+  // while pods run, so that a policy acting on running pods (learning, moving, evicting) gets
+  // its AfterCycle with nothing pending too.
+  const bool due = now >= next_retry_;
+  const bool waiting = core_->pending_count() > 0;
+  if (!(waiting && (dirty_ || due)) && !(due && cluster_->placed_count() > 0)) {
+    if (!waiting) dirty_ = false;
     UpdateStatus();
     return;
   }
@@ -265,6 +270,7 @@ void Scheduler::Lead() {
   next_retry_ = now + config_.retry_s;
   attempt_start_ = clock_.Now();
   const sched::CycleStats s = core_->RunCycle();
+  WatchQps();  // placements change in cycles: whose QPS to read is decided here
   SaveObservations();
   UpdateStatus();
   std::lock_guard lock(mu_);
@@ -602,13 +608,7 @@ void Scheduler::DropUnbackedPlacements(const std::set<std::string>& bound_uids) 
 }
 
 void Scheduler::StartCore(std::unique_ptr<model::ClusterState> cluster) {
-  policy::PolicyContext ctx{.rng = &rng_,
-                            .clock = &clock_,
-                            .predictor = config_.predictor,
-                            .telemetry = config_.telemetry,
-                            .learner = config_.learner,
-                            .job_profiles = config_.job_profiles,
-                            .can_move = config_.evictions.mode != EvictionOptions::Mode::kOff};
+  const policy::PolicyContext ctx = PolicyInputs();
   auto made = policy::MakePolicy(config_.policy, ctx, config_.policy_options);
   TESSERA_CHECK(made.has_value());  // validated in Start
   core_.reset();

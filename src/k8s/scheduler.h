@@ -63,6 +63,7 @@
 #include "model/cluster.h"
 #include "policy/job_profile.h"
 #include "policy/policy.h"
+#include "policy/registry.h"
 #include "sched/scheduler.h"
 #include "store/mig_reshape.h"
 #include "store/store.h"
@@ -180,6 +181,8 @@ class Scheduler {
     bool placed = false;
   };
 
+  // What every policy this scheduler makes is given (the driver's data, never a choice).
+  policy::PolicyContext PolicyInputs();
   void Loop();
   void Elect();
   void Probe();

@@ -8,6 +8,8 @@
 #include <ctime>
 #include <string_view>
 
+#include "report/html.h"
+
 namespace tessera::k8s {
 namespace {
 
@@ -81,32 +83,7 @@ tr.pod.unknown td:first-child{border-left:4px solid #a3acb6}
 
 constexpr int kBarWidth = 140;
 
-std::string Esc(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+using report::Escape;  // every text a user or a pod gave goes through it
 
 // An id a test or a link (#node-…) can name: the text with anything but [A-Za-z0-9_-] as '-'.
 std::string IdPart(std::string_view s) {
@@ -168,8 +145,8 @@ std::string Header(const StatusView& v, long refresh_s) {
       "<p class=\"meta\">replica <b id=\"identity\">{}</b><span class=\"sep\">·</span>"
       "policy <b id=\"policy\">{}</b><span class=\"sep\">·</span>"
       "generated <b><time id=\"generated\">{}</time></b>{}</p></header>\n",
-      Esc(v.scheduler), leader ? "leader" : "standby", Esc(v.role), Esc(v.identity), Esc(v.policy),
-      IsoUtc(v.generated_at), refresh);
+      Escape(v.scheduler), leader ? "leader" : "standby", Escape(v.role), Escape(v.identity),
+      Escape(v.policy), IsoUtc(v.generated_at), refresh);
 }
 
 std::string Counters(const StatusView& v) {
@@ -178,7 +155,7 @@ std::string Counters(const StatusView& v) {
   out += "<table>";
   for (const auto& [name, value] : v.counters) {
     out += fmt::format("<tr id=\"counter-{}\"><td>{}</td><td class=\"num\">{}</td></tr>",
-                       IdPart(name), Esc(name), value);
+                       IdPart(name), Escape(name), value);
   }
   return out + "</table></section>\n";
 }
@@ -187,30 +164,30 @@ std::string PodRow(const StatusPod& p) {
   const std::string slo = p.slo_qps ? "≥ " + Qps(p.slo_qps) : "best effort";
   std::string observed = Qps(p.observed_qps);
   if ((!p.observed_qps || !std::isfinite(*p.observed_qps)) && !p.observed_note.empty()) {
-    observed = fmt::format("<span class=\"note\">{}</span>", Esc(p.observed_note));
+    observed = fmt::format("<span class=\"note\">{}</span>", Escape(p.observed_note));
   }
   return fmt::format(
       "<tr class=\"pod {}\" id=\"pod-{}\"><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
       "<td class=\"num\">{}</td><td class=\"num observed\">{}</td></tr>\n",
-      SloClass(p.slo), IdPart(p.name), Esc(p.name), Esc(p.slice), slo, Qps(p.predicted_qps),
+      SloClass(p.slo), IdPart(p.name), Escape(p.name), Escape(p.slice), slo, Qps(p.predicted_qps),
       observed);
 }
 
 std::string Partition(const StatusPartition& part) {
   std::string out = fmt::format(
       "<tr class=\"partition\"><td colspan=\"2\">{}</td><td colspan=\"3\">{}</td></tr>\n",
-      Esc(part.label), UsageBar(part.used_milli));
+      Escape(part.label), UsageBar(part.used_milli));
   if (part.pods.empty()) return out + "<tr><td colspan=\"5\" class=\"empty\">no pods</td></tr>\n";
   for (const StatusPod& p : part.pods) out += PodRow(p);
   return out;
 }
 
 std::string Gpu(const std::string& node_id, const StatusGpu& g) {
-  const std::string mig = g.mig.empty() ? "MIG off" : "MIG " + Esc(g.mig);
+  const std::string mig = g.mig.empty() ? "MIG off" : "MIG " + Escape(g.mig);
   std::string out = fmt::format(
       "<div class=\"gpu{}\" id=\"{}-gpu-{}\"><h4>GPU {} · {} <span class=\"uuid\">{}</span> · "
       "<span class=\"mig\">{}</span>{}</h4>\n",
-      g.available ? "" : " off", node_id, g.index, g.index, Esc(g.model), Esc(g.uuid), mig,
+      g.available ? "" : " off", node_id, g.index, g.index, Escape(g.model), Escape(g.uuid), mig,
       g.available ? "" : " <span class=\"badge off\">held out / unavailable</span>");
   if (g.partitions.empty()) return out + "<p class=\"empty\">no partitions</p></div>\n";
   out +=
@@ -224,7 +201,7 @@ std::string Node(const StatusNode& n) {
   const std::string id = "node-" + IdPart(n.name);
   std::string out = fmt::format(
       "<div class=\"card node{}\" id=\"{}\"><h3>{} <span class=\"badge {}\">{}</span></h3>\n",
-      n.ready ? "" : " not-ready", id, Esc(n.name), n.ready ? "ready" : "not-ready",
+      n.ready ? "" : " not-ready", id, Escape(n.name), n.ready ? "ready" : "not-ready",
       n.ready ? "ready" : "not ready");
   if (n.gpus.empty()) out += "<div class=\"gpu\"><p class=\"empty\">no GPUs</p></div>\n";
   for (const StatusGpu& g : n.gpus) out += Gpu(id, g);
@@ -255,11 +232,11 @@ std::string Pending(const StatusView& v) {
   out += "<table><tr><th>pod</th><th class=\"num\">waiting</th><th>reason</th></tr>\n";
   for (const StatusPending& p : v.pending) {
     const std::string reason =
-        p.reason.empty() ? "<span class=\"empty\">not tried yet</span>" : Esc(p.reason);
+        p.reason.empty() ? "<span class=\"empty\">not tried yet</span>" : Escape(p.reason);
     out += fmt::format(
         "<tr class=\"pending\" id=\"pending-{}\"><td>{}</td><td class=\"num\">{:.0f} s</td>"
         "<td>{}</td></tr>\n",
-        IdPart(p.pod), Esc(p.pod), p.waiting_s, reason);
+        IdPart(p.pod), Escape(p.pod), p.waiting_s, reason);
   }
   return out + "</table></section>\n";
 }
@@ -272,7 +249,7 @@ std::string Recent(const StatusView& v) {
     out += fmt::format(
         "<tr class=\"action\"><td class=\"mono\"><time>{}</time></td><td>{}</td>"
         "<td><b>{}</b></td><td>{}</td></tr>\n",
-        IsoUtc(a.at), Esc(a.pod), Esc(a.action), Esc(a.reason));
+        IsoUtc(a.at), Escape(a.pod), Escape(a.action), Escape(a.reason));
   }
   return out + "</table></section>\n";
 }
@@ -288,7 +265,7 @@ std::string StatusHtml(const StatusView& view, double refresh_s) {
       "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"
       "<title>Tessera · {} · status</title>\n<style>",
       refresh > 0 ? fmt::format("<meta http-equiv=\"refresh\" content=\"{}\">\n", refresh) : "",
-      Esc(view.scheduler));
+      Escape(view.scheduler));
   out += kCss;
   out += "</style>\n</head><body>\n";
   out += Header(view, refresh);

@@ -58,8 +58,9 @@ Factory WithTypicalPods(const char* name) {
   };
 }
 
-const std::vector<Entry>& Registry() {
-  static const std::vector<Entry> entries = {
+// The thesis's own policy, slo-aware and the related systems' (seeds 001-004).
+std::vector<Entry> SeedEntries() {
+  return {
       {{"predictive",
         "thesis Ch. 8.3: predicted QPS vs SLO score, MPS limits, idle-GPU MIG reshape", true,
         PredictiveOptionList()},
@@ -120,6 +121,12 @@ const std::vector<Entry>& Registry() {
         {},
         /*batch=*/true},
        MakeDrmaestro},
+  };
+}
+
+// References and the thesis's baselines (Ch. 9.2).
+std::vector<Entry> BaselineEntries() {
+  return {
       {{"first-fit", "first node and GPUs that fit, in cluster order (reference policy)"},
        NoOptions<FirstFit>()},
       {{"whole-gpu", "Kubernetes default + NVIDIA device plugin: whole GPUs, first fit"},
@@ -139,6 +146,12 @@ const std::vector<Entry>& Registry() {
       {{"round-robin", "thesis Ch. 9.2.3: smallest chunks in turn, equal 1/n MPS shares", false,
         RoundRobinOptionList()},
        MakeRoundRobin},
+  };
+}
+
+// The packing policies the FGD paper compares (§6.1), FGD and Tessera's frag-pack.
+std::vector<Entry> PackingEntries() {
+  return {
       {{"random", "uniformly random feasible node and GPU (FGD paper §6.1 Random-fit)"},
        MakeRandom},
       {{"best-fit", "least CPU+GPU left after placing (FGD paper §6.1 Best-fit)"},
@@ -156,6 +169,17 @@ const std::vector<Entry>& Registry() {
         false, TypicalPodsOptionList()},
        WithTypicalPods<FragPack>("frag-pack")},
   };
+}
+
+// Every policy, in the order --list-policies shows them.
+const std::vector<Entry>& Registry() {
+  static const std::vector<Entry> entries = [] {
+    std::vector<Entry> all;
+    for (std::vector<Entry> group : {SeedEntries(), BaselineEntries(), PackingEntries()}) {
+      for (Entry& e : group) all.push_back(std::move(e));
+    }
+    return all;
+  }();
   return entries;
 }
 

@@ -36,6 +36,19 @@ json WebSelector() { return {{"matchLabels", Labels()}}; }
 
 class FakeEvictionTest : public ::testing::Test {
  protected:
+  // The pod watch events after resourceVersion `rv` (a one-second watch).
+  std::vector<json> WatchPodsFrom(const std::string& rv) {
+    std::vector<json> events;
+    auto w = client_->Stream(
+        "/api/v1/pods?watch=1&resourceVersion=" + rv + "&timeoutSeconds=1",
+        [&](std::string_view line) {
+          if (!line.empty()) events.push_back(json::parse(line));
+          return true;
+        },
+        30);
+    EXPECT_TRUE(w.has_value()) << w.error().message;
+    return events;
+  }
   void SetUp() override {
     auto c = ApiClient::Create(CredentialsFor(api_));
     ASSERT_TRUE(c.has_value()) << c.error().message;
@@ -109,15 +122,7 @@ TEST_F(FakeEvictionTest, WithoutABudgetThePodIsDeletedAndWatchersSeeItGo) {
 
   // A watch from the list before the eviction sees exactly one event: the pod DELETED, marked
   // as the eviction API's disruption.
-  std::vector<json> events;
-  auto w = client_->Stream(
-      "/api/v1/pods?watch=1&resourceVersion=" + rv + "&timeoutSeconds=1",
-      [&](std::string_view line) {
-        if (!line.empty()) events.push_back(json::parse(line));
-        return true;
-      },
-      30);
-  ASSERT_TRUE(w.has_value()) << w.error().message;
+  const std::vector<json> events = WatchPodsFrom(rv);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0]["type"], "DELETED");
   EXPECT_EQ(events[0]["object"]["metadata"]["name"], "web-0");
@@ -390,15 +395,7 @@ TEST_F(FakeEvictionTest, AddPodIsUnchangedAndSetPodRunningIsAModification) {
   const std::string rv = json::parse(list->body)["metadata"]["resourceVersion"];
   api_.SetPodRunning(kNs, "plain");
   api_.SetPodRunning(kNs, "plain", /*ready=*/false);
-  std::vector<json> events;
-  auto w = client_->Stream(
-      "/api/v1/pods?watch=1&resourceVersion=" + rv + "&timeoutSeconds=1",
-      [&](std::string_view line) {
-        if (!line.empty()) events.push_back(json::parse(line));
-        return true;
-      },
-      30);
-  ASSERT_TRUE(w.has_value()) << w.error().message;
+  const std::vector<json> events = WatchPodsFrom(rv);
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0]["type"], "MODIFIED");
   EXPECT_EQ(events[1]["type"], "MODIFIED");

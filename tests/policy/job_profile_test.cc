@@ -13,6 +13,7 @@
 #include "policy/drmaestro.h"
 #include "policy/registry.h"
 #include "predict/predictor.h"
+#include "predictor_fixture.h"
 
 namespace tessera::policy {
 namespace {
@@ -23,21 +24,11 @@ const model::GpuModelId kA100 = *model::FindGpuModel("A100-40GB");
 const model::GpuModelId kV100 = *model::FindGpuModel("V100-32GB");
 
 predict::Predictor MakePredictor(int refit_every = 1) {
-  predict::ProfileMatrix profile;
-  const int a100 = profile.AddCol("A100-40GB/whole/100");
-  const int v100 = profile.AddCol("V100-32GB/whole/100");
-  const int train = profile.AddRow("train");
-  const int serve = profile.AddRow("serve");
-  profile.Observe(train, a100, 100);
-  profile.Observe(train, v100, 25);
-  profile.Observe(serve, a100, 80);
-  profile.Observe(serve, v100, 40);
-  predict::PredictorOptions o;
-  o.method = "baseline";
-  o.refit_every = refit_every;
-  auto p = predict::Predictor::Create(profile, {}, o);
-  EXPECT_TRUE(p.has_value()) << p.error().message;
-  return std::move(*p);
+  return testing_predict::MeasuredPredictor({{"train", "A100-40GB/whole/100", 100},
+                                             {"train", "V100-32GB/whole/100", 25},
+                                             {"serve", "A100-40GB/whole/100", 80},
+                                             {"serve", "V100-32GB/whole/100", 40}},
+                                            refit_every);
 }
 
 TEST(JobProfileTest, SecondsPerQueryAreOneOverWholeGpuQps) {
