@@ -52,6 +52,8 @@ class FeatureTable {
   [[nodiscard]] static Expected<FeatureTable> LoadCsv(const std::string& path);
   [[nodiscard]] Expected<void> SaveCsv(const std::string& path) const;
 
+  bool operator==(const FeatureTable&) const = default;
+
  private:
   std::map<std::string, AppFeatures, std::less<>> apps_;
   std::map<std::string, bool, std::less<>> numeric_;  // the kind of each feature name

@@ -28,6 +28,8 @@ class InterferenceMatrices {
   [[nodiscard]] Expected<void> SaveCsv(const std::string& path) const;
   [[nodiscard]] static Expected<InterferenceMatrices> LoadCsv(const std::string& path);
 
+  bool operator==(const InterferenceMatrices&) const = default;
+
  private:
   std::map<std::string, SparseMatrix> by_kind_;
 };

@@ -1,6 +1,7 @@
 #include "predict/matrix.h"
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 
 namespace tessera::predict {
@@ -101,6 +102,19 @@ void SparseMatrix::Clear(int row, int col) {
 double SparseMatrix::Variance(int row, int col) const {
   const size_t i = Index(row, col);
   return count_[i] < 2 ? 0.0 : m2_[i] / (count_[i] - 1);
+}
+
+bool operator==(const SparseMatrix& a, const SparseMatrix& b) {
+  if (a.row_keys_ != b.row_keys_ || a.col_keys_ != b.col_keys_) return false;
+  const auto same = [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; };
+  for (int r = 0; r < a.rows(); ++r) {
+    for (int c = 0; c < a.cols(); ++c) {
+      const size_t i = a.Index(r, c), j = b.Index(r, c);
+      if (a.count_[i] != b.count_[j] || !same(a.mean_[i], b.mean_[j]) || !same(a.m2_[i], b.m2_[j]))
+        return false;
+    }
+  }
+  return true;
 }
 
 int SparseMatrix::ObservedCount() const {

@@ -64,6 +64,10 @@ class SparseMatrix {
   [[nodiscard]] Expected<void> SaveCsv(const std::string& path) const;
   [[nodiscard]] static Expected<SparseMatrix> LoadCsv(const std::string& path);
 
+  // The same keys in the same order and, in every cell, the same count, mean and spread (bit for
+  // bit): two matrices a deterministic method completes alike.
+  friend bool operator==(const SparseMatrix& a, const SparseMatrix& b);
+
  private:
   size_t Index(int row, int col) const {
     return static_cast<size_t>(row) * static_cast<size_t>(capacity_cols_) +

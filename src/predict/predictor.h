@@ -30,6 +30,10 @@
 //
 // Not thread-safe: Observe/Refit/SetFeatures must not run concurrently with anything else;
 // concurrent const lookups are fine (the first σ read after a refit fills σ under a mutex).
+//
+// A copy is an independent predictor in the same state (the completion methods, immutable, are
+// shared): what an experiment hands each run that would otherwise refit the same samples. Copy
+// only while nothing else uses the source.
 
 #include <atomic>
 #include <cstdint>
@@ -54,6 +58,8 @@ struct PredictorOptions {
   std::string interference_method = "svd";  // interference completion
   int refit_every = 1;                      // observations between re-completions (>= 1)
   int calibrate_every = 100;                // refits between re-calibrations (0: Create only)
+
+  bool operator==(const PredictorOptions&) const = default;
 };
 
 struct Interval {
@@ -171,7 +177,7 @@ class Predictor {
   void FillSigma() const;
 
   PredictorOptions options_;
-  std::unique_ptr<Completer> profile_method_, interference_method_;
+  std::shared_ptr<const Completer> profile_method_, interference_method_;
   ProfileMatrix profile_;
   InterferenceMatrices interference_;
   FeatureTable features_;
@@ -189,7 +195,18 @@ class Predictor {
     Eigen::MatrixXd observed, completed;
     int calibrations = 0;
   };
-  std::unique_ptr<SigmaState> sigma_state_ = std::make_unique<SigmaState>();
+  // Owns its SigmaState; a copy gets its own (a new mutex, the same pending calibration).
+  struct SigmaStateBox {
+    std::unique_ptr<SigmaState> state = std::make_unique<SigmaState>();
+    SigmaStateBox() = default;
+    SigmaStateBox(const SigmaStateBox& other);
+    SigmaStateBox& operator=(const SigmaStateBox& other);
+    SigmaStateBox(SigmaStateBox&&) = default;
+    SigmaStateBox& operator=(SigmaStateBox&&) = default;
+    SigmaState* operator->() const { return state.get(); }
+    SigmaState& operator*() const { return *state; }
+  };
+  SigmaStateBox sigma_state_;
   std::vector<double> isolated_;  // rows × stride_, row-major
   // Same layout: σ of log isolated. A completed cell's is written by FillSigma (const, under
   // sigma_state_->mutex, before `ready`); readers read it only after `ready`.

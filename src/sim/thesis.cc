@@ -10,6 +10,7 @@
 
 #include "policy/registry.h"
 #include "predict/predictor.h"
+#include "predict/predictor_cache.h"
 #include "sim/explain.h"
 #include "sim/physics.h"
 #include "sim/profiler.h"
@@ -232,14 +233,20 @@ std::vector<model::GpuModelId> ModelsOf(const model::ClusterState& cluster) {
 
 // What the thesis's characterisation (Ch. 6) would have given a policy that predicts: the
 // Profiler's sparse, noisy samples of every GPU model in the cluster — never Physics.
+// With a cache, samples equal to an earlier run's reuse its completion (predictor_cache.h).
 Expected<predict::Predictor> ProfiledPredictor(const Physics& physics,
                                                const model::ClusterState& cluster,
-                                               const ThesisScenario& s, uint64_t seed) {
+                                               const ThesisScenario& s, uint64_t seed,
+                                               predict::PredictorCache* cache) {
   std::vector<std::string> models;
   for (model::GpuModelId id : ModelsOf(cluster)) models.push_back(model::GetGpuModel(id).name);
   Expected<ProfileSamples> samples =
       Profiler(physics, ThesisProfiling(s, seed)).Sample(models, seed ^ 0x5eedULL);
   if (!samples) return std::unexpected(samples.error());
+  if (cache) {
+    return cache->Create(samples->TakeProfile(), samples->TakeInterference(), {},
+                         CatalogFeatures(physics.catalog()));
+  }
   return predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference(), {},
                                     CatalogFeatures(physics.catalog()));
 }
@@ -317,7 +324,7 @@ ThesisRun Summarize(const EngineResult& r, const model::ClusterState& cluster,
 
 Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenario& s,
                               uint64_t seed, const AppCatalog& catalog,
-                              const ThesisReading& reading) {
+                              const ThesisReading& reading, predict::PredictorCache* predictors) {
   for (const char* key : kEngines) {
     if (!catalog.Find(key))
       return Fail("the thesis experiment needs app '{}' in the catalogue", key);
@@ -328,7 +335,9 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
        .seed = seed,
        .physics = ThesisPhysics(reading),
        .predictor = [&](const Physics& physics, const model::ClusterState& cluster)
-           -> Expected<predict::Predictor> { return ProfiledPredictor(physics, cluster, s, seed); },
+           -> Expected<predict::Predictor> {
+         return ProfiledPredictor(physics, cluster, s, seed, predictors);
+       },
        .learn = true,
        .can_move = true,
        .set_up_for_policy = true,
@@ -419,10 +428,13 @@ Expected<std::vector<ThesisRun>> RunThesisScenarios(const ExperimentArgs& args,
   const std::vector<std::string> policies = PoliciesOrDefault(args, experiment);
   std::vector<ThesisRun> runs;
   const size_t total = policies.size() * scenarios.size() * args.seeds.size();
+  // Every policy that predicts, in every scenario that profiles all engines, completes the same
+  // samples of a seed: once per seed is enough.
+  predict::PredictorCache predictors;
   for (const ThesisScenario& sc : scenarios) {
     for (const std::string& name : policies) {
       for (uint64_t seed : args.seeds) {
-        auto run = RunThesis(name, sc, seed, catalog, reading);
+        auto run = RunThesis(name, sc, seed, catalog, reading, &predictors);
         if (!run) return std::unexpected(run.error());
         if (run->pods > 0 && run->never_placed == run->pods && args.warn) {
           args.warn(fmt::format(

@@ -29,6 +29,10 @@
 #include "sim/explain.h"
 #include "sim/profiler.h"
 
+namespace tessera::predict {
+class PredictorCache;
+}  // namespace tessera::predict
+
 namespace tessera::sim {
 
 struct ThesisScenario {
@@ -160,10 +164,12 @@ std::vector<std::string> ThesisUnprofiledApps(const ThesisScenario& s, uint64_t 
 ProfilerOptions ThesisProfiling(const ThesisScenario& s, uint64_t seed);
 
 // One run. `catalog` as given: RunThesisExperiment passes it through ThesisCatalog first when
-// the reading asks for Ch. 6's quarters.
+// the reading asks for Ch. 6's quarters. With `predictors`, a predicting policy's completion of
+// samples seen before is reused (the same predictor; predict/predictor_cache.h).
 [[nodiscard]] Expected<ThesisRun> RunThesis(const std::string& policy, const ThesisScenario& s,
                                             uint64_t seed, const AppCatalog& catalog,
-                                            const ThesisReading& reading = {});
+                                            const ThesisReading& reading = {},
+                                            predict::PredictorCache* predictors = nullptr);
 
 // Mean of every numeric field over runs of one policy and scenario (pods, failures and
 // violations as Σ / n; the relative differences pooled).

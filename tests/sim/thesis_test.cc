@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "predict/predictor_cache.h"
 #include "sim/embedded_apps.h"
 #include "sim/physics.h"
 
@@ -184,6 +185,35 @@ TEST(ThesisTest, AnUnprofiledScenarioLeavesSomeEnginesToTheCollaborativeFilter) 
   ASSERT_TRUE(run) << run.error().message;
   EXPECT_EQ(run->scenario.name(), "pods=20,slo=low,unprofiled=3");
   EXPECT_EQ(run->pods, 20);
+}
+
+// The sweep's predictor cache (predict/predictor_cache.h) changes nothing a run reports: each
+// predicting policy, in each scenario, runs exactly as it does with a predictor of its own —
+// also the learning slo-aware after predictive has run on a copy of the same completion.
+TEST(ThesisTest, RunsSharingAPredictorCacheReportWhatTheyReportAlone) {
+  const AppCatalog catalog = Shipped();
+  predict::PredictorCache cache;
+  int runs = 0;
+  for (const ThesisScenario& s : {ThesisScenario{20, false}, ThesisScenario{20, true}}) {
+    for (const char* policy : {"predictive", "slo-aware"}) {
+      auto alone = RunThesis(policy, s, 3, catalog);
+      auto shared = RunThesis(policy, s, 3, catalog, {}, &cache);
+      ASSERT_TRUE(alone && shared);
+      ++runs;
+      EXPECT_EQ(alone->slo_violations, shared->slo_violations) << policy << " " << s.name();
+      EXPECT_EQ(alone->energy_j, shared->energy_j) << policy << " " << s.name();
+      EXPECT_EQ(alone->makespan_s, shared->makespan_s) << policy << " " << s.name();
+      ASSERT_EQ(alone->workloads.size(), shared->workloads.size());
+      for (size_t i = 0; i < alone->workloads.size(); ++i) {
+        EXPECT_EQ(alone->workloads[i].node, shared->workloads[i].node);
+        EXPECT_EQ(alone->workloads[i].partition, shared->workloads[i].partition);
+        EXPECT_EQ(alone->workloads[i].achieved_qps, shared->workloads[i].achieved_qps);
+      }
+    }
+  }
+  // Four runs, one set of samples (seed 3, every engine profiled): completed once.
+  EXPECT_EQ(cache.misses(), 1);
+  EXPECT_EQ(cache.hits(), runs - 1);
 }
 
 TEST(ThesisTest, ARunThatPlacesNothingSaysSoAndHasNoNegativeTimes) {
