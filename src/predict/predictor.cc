@@ -35,25 +35,14 @@ Expected<Predictor> Predictor::Create(ProfileMatrix profile, InterferenceMatrice
   return p;
 }
 
-Predictor::SigmaStateBox::SigmaStateBox(const SigmaStateBox& other) {
-  *this = other;
-}
-
-Predictor::SigmaStateBox& Predictor::SigmaStateBox::operator=(const SigmaStateBox& other) {
-  if (this == &other) return *this;
-  auto copy = std::make_unique<SigmaState>();
-  {
-    std::lock_guard lock(other.state->mutex);
-    copy->ready.store(other.state->ready.load(std::memory_order_acquire),
-                      std::memory_order_relaxed);
-    copy->calibrate_on = other.state->calibrate_on;
-    copy->calibrate_features = other.state->calibrate_features;
-    copy->observed = other.state->observed;
-    copy->completed = other.state->completed;
-    copy->calibrations = other.state->calibrations;
-  }
-  state = std::move(copy);
-  return *this;
+Predictor::SigmaState::SigmaState(const SigmaState& other) {
+  std::lock_guard lock(other.mutex);
+  ready.store(other.ready.load(std::memory_order_acquire), std::memory_order_relaxed);
+  calibrate_on = other.calibrate_on;
+  calibrate_features = other.calibrate_features;
+  observed = other.observed;
+  completed = other.completed;
+  calibrations = other.calibrations;
 }
 
 Expected<void> Predictor::Refit() {

@@ -186,7 +186,7 @@ class Predictor {
   bool calibration_due_ = false;  // a calibration was scheduled (run or kept in sigma_state_)
   // What FillSigma needs, kept by the last refit; behind a pointer so that Predictor moves.
   struct SigmaState {
-    std::mutex mutex;
+    mutable std::mutex mutex;  // also locked to copy a const SigmaState
     std::atomic<bool> ready{true};  // sigma_ and uncertainty_ are final for this refit
     // The matrix (log values) and features of the last calibration due and not yet run.
     std::optional<Eigen::MatrixXd> calibrate_on;
@@ -194,13 +194,19 @@ class Predictor {
     // The last refit's log values and completion: the completed cells' σ comes from them.
     Eigen::MatrixXd observed, completed;
     int calibrations = 0;
+
+    SigmaState() = default;
+    SigmaState(const SigmaState& other);  // under other.mutex; a mutex of its own
   };
   // Owns its SigmaState; a copy gets its own (a new mutex, the same pending calibration).
   struct SigmaStateBox {
     std::unique_ptr<SigmaState> state = std::make_unique<SigmaState>();
     SigmaStateBox() = default;
-    SigmaStateBox(const SigmaStateBox& other);
-    SigmaStateBox& operator=(const SigmaStateBox& other);
+    SigmaStateBox(const SigmaStateBox& other) : state(std::make_unique<SigmaState>(*other.state)) {}
+    SigmaStateBox& operator=(const SigmaStateBox& other) {
+      if (this != &other) state = std::make_unique<SigmaState>(*other.state);
+      return *this;
+    }
     SigmaStateBox(SigmaStateBox&&) = default;
     SigmaStateBox& operator=(SigmaStateBox&&) = default;
     SigmaState* operator->() const { return state.get(); }

@@ -243,12 +243,10 @@ Expected<predict::Predictor> ProfiledPredictor(const Physics& physics,
   Expected<ProfileSamples> samples =
       Profiler(physics, ThesisProfiling(s, seed)).Sample(models, seed ^ 0x5eedULL);
   if (!samples) return std::unexpected(samples.error());
-  if (cache) {
-    return cache->Create(samples->TakeProfile(), samples->TakeInterference(), {},
-                         CatalogFeatures(physics.catalog()));
-  }
-  return predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference(), {},
-                                    CatalogFeatures(physics.catalog()));
+  predict::PredictorCache none(0);  // keeps nothing: a plain Predictor::Create
+  return (cache ? *cache : none)
+      .Create(samples->TakeProfile(), samples->TakeInterference(), {},
+              CatalogFeatures(physics.catalog()));
 }
 
 // The ground truth of the reading: Ch. 6.4's Offline constants (MPS co-runners, and the MIG
@@ -334,8 +332,8 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
       {.policy = policy_name,
        .seed = seed,
        .physics = ThesisPhysics(reading),
-       .predictor = [&](const Physics& physics, const model::ClusterState& cluster)
-           -> Expected<predict::Predictor> {
+       .predictor = [&](const Physics& physics,
+                        const model::ClusterState& cluster) -> Expected<predict::Predictor> {
          return ProfiledPredictor(physics, cluster, s, seed, predictors);
        },
        .learn = true,

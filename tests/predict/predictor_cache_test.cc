@@ -45,7 +45,7 @@ void ExpectSamePredictions(const Predictor& a, const Predictor& b) {
 
 TEST(SparseMatrixEquality, ComparesKeysCountsMeansAndSpreadBitForBit) {
   EXPECT_TRUE(Profile() == Profile());
-  EXPECT_FALSE(Profile() == Profile(1e-9));  // one ulp-scale change in every cell
+  EXPECT_FALSE(Profile() == Profile(1e-9));  // 1e-9 QPS more in every cell
   ProfileMatrix once = Profile(), twice = Profile();
   once.Observe(0, 0, 98.0);  // the same cell seen a third time: count and spread differ
   EXPECT_FALSE(once == twice);
