@@ -197,7 +197,7 @@ std::string Gpu(const std::string& node_id, const StatusGpu& g) {
   return out + "</table></div>\n";
 }
 
-std::string Node(const StatusNode& n) {
+std::string NodeSection(const StatusNode& n) {
   const std::string id = "node-" + IdPart(n.name);
   std::string out = fmt::format(
       "<div class=\"card node{}\" id=\"{}\"><h3>{} <span class=\"badge {}\">{}</span></h3>\n",
@@ -222,7 +222,7 @@ std::string Nodes(const StatusView& v) {
       "missed</span><span class=\"unknown\">unknown</span></span></h2>\n",
       v.nodes.size(), gpus, pods);
   if (v.nodes.empty()) out += "<section><p class=\"empty\">no nodes</p></section>\n";
-  for (const StatusNode& n : v.nodes) out += Node(n);
+  for (const StatusNode& n : v.nodes) out += NodeSection(n);
   return out + "</div>\n";
 }
 

@@ -13,7 +13,9 @@
 #include "policy/flow/flow.h"
 
 namespace tessera::policy {
-namespace {
+// Named, not anonymous: Drmaestro::Cycle, a member of a class with linkage, holds these types
+// (GCC's -Wsubobject-linkage; the unity build includes this file into another).
+namespace drmaestro_internal {
 
 constexpr double kCostScale = 1000;  // costs are (1 − Ut) · P · 1000, rounded
 
@@ -176,7 +178,8 @@ std::vector<int64_t> UnitSupplies(int sources, int sink) {
   return supply;
 }
 
-}  // namespace
+}  // namespace drmaestro_internal
+using namespace drmaestro_internal;  // NOLINT(google-build-using-namespace): this file's own
 
 double DrmaestroUtility(double phi, double tau, int z) {
   const double u = (tau - phi) / tau;

@@ -10,7 +10,7 @@
 namespace tessera::policy {
 namespace {
 
-constexpr std::string_view kName = "knots-pp";
+constexpr std::string_view kKnotsPp = "knots-pp";
 
 }  // namespace
 
@@ -23,18 +23,18 @@ std::vector<OptionInfo> KnotsPpOptionList() {
 
 Expected<KnotsPpOptions> ParseKnotsPpOptions(const nlohmann::json& options) {
   KnotsPpOptions o;
-  auto cbp = ParseKnotsCbpOptions(kName, options);
+  auto cbp = ParseKnotsCbpOptions(kKnotsPp, options);
   if (!cbp) return std::unexpected(cbp.error());
   o.cbp = *cbp;
-  for (const Expected<void>& read : {ReadOption(kName, options, "lag", o.lag),
-                                     ReadOption(kName, options, "horizon_s", o.horizon_s)}) {
+  for (const Expected<void>& read : {ReadOption(kKnotsPp, options, "lag", o.lag),
+                                     ReadOption(kKnotsPp, options, "horizon_s", o.horizon_s)}) {
     if (!read) return std::unexpected(read.error());
   }
   if (!(o.lag >= 1 && o.lag < o.cbp.min_samples)) {
-    return Fail("policy {}: option 'lag': {} is outside 1..min_samples − 1 ({})", kName, o.lag,
+    return Fail("policy {}: option 'lag': {} is outside 1..min_samples − 1 ({})", kKnotsPp, o.lag,
                 o.cbp.min_samples - 1);
   }
-  if (auto ok = OptionWithin(kName, "horizon_s", o.horizon_s, 0.001, 3600); !ok) {
+  if (auto ok = OptionWithin(kKnotsPp, "horizon_s", o.horizon_s, 0.001, 3600); !ok) {
     return std::unexpected(ok.error());
   }
   return o;

@@ -13,8 +13,6 @@
 namespace tessera::predict {
 namespace {
 
-using Cell = CellIndex;
-
 std::vector<SparsityBucket> ByKnown(const std::vector<HiddenCell>& cells) {
   std::map<int, std::pair<std::vector<double>, std::vector<double>>> groups;
   for (const HiddenCell& cell : cells) {
@@ -32,17 +30,17 @@ std::vector<SparsityBucket> ByKnown(const std::vector<HiddenCell>& cells) {
 // left, and records every hidden cell; `kept[row]` is the number of cells that row kept.
 Expected<void> Score(const Completer& method, const ProfileMatrix& matrix,
                      const Eigen::MatrixXd& log_values, const EncodedFeatures& features,
-                     const std::vector<Cell>& hidden, const std::vector<int>& kept, bool intervals,
-                     std::vector<HiddenCell>* cells) {
+                     const std::vector<CellIndex>& hidden, const std::vector<int>& kept,
+                     bool intervals, std::vector<HiddenCell>* cells) {
   Eigen::MatrixXd input = log_values;
-  for (const Cell& h : hidden) input(h.row, h.col) = kMissing;
+  for (const CellIndex& h : hidden) input(h.row, h.col) = kMissing;
   Expected<Eigen::MatrixXd> completed = method.CompleteWith(input, features);
   if (!completed) return std::unexpected(completed.error());
   Expected<UncertaintyModel> uncertainty =
       intervals ? Calibrate(method, input, features) : Expected<UncertaintyModel>();
   if (!uncertainty) return std::unexpected(uncertainty.error());
   const Eigen::MatrixXd sigma = CellSigmas(*uncertainty, input, *completed);
-  for (const Cell& h : hidden) {
+  for (const CellIndex& h : hidden) {
     const double x = (*completed)(h.row, h.col);
     const double half = uncertainty->z90 * sigma(h.row, h.col);
     cells->push_back({matrix.row_keys()[static_cast<size_t>(h.row)],
@@ -87,15 +85,16 @@ Expected<std::vector<char>> ChosenRows(const ProfileMatrix& matrix, const EvalOp
 // The matrix in logs, and the observed cells of the chosen rows that the hiding may take.
 struct KnownCells {
   Eigen::MatrixXd log_values;
-  std::vector<std::vector<Cell>> by_row;
-  std::vector<Cell> cells;  // every row's, in row order
+  std::vector<std::vector<CellIndex>> by_row;
+  std::vector<CellIndex> cells;  // every row's, in row order
 };
 
 // The matrix's known cells; refuses a throughput that is not positive, and no cell to hide.
 Expected<KnownCells> KnownCellsOf(const ProfileMatrix& matrix, const std::vector<char>& chosen,
                                   const EvalOptions& options) {
-  KnownCells out{
-      matrix.ToDense(), std::vector<std::vector<Cell>>(static_cast<size_t>(matrix.rows())), {}};
+  KnownCells out{matrix.ToDense(),
+                 std::vector<std::vector<CellIndex>>(static_cast<size_t>(matrix.rows())),
+                 {}};
   for (int r = 0; r < matrix.rows(); ++r) {
     for (int c = 0; c < matrix.cols(); ++c) {
       if (!matrix.Has(r, c)) continue;
@@ -131,7 +130,8 @@ Expected<std::vector<HiddenCell>> HideAndScore(const Completer& method, const Pr
       if (chosen[static_cast<size_t>(r)]) continue;
       for (int c = 0; c < matrix.cols(); ++c) kept[static_cast<size_t>(r)] += matrix.Has(r, c);
     }
-    const std::vector<Cell> hidden = HideAtRandom(known.cells, options.missing, options.seed, kept);
+    const std::vector<CellIndex> hidden =
+        HideAtRandom(known.cells, options.missing, options.seed, kept);
     if (Expected<void> ok = Score(method, matrix, known.log_values, encoded, hidden, kept,
                                   options.intervals, &cells);
         !ok) {
@@ -139,10 +139,10 @@ Expected<std::vector<HiddenCell>> HideAndScore(const Completer& method, const Pr
     }
   } else {
     const std::vector<int> kept(static_cast<size_t>(matrix.rows()), options.keep);
-    for (std::vector<Cell>& row : known.by_row) {
+    for (std::vector<CellIndex>& row : known.by_row) {
       if (static_cast<int>(row.size()) <= options.keep) continue;
       rng.Shuffle(row);
-      const std::vector<Cell> hidden(row.begin() + options.keep, row.end());
+      const std::vector<CellIndex> hidden(row.begin() + options.keep, row.end());
       if (Expected<void> ok = Score(method, matrix, known.log_values, encoded, hidden, kept,
                                     options.intervals, &cells);
           !ok) {

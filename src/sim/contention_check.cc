@@ -53,13 +53,13 @@ ContentionCheck::Roofline FitTwoTerms(const std::string& app,
   return {app, a, b, worst};
 }
 
-struct World {
+struct FitWorld {
   AppCatalog catalog;
   model::GpuModelId gpu = 0;
 };
 
 // The victim's rate beside the aggressor as the pair ran, under `options` (noise off).
-double PredictPair(const World& world, PhysicsOptions options, const ContentionPair& p) {
+double PredictPair(const FitWorld& world, PhysicsOptions options, const ContentionPair& p) {
   const bool mps = p.kind == "mps";
   if (!mps) options.sharing = PhysicsOptions::Sharing::kTimeSlice;
   Physics physics(world.catalog, 0, options);
@@ -84,7 +84,7 @@ double PredictPair(const World& world, PhysicsOptions options, const ContentionP
   return physics.Rate(*c.Find(1), c).qps;
 }
 
-std::vector<ContentionPair> Predicted(const World& world, const PhysicsOptions& options,
+std::vector<ContentionPair> Predicted(const FitWorld& world, const PhysicsOptions& options,
                                       std::vector<ContentionPair> pairs) {
   for (ContentionPair& p : pairs) p.predicted_qps = PredictPair(world, options, p);
   return pairs;
@@ -113,7 +113,7 @@ PhysicsOptions With(PhysicsOptions o, const std::string& kind, double x, double 
 }
 
 // The grid's constants that give `pairs` the least mean relative error.
-ContentionFit Fit(const World& world, const PhysicsOptions& base, const std::string& kind,
+ContentionFit Fit(const FitWorld& world, const PhysicsOptions& base, const std::string& kind,
                   const std::vector<ContentionPair>& pairs) {
   ContentionFit best;
   double best_error = INFINITY;
@@ -153,7 +153,7 @@ struct AloneRates {
 // refuses MIG columns, two GPU models and an empty profile.
 Expected<AloneRates> ReadAloneRates(const predict::SparseMatrix& profile,
                                     const std::string& profile_path, ContentionCheck& out,
-                                    World& world) {
+                                    FitWorld& world) {
   AloneRates alone;
   for (int r = 0; r < profile.rows(); ++r) {
     for (int col = 0; col < profile.cols(); ++col) {
@@ -185,7 +185,7 @@ Expected<AloneRates> ReadAloneRates(const predict::SparseMatrix& profile,
 // The world's catalogue: each application's two-term roofline (into out.rooflines), its
 // constant term the fixed or the memory part, and its measured alone rates.
 void BuildCatalog(const AloneRates& alone, ConstantPart constant_part, ContentionCheck& out,
-                  World& world) {
+                  FitWorld& world) {
   world.catalog.reference_gpu = out.gpu;
   for (const auto& [app, points] : alone.points) {
     ContentionCheck::Roofline r = FitTwoTerms(app, points);
@@ -233,7 +233,7 @@ Expected<std::vector<ContentionPair>> MeasuredPairs(const std::string& kind,
 
 // k.pairs' errors under the defaults, under constants fitted on one fold and tested on the
 // other (both ways), and under constants fitted on all of them.
-void FitKind(const World& world, const PhysicsOptions& defaults, const std::string& kind,
+void FitKind(const FitWorld& world, const PhysicsOptions& defaults, const std::string& kind,
              ContentionKindCheck& k) {
   k.pairs = Predicted(world, defaults, std::move(k.pairs));
   k.default_median = MedianError(k.pairs);
@@ -266,7 +266,7 @@ Expected<ContentionCheck> CheckContention(const std::string& dir, ConstantPart c
   out.constant_part = constant_part;
   out.defaults.noise_sd = 0;
   out.defaults.noise_max = 0;
-  World world;
+  FitWorld world;
   Expected<AloneRates> alone = ReadAloneRates(*profile, profile_path, out, world);
   if (!alone) return std::unexpected(alone.error());
   BuildCatalog(*alone, constant_part, out, world);

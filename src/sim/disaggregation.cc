@@ -26,8 +26,8 @@ constexpr DefaultPolicy kDefaults[] = {{R"(drmaestro{"disaggregate":false})", "f
                                        {R"(drmaestro{"network_aware":true})", "drmaestro+NA"},
                                        {"first-fit", "first-fit"},
                                        {"best-fit", "best-fit"}};
-constexpr std::string_view kPolicies[] = {kDefaults[0].spec, kDefaults[1].spec, kDefaults[2].spec,
-                                          kDefaults[3].spec, kDefaults[4].spec};
+constexpr std::string_view kDisaggregationPolicies[] = {
+    kDefaults[0].spec, kDefaults[1].spec, kDefaults[2].spec, kDefaults[3].spec, kDefaults[4].spec};
 
 // A bar's name: the default's short one, or the policy as given.
 std::string BarName(const std::string& policy) {
@@ -145,7 +145,7 @@ std::vector<DisaggregationScenario> DisaggregationScenarios() {
   return {DisaggregationScenario{}, large};
 }
 
-std::span<const std::string_view> DisaggregationPolicies() { return kPolicies; }
+std::span<const std::string_view> DisaggregationPolicies() { return kDisaggregationPolicies; }
 
 policy::JobProfiles ProfileJobs(const AppCatalog& catalog, const std::vector<std::string>& apps,
                                 model::GpuModelId gpu) {

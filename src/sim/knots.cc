@@ -14,7 +14,7 @@
 namespace tessera::sim {
 namespace {
 
-constexpr std::string_view kPolicies[] = {"whole-gpu", "knots-resag", "knots-cbp", "knots-pp"};
+constexpr std::string_view kKnotsPolicies[] = {"whole-gpu", "knots-resag", "knots-cbp", "knots-pp"};
 
 // The trace: its own stream, so every policy of a seed sees the same pods — batch jobs and
 // inference pods shuffled, Poisson submissions over the window.
@@ -78,7 +78,7 @@ KnotsRun Summarize(const EngineResult& r, int gpu_count) {
 
 }  // namespace
 
-std::span<const std::string_view> KnotsPolicies() { return kPolicies; }
+std::span<const std::string_view> KnotsPolicies() { return kKnotsPolicies; }
 
 Expected<KnotsRun> RunKnots(std::string_view policy_spec, const KnotsScenario& scenario,
                             uint64_t seed, const AppCatalog& full_catalog) {

@@ -74,9 +74,9 @@ constexpr Arm kArms[] = {{"online-only", false, Sharing::kMps, NoOptions},
                          {"muxflow-S", true, Sharing::kMps, NoDynamicSm},
                          {"muxflow-M", true, Sharing::kMps, NoMatching},
                          {"muxflow-S-M", true, Sharing::kMps, Neither}};
-constexpr std::string_view kPolicies[] = {kArms[0].name, kArms[1].name, kArms[2].name,
-                                          kArms[3].name, kArms[4].name, kArms[5].name,
-                                          kArms[6].name};
+constexpr std::string_view kOnlineOfflinePolicies[] = {kArms[0].name, kArms[1].name, kArms[2].name,
+                                                       kArms[3].name, kArms[4].name, kArms[5].name,
+                                                       kArms[6].name};
 
 // NAME or NAME{json}: an arm, with muxflow options over the arm's own.
 Expected<Variant> VariantOf(std::string_view spec) {
@@ -160,7 +160,7 @@ std::vector<OnlineService> DefaultServices(int gpus) {
   return out;
 }
 
-std::span<const std::string_view> OnlineOfflinePolicies() { return kPolicies; }
+std::span<const std::string_view> OnlineOfflinePolicies() { return kOnlineOfflinePolicies; }
 
 double SojournRate(const QueueObservation& q) { return q.mu - std::min(q.lambda, 0.99 * q.mu); }
 

@@ -17,7 +17,7 @@ namespace tessera::sim {
 namespace {
 
 constexpr std::string_view kMixes[] = {"homogeneous", "heterogeneous"};
-constexpr std::string_view kPolicies[] = {"whole-gpu", "gpushare", "resource-aware"};
+constexpr std::string_view kOverprovisionPolicies[] = {"whole-gpu", "gpushare", "resource-aware"};
 
 // 003 Table 2: model, then (queries per engine, engines) twice.
 struct TableRow {
@@ -37,7 +37,7 @@ constexpr TableRow kTable2[] = {
 }  // namespace
 
 std::span<const std::string_view> OverprovisionMixes() { return kMixes; }
-std::span<const std::string_view> OverprovisionPolicies() { return kPolicies; }
+std::span<const std::string_view> OverprovisionPolicies() { return kOverprovisionPolicies; }
 
 Expected<std::vector<SharingEngine>> MixEngines(std::string_view mix,
                                                 const OverprovisionScenario& scenario) {

@@ -9,17 +9,11 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/run_args.h"
 #include "policy/registry.h"
 
 namespace tessera::cli {
 namespace {
-
-int RunArgs(std::vector<std::string> args) {
-  args.insert(args.begin(), "tessera");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  return Run(static_cast<int>(argv.size()), argv.data());
-}
 
 TEST(CliTest, HelpWorksEverywhere) {
   EXPECT_EQ(RunArgs({"--help"}), 0);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/run_args.h"
 
 namespace tessera::cli {
 namespace {
@@ -73,13 +74,6 @@ TEST(SeedFlagsTest, SeedCheckTakesOneDecimalInteger) {
     EXPECT_NE(why.find("expected a seed 0..18446744073709551615"), std::string::npos)
         << "'" << bad << "': " << why;
   }
-}
-
-int RunArgs(std::vector<std::string> args) {
-  args.insert(args.begin(), "tessera");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  return Run(static_cast<int>(argv.size()), argv.data());
 }
 
 // Every command that takes --seed or --seeds refuses a bad one as a usage error, on one line

@@ -8,6 +8,7 @@
 // against itself: +1. A flat SM series correlates with nothing: 0.
 #include "policy/knots_cbp.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "base/clock.h"
@@ -18,19 +19,17 @@
 namespace tessera::policy {
 namespace {
 
+using ::testing::HasSubstr;
+
 using model::ClusterState;
+using testing::kInPhase;
 using testing::KnotsScene;
+using testing::kRising;
 using testing::MemoryPod;
 
 constexpr double kFalling[] = {26000, 25000, 24000, 23000, 22000, 21000};
-constexpr double kRising[] = {21000, 22000, 23000, 24000, 25000, 26000};
 constexpr double kFlatSm[] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
 constexpr double kAntiphase[] = {0.3, 0.1, 0.3, 0.1, 0.3, 0.1};
-constexpr double kInPhase[] = {0.1, 0.3, 0.1, 0.3, 0.1, 0.3};
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 class KnotsCbpTest : public ::testing::Test {
  protected:
@@ -61,9 +60,9 @@ TEST_F(KnotsCbpTest, CoLocatesAnUncorrelatedPodAtItsSize) {
   const KnotsCbp::Verdict v = p.Judge(MemoryPod(1, 16384, "b"), 0, c_);
   EXPECT_EQ(v.by, KnotsCbp::Check::kCbp) << v.detail;
   EXPECT_EQ(v.free_mib, 11768);
-  EXPECT_TRUE(Contains(v.detail, "free 32768 − 21000 used − 0 not yet seen = 11768 MiB"))
+  EXPECT_THAT(v.detail, HasSubstr("free 32768 − 21000 used − 0 not yet seen = 11768 MiB"))
       << v.detail;
-  EXPECT_TRUE(Contains(v.detail, "memory r -0.712 < 0.5; SM r 0.000 < 0.5; bandwidth r -1.000"))
+  EXPECT_THAT(v.detail, HasSubstr("memory r -0.712 < 0.5; SM r 0.000 < 0.5; bandwidth r -1.000"))
       << v.detail;
   auto cand = p.Score(MemoryPod(1, 16384, "b"), 0, c_);
   ASSERT_TRUE(cand);
@@ -79,14 +78,14 @@ TEST_F(KnotsCbpTest, RefusesWhenAnyMetricCorrelates) {
     KnotsCbp p(&rising.t);
     const KnotsCbp::Verdict v = p.Judge(MemoryPod(1, 4096, "b"), 0, rising.c);
     EXPECT_EQ(v.by, KnotsCbp::Check::kNone);
-    EXPECT_TRUE(Contains(v.detail, "memory r 0.712 ≥ 0.5")) << v.detail;
-    EXPECT_TRUE(Contains(v.detail, "CBP refuses (correlated)")) << v.detail;
+    EXPECT_THAT(v.detail, HasSubstr("memory r 0.712 ≥ 0.5")) << v.detail;
+    EXPECT_THAT(v.detail, HasSubstr("CBP refuses (correlated)")) << v.detail;
   }
   scene_.FeedGpu0(kFalling, kFlatSm, kInPhase);
   KnotsCbp p(&scene_.t);
   const KnotsCbp::Verdict v = p.Judge(MemoryPod(1, 4096, "b"), 0, c_);
   EXPECT_EQ(v.by, KnotsCbp::Check::kNone);
-  EXPECT_TRUE(Contains(v.detail, "bandwidth r 1.000 ≥ 0.5")) << v.detail;
+  EXPECT_THAT(v.detail, HasSubstr("bandwidth r 1.000 ≥ 0.5")) << v.detail;
   // A higher threshold lets the same pod in.
   KnotsCbp loose(&scene_.t, {.correlation_threshold = 1.01});
   EXPECT_EQ(loose.Judge(MemoryPod(1, 4096, "b"), 0, c_).by, KnotsCbp::Check::kCbp);
@@ -99,10 +98,10 @@ TEST_F(KnotsCbpTest, APodWithoutHistoryGoesOnlyWhereNothingRuns) {
   KnotsCbp p(&scene_.t);
   const KnotsCbp::Verdict busy = p.Judge(MemoryPod(1, 4096, "new"), 0, c_);
   EXPECT_EQ(busy.by, KnotsCbp::Check::kNone);
-  EXPECT_TRUE(Contains(busy.detail, "memory: too little data to correlate")) << busy.detail;
+  EXPECT_THAT(busy.detail, HasSubstr("memory: too little data to correlate")) << busy.detail;
   const KnotsCbp::Verdict idle = p.Judge(MemoryPod(1, 4096, "new"), 2, c_);
   EXPECT_EQ(idle.by, KnotsCbp::Check::kCbp) << idle.detail;
-  EXPECT_TRUE(Contains(idle.detail, "no memory telemetry: free 32768 − 0 sized = 32768 MiB"))
+  EXPECT_THAT(idle.detail, HasSubstr("no memory telemetry: free 32768 − 0 sized = 32768 MiB"))
       << idle.detail;
 }
 
@@ -131,7 +130,7 @@ TEST_F(KnotsCbpTest, PodsBoundThisCycleCountAtTheirSize) {
   ASSERT_TRUE(c_.CheckInvariants());
   const KnotsCbp::Verdict v = p.Judge(MemoryPod(3, 16384, "b"), 0, c_);
   EXPECT_EQ(v.by, KnotsCbp::Check::kNone);
-  EXPECT_TRUE(Contains(v.detail, "21000 used − 10440 not yet seen = 1328 MiB")) << v.detail;
+  EXPECT_THAT(v.detail, HasSubstr("21000 used − 10440 not yet seen = 1328 MiB")) << v.detail;
 }
 
 TEST(KnotsCbpOptionsTest, OptionsAreCheckedAndNamed) {
@@ -146,8 +145,8 @@ TEST(KnotsCbpOptionsTest, OptionsAreCheckedAndNamed) {
                                    {"min_samples", 1}}) {
     auto bad = ParseKnotsCbpOptions("knots-cbp", {{key, value}});
     ASSERT_FALSE(bad.has_value()) << key;
-    EXPECT_TRUE(
-        Contains(bad.error().message, "policy knots-cbp: option '" + std::string(key) + "'"))
+    EXPECT_THAT(bad.error().message,
+                HasSubstr("policy knots-cbp: option '" + std::string(key) + "'"))
         << bad.error().message;
   }
 }

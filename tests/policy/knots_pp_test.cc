@@ -8,6 +8,7 @@
 // 1 s ahead 19,750 (13,018 free), 2 s ahead 10000 + 0.5·19750 = 19,875 (12,893 free).
 #include "policy/knots_pp.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "base/clock.h"
@@ -18,17 +19,15 @@
 namespace tessera::policy {
 namespace {
 
+using ::testing::HasSubstr;
+
+using testing::kApproach;
+using testing::kInPhase;
 using testing::KnotsScene;
+using testing::kRising;
 using testing::MemoryPod;
 
-constexpr double kRising[] = {21000, 22000, 23000, 24000, 25000, 26000};
 constexpr double kAlternating[] = {21000, 26000, 21000, 26000, 21000, 26000};
-constexpr double kApproach[] = {12000, 16000, 18000, 19000, 19500};
-constexpr double kInPhase[] = {0.1, 0.3, 0.1, 0.3, 0.1, 0.3};
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 TEST(KnotsPpTest, ForecastsACorrelatedGpuOneSecondAheadAndPlacesIfTheRequestFits) {
   KnotsScene s;
@@ -37,10 +36,10 @@ TEST(KnotsPpTest, ForecastsACorrelatedGpuOneSecondAheadAndPlacesIfTheRequestFits
   KnotsPp p(&s.t);
   const KnotsCbp::Verdict in = p.Judge(MemoryPod(1, 5000, "b"), 0, s.c);
   EXPECT_EQ(in.by, KnotsCbp::Check::kPeakPrediction) << in.detail;
-  EXPECT_TRUE(Contains(in.detail, "memory r 0.712 ≥ 0.5")) << in.detail;
-  EXPECT_TRUE(Contains(in.detail,
-                       "PP: r_1 0.500 > 0, AR(1) 1000.0 + 1.000·Y over 1 step from 26000 → 27000 "
-                       "MiB + 0 not yet seen → 5768 MiB free ≥ 5000 requested: in by PP"))
+  EXPECT_THAT(in.detail, HasSubstr("memory r 0.712 ≥ 0.5")) << in.detail;
+  EXPECT_THAT(in.detail,
+              HasSubstr("PP: r_1 0.500 > 0, AR(1) 1000.0 + 1.000·Y over 1 step from 26000 → 27000 "
+                        "MiB + 0 not yet seen → 5768 MiB free ≥ 5000 requested: in by PP"))
       << in.detail;
   // The request must fit, not the size (5,220): 6,000 does not.
   EXPECT_EQ(p.Judge(MemoryPod(1, 6000, "b"), 0, s.c).by, KnotsCbp::Check::kNone);
@@ -59,8 +58,8 @@ TEST(KnotsPpTest, NoPositiveAutocorrelationNoForecastAndThePodWaits) {
   KnotsPp p(&s.t);
   const KnotsCbp::Verdict v = p.Judge(MemoryPod(1, 2000, "b"), 0, s.c);
   EXPECT_EQ(v.by, KnotsCbp::Check::kNone);
-  EXPECT_TRUE(Contains(v.detail, "bandwidth r 1.000 ≥ 0.5")) << v.detail;
-  EXPECT_TRUE(Contains(v.detail, "PP: r_1 -0.833 ≤ 0: no trend to forecast")) << v.detail;
+  EXPECT_THAT(v.detail, HasSubstr("bandwidth r 1.000 ≥ 0.5")) << v.detail;
+  EXPECT_THAT(v.detail, HasSubstr("PP: r_1 -0.833 ≤ 0: no trend to forecast")) << v.detail;
   // GPU 1 has 2,768 MiB free, too little for the pod's 5,220: nowhere to go, it waits.
   ManualClock clock(9.5);
   Rng rng(1);
@@ -80,10 +79,10 @@ TEST(KnotsPpTest, TheHorizonIteratesTheFitOncePerSamplingInterval) {
     const KnotsCbp::Verdict in =
         p.Judge(MemoryPod(1, static_cast<int64_t>(free) - 10, "b"), 0, s.c);
     EXPECT_EQ(in.by, KnotsCbp::Check::kPeakPrediction) << in.detail;
-    EXPECT_TRUE(
-        Contains(in.detail, fmt::format("r_1 0.301 > 0, AR(1) 10000.0 + 0.500·Y over {}", steps)))
+    EXPECT_THAT(in.detail,
+                HasSubstr(fmt::format("r_1 0.301 > 0, AR(1) 10000.0 + 0.500·Y over {}", steps)))
         << in.detail;
-    EXPECT_TRUE(Contains(in.detail, fmt::format("→ {:.0f} MiB free", free))) << in.detail;
+    EXPECT_THAT(in.detail, HasSubstr(fmt::format("→ {:.0f} MiB free", free))) << in.detail;
     EXPECT_EQ(p.Judge(MemoryPod(1, static_cast<int64_t>(free) + 10, "b"), 0, s.c).by,
               KnotsCbp::Check::kNone);
   }
@@ -99,7 +98,8 @@ TEST(KnotsPpOptionsTest, OptionsAreCheckedAndNamed) {
        {std::pair<const char*, double>{"lag", 3}, {"horizon_s", 0}, {"percentile", 200}}) {
     auto bad = ParseKnotsPpOptions({{key, value}});
     ASSERT_FALSE(bad.has_value()) << key;
-    EXPECT_TRUE(Contains(bad.error().message, "policy knots-pp: option '" + std::string(key) + "'"))
+    EXPECT_THAT(bad.error().message,
+                HasSubstr("policy knots-pp: option '" + std::string(key) + "'"))
         << bad.error().message;
   }
 }

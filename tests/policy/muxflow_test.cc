@@ -37,7 +37,7 @@ double Normalised(int job, int percent) {
   return kIso[job][k] / kIso[job][3];
 }
 
-predict::Predictor MakePredictor() {
+predict::Predictor MuxflowPredictor() {
   predict::ProfileMatrix m;
   predict::InterferenceMatrices im;
   for (int j = 0; j < 4; ++j) {
@@ -78,7 +78,7 @@ Workload Job(model::WorkloadId id, int j) { return OneGpu(id, model::WorkloadCla
 
 class MuxflowTest : public ::testing::Test {
  protected:
-  MuxflowTest() : predictor_(MakePredictor()) {}
+  MuxflowTest() : predictor_(MuxflowPredictor()) {}
 
   void AddNodes(int nodes, int gpus) {
     for (int n = 0; n < nodes; ++n) {

@@ -21,14 +21,16 @@
 #include "model/mig.h"
 #include "policy/registry.h"
 #include "sched/scheduler.h"
+#include "slo_workload.h"
 
 namespace tessera::policy {
 namespace {
 
 using model::ClusterState;
 using model::PartitionIndex;
+using testing::App;
 
-predict::Predictor MakePredictor() {
+predict::Predictor TwoAppPredictor() {
   predict::ProfileMatrix m;
   auto set = [&m](const std::string& app, const std::string& config, double qps) {
     m.Observe(m.AddRow(app), m.AddCol(config), qps);
@@ -62,20 +64,9 @@ predict::Predictor MakePredictor() {
   return std::move(*p);
 }
 
-Workload App(model::WorkloadId id, const std::string& app, double slo, int64_t memory = 0) {
-  Workload w;
-  w.id = id;
-  w.name = app + "-" + std::to_string(id);
-  w.app = app;
-  w.slo_qps = slo;
-  w.gpu.count = 1;
-  w.gpu.memory_mib = memory;
-  return w;
-}
-
 class PredictiveTest : public ::testing::Test {
  protected:
-  PredictiveTest() : predictor_(MakePredictor()), policy_(predictor_, &telemetry_) {}
+  PredictiveTest() : predictor_(TwoAppPredictor()), policy_(predictor_, &telemetry_) {}
   model::GpuModelId V100() { return *model::FindGpuModel("V100-32GB"); }
   model::GpuModelId A30() { return *model::FindGpuModel("A30-24GB"); }
   // Places `w` at `percent` % of partition p (memory: the same share).
@@ -329,7 +320,7 @@ TEST_F(PredictiveTest, ExplainPrintsTheBreakdownBestFirst) {
 
 TEST(PredictiveRegistryTest, NeedsAPredictorAndValidatesOptions) {
   EXPECT_FALSE(MakePolicy("predictive", {}).has_value());
-  predict::Predictor p = MakePredictor();
+  predict::Predictor p = TwoAppPredictor();
   PolicyContext ctx;
   ctx.predictor = &p;
   EXPECT_TRUE(MakePolicy("predictive", ctx).has_value());

@@ -2,6 +2,7 @@
 // exactly what MakePolicy accepts, and option errors name the policy and the option.
 #include "policy/registry.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -15,6 +16,8 @@
 namespace tessera::policy {
 namespace {
 
+using ::testing::HasSubstr;
+
 // Predictive's factory only needs some predictor; one cell is enough.
 predict::Predictor OneCellPredictor() {
   predict::ProfileMatrix profile;
@@ -23,10 +26,6 @@ predict::Predictor OneCellPredictor() {
                                       {.method = "baseline", .interference_method = "baseline"});
   EXPECT_TRUE(p.has_value()) << p.error().message;
   return std::move(*p);
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 class RegistryTest : public ::testing::Test {
@@ -80,8 +79,8 @@ TEST_F(RegistryTest, PoliciesAdvertiseTheOptionsTheirFactoriesRead) {
       // the policy and the option.
       auto bad = MakePolicy(info.name, ctx_, {{o.name, nlohmann::json::object()}});
       ASSERT_FALSE(bad.has_value()) << info.name << " " << o.name;
-      EXPECT_TRUE(Contains(bad.error().message, "policy " + info.name)) << bad.error().message;
-      EXPECT_TRUE(Contains(bad.error().message, o.name)) << bad.error().message;
+      EXPECT_THAT(bad.error().message, HasSubstr("policy " + info.name)) << bad.error().message;
+      EXPECT_THAT(bad.error().message, HasSubstr(o.name)) << bad.error().message;
       EXPECT_FALSE(o.help.empty()) << info.name << " " << o.name;
     }
   }
@@ -107,7 +106,7 @@ TEST_F(RegistryTest, AnUnknownOptionIsRefusedNamingThePolicy) {
   for (const PolicyInfo& info : Policies()) {
     auto made = MakePolicy(info.name, ctx_, {{"bogus", 1}});
     ASSERT_FALSE(made.has_value()) << info.name;
-    EXPECT_TRUE(Contains(made.error().message, "policy " + info.name + ": unknown option 'bogus'"))
+    EXPECT_THAT(made.error().message, HasSubstr("policy " + info.name + ": unknown option 'bogus'"))
         << made.error().message;
     EXPECT_FALSE(MakePolicy(info.name, ctx_, nlohmann::json::array({1})).has_value()) << info.name;
   }

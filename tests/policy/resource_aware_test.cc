@@ -13,6 +13,7 @@
 // 2.6)·1000 give r_1 = 11.19/37.2 = 0.3008.
 #include "policy/resource_aware.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "base/clock.h"
@@ -23,18 +24,16 @@
 namespace tessera::policy {
 namespace {
 
+using ::testing::HasSubstr;
+
 using model::ClusterState;
 using testing::AddV100Nodes;
 using testing::FeedMemory;
+using testing::kApproach;
 using testing::MemoryPod;
 
 constexpr double kCbpWindow[] = {6000, 7000, 8000, 7000, 9000};
 constexpr double kRamp[] = {2000, 4000, 6000, 8000, 10000, 12000, 14000};
-constexpr double kApproach[] = {12000, 16000, 18000, 19000, 19500};
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 class ResourceAwareTest : public ::testing::Test {
  protected:
@@ -76,14 +75,14 @@ TEST_F(ResourceAwareTest, CbpSizesASteadyGpuByThe80thPercentile) {
   const ResourceAware::Verdict in = p.Judge(MemoryPod(1, 24560), 0, c_);
   EXPECT_EQ(in.by, ResourceAware::Check::kCbp) << in.detail;
   EXPECT_NEAR(in.left_mib, 24568 - 24560, 1e-6);
-  EXPECT_TRUE(Contains(in.detail, "CV 0.138 < 0.2, p80 8200 MiB + 0 MiB not yet seen"))
+  EXPECT_THAT(in.detail, HasSubstr("CV 0.138 < 0.2, p80 8200 MiB + 0 MiB not yet seen"))
       << in.detail;
   EXPECT_EQ(p.Judge(MemoryPod(1, 24580), 0, c_).by, ResourceAware::Check::kNone);
   // A lower CV threshold refuses the same window, saying so.
   ResourceAware strict(&telemetry_, {.cv_threshold = 0.1, .cbp_window_s = 4});
   const ResourceAware::Verdict out = strict.Judge(MemoryPod(1, 24560), 0, c_);
   EXPECT_EQ(out.by, ResourceAware::Check::kNone);
-  EXPECT_TRUE(Contains(out.detail, "CBP: CV 0.138 ≥ 0.1")) << out.detail;
+  EXPECT_THAT(out.detail, HasSubstr("CBP: CV 0.138 ≥ 0.1")) << out.detail;
 }
 
 TEST_F(ResourceAwareTest, PeakPredictionForecastsARisingGpuWithAr1) {
@@ -93,8 +92,8 @@ TEST_F(ResourceAwareTest, PeakPredictionForecastsARisingGpuWithAr1) {
   const ResourceAware::Verdict in = p.Judge(MemoryPod(1, 16000), 0, c_);
   EXPECT_EQ(in.by, ResourceAware::Check::kPeakPrediction) << in.detail;
   EXPECT_NEAR(in.left_mib, 768, 1e-6);
-  EXPECT_TRUE(Contains(in.detail, "CBP: CV 0.500 ≥ 0.2")) << in.detail;
-  EXPECT_TRUE(Contains(in.detail, "r_1 0.571 > 0.5, AR(1) 2000.0 + 1.000·14000 = 16000 MiB"))
+  EXPECT_THAT(in.detail, HasSubstr("CBP: CV 0.500 ≥ 0.2")) << in.detail;
+  EXPECT_THAT(in.detail, HasSubstr("r_1 0.571 > 0.5, AR(1) 2000.0 + 1.000·14000 = 16000 MiB"))
       << in.detail;
   EXPECT_EQ(p.Judge(MemoryPod(1, 16800), 0, c_).by, ResourceAware::Check::kNone);
 }
@@ -106,7 +105,7 @@ TEST_F(ResourceAwareTest, PeakPredictionNeedsTheAutocorrelationAboveItsThreshold
   ResourceAware dflt(&telemetry_, {.cbp = false});
   const ResourceAware::Verdict out = dflt.Judge(MemoryPod(1, 13000), 0, c_);
   EXPECT_EQ(out.by, ResourceAware::Check::kNone);
-  EXPECT_TRUE(Contains(out.detail, "r_1 0.301 ≤ 0.5")) << out.detail;
+  EXPECT_THAT(out.detail, HasSubstr("r_1 0.301 ≤ 0.5")) << out.detail;
   // Above 0.25 it forecasts 19,750 MiB: 13,018 free.
   ResourceAware loose(&telemetry_, {.cbp = false, .autocorrelation_threshold = 0.25});
   const ResourceAware::Verdict in = loose.Judge(MemoryPod(1, 13000), 0, c_);
@@ -140,8 +139,8 @@ TEST_F(ResourceAwareTest, AnEarlierCheckWinsAcrossGpus) {
   EXPECT_EQ(big->placement.slices[0].partition, ClusterState::PartitionOf(1, 0));
   EXPECT_GT(big->score, 67);
   const std::string why = p.Explain(MemoryPod(2, 20000), c_);
-  EXPECT_TRUE(Contains(why, "in by resource-agnostic fit")) << why;
-  EXPECT_TRUE(Contains(why, "in by CBP")) << why;
+  EXPECT_THAT(why, HasSubstr("in by resource-agnostic fit")) << why;
+  EXPECT_THAT(why, HasSubstr("in by CBP")) << why;
 }
 
 // Through the scheduler core: the first big pod gets in by CBP; the second, in the same cycle,
@@ -161,7 +160,7 @@ TEST_F(ResourceAwareTest, PodsTheTelemetryCannotShowYetCountAtTheirRequest) {
   ASSERT_TRUE(c_.CheckInvariants());
   const ResourceAware::Verdict waiting = p.Judge(MemoryPod(2, 24576), 0, c_);
   EXPECT_EQ(waiting.by, ResourceAware::Check::kNone);
-  EXPECT_TRUE(Contains(waiting.detail, "p80 7000 MiB + 24576 MiB not yet seen")) << waiting.detail;
+  EXPECT_THAT(waiting.detail, HasSubstr("p80 7000 MiB + 24576 MiB not yet seen")) << waiting.detail;
   // Pod 1 was first seen when the newest sample was t = 29: still unseen at t = 35.
   for (double t = 30; t <= 35; ++t) telemetry_.AddMemorySample(Uuid(0), t, 7000);
   clock.Set(35.5);
@@ -185,13 +184,13 @@ TEST_F(ResourceAwareTest, APodRestartingAfterACrashCountsAtItsRequest) {
   ResourceAware p(&telemetry_);
   const ResourceAware::Verdict running = p.Judge(MemoryPod(1, 20000), 0, c_);
   EXPECT_EQ(running.by, ResourceAware::Check::kCbp) << running.detail;
-  EXPECT_TRUE(Contains(running.detail, "p80 7000 MiB + 0 MiB not yet seen")) << running.detail;
+  EXPECT_THAT(running.detail, HasSubstr("p80 7000 MiB + 0 MiB not yet seen")) << running.detail;
   // It crashes: its own newest sample is 0; the GPU's window still reads 7,000 at p80.
   telemetry_.AddMemorySample("pod100", 30, 0);
   telemetry_.AddMemorySample(Uuid(0), 30, 0);
   const ResourceAware::Verdict crashed = p.Judge(MemoryPod(1, 20000), 0, c_);
   EXPECT_EQ(crashed.by, ResourceAware::Check::kNone) << crashed.detail;
-  EXPECT_TRUE(Contains(crashed.detail, "p80 7000 MiB + 24576 MiB not yet seen")) << crashed.detail;
+  EXPECT_THAT(crashed.detail, HasSubstr("p80 7000 MiB + 24576 MiB not yet seen")) << crashed.detail;
   // Running again, it counts by its use.
   telemetry_.AddMemorySample("pod100", 31, 6500);
   telemetry_.AddMemorySample(Uuid(0), 31, 6500);
@@ -237,8 +236,8 @@ TEST(ResourceAwareOptionsTest, OptionsAreCheckedAndNamed) {
                                    {"cbp_window_s", 0}}) {
     auto bad = ParseResourceAwareOptions({{key, value}});
     ASSERT_FALSE(bad.has_value()) << key;
-    EXPECT_TRUE(
-        Contains(bad.error().message, "policy resource-aware: option '" + std::string(key) + "'"))
+    EXPECT_THAT(bad.error().message,
+                HasSubstr("policy resource-aware: option '" + std::string(key) + "'"))
         << bad.error().message;
   }
   EXPECT_FALSE(ParseResourceAwareOptions({{"lag", 5}, {"min_samples", 5}}).has_value());

@@ -18,6 +18,7 @@
 
 #include "policy/registry.h"
 #include "predict/predictor.h"
+#include "slo_workload.h"
 #include "telemetry/telemetry.h"
 
 namespace tessera::policy {
@@ -25,8 +26,9 @@ namespace {
 
 using model::ClusterState;
 using model::PartitionIndex;
+using testing::App;
 
-predict::Predictor MakePredictor() {
+predict::Predictor RepeatedRunsPredictor() {
   predict::ProfileMatrix m;
   auto runs = [&m](const std::string& app, int percent, double x, double y) {
     const int r = m.AddRow(app);
@@ -51,19 +53,9 @@ predict::Predictor MakePredictor() {
   return std::move(*p);
 }
 
-Workload App(model::WorkloadId id, const std::string& app, double slo) {
-  Workload w;
-  w.id = id;
-  w.name = app + "-" + std::to_string(id);
-  w.app = app;
-  w.slo_qps = slo;
-  w.gpu.count = 1;
-  return w;
-}
-
 class SloAwareTest : public ::testing::Test {
  protected:
-  SloAwareTest() : predictor_(MakePredictor()) {
+  SloAwareTest() : predictor_(RepeatedRunsPredictor()) {
     EXPECT_TRUE(c_.AddNode(
         model::UniformNode("v100", *model::FindGpuModel("V100-32GB"), 1, 64000, 1 << 20)));
   }

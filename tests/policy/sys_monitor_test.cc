@@ -56,7 +56,9 @@ TEST(SysMonitorTest, WalksTheStateMachineWithAGrowingHold) {
   EXPECT_EQ(m.state(), H::kInit);
   for (const Step& s : steps) {
     EXPECT_EQ(m.Update(s.t, s.p, s.available), s.want) << "t=" << s.t << " (" << m.reason() << ")";
-    if (s.hold_until >= 0) EXPECT_DOUBLE_EQ(m.hold_until(), s.hold_until) << "t=" << s.t;
+    if (s.hold_until >= 0) {
+      EXPECT_DOUBLE_EQ(m.hold_until(), s.hold_until) << "t=" << s.t;
+    }
     EXPECT_EQ(m.accepts_offline(), s.want == H::kHealthy) << "t=" << s.t;
     EXPECT_EQ(m.evicts_offline(), s.want == H::kOverlimit) << "t=" << s.t;
   }

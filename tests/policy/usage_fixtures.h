@@ -54,6 +54,12 @@ inline void FeedBandwidth(telemetry::StaticTelemetry& t, std::string_view key, d
   for (size_t i = 0; i < values.size(); ++i) t.AddBandwidthSample(key, t0 + double(i), values[i]);
 }
 
+// Series the Kube-Knots and resource-aware tests feed over t = 4..9 (MiB used, SM activity).
+inline constexpr double kRising[] = {21000, 22000, 23000, 24000, 25000, 26000};
+inline constexpr double kInPhase[] = {0.1, 0.3, 0.1, 0.3, 0.1, 0.3};
+// Used memory approaching a V100's 32,768 MiB, five samples.
+inline constexpr double kApproach[] = {12000, 16000, 18000, 19000, 19500};
+
 // A Kube-Knots scene on node v0: GPU 0 holds pod 100 of application "a"; GPU 1 holds pod 101
 // of application "b", whose own series (by its name, t = 0..9) are b's history, and GPU 1 is
 // steady at 30,000 MiB used (2,768 free: too little for a b pod). Memory history of b:

@@ -119,7 +119,9 @@ TEST_P(UsagePoliciesProperty, EveryCycleKeepsTheInvariantsAndThePolicysRules) {
       whole += others > 0 && !gpu.mig;
       if (shares == 0) continue;
       const int64_t requested = RequestedMib(g, c);
-      if (by_request) ASSERT_LE(requested, CapacityMib(g, c)) << name << " step " << step;
+      if (by_request) {
+        ASSERT_LE(requested, CapacityMib(g, c)) << name << " step " << step;
+      }
       overcommitted += requested > CapacityMib(g, c);
     }
     // Explain works for whatever waits.

@@ -17,7 +17,7 @@ std::string TempPath(const std::string& name) {
   return (std::filesystem::temp_directory_path() / fmt::format("{}_{}", ::getpid(), name)).string();
 }
 
-void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 TEST(SparseMatrixTest, ObserveKeepsRunningMeanAndVariance) {
   SparseMatrix m;
@@ -85,7 +85,7 @@ class BadProfileCsvTest : public testing::TestWithParam<BadCsvCase> {};
 TEST_P(BadProfileCsvTest, OneErrorNamingFileAndLineAndNoMatrix) {
   const BadCsvCase& tc = GetParam();
   const std::string path = TempPath(tc.name + ".csv");
-  Write(path, tc.text);
+  WriteFile(path, tc.text);
   Expected<SparseMatrix> m = SparseMatrix::LoadCsv(path);
   ASSERT_FALSE(m.has_value());
   EXPECT_NE(m.error().message.find(fmt::format("{}:{}:", path, tc.line)), std::string::npos)
@@ -132,7 +132,7 @@ TEST(InterferenceMatricesTest, ObserveValidatesAndCsvRoundTrips) {
   EXPECT_NE(back->Find("mig"), nullptr);
   EXPECT_EQ(back->Find("timeslice"), nullptr);
 
-  Write(path, "kind,victim,aggressor,value\nmps,a,b,0.2\nmps,a,c,1.2\n");
+  WriteFile(path, "kind,victim,aggressor,value\nmps,a,b,0.2\nmps,a,c,1.2\n");
   Expected<InterferenceMatrices> bad = InterferenceMatrices::LoadCsv(path);
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message.find(fmt::format("{}:3:", path)), std::string::npos)

@@ -73,7 +73,9 @@ TEST(ReplayTest, ABatchThatLeavesAPodWaitingCountsItFailed) {
   const ReplayResult r = ReplayArriveOnly(c, policy, rng, order, [&](const ReplayEvent& e) {
     placed.push_back(e.placed);
     // What openb-alloc's callback does with a placed event.
-    if (e.placed) EXPECT_NE(c.Find(e.workload->id), nullptr);
+    if (e.placed) {
+      EXPECT_NE(c.Find(e.workload->id), nullptr);
+    }
   });
   // Pod 1 is dropped in its own cycle; pod 2, then the oldest pending, is placed in its own.
   EXPECT_EQ(placed, (std::vector<bool>{false, true}));

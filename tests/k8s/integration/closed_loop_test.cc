@@ -45,7 +45,7 @@ store::NodeInventory V100Inventory(const std::string& node) {
 }
 
 // Two applications on two whole-GPU configurations, each cell run once.
-predict::Predictor MakePredictor() {
+predict::Predictor ClosedLoopPredictor() {
   return testing_predict::MeasuredPredictor({{kApp, "A100-40GB/whole/100", 150},
                                              {kApp, "V100-32GB/whole/100", 120},
                                              {"triton/bert", "A100-40GB/whole/100", 80},
@@ -121,7 +121,7 @@ class ClosedLoopTest : public testing_support::LoopFixture {
 };
 
 TEST_F(ClosedLoopTest, APodBelowItsSloIsLearnedAndMovedThroughAPdbThatFirstRefuses) {
-  predict::Predictor predictor = MakePredictor();
+  predict::Predictor predictor = ClosedLoopPredictor();
   // Only one web pod exists and it must stay up: the first eviction is refused.
   api_.AddPdb(ns_, "web", {{"selector", {{"matchLabels", {{"app", "web"}}}}}, {"minAvailable", 1}});
   // The pod's server counts from before it is placed (as a container's would from its start,
@@ -192,7 +192,7 @@ TEST_F(ClosedLoopTest, APodBelowItsSloIsLearnedAndMovedThroughAPdbThatFirstRefus
   s.Stop();
 
   // A scheduler started afresh on the same store learns what the first one observed.
-  predict::Predictor fresh = MakePredictor();
+  predict::Predictor fresh = ClosedLoopPredictor();
   EXPECT_DOUBLE_EQ(*fresh.Isolated(kApp, cell), profiled);
   Scheduler b(*client_, *store_, clock_, Config("replica-b", fresh));
   ASSERT_TRUE(b.Start().has_value());

@@ -44,7 +44,7 @@ constexpr double kFbUsedMib = 8192;
 constexpr double kDroppedClockMhz = 1050;
 
 // Both applications on the A100 at 50 % and 100 % (MPS), so the matching weighs the job.
-predict::Predictor MakePredictor() {
+predict::Predictor MuxflowLoopPredictor() {
   return testing_predict::MeasuredPredictor({{kServiceApp, "A100-40GB/whole/50", 90},
                                              {kServiceApp, "A100-40GB/whole/100", 150},
                                              {kJobApp, "A100-40GB/whole/50", 6},
@@ -144,7 +144,7 @@ class MuxflowLoopTest : public testing_support::LoopFixture {
 };
 
 TEST_F(MuxflowLoopTest, AnOverlimitGpuEvictsItsOfflineJobThroughTheEvictionApi) {
-  predict::Predictor predictor = MakePredictor();
+  predict::Predictor predictor = MuxflowLoopPredictor();
   WriteGpu(kMaxClockMhz);
   ASSERT_TRUE(WaitFor([&] { return TelemetryShows(kMaxClockMhz); }, 60))
       << "telemetry never showed the healthy GPU: " << telemetry_->Health().last_error;
