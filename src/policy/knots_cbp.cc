@@ -101,29 +101,30 @@ double KnotsCbp::UnseenMib(GpuIndex g, double newest_t, const ClusterState& c) c
 
 void KnotsCbp::Overrule(const Workload&, GpuIndex, const ClusterState&, Verdict&) {}
 
-KnotsCbp::Verdict KnotsCbp::Judge(const Workload& w, GpuIndex g, const ClusterState& c) {
+KnotsCbp::Verdict KnotsCbp::Judge(const Workload& w, GpuIndex g, const ClusterState& c,
+                                  bool explain) {
   Observe(c);
-  Verdict v{g, Check::kNone, 0, ""};
+  Verdict v{g, Check::kNone, 0, "", explain};
   const model::Gpu& gpu = c.gpu(g);
   const model::Partition& part = c.partition(ClusterState::PartitionOf(g, 0));
   const double capacity = static_cast<double>(part.memory_mib);
-  const double size = SizeOf(w, &v.detail);
+  const double size = SizeOf(w, explain ? &v.detail : nullptr);
 
   // Free memory: the newest reading, or the sizes of its pods without one.
   const telemetry::Series memory = GpuMemorySeries(telemetry_, gpu, options_.window_s);
   if (!memory.empty()) {
     const double unseen = UnseenMib(g, memory.back().t, c);
     v.free_mib = capacity - memory.back().value - unseen;
-    v.detail += fmt::format("; free {:.0f} − {:.0f} used − {:.0f} not yet seen = {:.0f} MiB",
-                            capacity, memory.back().value, unseen, v.free_mib);
+    v.Note("; free {:.0f} − {:.0f} used − {:.0f} not yet seen = {:.0f} MiB", capacity,
+           memory.back().value, unseen, v.free_mib);
   } else {
     double sized = 0;
     for (const model::Client& cl : part.clients) {
       if (const model::PlacedWorkload* pw = c.Find(cl.workload)) sized += SizeOf(pw->workload);
     }
     v.free_mib = capacity - sized;
-    v.detail += fmt::format("; no memory telemetry: free {:.0f} − {:.0f} sized = {:.0f} MiB",
-                            capacity, sized, v.free_mib);
+    v.Note("; no memory telemetry: free {:.0f} − {:.0f} sized = {:.0f} MiB", capacity, sized,
+           v.free_mib);
   }
 
   // Correlation with what runs there, per metric, over the last window.
@@ -152,30 +153,29 @@ KnotsCbp::Verdict KnotsCbp::Judge(const Workload& w, GpuIndex g, const ClusterSt
     for (const auto& m : metrics) {
       const std::optional<double> r = TailCorrelation(m.pod, m.gpu, options_.min_samples);
       if (!r) {
-        v.detail += fmt::format("; {}: too little data to correlate", m.name);
+        v.Note("; {}: too little data to correlate", m.name);
         correlated |= m.required;
         continue;
       }
       const bool high = *r >= options_.correlation_threshold;
-      v.detail += fmt::format("; {} r {:.3f} {} {}", m.name, *r, high ? "≥" : "<",
-                              options_.correlation_threshold);
+      v.Note("; {} r {:.3f} {} {}", m.name, *r, high ? "≥" : "<", options_.correlation_threshold);
       correlated |= high;
     }
   }
   const bool fits = size <= v.free_mib;
   if (!correlated && fits) {
     v.by = Check::kCbp;
-    v.detail += ": in by CBP";
+    v.Note(": in by CBP");
     return v;
   }
-  v.detail += correlated ? ": CBP refuses (correlated)" : ": CBP refuses (size does not fit)";
+  v.Note("{}", correlated ? ": CBP refuses (correlated)" : ": CBP refuses (size does not fit)");
   Overrule(w, g, c, v);
   return v;
 }
 
 std::optional<Candidate> KnotsCbp::Score(const Workload& w, NodeIndex node, const ClusterState& c) {
   return MemoryShareOffer(w, node, c, 0, [&](GpuIndex g) -> std::optional<double> {
-    const Verdict v = Judge(w, g, c);
+    const Verdict v = Judge(w, g, c, /*explain=*/false);
     if (v.by == Check::kNone) return std::nullopt;
     return MemoryScore(v.free_mib);  // the most free memory first
   });

@@ -24,6 +24,9 @@
 // CBP refuses, knots-pp may still admit (the Overrule hook). Offers follow telemetry
 // (OfferInputs::live_state). Not thread-safe; the telemetry must outlive it.
 
+#include <fmt/format.h>
+
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -55,12 +58,20 @@ class KnotsCbp : public Policy {
  public:
   using Check = UsageCheck;
   // One GPU's judgement of a pod: the check that let it in, the GPU's free memory (the sort
-  // key) and every step with its numbers.
+  // key) and, when `explain`, every step with its numbers.
   struct Verdict {
     GpuIndex gpu = 0;
     Check by = Check::kNone;
     double free_mib = 0;
     std::string detail;
+    bool explain = true;
+
+    // Appends a step to `detail`; nothing when not explaining (Score, which formatting numbers
+    // into text for every GPU of every node made several times slower).
+    template <typename... Args>
+    void Note(fmt::format_string<Args...> format, Args&&... args) {
+      if (explain) fmt::format_to(std::back_inserter(detail), format, std::forward<Args>(args)...);
+    }
   };
 
   KnotsCbp(const telemetry::Telemetry* telemetry, KnotsCbpOptions options = {});
@@ -75,7 +86,8 @@ class KnotsCbp : public Policy {
   CycleActions AfterCycle(const ClusterState& c) override;
   std::string Explain(const Workload& w, const ClusterState& c) override;
 
-  Verdict Judge(const Workload& w, GpuIndex g, const ClusterState& c);
+  // `explain`: fill Verdict::detail (Explain and the tests); the decision is the same without.
+  Verdict Judge(const Workload& w, GpuIndex g, const ClusterState& c, bool explain = true);
   // The memory w counts at, and how it was sized.
   double SizeOf(const Workload& w, std::string* how = nullptr) const;
 

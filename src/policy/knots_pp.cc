@@ -54,14 +54,17 @@ void KnotsPp::Overrule(const Workload& w, GpuIndex g, const ClusterState& c, Ver
   const KnotsCbpOptions& o = cbp_options();
   const telemetry::Series s = GpuMemorySeries(telemetry(), c.gpu(g), o.window_s);
   if (static_cast<int>(s.size()) < o.min_samples) {
-    v.detail += fmt::format("; PP: {} memory samples < {}: no forecast", s.size(), o.min_samples);
+    v.Note("; PP: {} memory samples < {}: no forecast", s.size(), o.min_samples);
     return;
   }
   const std::vector<double> values = Values(s);
   const std::optional<double> r = AutocorrelationOf(values, lag_);
   if (!r || *r <= 0) {
-    v.detail += r ? fmt::format("; PP: r_{} {:.3f} ≤ 0: no trend to forecast", lag_, *r)
-                  : std::string("; PP: a flat window has no r_k: no forecast");
+    if (r) {
+      v.Note("; PP: r_{} {:.3f} ≤ 0: no trend to forecast", lag_, *r);
+    } else {
+      v.Note("; PP: a flat window has no r_k: no forecast");
+    }
     return;
   }
   // Steps of the series' own sampling interval in the horizon (one at DCGM's 1 s).
@@ -70,7 +73,7 @@ void KnotsPp::Overrule(const Workload& w, GpuIndex g, const ClusterState& c, Ver
       interval > 0 ? std::max(1, static_cast<int>(std::lround(horizon_s_ / interval))) : 1;
   const std::optional<Ar1Forecast> f = ForecastAhead(values, steps);
   if (!f) {
-    v.detail += fmt::format("; PP: r_{} {:.3f} > 0 but no AR(1) fit", lag_, *r);
+    v.Note("; PP: r_{} {:.3f} > 0 but no AR(1) fit", lag_, *r);
     return;
   }
   const double unseen = UnseenMib(g, s.back().t, c);
@@ -78,7 +81,7 @@ void KnotsPp::Overrule(const Workload& w, GpuIndex g, const ClusterState& c, Ver
   const double free = capacity - f->value - unseen;
   const double request = static_cast<double>(w.gpu.memory_mib);
   const bool in = request <= free;
-  v.detail += fmt::format(
+  v.Note(
       "; PP: r_{} {:.3f} > 0, AR(1) {:.1f} + {:.3f}·Y over {} step{} from {:.0f} → {:.0f} MiB "
       "+ {:.0f} not yet seen → {:.0f} MiB free {} {:.0f} requested{}",
       lag_, *r, f->fit.mu, f->fit.phi, steps, steps == 1 ? "" : "s", values.back(), f->value,
