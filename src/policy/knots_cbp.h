@@ -66,8 +66,8 @@ class KnotsCbp : public Policy {
     std::string detail;
     bool explain = true;
 
-    // Appends a step to `detail`; nothing when not explaining (Score, which formatting numbers
-    // into text for every GPU of every node made several times slower).
+    // Appends a step to `detail`, or nothing when not explaining: Score reads no text, and
+    // formatting it for every GPU it scores made Score about three times slower.
     template <typename... Args>
     void Note(fmt::format_string<Args...> format, Args&&... args) {
       if (explain) fmt::format_to(std::back_inserter(detail), format, std::forward<Args>(args)...);
