@@ -12,7 +12,9 @@
 #include "model/gpu_model.h"
 
 namespace tessera::agent {
-namespace {
+// Named, not anonymous: NvmlBackend::Api (external linkage) holds pointers to functions of these
+// types (-Wsubobject-linkage).
+namespace nvml_abi {
 
 // The few NVML types used, declared from the NVML API Reference (nvml.h, "Device Queries",
 // "Multi Instance GPU Management"); ABI-stable across drivers since their _v2 forms.
@@ -88,7 +90,8 @@ constexpr unsigned kNameSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 constexpr unsigned kUuidSize = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 constexpr unsigned NVML_DEVICE_MIG_ENABLE = 1;
 
-}  // namespace
+}  // namespace nvml_abi
+using namespace nvml_abi;  // NOLINT(google-build-using-namespace): this file's own ABI names
 
 struct NvmlBackend::Api {
   void* lib = nullptr;
