@@ -224,7 +224,8 @@ void Agent::TakeDiscoveryLocked(Expected<std::vector<store::GpuInventory>>& foun
   }
 }
 
-Agent::StoreRound Agent::CallStore(const std::optional<store::NodeInventory>& to_publish) {
+Agent::StoreRound Agent::CallStore(const std::optional<store::NodeInventory>& to_publish,
+                                   int64_t generation) {
   StoreRound round;
   if (to_publish) {
     if (auto ok = store_->PutInventory(*to_publish); ok) {
@@ -253,6 +254,14 @@ Agent::StoreRound Agent::CallStore(const std::optional<store::NodeInventory>& to
     } else {
       round.error = all.error().message;
     }
+    if (round.error.empty() && !to_publish) {
+      if (auto held = store_->GetInventory(options_.node); !held) {
+        round.error = held.error().message;
+      } else {
+        round.inventory_lost =
+            !*held || (*held)->agent_id != agent_id_ || (*held)->generation != generation;
+      }
+    }
   }
   return round;
 }
@@ -261,6 +270,12 @@ void Agent::FinishStoreRoundLocked(const std::optional<store::NodeInventory>& to
                                    StoreRound& round) {
   // Publish only clears dirty_ if no newer change arrived meanwhile (same generation).
   if (round.published && to_publish->generation == stats_.generation) dirty_ = false;
+  if (round.inventory_lost && !dirty_) {
+    spdlog::warn("agent {}: the store no longer holds inventory generation {}; publishing it again",
+                 options_.node, stats_.generation);
+    ++stats_.republishes;
+    dirty_ = true;
+  }
   if (round.published) ++stats_.publishes;
   if (round.pods) {
     pods_ = std::move(*round.pods);
@@ -279,6 +294,7 @@ void Agent::Tick() {
   // /healthz keep answering during a store outage. Only this thread writes dirty_ and stats_'
   // store fields.
   std::optional<store::NodeInventory> to_publish;
+  int64_t generation = 0;
   {
     std::lock_guard backend_lock(backend_mu_);
     auto found = backend_.Discover();
@@ -294,8 +310,9 @@ void Agent::Tick() {
       return;
     }
     if (dirty_) to_publish = InventoryLocked();
+    generation = stats_.generation;
   }
-  StoreRound round = CallStore(to_publish);
+  StoreRound round = CallStore(to_publish, generation);
   std::lock_guard lock(mu_);
   FinishStoreRoundLocked(to_publish, round);
   health_.Beat(kLoop, options_.stall_s);
@@ -345,10 +362,15 @@ std::string Agent::Metrics() {
       "result (done: applied or planned in a dry run; failed: refused, failed or rolled back).\n"
       "# TYPE tessera_agent_mig_reshapes_total counter\n"
       "tessera_agent_mig_reshapes_total{{Hostname=\"{0}\",result=\"done\"}} {7}\n"
-      "tessera_agent_mig_reshapes_total{{Hostname=\"{0}\",result=\"failed\"}} {8}\n",
+      "tessera_agent_mig_reshapes_total{{Hostname=\"{0}\",result=\"failed\"}} {8}\n"
+      "# HELP tessera_agent_inventory_republishes_total Times the store no longer held the "
+      "published inventory when read back (a Redis restarted empty, a deleted key) and it was "
+      "published again.\n"
+      "# TYPE tessera_agent_inventory_republishes_total counter\n"
+      "tessera_agent_inventory_republishes_total{{Hostname=\"{0}\"}} {9}\n",
       EscapeLabel(options_.node), stats_.generation, static_cast<int>(gpus_.size()) - lost, lost,
       stats_.publishes, stats_.store_errors, stats_.backend_errors, stats_.reshapes_done,
-      stats_.reshapes_failed);
+      stats_.reshapes_failed, stats_.republishes);
   return out;
 }
 

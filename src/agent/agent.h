@@ -65,6 +65,7 @@ struct AgentOptions {
 struct AgentStats {
   int64_t generation = 0;
   int64_t publishes = 0;
+  int64_t republishes = 0;  // the store had lost the inventory (read back), published again
   int64_t store_errors = 0;
   int64_t backend_errors = 0;
   bool published = false;       // the store holds the current inventory
@@ -105,14 +106,17 @@ class Agent {
     std::string error;                // the store call that failed; "" if none did
     std::optional<Attribution> pods;  // the placements read this round, if due and read
     PodsByUid by_uid;
+    bool inventory_lost = false;  // read back, the store no longer held what was published
   };
   // Folds a discovery and its readings into gpus_ (lost GPUs kept, MPS verdicts updated),
   // logging and counting failures; a changed inventory is a new generation, dirty_.
   void TakeDiscoveryLocked(Expected<std::vector<store::GpuInventory>>& found,
                            const std::optional<Expected<std::vector<GpuSample>>>& samples);
   // The round's store calls, without mu_: publishes `to_publish` if given, then renews the
-  // heartbeat, then reads the placements when due; each only while the previous succeeded.
-  StoreRound CallStore(const std::optional<store::NodeInventory>& to_publish);
+  // heartbeat, then — when due, every attribution interval — reads the placements and reads
+  // back the inventory published as `generation` (the store may have lost it: a Redis that
+  // restarted empty, a deleted key); each only while the previous succeeded.
+  StoreRound CallStore(const std::optional<store::NodeInventory>& to_publish, int64_t generation);
   // Records a round's store calls: dirty_, the stats, the pods and the store's health.
   void FinishStoreRoundLocked(const std::optional<store::NodeInventory>& to_publish,
                               StoreRound& round);

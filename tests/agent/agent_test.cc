@@ -30,15 +30,22 @@ gpus:
     script: {points: [{t: 0, util: 0.7, fb_used_mib: 200, power_w: 90}]}
 )";
 
-// A store whose calls fail while `down` is set.
+// A store whose calls fail while `down` is set, and which holds no inventory while
+// `forgotten` is set (a Redis restarted empty) until one is put again.
 class FlakyStore : public store::MemoryStore {
  public:
   using MemoryStore::MemoryStore;
   bool down = false;
+  bool forgotten = false;
   std::string Name() const override { return "redis 127.0.0.1:1/0"; }
   Expected<void> PutInventory(const store::NodeInventory& inv) override {
     if (down) return Fail("redis 127.0.0.1:1/0: connection refused");
+    forgotten = false;
     return MemoryStore::PutInventory(inv);
+  }
+  Expected<std::optional<store::NodeInventory>> GetInventory(std::string_view node) override {
+    if (forgotten) return std::optional<store::NodeInventory>{};
+    return MemoryStore::GetInventory(node);
   }
   Expected<void> Heartbeat(std::string_view node, double ttl) override {
     if (down) return Fail("redis 127.0.0.1:1/0: connection refused");
@@ -109,6 +116,32 @@ TEST_F(AgentTest, PublishesOnceAndRepublishesOnlyOnChange) {
   restarted->Tick();
   EXPECT_EQ(Stored().agent_id, restarted->agent_id());
   EXPECT_NE(restarted->agent_id(), agent->agent_id());
+}
+
+// A store that lost the inventory (a Redis restarted empty) has it again one attribution
+// interval (5 s) later: the agent reads it back when due and publishes it again, once.
+TEST_F(AgentTest, RepublishesAnInventoryTheStoreLost) {
+  auto agent = Make();
+  agent->Tick();  // t = 0: published; the read-back is due at 5
+  EXPECT_EQ(agent->Stats().publishes, 1);
+  store_.forgotten = true;
+  clock_.Advance(1);
+  agent->Tick();  // t = 1: not due
+  EXPECT_EQ(agent->Stats().publishes, 1);
+  EXPECT_TRUE(store_.forgotten);
+  clock_.Advance(5);
+  agent->Tick();  // t = 6: read back, missing: published again next round
+  agent->Tick();
+  EXPECT_EQ(agent->Stats().publishes, 2);
+  EXPECT_EQ(agent->Stats().republishes, 1);
+  EXPECT_FALSE(store_.forgotten);
+  EXPECT_EQ(Stored().generation, 1);  // the same inventory, not a new generation
+  EXPECT_NE(agent->Metrics().find("tessera_agent_inventory_republishes_total{Hostname=\"n1\"} 1"),
+            std::string::npos);
+  clock_.Advance(6);
+  agent->Tick();  // t = 12: read back, held
+  agent->Tick();
+  EXPECT_EQ(agent->Stats().publishes, 2);
 }
 
 TEST_F(AgentTest, HeartbeatLapsesWhenTheAgentStops) {
