@@ -201,7 +201,7 @@ void AddSimulate(CLI::App& app, Status* status) {
                   "two ways (" +
                       ReadBy("reading") +
                       ": slo=capped|literal, base=lower|mean, interference=X|offline, "
-                      "quarters=ch6|roofline, queries=Q; docs/simulator.md)");
+                      "quarters=ch6|roofline, queries=Q, time=K; docs/simulator.md)");
   sub->add_option("--out", args.out,
                   "Where the experiment writes its report: a directory (report.json, "
                   "report.html and the like), or the one file an experiment writes (" +

@@ -50,7 +50,8 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
     auto bad = [&] {
       return Fail(
           "--reading: '{}' is not one of slo=capped|literal, base=lower|mean, "
-          "interference=X|offline (X in 0..1), quarters=ch6|roofline, queries=Q (Q in 0.1..10)",
+          "interference=X|offline (X in 0..1), quarters=ch6|roofline, queries=Q (Q in 0.1..10), "
+          "time=K (K in 1..1000)",
           item);
     };
     if (key == "slo" && (value == "capped" || value == "literal")) {
@@ -64,6 +65,11 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
       const double x = std::strtod(value.c_str(), &stop);
       if (value.empty() || *stop != '\0' || !(x >= 0.1 && x <= 10)) return bad();
       r.queries_scale = x;
+    } else if (key == "time") {
+      char* stop = nullptr;
+      const double x = std::strtod(value.c_str(), &stop);
+      if (value.empty() || *stop != '\0' || !(x >= 1 && x <= 1000)) return bad();
+      r.time_scale = x;
     } else if (key == "interference") {
       if (value == "offline") {
         r.interference = 1;
@@ -81,12 +87,14 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
 }
 
 std::string ThesisReading::name() const {
+  std::string time = time_scale == 1 ? "" : fmt::format(",time={:g}", time_scale);
   return fmt::format("slo={},base={},interference={:g},quarters={},queries={:g}",
                      slo_upper == 1.0   ? "capped"
                      : slo_upper == 1.2 ? "literal"
                                         : fmt::format("{:g}", slo_upper),
                      slo_base_mean ? "mean" : "lower", interference,
-                     quarters_ch6 ? "ch6" : "roofline", queries_scale);
+                     quarters_ch6 ? "ch6" : "roofline", queries_scale) +
+         time;
 }
 
 AppCatalog ThesisCatalog(const AppCatalog& catalog) {
@@ -178,8 +186,8 @@ std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& s, uint64_t s
     model::Workload w = ThesisPod(*app, i + 1);
     w.queries = app->queries_min + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(
                                        app->queries_max - app->queries_min + 1)));
-    w.queries =
-        std::max<int64_t>(1, std::llround(static_cast<double>(w.queries) * reading.queries_scale));
+    w.queries = std::max<int64_t>(1, std::llround(static_cast<double>(w.queries) *
+                                                  reading.queries_scale / reading.time_scale));
     w.slo_qps = rng.Uniform(0.8, reading.slo_upper) *
                 ThesisSloBase(*app, s.high_slo, physics, reading.slo_base_mean);
     if (s.nodes > 0) {
@@ -188,6 +196,7 @@ std::vector<model::Workload> ThesisWorkloads(const ThesisScenario& s, uint64_t s
     } else {
       w.arrival_s = (i / kBatch) * (kDurationS / batches) + rng.Uniform(0, kJitterS);
     }
+    w.arrival_s /= reading.time_scale;
     out.push_back(std::move(w));
   }
   return out;
@@ -238,25 +247,12 @@ Expected<predict::Predictor> ProfiledPredictor(const Physics& physics,
                                                const model::ClusterState& cluster,
                                                const ThesisScenario& s, uint64_t seed,
                                                predict::PredictorCache* cache) {
-  std::vector<std::string> models;
-  for (model::GpuModelId id : ModelsOf(cluster)) models.push_back(model::GetGpuModel(id).name);
-  Expected<ProfileSamples> samples =
-      Profiler(physics, ThesisProfiling(s, seed)).Sample(models, seed ^ 0x5eedULL);
+  Expected<ProfileSamples> samples = ThesisSamples(physics, cluster, s, seed);
   if (!samples) return std::unexpected(samples.error());
   predict::PredictorCache none(0);  // keeps nothing: a plain Predictor::Create
   return (cache ? *cache : none)
       .Create(samples->TakeProfile(), samples->TakeInterference(), {},
               CatalogFeatures(physics.catalog()));
-}
-
-// The ground truth of the reading: Ch. 6.4's Offline constants (MPS co-runners, and the MIG
-// host path of Fig. 6.8, measured the same way) × its interference factor.
-PhysicsOptions ThesisPhysics(const ThesisReading& reading) {
-  PhysicsOptions o;
-  o.mps_front_kappa *= reading.interference;
-  o.mps_sm_kappa *= reading.interference;
-  o.mig_max *= reading.interference;
-  return o;
 }
 
 // The run's figures (Ch. 9.3) from the engine's outcomes.
@@ -320,19 +316,29 @@ ThesisRun Summarize(const EngineResult& r, const model::ClusterState& cluster,
 
 }  // namespace
 
-Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenario& s,
-                              uint64_t seed, const AppCatalog& catalog,
-                              const ThesisReading& reading, predict::PredictorCache* predictors) {
+Expected<ProfileSamples> ThesisSamples(const Physics& physics, const model::ClusterState& cluster,
+                                       const ThesisScenario& s, uint64_t seed) {
+  std::vector<std::string> models;
+  for (model::GpuModelId id : ModelsOf(cluster)) models.push_back(model::GetGpuModel(id).name);
+  return Profiler(physics, ThesisProfiling(s, seed)).Sample(models, seed ^ 0x5eedULL);
+}
+
+Expected<std::unique_ptr<World>> BuildThesisWorld(const std::string& policy_name,
+                                                  const ThesisScenario& s, uint64_t seed,
+                                                  const AppCatalog& catalog,
+                                                  const ThesisReading& reading,
+                                                  predict::PredictorCache* predictors) {
   for (const char* key : kEngines) {
     if (!catalog.Find(key))
       return Fail("the thesis experiment needs app '{}' in the catalogue", key);
   }
-  auto world = World::Build(
+  return World::Build(
       catalog, s.nodes > 0 ? ThesisScaleCluster(s.nodes) : ThesisCluster(),
       {.policy = policy_name,
        .seed = seed,
        .physics = ThesisPhysics(reading),
-       .predictor = [&](const Physics& physics,
+       .predictor = [&s, seed, predictors](
+                        const Physics& physics,
                         const model::ClusterState& cluster) -> Expected<predict::Predictor> {
          return ProfiledPredictor(physics, cluster, s, seed, predictors);
        },
@@ -340,6 +346,12 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
        .can_move = true,
        .set_up_for_policy = true,
        .engine = {.horizon_s = 48 * 3600}});
+}
+
+Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenario& s,
+                              uint64_t seed, const AppCatalog& catalog,
+                              const ThesisReading& reading, predict::PredictorCache* predictors) {
+  auto world = BuildThesisWorld(policy_name, s, seed, catalog, reading, predictors);
   if (!world) return std::unexpected(world.error());
   const Physics& physics = (*world)->physics;
   Engine& engine = *(*world)->engine;
@@ -351,6 +363,14 @@ Expected<ThesisRun> RunThesis(const std::string& policy_name, const ThesisScenar
   run.scenario = s;
   run.seed = seed;
   return run;
+}
+
+PhysicsOptions ThesisPhysics(const ThesisReading& reading) {
+  PhysicsOptions o;
+  o.mps_front_kappa *= reading.interference;
+  o.mps_sm_kappa *= reading.interference;
+  o.mig_max *= reading.interference;
+  return o;
 }
 
 double ThesisRun::slo_attainment_feasible() const {

@@ -17,6 +17,7 @@
 // noise aside (Physics::BestIsolatedQps) — and the attainment over those feasible pods.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ class PredictorCache;
 }  // namespace tessera::predict
 
 namespace tessera::sim {
+
+class World;
 
 struct ThesisScenario {
   int pods = 20;
@@ -70,12 +73,19 @@ struct ThesisReading {
   // Ch. 8.3; Ch. 5.4.2's characterisation ran 270-22000 queries). Ch. 9 gives no pod length;
   // the default is fitted to max's makespan, 1.5 × predictive's (Ch. 9.3).
   double queries_scale = 0.7;
-  // "slo=capped|literal,base=lower|mean,interference=X|offline,quarters=ch6|roofline,queries=Q";
-  // empty
-  // keeps every default. An Error names the bad key or value.
+  // The same scenario this many times faster: arrivals and every pod's queries ÷ this, rates
+  // unchanged — what the emulated cluster (tests/e2e, docs/cluster-box.md) and the simulator
+  // both read, so that a run on real daemons takes minutes. 1 = the thesis's own time.
+  double time_scale = 1;
+  // "slo=capped|literal,base=lower|mean,interference=X|offline,quarters=ch6|roofline,queries=Q,
+  // time=K"; empty keeps every default. An Error names the bad key or value.
   [[nodiscard]] static Expected<ThesisReading> Parse(std::string_view text);
-  std::string name() const;  // the same form, every key
+  std::string name() const;  // the same form, every key (time only when not 1)
 };
+
+// The ground truth of a reading: Ch. 6.4's Offline constants (MPS co-runners, and the MIG host
+// path of Fig. 6.8, measured the same way) × its interference factor.
+PhysicsOptions ThesisPhysics(const ThesisReading& reading);
 
 // One pod's life in one run, for the per-workload report (sim/thesis_report.h).
 struct ThesisWorkloadRecord {
@@ -162,6 +172,20 @@ std::vector<std::string> ThesisUnprofiledApps(const ThesisScenario& s, uint64_t 
 // The characterisation a run of this scenario starts from (Ch. 6.1): the six engines on every
 // configuration, ten runs each, except the scenario's unprofiled ones (1-2 configurations).
 ProfilerOptions ThesisProfiling(const ThesisScenario& s, uint64_t seed);
+
+// The Profiler's samples a run of this scenario and seed starts from (ThesisProfiling, drawn
+// from `physics` on every GPU model of `cluster`): what a predicting policy is given.
+[[nodiscard]] Expected<ProfileSamples> ThesisSamples(const Physics& physics,
+                                                     const model::ClusterState& cluster,
+                                                     const ThesisScenario& s, uint64_t seed);
+
+// The world of one run, before its pods arrive: the cluster set up for the policy (its idle
+// MIG layouts applied at t = 0, as the thesis partitioned its GPUs before a baseline), the
+// reading's physics seeded by `seed`, and the profiled predictor when the policy predicts.
+// The emulated cluster (tests/e2e) builds the same world to run the same pods on daemons.
+[[nodiscard]] Expected<std::unique_ptr<World>> BuildThesisWorld(
+    const std::string& policy, const ThesisScenario& s, uint64_t seed, const AppCatalog& catalog,
+    const ThesisReading& reading = {}, predict::PredictorCache* predictors = nullptr);
 
 // One run. `catalog` as given: RunThesisExperiment passes it through ThesisCatalog first when
 // the reading asks for Ch. 6's quarters. With `predictors`, a predicting policy's completion of

@@ -76,11 +76,34 @@ TEST(ThesisTest, ReadingParsesEveryKeyAndNamesABadOne) {
   ASSERT_TRUE(d);
   EXPECT_EQ(d->name(), "slo=capped,base=lower,interference=0.15,quarters=ch6,queries=0.7");
   EXPECT_DOUBLE_EQ(ThesisReading::Parse("interference=0.3")->interference, 0.3);
-  for (const char* bad :
-       {"slo=wide", "interference=2", "interference=x", "interference=", "colour=red", "slo"}) {
+  for (const char* bad : {"slo=wide", "interference=2", "interference=x",
+                          "interference=", "colour=red", "slo", "time=0.5", "time=", "time=2000"}) {
     auto e = ThesisReading::Parse(bad);
     ASSERT_FALSE(e) << bad;
     EXPECT_NE(e.error().message.find(bad), std::string::npos) << e.error().message;
+  }
+}
+
+// time=K (the emulated cluster's rule, docs/cluster-box.md): the same pods K times faster —
+// arrivals ÷ K, queries ÷ K rounded (at least 1), SLOs and apps unchanged; named only when not 1.
+TEST(ThesisTest, TimeScaleDividesArrivalsAndQueries) {
+  const AppCatalog catalog = Shipped();
+  const Physics physics(catalog, 1);
+  auto r = ThesisReading::Parse("time=10");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->time_scale, 10);
+  EXPECT_EQ(r->name(), "slo=capped,base=lower,interference=0.15,quarters=ch6,queries=0.7,time=10");
+  const auto plain = ThesisWorkloads({20, false}, 4, physics);
+  const auto fast = ThesisWorkloads({20, false}, 4, physics, *r);
+  ASSERT_EQ(plain.size(), fast.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(fast[i].app, plain[i].app);
+    EXPECT_DOUBLE_EQ(fast[i].slo_qps, plain[i].slo_qps);
+    EXPECT_DOUBLE_EQ(fast[i].arrival_s, plain[i].arrival_s / 10);
+    // plain = round(q × 0.7), fast = round(q × 0.7 / 10): within one rounding of plain / 10.
+    EXPECT_NEAR(static_cast<double>(fast[i].queries), static_cast<double>(plain[i].queries) / 10,
+                0.56);
+    EXPECT_GE(fast[i].queries, 1);
   }
 }
 
