@@ -168,6 +168,26 @@ class FakeApiServer::Impl {
     obj["status"]["conditions"] = conditions;
     Store("pods", it->first, obj, "MODIFIED");
   }
+  // A container that ended: phase Succeeded or Failed, the Ready condition False. Aborts if
+  // there is no such pod (a broken caller).
+  void SetPodDone(const std::string& ns, const std::string& name, bool succeeded) {
+    std::lock_guard lock(mu_);
+    auto& pods = objects_["pods"];
+    auto it = pods.find(ns + "/" + name);
+    if (it == pods.end()) {
+      std::fprintf(stderr, "FakeApiServer::SetPodDone: no pod %s/%s\n", ns.c_str(), name.c_str());
+      std::abort();
+    }
+    json obj = it->second;
+    obj["status"]["phase"] = succeeded ? "Succeeded" : "Failed";
+    json conditions = json::array();
+    for (const auto& c : obj["status"].value("conditions", json::array())) {
+      if (c.value("type", "") != "Ready") conditions.push_back(c);
+    }
+    conditions.push_back({{"type", "Ready"}, {"status", "False"}});
+    obj["status"]["conditions"] = conditions;
+    Store("pods", it->first, obj, "MODIFIED");
+  }
   void DeletePod(const std::string& ns, const std::string& name) {
     std::lock_guard lock(mu_);
     RemoveObject("pods", ns + "/" + name);
@@ -1020,6 +1040,9 @@ void FakeApiServer::AddPodWith(const std::string& ns, const std::string& name, c
 void FakeApiServer::SetPodRunning(const std::string& ns, const std::string& name, bool ready) {
   impl_->SetPodRunning(ns, name, ready);
 }
+void FakeApiServer::SetPodDone(const std::string& ns, const std::string& name, bool succeeded) {
+  impl_->SetPodDone(ns, name, succeeded);
+}
 void FakeApiServer::DeletePod(const std::string& ns, const std::string& name) {
   impl_->DeletePod(ns, name);
 }
@@ -1049,5 +1072,15 @@ void FakeApiServer::SetDelay(double seconds) { impl_->SetDelay(seconds); }
 int FakeApiServer::open_watches() { return impl_->open_watches(); }
 int64_t FakeApiServer::watches_started() { return impl_->watches_started(); }
 int64_t FakeApiServer::gone_answers() { return impl_->gone_answers(); }
+
+void WriteKubeconfig(const FakeApiServer& api, const std::string& dir) {
+  std::ofstream(dir + "/ca.pem") << api.pki().ca_pem;
+  std::ofstream(dir + "/kubeconfig")
+      << "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+      << "clusters:\n- name: c\n  cluster:\n    server: " << api.url()
+      << "\n    certificate-authority: ca.pem\n"
+      << "users:\n- name: u\n  user:\n    token: " << FakeApiServer::kToken << "\n"
+      << "contexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n";
+}
 
 }  // namespace tessera::k8s::testing_support

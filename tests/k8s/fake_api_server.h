@@ -106,6 +106,8 @@ class FakeApiServer {
   // The kubelet's part: phase Running and the Ready condition True (or False: running, not yet
   // healthy). Aborts if there is no such pod (a broken test).
   void SetPodRunning(const std::string& ns, const std::string& name, bool ready = true);
+  // The kubelet's part when the container ends: phase Succeeded (or Failed), Ready False.
+  void SetPodDone(const std::string& ns, const std::string& name, bool succeeded = true);
   void DeletePod(const std::string& ns, const std::string& name);
   // A policy/v1 PodDisruptionBudget as `kubectl apply` would make it (a second call replaces the
   // spec). `spec`: selector, one of minAvailable/maxUnavailable (int or "NN%"), optionally
@@ -145,5 +147,9 @@ class FakeApiServer {
   class Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// A kubeconfig for `api` written to dir/kubeconfig, its CA beside it (dir/ca.pem): what a
+// `tessera schedule` process is given to reach it.
+void WriteKubeconfig(const FakeApiServer& api, const std::string& dir);
 
 }  // namespace tessera::k8s::testing_support

@@ -21,17 +21,7 @@ namespace {
 using nlohmann::json;
 using testing_support::FakeApiServer;
 using testing_support::WaitFor;
-
-// A kubeconfig for `api` in dir/kubeconfig (its CA beside it).
-void WriteKubeconfig(const FakeApiServer& api, const std::string& dir) {
-  std::ofstream(dir + "/ca.pem") << api.pki().ca_pem;
-  std::ofstream(dir + "/kubeconfig")
-      << "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-      << "clusters:\n- name: c\n  cluster:\n    server: " << api.url()
-      << "\n    certificate-authority: ca.pem\n"
-      << "users:\n- name: u\n  user:\n    token: " << FakeApiServer::kToken << "\n"
-      << "contexts:\n- name: t\n  context:\n    cluster: c\n    user: u\n";
-}
+using testing_support::WriteKubeconfig;
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);

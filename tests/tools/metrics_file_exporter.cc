@@ -49,5 +49,9 @@ int main(int argc, char** argv) {
   server.Get("/ready", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
-  return server.listen("127.0.0.1", port) ? 0 : 1;
+  if (!server.listen("127.0.0.1", port)) {
+    std::fprintf(stderr, "metrics_file_exporter: cannot listen on 127.0.0.1:%d\n", port);
+    return 1;
+  }
+  return 0;
 }

@@ -1,0 +1,303 @@
+#include "e2e/box_kubelet.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <variant>
+
+#include "model/mig.h"
+
+namespace tessera::e2e {
+
+using nlohmann::json;
+
+namespace {
+
+// Writes `text` to `path` through a temporary file renamed into place: a reader (the agent, the
+// exporter) sees the old file or the new one, never half of one.
+void WriteAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << text;
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+// "0=8192M" (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT): the limit of device 0 in MiB; nullopt if absent
+// or not of that form.
+std::optional<int64_t> PinnedLimitMib(const std::string& v) {
+  const size_t eq = v.find('=');
+  if (eq == std::string::npos || v.empty() || v.back() != 'M') return std::nullopt;
+  try {
+    return std::stoll(v.substr(eq + 1, v.size() - eq - 2));
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+std::string FeatureText(const std::variant<double, std::string>& v) {
+  if (const double* d = std::get_if<double>(&v)) return fmt::format("{}", *d);
+  return std::get<std::string>(v);
+}
+
+}  // namespace
+
+std::string PodName(const model::Workload& w) {
+  std::string app = w.app;
+  std::replace(app.begin(), app.end(), '/', '-');
+  std::replace(app.begin(), app.end(), '_', '-');
+  return fmt::format("p{:02}-{}", w.id, app);
+}
+
+std::string ApiNodeName(const model::ClusterState& cluster, model::NodeIndex n) {
+  return fmt::format("n{}-{}", n, cluster.node(n).name);
+}
+
+EmulatedKubelet::EmulatedKubelet(k8s::testing_support::FakeApiServer& api, sim::Physics& physics,
+                                 model::ClusterState& mirror, std::vector<model::Workload> pods,
+                                 KubeletOptions options)
+    : api_(api), physics_(physics), mirror_(mirror), options_(std::move(options)) {
+  for (model::Workload& w : pods) {
+    BoxPod p;
+    p.name = PodName(w);
+    p.workload = std::move(w);
+    pods_.push_back(std::move(p));
+  }
+  for (size_t i = 0; i < pods_.size(); ++i) by_arrival_.push_back(i);
+  std::stable_sort(by_arrival_.begin(), by_arrival_.end(), [this](size_t a, size_t b) {
+    return pods_[a].workload.arrival_s < pods_[b].workload.arrival_s;
+  });
+}
+
+void EmulatedKubelet::WriteFiles() {
+  for (model::NodeIndex n = 0; n < mirror_.node_count(); ++n) WriteNodeFile(n);
+  WriteExporterFile();
+}
+
+void EmulatedKubelet::Tick(double now) {
+  Advance(now);
+  CreateArrived(now);
+  StartBound(now);
+  if (changed_) {
+    Rerate();
+    for (model::NodeIndex n = 0; n < mirror_.node_count(); ++n) WriteNodeFile(n);
+    changed_ = false;
+  }
+  if (now - last_export_ >= 0.25) {
+    WriteExporterFile();
+    last_export_ = now;
+  }
+}
+
+bool EmulatedKubelet::AllDone() const {
+  return std::all_of(pods_.begin(), pods_.end(),
+                     [](const BoxPod& p) { return p.end_s.has_value(); });
+}
+
+void EmulatedKubelet::Advance(double now) {
+  for (BoxPod& p : pods_) {
+    if (!p.running()) continue;
+    const double left = static_cast<double>(p.workload.queries) - p.served;
+    if (p.qps > 0 && p.served + p.qps * (now - p.last_s) >= left + p.served) {
+      // Done between ticks: its end is when the last query was served, not this tick.
+      p.end_s = p.last_s + left / p.qps;
+      p.served = static_cast<double>(p.workload.queries);
+      (void)mirror_.Remove(p.workload.id);
+      rates_.erase(p.workload.id);
+      api_.SetPodDone(options_.ns, p.name, true);
+      changed_ = true;
+    } else {
+      p.served += p.qps * (now - p.last_s);
+      p.last_s = now;
+    }
+  }
+}
+
+void EmulatedKubelet::CreateArrived(double now) {
+  // In order of arrival: pods arriving within one tick reach the scheduler in that order.
+  for (size_t i : by_arrival_) {
+    BoxPod& p = pods_[i];
+    if (p.created || p.workload.arrival_s > now) continue;
+    const model::Workload& w = p.workload;
+    json annotations = {{"tessera.io/app", w.app},
+                        {"tessera.io/slo-qps", fmt::format("{}", w.slo_qps)},
+                        {"tessera.io/gpu-memory", fmt::format("{}", w.gpu.memory_mib)}};
+    for (const auto& [name, value] : w.features) {
+      annotations["tessera.io/feature." + name] = FeatureText(value);
+    }
+    json requests = {{"cpu", fmt::format("{}m", w.cpu_milli)},
+                     {"memory", fmt::format("{}Mi", w.memory_mib)},
+                     {"nvidia.com/gpu", fmt::format("{}", w.gpu.count)}};
+    api_.AddPodWith(options_.ns, p.name, requests, annotations, {{"app", "thesis"}}, nullptr);
+    p.created = true;
+  }
+}
+
+void EmulatedKubelet::StartBound(double now) {
+  for (BoxPod& p : pods_) {
+    if (p.created && !p.start_s && !p.end_s && Start(p, now)) changed_ = true;
+  }
+}
+
+bool EmulatedKubelet::Start(BoxPod& p, double now) {
+  const std::string key = options_.ns + "/" + p.name;
+  const std::optional<json> pod = api_.Get("pods", key);
+  if (!pod) return false;
+  const std::string node = (*pod)["spec"].value("nodeName", "");
+  if (node.empty()) return false;
+  // The kubelet waits for the ConfigMap the pod's envFrom names (Tessera writes it first).
+  const std::optional<json> cm = api_.Get("configmaps", key);
+  if (!cm) return false;
+  const json data = (*cm).value("data", json::object());
+  const std::string devices = data.value("CUDA_VISIBLE_DEVICES", "");
+  const std::string pct = data.value("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "");
+  const std::string pinned = data.value("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "");
+  p.start_s = now;
+  p.last_s = now;
+  std::optional<model::NodeIndex> n;
+  for (model::NodeIndex k = 0; k < mirror_.node_count(); ++k) {
+    if (ApiNodeName(mirror_, k) == node) n = k;
+  }
+  p.node = n ? mirror_.node(*n).name : node;
+  if (!n) {
+    Fail(p, now, fmt::format("bound to node {}, which the cluster does not have", node));
+    return true;
+  }
+  model::Placement placement{.workload = p.workload.id, .node = *n};
+  if (!devices.empty()) {
+    if (devices.find(',') != std::string::npos) {
+      Fail(p, now, fmt::format("CUDA_VISIBLE_DEVICES {}: one device expected", devices));
+      return true;
+    }
+    const std::optional<model::PartitionIndex> part = mirror_.FindPartition(devices);
+    if (!part) {
+      Fail(p, now, fmt::format("CUDA_VISIBLE_DEVICES {}: no such GPU or MIG instance", devices));
+      return true;
+    }
+    const model::Partition& pt = mirror_.partition(*part);
+    model::Slice slice{.partition = *part};
+    slice.milli = pct.empty() ? 1000 : static_cast<int32_t>(std::lround(std::stod(pct) * 10));
+    const std::optional<int64_t> limit = PinnedLimitMib(pinned);
+    slice.memory_mib = limit
+                           ? *limit
+                           : std::min<int64_t>(pt.free_memory_mib(), p.workload.gpu.memory_mib > 0
+                                                                         ? p.workload.gpu.memory_mib
+                                                                         : pt.memory_mib);
+    placement.slices.push_back(slice);
+    p.partition = pt.uuid;
+    const model::GpuModel& gm = model::GetGpuModel(mirror_.gpu(pt.gpu).model);
+    p.profile = pt.whole() ? "whole" : gm.mig_profiles[pt.profile].name;
+    p.milli = slice.milli;
+  }
+  if (auto ok = mirror_.Place(p.workload, placement); !ok) {
+    Fail(p, now, "the node cannot run it: " + ok.error().message);
+    return true;
+  }
+  api_.SetPodRunning(options_.ns, p.name);
+  return true;
+}
+
+void EmulatedKubelet::Fail(BoxPod& p, double now, const std::string& why) {
+  p.failed = true;
+  p.failure = why;
+  p.end_s = now;
+  api_.SetPodDone(options_.ns, p.name, false);
+}
+
+void EmulatedKubelet::Rerate() {
+  physics_.SetTime(0);
+  for (BoxPod& p : pods_) {
+    if (!p.running()) continue;
+    const model::PlacedWorkload* pw = mirror_.Find(p.workload.id);
+    if (!pw) continue;
+    sim::RunRate r = physics_.Rate(*pw, mirror_);
+    if (r.fails) {
+      (void)mirror_.Remove(p.workload.id);
+      Fail(p, p.last_s, r.failure);
+      continue;
+    }
+    p.qps = r.qps;
+    rates_[p.workload.id] = r;
+  }
+}
+
+void EmulatedKubelet::WriteNodeFile(model::NodeIndex n) const {
+  const auto it = options_.node_files.find(mirror_.node(n).name);
+  if (it == options_.node_files.end()) return;
+  const model::Node& node = mirror_.node(n);
+  std::string y = fmt::format(
+      "# written by the emulated kubelet (tests/e2e): what the pods on {} keep busy now\n"
+      "node: {}\ncpu_milli: {}\nmemory_mib: {}\ntime_base: start\ngpus:\n",
+      node.name, ApiNodeName(mirror_, n), node.cpu_milli, node.memory_mib);
+  for (model::GpuIndex g = node.first_gpu; g < node.first_gpu + node.gpu_count; ++g) {
+    const model::Gpu& gpu = mirror_.gpu(g);
+    const model::GpuModel& gm = model::GetGpuModel(gpu.model);
+    std::string processes, instances;
+    double load = 0, util = 0, fb = 0;
+    int clients = 0;
+    for (const model::Partition& pt : mirror_.partitions_of(g)) {
+      double part_util = 0, part_fb = 0;
+      for (const model::Client& c : pt.clients) {
+        const auto r = rates_.find(c.workload);
+        const double sm = r == rates_.end() ? 0 : r->second.sm_load;
+        part_util += r == rates_.end() ? 0 : r->second.gpu_busy;
+        part_fb += static_cast<double>(c.memory_mib);
+        load += sm;
+        ++clients;
+        const model::PlacedWorkload* pw = mirror_.Find(c.workload);
+        const std::optional<json> pod =
+            pw ? api_.Get("pods", options_.ns + "/" + PodName(pw->workload)) : std::nullopt;
+        const std::string uid = pod ? (*pod)["metadata"].value("uid", "") : "";
+        processes += fmt::format(
+            "      - {{pid: {}, pod_uid: \"{}\"{}, script: {{points: [{{t: 0, fb_used_mib: {}, "
+            "sm_active: {:.4f}}}]}}}}\n",
+            1000 + c.workload, uid, pt.whole() ? "" : fmt::format(", partition: {}", pt.uuid),
+            c.memory_mib, std::min(1.0, sm));
+      }
+      part_util = std::min(1.0, part_util);
+      util = std::max(util, part_util);
+      fb += part_fb;
+      if (!pt.whole()) {
+        instances += fmt::format(
+            "      - {{uuid: {}, gi_id: {}, script: {{points: [{{t: 0, util: {:.4f}, "
+            "fb_used_mib: {}}}]}}}}\n",
+            pt.uuid, pt.start + 1, part_util, part_fb);
+      }
+    }
+    load = std::min(1.0, load);
+    const double power = physics_.GpuPower(g, load, mirror_);
+    y += fmt::format("  - model: {}\n    uuid: {}\n", gm.name, gpu.uuid);
+    if (gpu.mig) {
+      y += fmt::format("    mig: \"{}\"\n    script: {{points: [{{t: 0, power_w: {:.1f}}}]}}\n",
+                       model::LayoutToString(gm, *gpu.mig), power);
+      y += "    instances:\n" + instances;
+    } else {
+      y += fmt::format(
+          "    script: {{points: [{{t: 0, util: {:.4f}, fb_used_mib: {}, power_w: {:.1f}, "
+          "sm_active: {:.4f}}}]}}\n",
+          util, fb, power, load);
+      y += clients > 0 ? fmt::format("    mps: {{server: running, clients: {}}}\n", clients)
+                       : "    mps: {server: absent}\n";
+    }
+    y += processes.empty() ? "    processes: []\n" : "    processes:\n" + processes;
+  }
+  WriteAtomically(it->second, y);
+}
+
+void EmulatedKubelet::WriteExporterFile() const {
+  if (options_.exporter_file.empty()) return;
+  std::string text = "# TYPE nv_inference_request_success counter\n";
+  for (const BoxPod& p : pods_) {
+    if (!p.start_s) continue;
+    text += fmt::format("nv_inference_request_success{{namespace=\"{}\",pod=\"{}\"}} {:.3f}\n",
+                        options_.ns, p.name, p.served);
+  }
+  WriteAtomically(options_.exporter_file, text);
+}
+
+}  // namespace tessera::e2e

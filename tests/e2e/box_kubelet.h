@@ -1,0 +1,98 @@
+#pragma once
+// EmulatedKubelet: the nodes of the emulated cluster (docs/cluster-box.md). It creates each pod
+// of a scenario in the API server at its arrival, and once the scheduler has bound it, reads
+// its slice from its ConfigMap exactly as the container would (CUDA_VISIBLE_DEVICES,
+// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT) and runs it: it serves at
+// the rate the simulator's ground truth (sim::Physics) gives for that slice beside its current
+// co-runners, re-rated whenever a co-runner starts or ends; its served queries are a Triton
+// counter (nv_inference_request_success) in a file the metrics exporter serves to Prometheus;
+// its node's fake GPU file (what `tessera agent --fake` reads) shows the GPU's utilisation,
+// memory, SM activity, power and MPS clients; when its queries are done its phase becomes
+// Succeeded. A slice the kubelet cannot honour (a uuid not on the node, more compute or memory
+// than is free: a double booking) fails the pod with the reason.
+//
+// The mirror cluster is the simulator's own ClusterState for the run (same GPUs, uuids and MIG
+// layouts); the kubelet places and removes the pods it runs there, so Physics sees the same
+// co-location the engine would. Single-threaded: the box calls Tick from one loop.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "k8s/fake_api_server.h"
+#include "model/cluster.h"
+#include "sim/physics.h"
+
+namespace tessera::e2e {
+
+struct BoxPod {
+  model::Workload workload;  // as the simulator has it (arrival, queries, SLO)
+  std::string name;          // its pod name
+  bool created = false;
+  std::optional<double> start_s, end_s;  // seconds since the run started
+  std::string node, partition, profile;  // as the kubelet ran it
+  int32_t milli = 0;
+  double served = 0;  // queries
+  double qps = 0;     // its current rate
+  bool failed = false;
+  std::string failure;
+  double last_s = 0;  // progress counted up to here
+  bool running() const { return start_s && !end_s; }
+  double achieved_qps() const {
+    return start_s && end_s && !failed && *end_s > *start_s
+               ? static_cast<double>(workload.queries) / (*end_s - *start_s)
+               : 0;
+  }
+};
+
+struct KubeletOptions {
+  std::string ns = "thesis";
+  std::string exporter_file;                      // the pods' Triton counters (.prom)
+  std::map<std::string, std::string> node_files;  // node name -> its agent's fake GPU file
+};
+
+class EmulatedKubelet {
+ public:
+  EmulatedKubelet(k8s::testing_support::FakeApiServer& api, sim::Physics& physics,
+                  model::ClusterState& mirror, std::vector<model::Workload> pods,
+                  KubeletOptions options);
+  // The node files and the exporter file as they are before any pod: written once before the
+  // agents start.
+  void WriteFiles();
+  // One pass at `now` (seconds since the run started): progress and completions, arrivals,
+  // starts of newly bound pods, then the files when anything changed.
+  void Tick(double now);
+  bool AllDone() const;
+  const std::vector<BoxPod>& pods() const { return pods_; }
+
+ private:
+  void Advance(double now);
+  void CreateArrived(double now);
+  void StartBound(double now);
+  // Reads the pod's binding and places it in the mirror; false while it is not bound yet.
+  bool Start(BoxPod& pod, double now);
+  void Fail(BoxPod& pod, double now, const std::string& why);
+  void Rerate();
+  void WriteNodeFile(model::NodeIndex n) const;
+  void WriteExporterFile() const;
+
+  k8s::testing_support::FakeApiServer& api_;
+  sim::Physics& physics_;
+  model::ClusterState& mirror_;
+  std::vector<BoxPod> pods_;
+  std::vector<size_t> by_arrival_;  // pods_ indices in order of arrival
+  KubeletOptions options_;
+  std::map<model::WorkloadId, sim::RunRate> rates_;
+  bool changed_ = true;
+  double last_export_ = -1;
+};
+
+// A pod name for a workload: "p07-onnx-resnet50" (Kubernetes names have no '/').
+std::string PodName(const model::Workload& w);
+
+// The API server's name for the simulator's node `n`: "n0-v100". The API server lists nodes by
+// name and the scheduler keeps that order, while the simulator keeps its cluster's order; a
+// policy's choice between equal offers follows the order, so the names keep the simulator's.
+std::string ApiNodeName(const model::ClusterState& cluster, model::NodeIndex n);
+
+}  // namespace tessera::e2e
