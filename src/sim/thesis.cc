@@ -51,7 +51,7 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
       return Fail(
           "--reading: '{}' is not one of slo=capped|literal, base=lower|mean, "
           "interference=X|offline (X in 0..1), quarters=ch6|roofline, queries=Q (Q in 0.1..10), "
-          "time=K (K in 1..1000)",
+          "time=K (K in 1..1000), mig=free|fixed",
           item);
     };
     if (key == "slo" && (value == "capped" || value == "literal")) {
@@ -65,6 +65,8 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
       const double x = std::strtod(value.c_str(), &stop);
       if (value.empty() || *stop != '\0' || !(x >= 0.1 && x <= 10)) return bad();
       r.queries_scale = x;
+    } else if (key == "mig" && (value == "free" || value == "fixed")) {
+      r.mig_fixed = value == "fixed";
     } else if (key == "time") {
       char* stop = nullptr;
       const double x = std::strtod(value.c_str(), &stop);
@@ -88,6 +90,7 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
 
 std::string ThesisReading::name() const {
   std::string time = time_scale == 1 ? "" : fmt::format(",time={:g}", time_scale);
+  if (mig_fixed) time += ",mig=fixed";
   return fmt::format("slo={},base={},interference={:g},quarters={},queries={:g}",
                      slo_upper == 1.0   ? "capped"
                      : slo_upper == 1.2 ? "literal"
@@ -345,6 +348,7 @@ Expected<std::unique_ptr<World>> BuildThesisWorld(const std::string& policy_name
        .learn = true,
        .can_move = true,
        .set_up_for_policy = true,
+       .mig_mode_fixed = reading.mig_fixed,
        .engine = {.horizon_s = 48 * 3600}});
 }
 

@@ -77,10 +77,15 @@ struct ThesisReading {
   // unchanged — what the emulated cluster (tests/e2e, docs/cluster-box.md) and the simulator
   // both read, so that a run on real daemons takes minutes. 1 = the thesis's own time.
   double time_scale = 1;
+  // MIG mode fixed once the cluster is set up for the policy (`mig=fixed`), as in a cluster, where
+  // the agents never change it (it needs a GPU reset): a policy may reshape the A30 only if it
+  // starts with MIG on. Default `mig=free`: the thesis's policies partition the idle A30 at will
+  // (Ch. 8.3). The emulated cluster compares with `fixed`.
+  bool mig_fixed = false;
   // "slo=capped|literal,base=lower|mean,interference=X|offline,quarters=ch6|roofline,queries=Q,
-  // time=K"; empty keeps every default. An Error names the bad key or value.
+  // time=K,mig=free|fixed"; empty keeps every default. An Error names the bad key or value.
   [[nodiscard]] static Expected<ThesisReading> Parse(std::string_view text);
-  std::string name() const;  // the same form, every key (time only when not 1)
+  std::string name() const;  // the same form, every key (time and mig only when not default)
 };
 
 // The ground truth of a reading: Ch. 6.4's Offline constants (MPS co-runners, and the MIG host

@@ -43,6 +43,7 @@ Expected<std::unique_ptr<World>> World::Build(const AppCatalog& catalog,
       if (auto ok = w->cluster.Reshape(g, *to); !ok) return std::unexpected(ok.error());
     }
   }
+  if (options.mig_mode_fixed) w->cluster.set_mig_mode_fixed(true);
   EngineOptions engine = options.engine;
   engine.telemetry = telemetry;
   engine.clock = &w->clock;

@@ -45,6 +45,10 @@ struct WorldOptions {
   // thesis partitioned its GPUs before running a baseline (Ch. 9.2). False: the policy reshapes
   // during the run, each reshape taking EngineOptions::reshape_s.
   bool set_up_for_policy = false;
+  // After that set-up, no GPU's MIG mode may change during the run (ClusterState::
+  // set_mig_mode_fixed): a policy may still reshape a GPU whose MIG is on, as the agents do, but
+  // not turn MIG on or off — which a real GPU needs reset for, and the agents refuse.
+  bool mig_mode_fixed = false;
   const policy::JobProfiles* job_profiles = nullptr;
   const policy::ShapeDistribution* typical_pods = nullptr;
   EngineOptions engine;  // its clock and telemetry are the world's

@@ -70,7 +70,8 @@ bool Deterministic(const std::string& policy) { return policy == "max" || policy
 std::vector<SimPod> RunSimulator(const RunSpec& spec) {
   const std::string out = spec.dir + "/sim";
   const std::string cmd = fmt::format(
-      "'{}' simulate --experiment thesis --seed {} --policy '{}' --reading time={:g} --out '{}' "
+      "'{}' simulate --experiment thesis --seed {} --policy '{}' --reading time={:g},mig=fixed "
+      "--out '{}' "
       ">'{}/logs/simulate.log' 2>&1",
       spec.tessera, spec.seed, spec.policy, spec.time_scale, out, spec.dir);
   const int rc = std::system(cmd.c_str());

@@ -272,6 +272,7 @@ RunResult RunOnBox(const RunSpec& spec) {
   // The simulator's world for this run: the same catalogue, reading, cluster and pods.
   sim::ThesisReading reading;
   reading.time_scale = spec.time_scale;
+  reading.mig_fixed = true;  // the agents never change a GPU's MIG mode
   result.reading = reading.name();
   const sim::ThesisScenario scenario{.pods = spec.pods, .high_slo = spec.high_slo};
   sim::AppCatalog catalog = sim::ThesisCatalog(

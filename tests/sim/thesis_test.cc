@@ -107,6 +107,30 @@ TEST(ThesisTest, TimeScaleDividesArrivalsAndQueries) {
   }
 }
 
+// mig=fixed: the A30 keeps the MIG mode it was set up with, as agents keep it. predictive sets
+// up nothing, so its A30 stays whole all run; with mig=free (the default) it cuts the idle A30
+// into instances during the run (seed 1 does: the small engines go to 1g.6gb).
+TEST(ThesisTest, MigFixedKeepsTheA30WholeForPredictive) {
+  const AppCatalog catalog = ThesisCatalog(Shipped());
+  auto fixed = ThesisReading::Parse("mig=fixed");
+  ASSERT_TRUE(fixed) << fixed.error().message;
+  EXPECT_TRUE(fixed->mig_fixed);
+  EXPECT_EQ(fixed->name(),
+            "slo=capped,base=lower,interference=0.15,quarters=ch6,queries=0.7,mig=fixed");
+  auto count_mig = [](const ThesisRun& run) {
+    int n = 0;
+    for (const ThesisWorkloadRecord& w : run.workloads)
+      n += w.profile != "whole" && !w.profile.empty();
+    return n;
+  };
+  auto free_run = RunThesis("predictive", {20, false}, 1, catalog);
+  auto fixed_run = RunThesis("predictive", {20, false}, 1, catalog, *fixed);
+  ASSERT_TRUE(free_run && fixed_run);
+  EXPECT_GT(count_mig(*free_run), 0);
+  EXPECT_EQ(count_mig(*fixed_run), 0);
+  EXPECT_EQ(fixed_run->never_placed, 0);
+}
+
 TEST(ThesisTest, Ch6QuartersKeepTheWholeV100AndGiveAQuarterTheTargetShare) {
   const AppCatalog shipped = Shipped();
   const AppCatalog ch6 = ThesisCatalog(shipped);
