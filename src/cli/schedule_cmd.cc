@@ -37,6 +37,7 @@ struct ScheduleFlags {
   int max_moves_per_node_hour = k8s::EvictionOptions{}.max_per_node_hour;
   double eviction_retry_s = k8s::EvictionOptions{}.retry_s;
   int max_observations = 10000;
+  double qps_min_age_s = 60;  // the default --qps-query's window
 };
 
 std::string DefaultIdentity() {
@@ -78,6 +79,7 @@ k8s::SchedulerConfig ConfigFrom(const ScheduleFlags& f, const policy::PolicySpec
                    .max_per_node_hour = f.max_moves_per_node_hour,
                    .retry_s = f.eviction_retry_s};
   cfg.max_observations = static_cast<size_t>(f.max_observations);
+  cfg.qps_min_age_s = f.qps_min_age_s;
   cfg.leader.namespace_ =
       f.lease_namespace.empty() ? api.credentials().namespace_ : f.lease_namespace;
   cfg.leader.name = f.lease_name;
@@ -210,6 +212,11 @@ void AddSchedule(CLI::App& app, Status* status) {
   sub->add_option("--max-observations", f->max_observations,
                   "Observed QPS kept in the store for the next leader (the newest), 0..1000000")
       ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  sub->add_option("--qps-min-age", f->qps_min_age_s,
+                  "Seconds a pod must have been placed before its QPS is read, 0..3600: at least "
+                  "the window of --qps-query's rate (a younger pod reads low)")
+      ->check(Seconds(0, 3600))
       ->capture_default_str();
   sub->callback([f, status] { *status = RunSchedule(*f); });
 }

@@ -585,7 +585,13 @@ bool Scheduler::RestoreBoundPod(model::ClusterState& cluster, const Pod& pod) {
     spdlog::error("pod {}: cannot restore its placement: {}", pod.Key(), placed.error().message);
     return false;
   }
-  if (ours) known_[id] = Known{{pod.namespace_, pod.name, pod.uid}, true};
+  if (ours) {
+    // Bound before this rebuild: its age runs from when this scheduler first knew it bound.
+    const auto prev = known_.find(id);
+    const double at =
+        prev != known_.end() && prev->second.placed ? prev->second.placed_at : clock_.Now();
+    known_[id] = Known{{pod.namespace_, pod.name, pod.uid}, true, at};
+  }
   return ours;
 }
 
@@ -650,6 +656,7 @@ Expected<void> Scheduler::BindHook(const model::Workload& w, const model::Placem
   }
   unschedulable_.erase(w.id);
   it->second.placed = true;
+  it->second.placed_at = clock_.Now();
   {
     std::lock_guard lock(mu_);
     ++stats_.bound;
@@ -905,8 +912,9 @@ void Scheduler::SaveObservations() {
 void Scheduler::WatchQps() {
   if (!config_.watch_qps) return;
   std::map<std::string, std::string> want;
+  const double now = clock_.Now();
   for (const auto& [id, k] : known_) {
-    if (!k.placed) continue;
+    if (!k.placed || now - k.placed_at < config_.qps_min_age_s) continue;
     const model::PlacedWorkload* pw = cluster_->Find(id);
     auto pod = pods_.find(k.ref.uid);
     if (pw == nullptr || pw->workload.slo_qps <= 0 || pod == pods_.end()) continue;

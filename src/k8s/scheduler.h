@@ -92,6 +92,11 @@ struct SchedulerConfig {
   // their tessera.io/qps-query ("" for the cluster-wide template). Called from the loop when
   // the set changes; unset: no pod's QPS is read (slo-aware neither learns nor moves).
   std::function<void(std::map<std::string, std::string>)> watch_qps;
+  // A pod's QPS is read only once it has been placed this long: a rate over a window longer
+  // than the pod's life so far reads low (Prometheus divides the increase by the whole window),
+  // and a policy would judge — and move — a pod that serves its SLO. `tessera schedule` sets it
+  // to its query's window (--qps-min-age, 60 s for Triton's [1m]); 0 reads at once.
+  double qps_min_age_s = 0;
   // Optional: batch applications' profiles (drmaestro's φ), e.g. JobProfilesFromPredictor.
   const policy::JobProfiles* job_profiles = nullptr;
   // How policies' evictions and moves reach the cluster (k8s/evictor.h); off by default.
@@ -179,6 +184,7 @@ class Scheduler {
   struct Known {  // a pod the core knows, by workload id
     PodRef ref;
     bool placed = false;
+    double placed_at = 0;  // clock_ time it was bound (or found bound by a rebuild)
   };
 
   // What every policy this scheduler makes is given (the driver's data, never a choice).

@@ -20,6 +20,7 @@ struct SimPod {
   std::optional<double> start_s, end_s;
   std::string node, partition, profile;
   int32_t milli = 0;
+  int moves = 0;
 };
 
 // Runs `tessera simulate` for the run's policy and seed into dir/sim and reads back the pods of
@@ -34,6 +35,18 @@ inline constexpr double kResolutionS = 1.0;
 // One run compared: {"policy", "seed", "sim": {...}, "box": {...}, "pods": [...], "placements":
 // {"same", "different", "ties"}, "checks": {...}, "ok"}.
 nlohmann::json Compare(const RunSpec& spec, const RunResult& box, const std::vector<SimPod>& sim);
+
+// One run's summary as Compare wrote it: the row of the table and of the page.
+struct RunRow {
+  std::string policy;
+  uint64_t seed = 0;
+  double attainment_sim = 0, attainment_box = 0;  // percent
+  double diff_sim = 0, diff_box = 0;              // mean |achieved − SLO| / SLO
+  double makespan_sim = 0, makespan_box = 0;
+  int same = 0, different = 0, ties = 0, after_tie = 0, moves_sim = 0, moves_box = 0;
+  std::string failed;  // the checks that failed, comma-separated; "" when all held
+};
+RunRow RowOf(const nlohmann::json& run);
 
 // The page: every run's figures side by side, the checks, and each pod's placement on both sides.
 std::string ComparisonPage(const nlohmann::json& report);

@@ -65,6 +65,7 @@ EmulatedKubelet::EmulatedKubelet(k8s::testing_support::FakeApiServer& api, sim::
   for (model::Workload& w : pods) {
     BoxPod p;
     p.name = PodName(w);
+    p.api_name = p.name;
     p.workload = std::move(w);
     pods_.push_back(std::move(p));
   }
@@ -81,6 +82,7 @@ void EmulatedKubelet::WriteFiles() {
 
 void EmulatedKubelet::Tick(double now) {
   Advance(now);
+  ReplaceEvicted(now);
   CreateArrived(now);
   StartBound(now);
   if (changed_) {
@@ -94,27 +96,46 @@ void EmulatedKubelet::Tick(double now) {
   }
 }
 
-bool EmulatedKubelet::AllDone() const {
-  return std::all_of(pods_.begin(), pods_.end(),
-                     [](const BoxPod& p) { return p.end_s.has_value(); });
+bool EmulatedKubelet::AllDone(const std::set<int64_t>& may_wait) const {
+  return std::all_of(pods_.begin(), pods_.end(), [&](const BoxPod& p) {
+    return p.end_s.has_value() || (!p.start_s && may_wait.contains(p.workload.id));
+  });
 }
 
 void EmulatedKubelet::Advance(double now) {
   for (BoxPod& p : pods_) {
     if (!p.running()) continue;
+    const double from = std::max(p.last_s, p.resume_at);
     const double left = static_cast<double>(p.workload.queries) - p.served;
-    if (p.qps > 0 && p.served + p.qps * (now - p.last_s) >= left + p.served) {
+    if (now > from && p.qps > 0 && p.qps * (now - from) >= left) {
       // Done between ticks: its end is when the last query was served, not this tick.
-      p.end_s = p.last_s + left / p.qps;
+      p.end_s = from + left / p.qps;
       p.served = static_cast<double>(p.workload.queries);
+      p.placed = false;
       (void)mirror_.Remove(p.workload.id);
       rates_.erase(p.workload.id);
-      api_.SetPodDone(options_.ns, p.name, true);
+      api_.SetPodDone(options_.ns, p.api_name, true);
       changed_ = true;
-    } else {
-      p.served += p.qps * (now - p.last_s);
-      p.last_s = now;
+    } else if (now > from) {
+      p.served += p.qps * (now - from);
     }
+    p.last_s = now;
+  }
+}
+
+void EmulatedKubelet::ReplaceEvicted(double now) {
+  for (BoxPod& p : pods_) {
+    if (!p.running() || api_.Get("pods", options_.ns + "/" + p.api_name)) continue;
+    p.placed = false;
+    (void)mirror_.Remove(p.workload.id);
+    rates_.erase(p.workload.id);
+    ++p.moves;
+    p.served_before = p.served;
+    p.api_name = fmt::format("{}-m{}", p.name, p.moves);
+    CreatePod(p);
+    p.qps = 0;
+    p.last_s = now;
+    changed_ = true;
   }
 }
 
@@ -123,29 +144,37 @@ void EmulatedKubelet::CreateArrived(double now) {
   for (size_t i : by_arrival_) {
     BoxPod& p = pods_[i];
     if (p.created || p.workload.arrival_s > now) continue;
-    const model::Workload& w = p.workload;
-    json annotations = {{"tessera.io/app", w.app},
-                        {"tessera.io/slo-qps", fmt::format("{}", w.slo_qps)},
-                        {"tessera.io/gpu-memory", fmt::format("{}", w.gpu.memory_mib)}};
-    for (const auto& [name, value] : w.features) {
-      annotations["tessera.io/feature." + name] = FeatureText(value);
-    }
-    json requests = {{"cpu", fmt::format("{}m", w.cpu_milli)},
-                     {"memory", fmt::format("{}Mi", w.memory_mib)},
-                     {"nvidia.com/gpu", fmt::format("{}", w.gpu.count)}};
-    api_.AddPodWith(options_.ns, p.name, requests, annotations, {{"app", "thesis"}}, nullptr);
+    CreatePod(p);
     p.created = true;
   }
 }
 
+void EmulatedKubelet::CreatePod(const BoxPod& p) {
+  const model::Workload& w = p.workload;
+  json annotations = {{"tessera.io/app", w.app},
+                      {"tessera.io/slo-qps", fmt::format("{}", w.slo_qps)},
+                      {"tessera.io/gpu-memory", fmt::format("{}", w.gpu.memory_mib)}};
+  for (const auto& [name, value] : w.features) {
+    annotations["tessera.io/feature." + name] = FeatureText(value);
+  }
+  json requests = {{"cpu", fmt::format("{}m", w.cpu_milli)},
+                   {"memory", fmt::format("{}Mi", w.memory_mib)},
+                   {"nvidia.com/gpu", fmt::format("{}", w.gpu.count)}};
+  const json owner = {{"apiVersion", "apps/v1"},
+                      {"kind", "ReplicaSet"},
+                      {"name", "rs-" + p.name},
+                      {"uid", fmt::format("00000000-0000-4000-8000-{:012}", w.id)}};
+  api_.AddPodWith(options_.ns, p.api_name, requests, annotations, {{"app", "thesis"}}, owner);
+}
+
 void EmulatedKubelet::StartBound(double now) {
   for (BoxPod& p : pods_) {
-    if (p.created && !p.start_s && !p.end_s && Start(p, now)) changed_ = true;
+    if (p.created && !p.placed && !p.end_s && Start(p, now)) changed_ = true;
   }
 }
 
 bool EmulatedKubelet::Start(BoxPod& p, double now) {
-  const std::string key = options_.ns + "/" + p.name;
+  const std::string key = options_.ns + "/" + p.api_name;
   const std::optional<json> pod = api_.Get("pods", key);
   if (!pod) return false;
   const std::string node = (*pod)["spec"].value("nodeName", "");
@@ -157,7 +186,8 @@ bool EmulatedKubelet::Start(BoxPod& p, double now) {
   const std::string devices = data.value("CUDA_VISIBLE_DEVICES", "");
   const std::string pct = data.value("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "");
   const std::string pinned = data.value("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "");
-  p.start_s = now;
+  if (!p.start_s) p.start_s = now;  // a moved pod's execution runs from its first start
+  if (p.moves > 0) p.resume_at = now + options_.restart_s;
   p.last_s = now;
   std::optional<model::NodeIndex> n;
   for (model::NodeIndex k = 0; k < mirror_.node_count(); ++k) {
@@ -198,7 +228,8 @@ bool EmulatedKubelet::Start(BoxPod& p, double now) {
     Fail(p, now, "the node cannot run it: " + ok.error().message);
     return true;
   }
-  api_.SetPodRunning(options_.ns, p.name);
+  p.placed = true;
+  api_.SetPodRunning(options_.ns, p.api_name);
   return true;
 }
 
@@ -206,7 +237,7 @@ void EmulatedKubelet::Fail(BoxPod& p, double now, const std::string& why) {
   p.failed = true;
   p.failure = why;
   p.end_s = now;
-  api_.SetPodDone(options_.ns, p.name, false);
+  api_.SetPodDone(options_.ns, p.api_name, false);
 }
 
 void EmulatedKubelet::Rerate() {
@@ -249,9 +280,10 @@ void EmulatedKubelet::WriteNodeFile(model::NodeIndex n) const {
         part_fb += static_cast<double>(c.memory_mib);
         load += sm;
         ++clients;
-        const model::PlacedWorkload* pw = mirror_.Find(c.workload);
+        const auto bp = std::find_if(pods_.begin(), pods_.end(),
+                                     [&](const BoxPod& b) { return b.workload.id == c.workload; });
         const std::optional<json> pod =
-            pw ? api_.Get("pods", options_.ns + "/" + PodName(pw->workload)) : std::nullopt;
+            bp != pods_.end() ? api_.Get("pods", options_.ns + "/" + bp->api_name) : std::nullopt;
         const std::string uid = pod ? (*pod)["metadata"].value("uid", "") : "";
         processes += fmt::format(
             "      - {{pid: {}, pod_uid: \"{}\"{}, script: {{points: [{{t: 0, fb_used_mib: {}, "
@@ -293,9 +325,11 @@ void EmulatedKubelet::WriteExporterFile() const {
   if (options_.exporter_file.empty()) return;
   std::string text = "# TYPE nv_inference_request_success counter\n";
   for (const BoxPod& p : pods_) {
-    if (!p.start_s) continue;
+    // A container serves its metrics once its server is up: not before it started, nor while a
+    // moved pod's new container starts (its counter would read as 0 QPS meanwhile).
+    if (!p.start_s || (p.placed && p.last_s < p.resume_at) || (!p.placed && !p.end_s)) continue;
     text += fmt::format("nv_inference_request_success{{namespace=\"{}\",pod=\"{}\"}} {:.3f}\n",
-                        options_.ns, p.name, p.served);
+                        options_.ns, p.api_name, p.served - p.served_before);
   }
   WriteAtomically(options_.exporter_file, text);
 }

@@ -11,11 +11,18 @@
 // Succeeded. A slice the kubelet cannot honour (a uuid not on the node, more compute or memory
 // than is free: a double booking) fails the pod with the reason.
 //
+// Pods have a controller (an ownerReference to a ReplicaSet named after the pod), so the
+// scheduler's moves go through the Eviction API: an evicted pod stops serving at once, and the
+// kubelet, standing in for its ReplicaSet, creates its replacement (`<name>-m1`, …) with the
+// queries still to do; once bound, the new container serves nothing for `restart_s` (container
+// start and model load: sim::EngineOptions::move_restart_s, 10 s), as in the simulator.
+//
 // The mirror cluster is the simulator's own ClusterState for the run (same GPUs, uuids and MIG
 // layouts); the kubelet places and removes the pods it runs there, so Physics sees the same
 // co-location the engine would. Single-threaded: the box calls Tick from one loop.
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,7 +34,8 @@ namespace tessera::e2e {
 
 struct BoxPod {
   model::Workload workload;  // as the simulator has it (arrival, queries, SLO)
-  std::string name;          // its pod name
+  std::string name;          // its first pod's name
+  std::string api_name;  // the pod that runs it now: name, then name-m1, name-m2 … after moves
   bool created = false;
   std::optional<double> start_s, end_s;  // seconds since the run started
   std::string node, partition, profile;  // as the kubelet ran it
@@ -36,8 +44,12 @@ struct BoxPod {
   double qps = 0;     // its current rate
   bool failed = false;
   std::string failure;
-  double last_s = 0;  // progress counted up to here
-  bool running() const { return start_s && !end_s; }
+  double last_s = 0;         // progress counted up to here
+  int moves = 0;             // times it was evicted and came back as its controller's new pod
+  double served_before = 0;  // by its earlier pods: the current pod's counter starts after it
+  double resume_at = 0;      // after a move, the new container serves nothing before this
+  bool placed = false;       // holds a slice in the mirror now
+  bool running() const { return placed && !end_s; }
   double achieved_qps() const {
     return start_s && end_s && !failed && *end_s > *start_s
                ? static_cast<double>(workload.queries) / (*end_s - *start_s)
@@ -49,6 +61,7 @@ struct KubeletOptions {
   std::string ns = "thesis";
   std::string exporter_file;                      // the pods' Triton counters (.prom)
   std::map<std::string, std::string> node_files;  // node name -> its agent's fake GPU file
+  double restart_s = 10;  // a moved pod's new container: nothing served for this long
 };
 
 class EmulatedKubelet {
@@ -62,11 +75,17 @@ class EmulatedKubelet {
   // One pass at `now` (seconds since the run started): progress and completions, arrivals,
   // starts of newly bound pods, then the files when anything changed.
   void Tick(double now);
-  bool AllDone() const;
+  // Every pod ended, but for those in `may_wait` that never started (the simulator never
+  // started them either: slo-aware's admission control keeps a pod whose SLO no slice meets
+  // waiting for good).
+  bool AllDone(const std::set<int64_t>& may_wait = {}) const;
   const std::vector<BoxPod>& pods() const { return pods_; }
 
  private:
   void Advance(double now);
+  // Running pods whose pod object is gone (evicted): off their slice, replaced by a new pod.
+  void ReplaceEvicted(double now);
+  void CreatePod(const BoxPod& pod);
   void CreateArrived(double now);
   void StartBound(double now);
   // Reads the pod's binding and places it in the mirror; false while it is not bound yet.

@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -17,6 +19,35 @@
 extern char** environ;
 
 namespace tessera::e2e {
+
+namespace {
+
+// The pids of the live children, for KillAllChildren (lock-free: a signal handler reads them).
+constexpr int kMaxChildren = 64;
+std::atomic<pid_t> g_children[kMaxChildren];
+
+void Register(pid_t pid) {
+  for (auto& slot : g_children) {
+    pid_t empty = 0;
+    if (slot.compare_exchange_strong(empty, pid)) return;
+  }
+}
+
+void Unregister(pid_t pid) {
+  for (auto& slot : g_children) {
+    pid_t mine = pid;
+    if (slot.compare_exchange_strong(mine, 0)) return;
+  }
+}
+
+}  // namespace
+
+void KillAllChildren() {
+  for (auto& slot : g_children) {
+    const pid_t pid = slot.load();
+    if (pid > 0) kill(pid, SIGKILL);
+  }
+}
 
 Child::Child(std::string name, std::vector<std::string> argv, const std::string& log)
     : name_(std::move(name)) {
@@ -34,6 +65,7 @@ Child::Child(std::string name, std::vector<std::string> argv, const std::string&
     pid_ = -1;
     throw std::runtime_error("cannot start " + name_ + " (" + argv[0] + "): " + strerror(rc));
   }
+  Register(pid_);
 }
 
 Child::~Child() { Stop(); }
@@ -54,6 +86,7 @@ bool Child::Running() {
   if (pid_ <= 0) return false;
   int status = 0;
   if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    Unregister(pid_);
     pid_ = -1;
     return false;
   }
@@ -66,6 +99,7 @@ void Child::Stop() {
   for (int i = 0; i < 50; ++i) {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      Unregister(pid_);
       pid_ = -1;
       return;
     }
@@ -79,6 +113,7 @@ void Child::Kill() {
   kill(pid_, SIGKILL);
   int status = 0;
   waitpid(pid_, &status, 0);
+  Unregister(pid_);
   pid_ = -1;
 }
 

@@ -36,6 +36,10 @@ class Child {
   pid_t pid_ = -1;
 };
 
+// SIGKILL to every Child alive now; async-signal-safe (for a signal handler: the box's daemons
+// must not outlive it).
+void KillAllChildren();
+
 // A loopback port nothing listens on now.
 int FreePort();
 // Whether GET http://127.0.0.1:port/path answers 200.

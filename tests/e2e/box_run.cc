@@ -1,6 +1,7 @@
 #include "e2e/box_run.h"
 
 #include <fmt/format.h>
+#include <httplib.h>
 
 #include <chrono>
 #include <filesystem>
@@ -67,8 +68,9 @@ struct Daemons {
   int redis_port = 0, exporter_port = 0, prometheus_port = 0;
   Child redis, exporter, prometheus;
   std::vector<Child> agents;
-  std::map<std::string, Child> schedulers;  // identity -> process
-  std::vector<std::string> scheduler_args;  // without --identity and --listen
+  std::map<std::string, Child> schedulers;     // identity -> process
+  std::map<std::string, int> scheduler_ports;  // identity -> its --listen port
+  std::vector<std::string> scheduler_args;     // without --identity and --listen
 
   std::string Log(const std::string& name) const { return dir + "/logs/" + name + ".log"; }
 
@@ -94,8 +96,10 @@ struct Daemons {
 
   void StartScheduler(const std::string& identity) {
     std::vector<std::string> args = scheduler_args;
+    const int port = FreePort();
+    scheduler_ports[identity] = port;
     args.insert(args.end(),
-                {"--identity", identity, "--listen", fmt::format("127.0.0.1:{}", FreePort())});
+                {"--identity", identity, "--listen", fmt::format("127.0.0.1:{}", port)});
     schedulers[identity] = Child("tessera schedule " + identity, args, Log(identity));
   }
 };
@@ -152,38 +156,20 @@ void StartNodeDaemons(Daemons& d, const RunSpec& spec, const KubeletOptions& ko)
 // predicts, the Profiler's samples written as the CSVs --profile and --interference read.
 std::vector<std::string> SchedulerArgs(const RunSpec& spec, const Daemons& d, sim::World& world,
                                        const sim::ThesisScenario& scenario) {
-  std::vector<std::string> args = {spec.tessera,
-                                   "schedule",
-                                   "--kubeconfig",
-                                   spec.dir + "/kubeconfig",
-                                   "--policy",
-                                   spec.policy,
-                                   "--seed",
-                                   std::to_string(spec.seed),
-                                   "--store",
-                                   "redis",
-                                   "--redis",
-                                   fmt::format("127.0.0.1:{}", d.redis_port),
-                                   "--redis-prefix",
-                                   "box:",
-                                   "--prometheus",
-                                   fmt::format("http://127.0.0.1:{}", d.prometheus_port),
-                                   "--telemetry-interval",
-                                   "1",
-                                   "--telemetry-step",
-                                   "1",
-                                   "--telemetry-window",
-                                   "60",
-                                   "--lease-namespace",
-                                   "tessera-system",
-                                   "--lease-duration",
-                                   "2",
-                                   "--renew-deadline",
-                                   "1.5",
-                                   "--retry-period",
-                                   "0.2",
-                                   "--inventory-poll",
-                                   "0.5"};
+  std::vector<std::string> args = {
+      spec.tessera, "schedule", "--kubeconfig", spec.dir + "/kubeconfig", "--policy", spec.policy,
+      "--seed", std::to_string(spec.seed), "--store", "redis", "--redis",
+      fmt::format("127.0.0.1:{}", d.redis_port), "--redis-prefix", "box:", "--prometheus",
+      fmt::format("http://127.0.0.1:{}", d.prometheus_port), "--telemetry-interval", "1",
+      "--telemetry-step", "1", "--telemetry-window", "60", "--lease-namespace", "tessera-system",
+      "--lease-duration", "2", "--renew-deadline", "1.5", "--retry-period", "0.2",
+      "--inventory-poll", "0.5", "--evictions", "on",
+      // Triton's counter as the default query reads it, over a
+      // window scaled as time is (1 m ÷ K, at least 5 scrapes).
+      "--qps-query",
+      fmt::format("sum(rate(nv_inference_request_success{{"
+                  "namespace=\"$namespace\",pod=\"$pod\"}}[{}s]))",
+                  std::max(5, static_cast<int>(60 / spec.time_scale)))};
   const std::optional<policy::PolicyInfo> info =
       policy::FindPolicy(std::string_view(spec.policy).substr(0, spec.policy.find('{')));
   if (info && info->needs_predictor) {
@@ -196,6 +182,26 @@ std::vector<std::string> SchedulerArgs(const RunSpec& spec, const Daemons& d, si
     args.insert(args.end(), {"--profile", profile, "--interference", interference});
   }
   return args;
+}
+
+// The leader's counters of what it observed, bound and evicted, from its /metrics.
+std::vector<std::string> LeaderCounters(const Daemons& d, const std::string& leader) {
+  std::vector<std::string> out;
+  const auto port = d.scheduler_ports.find(leader);
+  if (port == d.scheduler_ports.end()) return out;
+  httplib::Client c("127.0.0.1", port->second);
+  c.set_read_timeout(5);
+  const auto r = c.Get("/metrics");
+  if (!r || r->status != 200) return out;
+  std::istringstream lines(r->body);
+  for (std::string line; std::getline(lines, line);) {
+    for (const char* name :
+         {"tessera_scheduler_observations_total", "tessera_scheduler_evictions_total",
+          "tessera_scheduler_bound_total", "tessera_scheduler_rebuilds_total"}) {
+      if (line.rfind(name, 0) == 0) out.push_back(line);
+    }
+  }
+  return out;
 }
 
 // The faults of a run, each at its time: applied by Due as the run's clock passes them.
@@ -321,7 +327,7 @@ RunResult RunOnBox(const RunSpec& spec) {
   auto now = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  while (!kubelet.AllDone()) {
+  while (!kubelet.AllDone(spec.never_started)) {
     const double t = now();
     if (t > spec.timeout_s) {
       result.timed_out = true;
@@ -333,6 +339,7 @@ RunResult RunOnBox(const RunSpec& spec) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   note(now(), fmt::format("all pods ended; leader {}", LeaseHolder(api)));
+  result.counters = LeaderCounters(d, LeaseHolder(api));
   result.pods = kubelet.pods();
   result.bindings = api.bindings();
   result.bind_attempts = api.bind_attempts();

@@ -7,6 +7,7 @@
 // predicting policy is given) is the simulator's own (sim::BuildThesisWorld), with the same
 // time scale.
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct RunSpec {
   // Faults injected during the arrivals: kill-leader, restart-redis, cut-watches, delay-api.
   std::vector<std::string> faults;
   double timeout_s = 900;  // give up (pods left unfinished are reported)
+  // Pods the simulator never started: the run ends without them once every other pod ended.
+  std::set<int64_t> never_started;
 };
 
 struct RunResult {
@@ -35,6 +38,8 @@ struct RunResult {
   bool timed_out = false;
   std::vector<std::string> log;  // what the box did and saw, with times (faults, leaders)
   std::string reading;           // sim::ThesisReading::name() both sides ran
+  // The leader's own counters at the end (its /metrics): what it observed, bound and evicted.
+  std::vector<std::string> counters;
 };
 
 // Throws std::runtime_error when the cluster cannot be brought up (a missing binary, a daemon

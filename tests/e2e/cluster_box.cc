@@ -7,9 +7,12 @@
 // Exit: 0 every run holds its parity checks, 1 one does not (or the cluster could not be
 // brought up), 2 usage.
 #include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <csignal>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +20,7 @@
 #include <optional>
 
 #include "e2e/box_compare.h"
+#include "e2e/box_process.h"
 
 namespace {
 
@@ -49,27 +53,28 @@ std::optional<std::vector<uint64_t>> ParseSeeds(const std::string& seeds) {
 
 // One line of the table: both sides' figures, the placements and the checks that failed.
 void PrintRow(const nlohmann::json& r) {
-  std::string failed;
-  for (const auto& [k, v] : r["checks"].items()) {
-    if (!v.get<bool>()) failed += (failed.empty() ? "" : ",") + k;
-  }
+  const tessera::e2e::RunRow row = tessera::e2e::RowOf(r);
   std::cout << fmt::format(
       "{:<12} {:>4}  {:>8.0f}% {:>8.0f}%  {:>8.3f} {:>8.3f}  {:>8.1f} {:>8.1f}  {:>4} {:>4} "
-      "{:>4}  {}\n",
-      r["policy"].get<std::string>(), r["seed"].get<uint64_t>(),
-      100 * r["sim"]["slo_attainment"].get<double>(),
-      100 * r["box"]["slo_attainment"].get<double>(),
-      r["sim"]["qps_slo_abs_diff_mean"].get<double>(),
-      r["box"]["qps_slo_abs_diff_mean"].get<double>(), r["sim"]["makespan_s"].get<double>(),
-      r["box"]["makespan_s"].get<double>(), r["placements"]["same"].get<int>(),
-      r["placements"]["different"].get<int>(), r["placements"]["ties"].get<int>(),
-      failed.empty() ? "ok" : "FAILED " + failed);
+      "{:>4} {:>5} {:>5}  {}\n",
+      row.policy, row.seed, row.attainment_sim, row.attainment_box, row.diff_sim, row.diff_box,
+      row.makespan_sim, row.makespan_box, row.same, row.different, row.ties, row.after_tie,
+      fmt::format("{}/{}", row.moves_sim, row.moves_box),
+      row.failed.empty() ? "ok" : "FAILED " + row.failed);
   std::cout.flush();
+}
+
+// SIGTERM or SIGINT (a CTest timeout, Ctrl-C): every daemon the box started goes with it.
+void KillTheBox(int sig) {
+  tessera::e2e::KillAllChildren();
+  _exit(128 + sig);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGTERM, KillTheBox);
+  std::signal(SIGINT, KillTheBox);
   CLI::App app{"Run the thesis scenario on an emulated cluster and on the simulator, and compare"};
   std::string policies = "max,min,predictive,slo-aware", seeds = "1-3", faults, out = "box-out";
   std::string tessera = TESSERA_BIN, exporter = EXPORTER_BIN, slo = "low";
@@ -110,9 +115,9 @@ int main(int argc, char** argv) {
   nlohmann::json report = {{"date", date}, {"runs", nlohmann::json::array()}};
   bool ok = true;
   std::cout << fmt::format(
-      "{:<12} {:>4}  {:>9} {:>9}  {:>8} {:>8}  {:>8} {:>8}  {:>4} {:>4} {:>4}  {}\n", "policy",
-      "seed", "att sim", "att box", "diff sim", "diff box", "mksp sim", "mksp box", "same", "diff",
-      "ties", "checks");
+      "{:<12} {:>4}  {:>9} {:>9}  {:>8} {:>8}  {:>8} {:>8}  {:>4} {:>4} {:>4} {:>5} {:>5}  {}\n",
+      "policy", "seed", "att sim", "att box", "diff sim", "diff box", "mksp sim", "mksp box",
+      "same", "diff", "ties", "after", "moves", "checks");
   for (const std::string& policy : Split(policies)) {
     for (uint64_t seed : *seed_list) {
       tessera::e2e::RunSpec spec{.policy = policy,
@@ -128,8 +133,12 @@ int main(int argc, char** argv) {
       nlohmann::json r;
       try {
         std::filesystem::remove_all(spec.dir);
-        const auto box = tessera::e2e::RunOnBox(spec);
+        // The simulator first: the pods it never starts, the box need not wait for.
         const auto sim = tessera::e2e::RunSimulator(spec);
+        for (const tessera::e2e::SimPod& p : sim) {
+          if (!p.start_s) spec.never_started.insert(p.id);
+        }
+        const auto box = tessera::e2e::RunOnBox(spec);
         r = tessera::e2e::Compare(spec, box, sim);
       } catch (const std::exception& e) {
         std::cerr << "cluster_box: " << policy << " seed " << seed << ": " << e.what() << "\n";

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 
 #include "k8s/binder.h"
@@ -199,6 +201,33 @@ TEST_F(SchedulerTest, SurvivesGoneAndCutWatchesAndReleasesDeletedPods) {
   EXPECT_EQ(store_.ListPlacements().value().size(), 24u);
   EXPECT_GE(api_.gone_answers(), 2);
   s.Stop();
+}
+
+// A pod's QPS is watched only once it has been placed qps_min_age_s (1.5 s here): a rate over a
+// window longer than its life so far reads low.
+TEST_F(SchedulerTest, QpsOfAPodIsWatchedOnlyOnceItIsOldEnough) {
+  AddGpuNodes(1, 1);
+  std::mutex mu;
+  std::optional<double> first_watched;  // clock time the pod was first in the watched set
+  SchedulerConfig c = FastConfig("replica-a");
+  c.qps_min_age_s = 1.5;
+  c.watch_qps = [&](std::map<std::string, std::string> q) {
+    std::lock_guard lock(mu);
+    if (q.contains("inference/web") && !first_watched) first_watched = clock_.Now();
+  };
+  Scheduler s(*client_, store_, clock_, c);
+  ASSERT_TRUE(s.Start().has_value());
+  AddSharePod("web", 500, {{"tessera.io/app", "onnx/resnet50/bs1"}, {"tessera.io/slo-qps", "10"}});
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 1; }));
+  const double bound_at = clock_.Now();  // seen bound: at or after the bind
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard lock(mu);
+    return first_watched.has_value();
+  }));
+  // Watched at 1.5 s of age, not at the next 0.2 s cycle as with qps_min_age_s 0 (the margin
+  // covers the moment the test saw the binding after it happened).
+  std::lock_guard lock(mu);
+  EXPECT_GE(*first_watched - bound_at, 1.0);
 }
 
 TEST_F(SchedulerTest, MalformedAnnotationBlocksOnlyItsPod) {

@@ -1,0 +1,201 @@
+// The box's comparison (box_compare.h) on hand-made runs: the figures, the ties, the checks,
+// and its page as Chromium renders it.
+#include "e2e/box_compare.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace tessera::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+SimPod Sim(int64_t id, double arrival, double start, double end, const std::string& node,
+           const std::string& partition, double slo, double achieved) {
+  return {.id = id,
+          .app = "onnx/mobilenet",
+          .slo_qps = slo,
+          .achieved_qps = achieved,
+          .arrival_s = arrival,
+          .start_s = start,
+          .end_s = end,
+          .node = node,
+          .partition = partition,
+          .profile = "whole",
+          .milli = 250};
+}
+
+BoxPod Box(int64_t id, double arrival, double start, double end, const std::string& node,
+           const std::string& partition, double slo, int64_t queries) {
+  BoxPod p;
+  p.workload.id = id;
+  p.workload.app = "onnx/mobilenet";
+  p.workload.slo_qps = slo;
+  p.workload.queries = queries;
+  p.workload.arrival_s = arrival;
+  p.name = "p0" + std::to_string(id) + "-onnx-mobilenet";
+  p.api_name = p.name;
+  p.placed = true;
+  p.created = true;
+  p.start_s = start;
+  p.end_s = end;
+  p.node = node;
+  p.partition = partition;
+  p.profile = "whole";
+  p.milli = 250;
+  return p;
+}
+
+// Three pods. p1 and p2 end at 6.5 s and 6.9 s; the simulator's next cycle at 7.15 s starts p3
+// on GPU-a, the box started it on GPU-b: two events within the cycle (1 s) before its start, a
+// tie. Attainment by hand: sim p1 10 ≥ 8, p2 5 < 6, p3 12 ≥ 10 → 2/3; box p1 100/10 = 10 ≥ 8,
+// p2 60/10 = 6 ≥ 6, p3 110/10 = 11 ≥ 10 → 3/3. |ach − SLO|/SLO: sim (0.25 + 1/6 + 0.2)/3 =
+// 0.2056, box (0.25 + 0 + 0.1)/3 = 0.1167. Makespan: sim 17.15 − 0, box 17.2 − 0.
+struct Fixture {
+  RunSpec spec{.policy = "min", .seed = 1};
+  std::vector<SimPod> sim = {Sim(1, 0, 0, 6.5, "v100", "GPU-a", 8, 10),
+                             Sim(2, 0.5, 0.5, 6.9, "a30", "GPU-b", 6, 5),
+                             Sim(3, 1, 7.15, 17.15, "v100", "GPU-a", 10, 12)};
+  RunResult box;
+  Fixture() {
+    box.pods = {Box(1, 0, 0, 10, "v100", "GPU-a", 8, 100),
+                Box(2, 0.5, 0.5, 10.5, "a30", "GPU-b", 6, 60),
+                Box(3, 1, 7.2, 17.2, "a30", "GPU-b", 10, 110)};
+    for (const BoxPod& p : box.pods) box.bindings["thesis/" + p.name] = 1;
+  }
+};
+
+TEST(BoxCompareTest, FiguresTiesAndChecksByHand) {
+  Fixture f;
+  const json r = Compare(f.spec, f.box, f.sim);
+  EXPECT_NEAR(r["sim"]["slo_attainment"].get<double>(), 2.0 / 3, 1e-9);
+  EXPECT_NEAR(r["box"]["slo_attainment"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(r["sim"]["qps_slo_abs_diff_mean"].get<double>(), (0.25 + 1.0 / 6 + 0.2) / 3, 1e-9);
+  EXPECT_NEAR(r["box"]["qps_slo_abs_diff_mean"].get<double>(), (0.25 + 0 + 0.1) / 3, 1e-9);
+  EXPECT_NEAR(r["sim"]["makespan_s"].get<double>(), 17.15, 1e-9);
+  EXPECT_NEAR(r["box"]["makespan_s"].get<double>(), 17.2, 1e-9);
+  EXPECT_EQ(r["placements"]["same"], 2);
+  EXPECT_EQ(r["placements"]["different"], 1);
+  EXPECT_EQ(r["placements"]["ties"], 1);
+  EXPECT_TRUE(r["checks"]["same_slices_but_ties"].get<bool>());
+  EXPECT_TRUE(r["checks"]["bound_once"].get<bool>());
+  EXPECT_TRUE(r["checks"]["every_pod_completed"].get<bool>());
+  EXPECT_TRUE(r["ok"].get<bool>());
+}
+
+TEST(BoxCompareTest, ADifferenceWithOneEventIsNotATieAndADoubleBindFails) {
+  Fixture f;
+  f.sim[1].end_s = 5.9;  // now only p1's end (6.5) falls within the cycle before 7.15
+  f.box.bindings["thesis/" + f.box.pods[1].name] = 2;
+  const json r = Compare(f.spec, f.box, f.sim);
+  EXPECT_EQ(r["placements"]["ties"], 0);
+  EXPECT_FALSE(r["checks"]["same_slices_but_ties"].get<bool>());
+  EXPECT_FALSE(r["checks"]["bound_once"].get<bool>());
+  EXPECT_FALSE(r["ok"].get<bool>());
+}
+
+// Once a tie has changed a placement the histories differ: a later pod on another slice is
+// counted "after a tie", not as an unexplained difference.
+TEST(BoxCompareTest, ADifferenceAfterATieIsCountedApart) {
+  Fixture f;
+  f.sim.push_back(Sim(4, 2, 20, 30, "a30", "GPU-b", 5, 6));  // no event within 1 s of 20
+  f.box.pods.push_back(Box(4, 2, 17.3, 27.3, "v100", "GPU-a", 5, 60));
+  f.box.bindings["thesis/" + f.box.pods[3].name] = 1;
+  const json r = Compare(f.spec, f.box, f.sim);
+  EXPECT_EQ(r["placements"]["ties"], 1);
+  EXPECT_EQ(r["placements"]["after_tie"], 1);
+  EXPECT_NEAR(r["placements"]["first_tie_s"].get<double>(), 7.15, 1e-9);
+  EXPECT_TRUE(r["checks"]["same_slices_but_ties"].get<bool>());
+}
+
+// A pod neither side ever started (admission control kept it waiting in the simulator too)
+// misses its SLO on both sides and needs no binding; the run still counts as complete.
+TEST(BoxCompareTest, APodNeitherSideStartedCountsAsMissedNotUnfinished) {
+  Fixture f;
+  f.sim.push_back({.id = 4, .app = "tf/ssd-mobilenet", .slo_qps = 13, .arrival_s = 2});
+  BoxPod waiting = Box(4, 2, 0, 0, "", "", 13, 50);
+  waiting.start_s.reset();
+  waiting.end_s.reset();
+  waiting.placed = false;
+  f.box.pods.push_back(waiting);
+  const json r = Compare(f.spec, f.box, f.sim);
+  EXPECT_EQ(r["never_started"], 1);
+  EXPECT_TRUE(r["checks"]["every_pod_completed"].get<bool>());
+  EXPECT_TRUE(r["checks"]["bound_once"].get<bool>());
+  // Missed on both sides: sim 2 of 4, box 3 of 4; it adds |−1| to both means.
+  EXPECT_NEAR(r["sim"]["slo_attainment"].get<double>(), 0.5, 1e-9);
+  EXPECT_NEAR(r["box"]["slo_attainment"].get<double>(), 0.75, 1e-9);
+  EXPECT_NEAR(r["box"]["qps_slo_abs_diff_mean"].get<double>(), (0.25 + 0 + 0.1 + 1) / 4, 1e-9);
+}
+
+TEST(BoxCompareTest, OtherPoliciesAreHeldToAttainmentAndDiffAndFaultsOnlyToCompletion) {
+  Fixture f;
+  f.spec.policy = "predictive";
+  json r = Compare(f.spec, f.box, f.sim);
+  // 2/3 against 3/3: 33 points apart; |diff| 0.2056 against 0.1167: 0.089 apart.
+  EXPECT_FALSE(r["checks"]["attainment_within_10_points"].get<bool>());
+  EXPECT_FALSE(r["checks"]["abs_diff_within_0.05"].get<bool>());
+  EXPECT_FALSE(r["checks"].contains("same_slices_but_ties"));
+  f.spec.faults = {"kill-leader"};
+  f.box.pods[2].failed = true;
+  f.box.pods[2].failure = "the node cannot run it";
+  r = Compare(f.spec, f.box, f.sim);
+  EXPECT_EQ(r["checks"].size(), 2u);
+  EXPECT_FALSE(r["checks"]["every_pod_completed"].get<bool>());
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The page as Chromium (Debian's, headless) parses and draws it.
+TEST(BoxComparePage, ChromiumRendersEveryRunAndPod) {
+  ASSERT_EQ(std::system("command -v chromium >/dev/null 2>&1"), 0)
+      << "chromium is not installed: run scripts/deps.sh (Debian package `chromium`)";
+  Fixture f;
+  json report = {{"date", "2026-11-27 12:00 UTC"},
+                 {"reading", "time=10,mig=fixed"},
+                 {"runs", json::array({Compare(f.spec, f.box, f.sim)})}};
+  std::string tmpl = (fs::temp_directory_path() / "tessera-box-page-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = tmpl;
+  std::ofstream(dir / "comparison.html") << ComparisonPage(report);
+  const std::string chromium =
+      "env -u ASAN_OPTIONS -u UBSAN_OPTIONS -u LSAN_OPTIONS -u LD_PRELOAD timeout 60 chromium "
+      "--headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir='" +
+      (dir / "profile").string() + "' --window-size=1280,900 ";
+  const std::string page = " 'file://" + (dir / "comparison.html").string() + "'";
+  ASSERT_EQ(std::system((chromium + "--dump-dom" + page + " >'" + (dir / "dom.html").string() +
+                         "' 2>/dev/null")
+                            .c_str()),
+            0);
+  const std::string dom = ReadFile(dir / "dom.html");
+  // One summary row, three pod rows, the tie marked; the checks named.
+  EXPECT_NE(dom.find("<tr class=\"tie\"><td class=\"l\">p03-onnx-mobilenet</td>"),
+            std::string::npos)
+      << dom.substr(0, 3000);
+  EXPECT_NE(dom.find("<td class=\"l\">p01-onnx-mobilenet</td>"), std::string::npos);
+  EXPECT_NE(dom.find("same_slices_but_ties"), std::string::npos);
+  EXPECT_NE(dom.find("<h2>min seed 1</h2>"), std::string::npos);
+  EXPECT_EQ(dom.find("<script"), std::string::npos);
+  const fs::path png = dir / "comparison.png";
+  std::system(
+      (chromium + "--screenshot='" + png.string() + "'" + page + " >/dev/null 2>&1").c_str());
+  const std::string bytes = ReadFile(png);
+  ASSERT_GE(bytes.size(), 8u) << "chromium wrote no screenshot";
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace tessera::e2e
