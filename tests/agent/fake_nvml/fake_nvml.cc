@@ -196,7 +196,7 @@ static nvmlGpuInstance_st* AddGi(unsigned id, unsigned profile, unsigned start) 
 
 void fake_nvml_reset() {
   std::memset(gis, 0, sizeof gis);
-  std::memset(cis, 0, sizeof cis);
+  for (auto& c : cis) c = {};  // value-initialised: nvmlDevice_st has member initialisers
   for (auto*& s : gpu0.slots) s = nullptr;
   AddCi(AddGi(1, 9, 4), 2, 0, "MIG-f0a", 1024);
   AddCi(AddGi(5, 19, 0), 0, 2, "MIG-f0b", 512);
