@@ -40,6 +40,7 @@ struct ExperimentArgs {
   std::string out;         // where its report goes (a directory; calibrate: a file)
   int cluster_nodes = 64;  // nodes of 8 GPUs (packing, thesis-scale)
   int workloads = 5000;    // thesis-scale
+  int unprofiled = 0;      // thesis-scale: engines never profiled (ThesisScenario::unprofiled)
   double inflation = 1.3;  // openb-alloc
   // KEY=VALUE,...: which reading of its seed the world takes where the seed reads two ways
   // (thesis: sim/thesis.h ThesisReading); empty: the experiment's defaults.

@@ -46,7 +46,10 @@ Expected<void> CheckThesisReading(const ExperimentArgs& args) {
   return {};
 }
 Expected<void> PackingFits(const ExperimentArgs& args) { return CheckRunFits(args, false); }
-Expected<void> ThesisScaleFits(const ExperimentArgs& args) { return CheckRunFits(args, true); }
+Expected<void> ThesisScaleFits(const ExperimentArgs& args) {
+  if (auto r = CheckThesisReading(args); !r) return r;
+  return CheckRunFits(args, true);
+}
 
 template <std::span<const std::string_view> (*List)()>
 std::vector<std::string> Names() {
@@ -69,7 +72,7 @@ const Experiment kExperiments[] = {
     {.name = "thesis-scale",
      .summary = "the thesis's policies on a large cluster, Poisson arrivals",
      .default_seeds = "1",
-     .reads = {"apps", "out", "workloads", "cluster-nodes"},
+     .reads = {"apps", "out", "reading", "workloads", "cluster-nodes", "unprofiled"},
      .builds_predictor = true,
      .default_policies = ThesisPolicies,
      .check = ThesisScaleFits,

@@ -520,8 +520,8 @@ Expected<ExperimentOutput> RunThesisExperiment(const ExperimentArgs& args,
   std::vector<ThesisScenario> scenarios = {{20, false}, {20, true},        {40, false},
                                            {40, true},  {20, false, 0, 3}, {20, true, 0, 3}};
   if (experiment.name == "thesis-scale") {
-    scenarios = {{args.workloads, false, args.cluster_nodes},
-                 {args.workloads, true, args.cluster_nodes}};
+    scenarios = {{args.workloads, false, args.cluster_nodes, args.unprofiled},
+                 {args.workloads, true, args.cluster_nodes, args.unprofiled}};
   }
   auto runs = RunThesisScenarios(args, experiment, scenarios, *catalog, *reading);
   if (!runs) return std::unexpected(runs.error());

@@ -99,6 +99,8 @@ class Env:
         sim = {
             "--workloads": ["--experiment", "thesis-scale", "--cluster-nodes", "1", "--seeds",
                             "1", "--policy", "max"],
+            "--unprofiled": ["--experiment", "thesis-scale", "--workloads", "12",
+                             "--cluster-nodes", "1", "--seeds", "1", "--policy", "max"],
             "--cluster-nodes": ["--experiment", "packing", "--seeds", "1", "--policy",
                                 "first-fit"],
             "--trace": ["--experiment", "openb-alloc", "--nodes", self.nodes, "--policy",

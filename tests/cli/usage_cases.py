@@ -24,6 +24,10 @@ def cases(tmp):
         # Flags the experiment does not read are refused, naming what it reads.
         (["simulate", "--experiment", "thesis", "--cluster-nodes", "3"], 2,
          "--cluster-nodes does not apply to --experiment thesis (it reads: --apps, --out, --reading)"),
+        (["simulate", "--experiment", "thesis", "--unprofiled", "3"], 2,
+         "--unprofiled does not apply to --experiment thesis (it reads: --apps, --out, --reading)"),
+        (["simulate", "--experiment", "thesis-scale", "--unprofiled", "7"], 2,
+         "--unprofiled: Value 7 not in range"),
         (["simulate", "--experiment", "knots", "--trace", "x"], 2,
          "--trace does not apply to --experiment knots"),
         (["simulate", "--experiment", "calibrate", "--seeds", "3"], 2,

@@ -24,9 +24,9 @@ TEST(ExperimentsTest, NamesAreUniqueAndFound) {
 }
 
 TEST(ExperimentsTest, EveryFlagReadIsOneSimulateHas) {
-  const std::set<std::string_view> flags = {"apps",      "out",           "workloads",
-                                            "trace",     "cluster-nodes", "nodes",
-                                            "inflation", "data",          "reading"};
+  const std::set<std::string_view> flags = {"apps",          "out",       "workloads", "trace",
+                                            "cluster-nodes", "nodes",     "inflation", "data",
+                                            "reading",       "unprofiled"};
   for (const Experiment& e : Experiments()) {
     for (std::string_view f : e.reads) EXPECT_TRUE(flags.contains(f)) << e.name << " --" << f;
   }
@@ -75,6 +75,27 @@ TEST(ExperimentsTest, AnExperimentRunsThroughTheRegistry) {
   EXPECT_NE(out->table.find("\nknots-resag "), std::string::npos);
   EXPECT_EQ(progress, std::vector<std::string>{"knots: knots-resag seed 1"});
   EXPECT_TRUE(out->written.empty());  // no --out
+}
+
+// thesis-scale takes --unprofiled (its scenarios' engines nobody profiled) and --reading (the
+// cluster box runs it at time=10): both show in the scenario it reports, and a bad reading is
+// refused by the check.
+TEST(ExperimentsTest, ThesisScaleTakesUnprofiledEnginesAndAReading) {
+  const Experiment& scale = *FindExperiment("thesis-scale");
+  ExperimentArgs args{.policies = {"max"},
+                      .seeds = {1},
+                      .cluster_nodes = 1,
+                      .workloads = 12,
+                      .unprofiled = 2,
+                      .reading = "time=10"};
+  ASSERT_TRUE(scale.check(args));
+  auto out = scale.run(args, scale);
+  ASSERT_TRUE(out) << out.error().message;
+  const std::string json = out->json.dump();
+  EXPECT_NE(json.find("pods=12,slo=low,nodes=1,unprofiled=2"), std::string::npos) << json;
+  EXPECT_NE(json.find("pods=12,slo=high,nodes=1,unprofiled=2"), std::string::npos);
+  args.reading = "time=0";
+  EXPECT_FALSE(scale.check(args));
 }
 
 TEST(ExperimentsTest, ChecksRefuseWhatCannotRunBeforeAnythingRuns) {

@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "predict/predictor_cache.h"
 #include "sim/embedded_apps.h"
 #include "sim/physics.h"
+#include "sim/world.h"
 
 namespace tessera::sim {
 namespace {
@@ -232,6 +234,35 @@ TEST(ThesisTest, AnUnprofiledScenarioLeavesSomeEnginesToTheCollaborativeFilter) 
   ASSERT_TRUE(run) << run.error().message;
   EXPECT_EQ(run->scenario.name(), "pods=20,slo=low,unprofiled=3");
   EXPECT_EQ(run->pods, 20);
+}
+
+// On thesis-scale's cluster too (the cluster box runs it to see slo-aware learn): the unprofiled
+// engines keep 1-2 measured cells of the profile, the characterised ones every configuration.
+TEST(ThesisTest, UnprofiledEnginesOnTheScaleClusterKeepOneOrTwoCells) {
+  const ThesisScenario s{.pods = 12, .nodes = 1, .unprofiled = 3};
+  EXPECT_EQ(s.name(), "pods=12,slo=low,nodes=1,unprofiled=3");
+  auto world = BuildThesisWorld("max", s, 4, Shipped(), {});
+  ASSERT_TRUE(world) << world.error().message;
+  auto samples = ThesisSamples((*world)->physics, (*world)->cluster, s, 4);
+  ASSERT_TRUE(samples) << samples.error().message;
+  const predict::ProfileMatrix& m = samples->profile();
+  const std::vector<std::string> unprofiled = ThesisUnprofiledApps(s, 4);
+  ASSERT_EQ(unprofiled.size(), 3u);
+  for (const char* engine : {"onnx/resnet50", "onnx/mobilenet", "onnx/ssd-mobilenet", "tf/resnet50",
+                             "tf/mobilenet", "tf/ssd-mobilenet"}) {
+    const std::optional<int> row = m.FindRow(engine);
+    ASSERT_TRUE(row) << engine;
+    int cells = 0;
+    for (int c = 0; c < m.cols(); ++c) cells += m.Has(*row, c);
+    if (std::find(unprofiled.begin(), unprofiled.end(), engine) != unprofiled.end()) {
+      EXPECT_GE(cells, 1) << engine;
+      EXPECT_LE(cells, 2) << engine;
+    } else {
+      // 4 models (A30, A100, H100, V100, MIG off on this cluster) x whole x 3 MPS shares, at
+      // least; the MIG profiles' columns too.
+      EXPECT_GE(cells, 12) << engine;
+    }
+  }
 }
 
 // The sweep's predictor cache (predict/predictor_cache.h) changes nothing a run reports: each
