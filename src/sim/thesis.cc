@@ -34,6 +34,15 @@ constexpr std::pair<const char*, double> kQuarterRatio[] = {
     {"onnx/resnet50", 0.63}, {"tf/resnet50", 0.63},        {"onnx/mobilenet", 0.99},
     {"tf/mobilenet", 0.99},  {"onnx/ssd-mobilenet", 0.98}, {"tf/ssd-mobilenet", 0.98}};
 
+// `value` as a whole number text in [lo, hi] (NaN fails), into `out`; false leaves `out`.
+bool NumberIn(const std::string& value, double lo, double hi, double& out) {
+  char* stop = nullptr;
+  const double x = std::strtod(value.c_str(), &stop);
+  if (value.empty() || *stop != '\0' || !(x >= lo && x <= hi)) return false;
+  out = x;
+  return true;
+}
+
 }  // namespace
 
 Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
@@ -61,25 +70,16 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
     } else if (key == "quarters" && (value == "ch6" || value == "roofline")) {
       r.quarters_ch6 = value == "ch6";
     } else if (key == "queries") {
-      char* stop = nullptr;
-      const double x = std::strtod(value.c_str(), &stop);
-      if (value.empty() || *stop != '\0' || !(x >= 0.1 && x <= 10)) return bad();
-      r.queries_scale = x;
+      if (!NumberIn(value, 0.1, 10, r.queries_scale)) return bad();
     } else if (key == "mig" && (value == "free" || value == "fixed")) {
       r.mig_fixed = value == "fixed";
     } else if (key == "time") {
-      char* stop = nullptr;
-      const double x = std::strtod(value.c_str(), &stop);
-      if (value.empty() || *stop != '\0' || !(x >= 1 && x <= 1000)) return bad();
-      r.time_scale = x;
+      if (!NumberIn(value, 1, 1000, r.time_scale)) return bad();
     } else if (key == "interference") {
       if (value == "offline") {
         r.interference = 1;
-      } else {
-        char* stop = nullptr;
-        const double x = std::strtod(value.c_str(), &stop);
-        if (value.empty() || *stop != '\0' || !(x >= 0 && x <= 1)) return bad();
-        r.interference = x;
+      } else if (!NumberIn(value, 0, 1, r.interference)) {
+        return bad();
       }
     } else {
       return bad();
