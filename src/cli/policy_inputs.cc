@@ -4,6 +4,7 @@
 
 #include "cli/number_flags.h"
 #include "policy/registry.h"
+#include "predict/features.h"
 #include "predict/interference.h"
 #include "predict/predictor.h"
 #include "telemetry/prometheus_telemetry.h"
@@ -21,6 +22,11 @@ void AddPolicyInputFlags(CLI::App* sub, PolicyInputFlags& f) {
                   "needed by the policies that predict (--list-policies)");
   sub->add_option("--interference", f.interference,
                   "Interference CSV (kind,victim,aggressor,value,count,variance)");
+  sub->add_option("--features", f.features,
+                  "Feature CSV (app,feature,value, as tessera predict reads it): the "
+                  "applications' features the predictor completes the profile with from the "
+                  "start; without it an application's features arrive with its first pod's "
+                  "tessera.io/feature.* annotations");
   sub->add_option("--prometheus", f.prometheus,
                   "Prometheus URL of the agents' or dcgm-exporter's series: util(p), memory, SM "
                   "and bandwidth activity, power, and each pod's own use (docs/kubernetes.md)");
@@ -48,6 +54,9 @@ Expected<void> CheckPolicyInputFlags(const PolicyInputFlags& f) {
   if (!f.interference.empty() && f.profile.empty()) {
     return Fail("--interference needs --profile (interference rows are profiled applications)");
   }
+  if (!f.features.empty() && f.profile.empty()) {
+    return Fail("--features needs --profile (features complete the profile's rows)");
+  }
   if (f.telemetry_step_s > f.telemetry_window_s) {
     return Fail("--telemetry-step {} s is longer than --telemetry-window {} s", f.telemetry_step_s,
                 f.telemetry_window_s);
@@ -68,8 +77,14 @@ Expected<PolicyInputs> OpenPolicyInputs(const PolicyInputFlags& f, const Clock& 
       if (!im) return std::unexpected(im.error());
       interference = std::move(*im);
     }
-    Expected<predict::Predictor> p =
-        predict::Predictor::Create(std::move(*profile), std::move(interference));
+    predict::FeatureTable features;
+    if (!f.features.empty()) {
+      Expected<predict::FeatureTable> table = predict::FeatureTable::LoadCsv(f.features);
+      if (!table) return std::unexpected(table.error());
+      features = std::move(*table);
+    }
+    Expected<predict::Predictor> p = predict::Predictor::Create(
+        std::move(*profile), std::move(interference), {}, std::move(features));
     if (!p) return Fail("{}: {}", f.profile, p.error().message);
     in.predictor = std::make_unique<predict::Predictor>(std::move(*p));
   }

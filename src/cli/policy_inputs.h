@@ -1,8 +1,9 @@
 #pragma once
 // What predicting policies read in the daemons (`tessera schedule`, `tessera extender`): a
 // predictor completed from profile CSV files the operator measured (`--profile`,
-// `--interference`; the long CSV forms of docs/prediction.md) and utilisation from a
-// Prometheus server scraping the agents or dcgm-exporter (`--prometheus`). Both optional;
+// `--interference`; the long CSV forms of docs/prediction.md), with the applications' features
+// from the start where given (`--features`, the CSV `tessera predict` reads), and utilisation from
+// a Prometheus server scraping the agents or dcgm-exporter (`--prometheus`). Both optional;
 // `--policy predictive` needs `--profile`. This header stays light (no Eigen, no HTTP client):
 // the command files that include cpp-httplib include it too.
 
@@ -26,6 +27,7 @@ namespace tessera::cli {
 struct PolicyInputFlags {
   std::string profile;       // profile matrix CSV
   std::string interference;  // interference matrices CSV
+  std::string features;      // app,feature,value CSV the predictor reads from the start
   std::string prometheus;    // http(s)://host:port
   double telemetry_interval_s = 5;
   double telemetry_window_s = 300;  // series history fetched at each refresh

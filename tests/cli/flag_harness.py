@@ -135,7 +135,9 @@ class Env:
         if cmd == ["agent"]:
             return ["--fake", self.fake_node] + ([] if flag == "--listen" else ["--once"])
         if cmd[0] in ("schedule", "extender"):
-            return ["--kubeconfig", self.kubeconfig, "--listen", "127.0.0.1:0"]
+            # --features is read only beside a profile: give it one so the file is parsed.
+            return ["--kubeconfig", self.kubeconfig, "--listen", "127.0.0.1:0"] + (
+                ["--profile", self.profile] if flag == "--features" else [])
         return []
 
 

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "predict/features.h"
 #include "predict/predictor.h"
 
 namespace tessera::cli {
@@ -51,6 +52,42 @@ TEST(PolicyInputsTest, ProfilesBecomeAPredictorAndBadFilesNameTheirLine) {
   bad_url.prometheus = "ftp://nowhere";
   EXPECT_FALSE(OpenPolicyInputs(bad_url, clock).has_value());
   EXPECT_FALSE(OpenPolicyInputs({}, clock)->predictor);  // nothing asked, nothing loaded
+}
+
+// --features hands the predictor every application's features from the start (the simulator's
+// predictors have the catalogue's); a bad file names its line, and features without a profile
+// are refused.
+TEST(PolicyInputsTest, FeaturesReachThePredictorFromTheStart) {
+  ManualClock clock;
+  PolicyInputFlags f;
+  f.profile = Write("fprofile.csv",
+                    "row,column,value,count,variance\n"
+                    "a,V100-32GB/whole/100,40,1,0\n"
+                    "b,V100-32GB/whole/100,60,1,0\n");
+  f.features = Write("features.csv",
+                     "app,feature,value\n"
+                     "a,gflops,4.1\n"
+                     "b,gflops,0.3\n"
+                     "c,gflops,8.2\n");
+  Expected<PolicyInputs> in = OpenPolicyInputs(f, clock);
+  ASSERT_TRUE(in.has_value()) << in.error().message;
+  const predict::FeatureTable& features = in->predictor->features();
+  EXPECT_EQ(features.size(), 3u);
+  ASSERT_NE(features.Find("c"), nullptr);  // known before any pod of it arrives
+  EXPECT_EQ(std::get<double>(features.Find("c")->at("gflops")), 8.2);
+
+  f.features = Write("bad-features.csv", "app,feature,value\na,gflops,4.1\n,gflops,1\n");
+  Expected<PolicyInputs> bad = OpenPolicyInputs(f, clock);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("bad-features.csv:3"), std::string::npos)
+      << bad.error().message;
+
+  PolicyInputFlags no_profile;
+  no_profile.features = f.features;
+  Expected<PolicyInputs> refused = OpenPolicyInputs(no_profile, clock);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().message,
+            "--features needs --profile (features complete the profile's rows)");
 }
 
 // The history the usage-aware policies read comes at --telemetry-step resolution over

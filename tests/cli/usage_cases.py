@@ -37,6 +37,8 @@ def cases(tmp):
          "option 'slo_headroom': 5 is outside 0..1"),
         (["simulate", "--experiment", "packing", "--policy", "predictive"], 2,
          "--policy predictive: needs a predictor, and --experiment packing builds none"),
+        (["schedule", "--policy", "max", "--features", "features.csv"], 2,
+         "--features needs --profile (features complete the profile's rows)"),
         (["schedule", "--policy", "predictive"], 2,
          "--policy predictive needs a predictor: give --profile FILE"),
         # A policy that reads series in a cluster needs Prometheus; one that places batches is
