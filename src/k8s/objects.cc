@@ -267,7 +267,13 @@ Expected<Pod> PodFromJson(const json& object) {
   pod.scheduler_name = StringAt(spec, "schedulerName");
   if (pod.scheduler_name.empty()) pod.scheduler_name = "default-scheduler";
   pod.node_name = StringAt(spec, "nodeName");
-  pod.phase = StringAt(ObjectAt(object, "status"), "phase");
+  const json& status = ObjectAt(object, "status");
+  pod.phase = StringAt(status, "phase");
+  if (status.contains("conditions") && status["conditions"].is_array()) {
+    for (const json& c : status["conditions"]) {
+      if (StringAt(c, "type") == "Ready") pod.ready = StringAt(c, "status") == "True";
+    }
+  }
   Expected<PodRequests> sum = SumPodRequests(pod.Key(), spec);
   if (!sum) return std::unexpected(sum.error());
   pod.cpu_milli = sum->cpu;

@@ -58,6 +58,8 @@ struct Pod {
   std::string scheduler_name;
   std::string node_name;  // empty while unbound
   std::string phase;      // Pending | Running | Succeeded | Failed | Unknown
+  // Condition Ready ("True" or not); none when the status has no Ready condition.
+  std::optional<bool> ready;
   bool deleting = false;  // metadata.deletionTimestamp is set
   std::map<std::string, std::string> annotations;
   std::string controller;  // "ReplicaSet/web-5d8f" (its controller owner), "" when none

@@ -913,11 +913,24 @@ void Scheduler::WatchQps() {
   if (!config_.watch_qps) return;
   std::map<std::string, std::string> want;
   const double now = clock_.Now();
-  for (const auto& [id, k] : known_) {
-    if (!k.placed || now - k.placed_at < config_.qps_min_age_s) continue;
-    const model::PlacedWorkload* pw = cluster_->Find(id);
+  for (auto& [id, k] : known_) {
+    if (!k.placed) continue;
     auto pod = pods_.find(k.ref.uid);
-    if (pw == nullptr || pw->workload.slo_qps <= 0 || pod == pods_.end()) continue;
+    if (pod == pods_.end()) continue;
+    // Its age runs from its bind, or from when it became Ready again if it reported not Ready
+    // (its server starting: a counter that has not run the whole window reads low). A pod
+    // whose status has no Ready condition ages from its bind.
+    if (pod->second.ready == false) {
+      k.not_ready = true;
+      continue;
+    }
+    if (k.not_ready && pod->second.ready) {
+      k.not_ready = false;
+      k.ready_at = now;
+    }
+    if (now - std::max(k.placed_at, k.ready_at) < config_.qps_min_age_s) continue;
+    const model::PlacedWorkload* pw = cluster_->Find(id);
+    if (pw == nullptr || pw->workload.slo_qps <= 0) continue;
     auto q = pod->second.annotations.find(std::string(kAnnotationQpsQuery));
     want[pod->second.Key()] = q == pod->second.annotations.end() ? "" : q->second;
   }

@@ -185,6 +185,10 @@ class Scheduler {
     PodRef ref;
     bool placed = false;
     double placed_at = 0;  // clock_ time it was bound (or found bound by a rebuild)
+    // Seen Ready=False since it was bound (its server starting, restarting or loading its
+    // model) and not seen Ready since; when it is, its QPS age runs from then (ready_at).
+    bool not_ready = false;
+    double ready_at = 0;
   };
 
   // What every policy this scheduler makes is given (the driver's data, never a choice).

@@ -67,6 +67,20 @@ TEST(ObjectsTest, PodRequestsSumContainersAndTakeTheLargerInit) {
   EXPECT_EQ(w->gpu.milli, 1000);
 }
 
+// The Ready condition as the kubelet reports it: none while the status has none (the QPS age
+// then runs from the bind), else True or anything else.
+TEST(ObjectsTest, PodReadinessIsItsReadyCondition) {
+  json j = PodJson({{"cpu", "1"}});
+  EXPECT_FALSE(PodFromJson(j)->ready.has_value());
+  j["status"]["conditions"] = {{{"type", "PodScheduled"}, {"status", "True"}},
+                               {{"type", "Ready"}, {"status", "False"}}};
+  EXPECT_EQ(PodFromJson(j)->ready, false);
+  j["status"]["conditions"][1]["status"] = "True";
+  EXPECT_EQ(PodFromJson(j)->ready, true);
+  j["status"]["conditions"][1]["status"] = "Unknown";
+  EXPECT_EQ(PodFromJson(j)->ready, false);
+}
+
 TEST(ObjectsTest, GpuRequestsAndAnnotationsBecomeTheWorkload) {
   struct Case {
     json requests;

@@ -7,10 +7,12 @@
 //
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "k8s/binder.h"
 #include "k8s/scheduler.h"
@@ -228,6 +230,40 @@ TEST_F(SchedulerTest, QpsOfAPodIsWatchedOnlyOnceItIsOldEnough) {
   // covers the moment the test saw the binding after it happened).
   std::lock_guard lock(mu);
   EXPECT_GE(*first_watched - bound_at, 1.0);
+}
+
+// A pod that reports Ready=False after its bind (its server starting or loading its model)
+// ages from when it is Ready again: until then its counter has not run a whole window.
+TEST_F(SchedulerTest, QpsOfAPodThatWasNotReadyAgesFromWhenItIsReady) {
+  AddGpuNodes(1, 1);
+  std::mutex mu;
+  std::optional<double> first_watched;
+  SchedulerConfig c = FastConfig("replica-a");
+  c.qps_min_age_s = 1.0;
+  c.watch_qps = [&](std::map<std::string, std::string> q) {
+    std::lock_guard lock(mu);
+    if (q.contains("inference/web") && !first_watched) first_watched = clock_.Now();
+  };
+  Scheduler s(*client_, store_, clock_, c);
+  ASSERT_TRUE(s.Start().has_value());
+  AddSharePod("web", 500, {{"tessera.io/app", "onnx/resnet50/bs1"}, {"tessera.io/slo-qps", "10"}});
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 1; }));
+  api_.SetPodRunning("inference", "web", /*ready=*/false);
+  // Twice the age: still not watched while it is not Ready.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  {
+    std::lock_guard lock(mu);
+    EXPECT_FALSE(first_watched.has_value());
+  }
+  api_.SetPodRunning("inference", "web", /*ready=*/true);
+  const double ready_at = clock_.Now();
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard lock(mu);
+    return first_watched.has_value();
+  }));
+  std::lock_guard lock(mu);
+  // A full age after it was Ready: the scheduler saw it Ready at or after ready_at.
+  EXPECT_GE(*first_watched - ready_at, 1.0);
 }
 
 TEST_F(SchedulerTest, MalformedAnnotationBlocksOnlyItsPod) {
