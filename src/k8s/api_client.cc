@@ -256,7 +256,8 @@ Expected<HttpResponse> ApiClient::Call(std::string_view method, const std::strin
         attempt == 0 && (err == httplib::Error::Read || err == httplib::Error::Write ||
                          err == httplib::Error::Connection);
     if (!retriable) {
-      return Fail("{}: {}", Describe(method, path), TransportError(*c, err, target_.tls, target_.host, target_.port));
+      return Fail("{}: {}", Describe(method, path),
+                  TransportError(*c, err, target_.tls, target_.host, target_.port));
     }
   }
   return Fail("{}: no answer", Describe(method, path));
