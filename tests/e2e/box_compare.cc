@@ -71,18 +71,22 @@ bool Deterministic(const std::string& policy) { return policy == "max" || policy
 std::vector<SimPod> RunSimulator(const RunSpec& spec) {
   const std::string out = spec.dir + "/sim";
   std::filesystem::create_directories(spec.dir + "/logs");
+  const sim::ThesisScenario& s = spec.scenario;
+  const std::string experiment =
+      s.nodes > 0 ? fmt::format("thesis-scale --workloads {} --cluster-nodes {} --unprofiled {}",
+                                s.pods, s.nodes, s.unprofiled)
+                  : "thesis";
   const std::string cmd = fmt::format(
-      "'{}' simulate --experiment thesis --seed {} --policy '{}' --reading time={:g},mig=fixed "
+      "'{}' simulate --experiment {} --seed {} --policy '{}' --reading time={:g},mig=fixed "
       "--out '{}' "
       ">'{}/logs/simulate.log' 2>&1",
-      spec.tessera, spec.seed, spec.policy, spec.time_scale, out, spec.dir);
+      spec.tessera, experiment, spec.seed, spec.policy, spec.time_scale, out, spec.dir);
   const int rc = std::system(cmd.c_str());
   if (rc != 0) {
     throw std::runtime_error(
         fmt::format("{} failed ({}); see {}/logs/simulate.log", cmd, rc, spec.dir));
   }
-  const std::string scenario =
-      sim::ThesisScenario{.pods = spec.pods, .high_slo = spec.high_slo}.name();
+  const std::string scenario = s.name();
   std::ifstream in(out + "/workloads.csv");
   std::string line;
   std::getline(in, line);
@@ -115,9 +119,9 @@ std::vector<SimPod> RunSimulator(const RunSpec& spec) {
                     .milli = f[c_milli].empty() ? 0 : std::stoi(f[c_milli]),
                     .moves = f[c_moves].empty() ? 0 : std::stoi(f[c_moves])});
   }
-  if (static_cast<int>(pods.size()) != spec.pods) {
+  if (static_cast<int>(pods.size()) != s.pods) {
     throw std::runtime_error(fmt::format("{}/workloads.csv: {} pods of {}, expected {}", out,
-                                         pods.size(), scenario, spec.pods));
+                                         pods.size(), scenario, s.pods));
   }
   return pods;
 }
@@ -241,6 +245,7 @@ json Compare(const RunSpec& spec, const RunResult& box, const std::vector<SimPod
   for (const auto& [k, v] : checks.items()) ok = ok && v.get<bool>();
   return {{"policy", spec.policy},
           {"seed", spec.seed},
+          {"scenario", spec.scenario.name()},
           {"reading", box.reading},
           {"faults", spec.faults},
           {"sim", sj},
@@ -322,7 +327,7 @@ std::string ComparisonPage(const json& report) {
       "font-weight:bold}.tie{color:#a60}</style></head><body>";
   h += "<h1>The emulated cluster against the simulator</h1>";
   h += fmt::format(
-      "<p>The thesis scenario run by the production daemons (two <code>tessera schedule</code> "
+      "<p>The thesis's scenarios run by the production daemons (two <code>tessera schedule</code> "
       "replicas, <code>tessera agent --fake</code> per GPU node, redis-server, prometheus, the "
       "fake API server and the emulated kubelet) and by <code>tessera simulate</code>, on the same "
       "pods, SLOs, seeds and time scale (reading <code>{}</code>). Written {}.</p>",
@@ -349,10 +354,11 @@ std::string ComparisonPage(const json& report) {
   h += "</table>";
   for (const json& r : report["runs"]) {
     h += fmt::format(
-        "<h2>{} seed {}</h2><table><tr><th>pod</th><th>SLO</th><th>arrival s</th>"
-        "<th>sim slice</th><th>start</th><th>end</th><th>QPS</th><th>box slice</th>"
-        "<th>start</th><th>end</th><th>QPS</th></tr>",
-        Escape(r["policy"].get<std::string>()), r["seed"].get<uint64_t>());
+        "<h2>{} seed {} <small>({})</small></h2><table><tr><th>pod</th><th>SLO</th>"
+        "<th>arrival s</th><th>sim slice</th><th>start</th><th>end</th><th>QPS</th>"
+        "<th>box slice</th><th>start</th><th>end</th><th>QPS</th></tr>",
+        Escape(r["policy"].get<std::string>()), r["seed"].get<uint64_t>(),
+        Escape(r.value("scenario", "")));
     for (const json& p : r["pods"]) {
       const char* cls = p["same_slice"].get<bool>()                           ? ""
                         : p["tie"].get<bool>() || p.value("after_tie", false) ? "tie"

@@ -185,7 +185,7 @@ TEST(BoxComparePage, ChromiumRendersEveryRunAndPod) {
       << dom.substr(0, 3000);
   EXPECT_NE(dom.find("<td class=\"l\">p01-onnx-mobilenet</td>"), std::string::npos);
   EXPECT_NE(dom.find("same_slices_but_ties"), std::string::npos);
-  EXPECT_NE(dom.find("<h2>min seed 1</h2>"), std::string::npos);
+  EXPECT_NE(dom.find("<h2>min seed 1 <small>(pods=20,slo=low)</small></h2>"), std::string::npos);
   EXPECT_EQ(dom.find("<script"), std::string::npos);
   const fs::path png = dir / "comparison.png";
   std::system(

@@ -119,6 +119,10 @@ void EmulatedKubelet::Advance(double now) {
     } else if (now > from) {
       p.served += p.qps * (now - from);
     }
+    if (!p.ready && !p.end_s && now >= p.resume_at) {
+      p.ready = true;
+      api_.SetPodRunning(options_.ns, p.api_name, true);
+    }
     p.last_s = now;
   }
 }
@@ -127,6 +131,7 @@ void EmulatedKubelet::ReplaceEvicted(double now) {
   for (BoxPod& p : pods_) {
     if (!p.running() || api_.Get("pods", options_.ns + "/" + p.api_name)) continue;
     p.placed = false;
+    p.ready = false;
     (void)mirror_.Remove(p.workload.id);
     rates_.erase(p.workload.id);
     ++p.moves;
@@ -229,7 +234,10 @@ bool EmulatedKubelet::Start(BoxPod& p, double now) {
     return true;
   }
   p.placed = true;
-  api_.SetPodRunning(options_.ns, p.api_name);
+  // Running at once; Ready only once its server answers (a moved pod's after its restart), as
+  // a readiness probe on the inference server reports it.
+  p.ready = now >= p.resume_at;
+  api_.SetPodRunning(options_.ns, p.api_name, p.ready);
   return true;
 }
 

@@ -48,6 +48,7 @@ struct BoxPod {
   int moves = 0;             // times it was evicted and came back as its controller's new pod
   double served_before = 0;  // by its earlier pods: the current pod's counter starts after it
   double resume_at = 0;      // after a move, the new container serves nothing before this
+  bool ready = false;        // reported Ready (after resume_at): its server answers
   bool placed = false;       // holds a slice in the mirror now
   bool running() const { return placed && !end_s; }
   double achieved_qps() const {

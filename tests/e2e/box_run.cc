@@ -14,6 +14,8 @@
 #include "e2e/box_process.h"
 #include "k8s/fake_api_server.h"
 #include "policy/registry.h"
+#include "predict/features.h"
+#include "sim/apps.h"
 #include "sim/embedded_apps.h"
 #include "sim/thesis.h"
 #include "sim/world.h"
@@ -153,9 +155,11 @@ void StartNodeDaemons(Daemons& d, const RunSpec& spec, const KubeletOptions& ko)
 }
 
 // `tessera schedule`'s flags for this run (without --identity and --listen); for a policy that
-// predicts, the Profiler's samples written as the CSVs --profile and --interference read.
+// predicts, the Profiler's samples written as the CSVs --profile and --interference read, and
+// the catalogue's features as --features reads them.
 std::vector<std::string> SchedulerArgs(const RunSpec& spec, const Daemons& d, sim::World& world,
                                        const sim::ThesisScenario& scenario) {
+  const int window = std::max(5, static_cast<int>(60 / spec.time_scale));
   std::vector<std::string> args = {
       spec.tessera, "schedule", "--kubeconfig", spec.dir + "/kubeconfig", "--policy", spec.policy,
       "--seed", std::to_string(spec.seed), "--store", "redis", "--redis",
@@ -164,12 +168,13 @@ std::vector<std::string> SchedulerArgs(const RunSpec& spec, const Daemons& d, si
       "--telemetry-step", "1", "--telemetry-window", "60", "--lease-namespace", "tessera-system",
       "--lease-duration", "2", "--renew-deadline", "1.5", "--retry-period", "0.2",
       "--inventory-poll", "0.5", "--evictions", "on",
-      // Triton's counter as the default query reads it, over a
-      // window scaled as time is (1 m ÷ K, at least 5 scrapes).
+      // Triton's counter as the default query reads it, over a window scaled as time is
+      // (1 m ÷ K, at least 5 scrapes), read once a pod is as old as the window.
       "--qps-query",
       fmt::format("sum(rate(nv_inference_request_success{{"
                   "namespace=\"$namespace\",pod=\"$pod\"}}[{}s]))",
-                  std::max(5, static_cast<int>(60 / spec.time_scale)))};
+                  window),
+      "--qps-min-age", std::to_string(window)};
   const std::optional<policy::PolicyInfo> info =
       policy::FindPolicy(std::string_view(spec.policy).substr(0, spec.policy.find('{')));
   if (info && info->needs_predictor) {
@@ -179,7 +184,11 @@ std::vector<std::string> SchedulerArgs(const RunSpec& spec, const Daemons& d, si
     const std::string interference = spec.dir + "/interference.csv";
     OrThrow(samples.TakeProfile().SaveCsv(profile));
     OrThrow(samples.TakeInterference().SaveCsv(interference));
-    args.insert(args.end(), {"--profile", profile, "--interference", interference});
+    // The simulator's predictor knows every catalogued app's features from the start.
+    const std::string features = spec.dir + "/features.csv";
+    OrThrow(sim::CatalogFeatures(world.physics.catalog()).SaveCsv(features));
+    args.insert(args.end(),
+                {"--profile", profile, "--interference", interference, "--features", features});
   }
   return args;
 }
@@ -280,7 +289,7 @@ RunResult RunOnBox(const RunSpec& spec) {
   reading.time_scale = spec.time_scale;
   reading.mig_fixed = true;  // the agents never change a GPU's MIG mode
   result.reading = reading.name();
-  const sim::ThesisScenario scenario{.pods = spec.pods, .high_slo = spec.high_slo};
+  const sim::ThesisScenario& scenario = spec.scenario;
   sim::AppCatalog catalog = sim::ThesisCatalog(
       OrThrow(sim::ParseAppCatalog(std::string(sim::EmbeddedAppsYaml()), "data/apps.yaml")));
   std::unique_ptr<sim::World> world =

@@ -12,14 +12,17 @@
 #include <vector>
 
 #include "e2e/box_kubelet.h"
+#include "sim/thesis.h"
 
 namespace tessera::e2e {
 
 struct RunSpec {
   std::string policy = "max";
   uint64_t seed = 1;
-  int pods = 20;
-  bool high_slo = false;
+  // The thesis's (pods 20 or 40, low or high SLO; unprofiled 3: three engines never profiled,
+  // 20 pods only, as the simulator runs it) or, with nodes > 0, thesis-scale's: that many nodes
+  // of 8 GPUs and `pods` Poisson arrivals in the (scaled) hour.
+  sim::ThesisScenario scenario;
   double time_scale = 10;  // sim::ThesisReading::time_scale, read by both sides
   std::string tessera;     // the tessera binary
   std::string exporter;    // tests/tools/metrics_file_exporter

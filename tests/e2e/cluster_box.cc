@@ -70,45 +70,97 @@ void KillTheBox(int sig) {
   _exit(128 + sig);
 }
 
+// The command line: what to run (policies, seeds, scenario) and where.
+struct Flags {
+  std::string policies = "max,min,predictive,slo-aware", seeds = "1-3", faults, out = "box-out";
+  std::string tessera = TESSERA_BIN, exporter = EXPORTER_BIN, slo = "low";
+  int pods = 20, nodes = 0, unprofiled = 0;
+  double time_scale = 10, timeout_s = 900;
+};
+
+void AddFlags(CLI::App& app, Flags& f) {
+  app.add_option("--policy", f.policies, "Policies, comma-separated");
+  app.add_option("--seeds", f.seeds, "Seeds: N (1..N) or A-B");
+  app.add_option("--pods", f.pods,
+                 "Pods of the scenario: 20 or 40 on the thesis's cluster, 1..2000 with --nodes")
+      ->check(CLI::Range(1, 2000));
+  app.add_option("--nodes", f.nodes,
+                 "0: the thesis's cluster (V100 node, A30 node); N: thesis-scale's, N nodes of 8 "
+                 "GPUs and --pods Poisson arrivals in the hour (scaled by --time-scale)")
+      ->check(CLI::Range(0, 8));
+  app.add_option("--unprofiled", f.unprofiled,
+                 "Engines never profiled: on the thesis's cluster 0 or 3 (3 with 20 pods only, as "
+                 "the simulator runs it); with --nodes 0..6")
+      ->check(CLI::Range(0, 6));
+  app.add_option("--slo", f.slo, "SLO level")->check(CLI::IsMember({"low", "high"}));
+  app.add_option("--time-scale", f.time_scale, "Arrivals and pod lengths divided by this")
+      ->check(CLI::Range(1.0, 1000.0));
+  app.add_option("--faults", f.faults,
+                 "Faults during the arrivals, comma-separated: kill-leader, restart-redis, "
+                 "cut-watches, delay-api");
+  app.add_option("--timeout", f.timeout_s, "Seconds a run may take")->check(CLI::PositiveNumber);
+  app.add_option("--out", f.out,
+                 "Directory for comparison.json, comparison.html and each run's logs");
+  app.add_option("--tessera", f.tessera, "The tessera binary");
+  app.add_option("--exporter", f.exporter, "The metrics_file_exporter binary");
+}
+
+// What the flags cannot mean together; empty when they can.
+std::string UsageError(const Flags& f) {
+  if (!ParseSeeds(f.seeds)) return "--seeds " + f.seeds + ": N or A-B expected";
+  if (f.nodes == 0 && f.pods != 20 && f.pods != 40) {
+    return fmt::format("--pods {}: the thesis's cluster runs 20 or 40", f.pods);
+  }
+  if (f.nodes == 0 && f.unprofiled != 0 && (f.unprofiled != 3 || f.pods != 20)) {
+    return "on the thesis's cluster --unprofiled 3 goes with 20 pods only";
+  }
+  for (const std::string& fault : Split(f.faults)) {
+    if (fault != "kill-leader" && fault != "restart-redis" && fault != "cut-watches" &&
+        fault != "delay-api") {
+      return "--faults: unknown fault " + fault;
+    }
+  }
+  return "";
+}
+
+// One run on both sides, compared; throws what kept the box from running.
+nlohmann::json RunOne(const Flags& f, const std::string& policy, uint64_t seed) {
+  tessera::e2e::RunSpec spec{.policy = policy,
+                             .seed = seed,
+                             .scenario = {.pods = f.pods,
+                                          .high_slo = f.slo == "high",
+                                          .nodes = f.nodes,
+                                          .unprofiled = f.unprofiled},
+                             .time_scale = f.time_scale,
+                             .tessera = f.tessera,
+                             .exporter = f.exporter,
+                             .dir = fmt::format("{}/{}-{}", f.out, policy, seed),
+                             .faults = Split(f.faults),
+                             .timeout_s = f.timeout_s};
+  std::filesystem::remove_all(spec.dir);
+  // The simulator first: the pods it never starts, the box need not wait for.
+  const auto sim = tessera::e2e::RunSimulator(spec);
+  for (const tessera::e2e::SimPod& p : sim) {
+    if (!p.start_s) spec.never_started.insert(p.id);
+  }
+  const auto box = tessera::e2e::RunOnBox(spec);
+  return tessera::e2e::Compare(spec, box, sim);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::signal(SIGTERM, KillTheBox);
   std::signal(SIGINT, KillTheBox);
   CLI::App app{"Run the thesis scenario on an emulated cluster and on the simulator, and compare"};
-  std::string policies = "max,min,predictive,slo-aware", seeds = "1-3", faults, out = "box-out";
-  std::string tessera = TESSERA_BIN, exporter = EXPORTER_BIN, slo = "low";
-  int pods = 20;
-  double time_scale = 10, timeout_s = 900;
-  app.add_option("--policy", policies, "Policies, comma-separated");
-  app.add_option("--seeds", seeds, "Seeds: N (1..N) or A-B");
-  app.add_option("--pods", pods, "Pods of the scenario (20 or 40)")->check(CLI::IsMember({20, 40}));
-  app.add_option("--slo", slo, "SLO level")->check(CLI::IsMember({"low", "high"}));
-  app.add_option("--time-scale", time_scale, "Arrivals and pod lengths divided by this")
-      ->check(CLI::Range(1.0, 1000.0));
-  app.add_option("--faults", faults,
-                 "Faults during the arrivals, comma-separated: kill-leader, restart-redis, "
-                 "cut-watches, delay-api");
-  app.add_option("--timeout", timeout_s, "Seconds a run may take")->check(CLI::PositiveNumber);
-  app.add_option("--out", out,
-                 "Directory for comparison.json, comparison.html and each run's logs");
-  app.add_option("--tessera", tessera, "The tessera binary");
-  app.add_option("--exporter", exporter, "The metrics_file_exporter binary");
+  Flags f;
+  AddFlags(app, f);
   CLI11_PARSE(app, argc, argv);
-
-  const std::optional<std::vector<uint64_t>> seed_list = ParseSeeds(seeds);
-  if (!seed_list) {
-    std::cerr << "cluster_box: --seeds " << seeds << ": N or A-B expected\n";
+  if (const std::string e = UsageError(f); !e.empty()) {
+    std::cerr << "cluster_box: " << e << "\n";
     return 2;
   }
-  const std::vector<std::string> fault_list = Split(faults);
-  for (const std::string& f : fault_list) {
-    if (f != "kill-leader" && f != "restart-redis" && f != "cut-watches" && f != "delay-api") {
-      std::cerr << "cluster_box: --faults: unknown fault " << f << "\n";
-      return 2;
-    }
-  }
-  std::filesystem::create_directories(out);
+  std::filesystem::create_directories(f.out);
   const std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
@@ -118,28 +170,12 @@ int main(int argc, char** argv) {
       "{:<12} {:>4}  {:>9} {:>9}  {:>8} {:>8}  {:>8} {:>8}  {:>4} {:>4} {:>4} {:>5} {:>5}  {}\n",
       "policy", "seed", "att sim", "att box", "diff sim", "diff box", "mksp sim", "mksp box",
       "same", "diff", "ties", "after", "moves", "checks");
-  for (const std::string& policy : Split(policies)) {
-    for (uint64_t seed : *seed_list) {
-      tessera::e2e::RunSpec spec{.policy = policy,
-                                 .seed = seed,
-                                 .pods = pods,
-                                 .high_slo = slo == "high",
-                                 .time_scale = time_scale,
-                                 .tessera = tessera,
-                                 .exporter = exporter,
-                                 .dir = fmt::format("{}/{}-{}", out, policy, seed),
-                                 .faults = fault_list,
-                                 .timeout_s = timeout_s};
+  const std::vector<uint64_t> seeds = *ParseSeeds(f.seeds);
+  for (const std::string& policy : Split(f.policies)) {
+    for (uint64_t seed : seeds) {
       nlohmann::json r;
       try {
-        std::filesystem::remove_all(spec.dir);
-        // The simulator first: the pods it never starts, the box need not wait for.
-        const auto sim = tessera::e2e::RunSimulator(spec);
-        for (const tessera::e2e::SimPod& p : sim) {
-          if (!p.start_s) spec.never_started.insert(p.id);
-        }
-        const auto box = tessera::e2e::RunOnBox(spec);
-        r = tessera::e2e::Compare(spec, box, sim);
+        r = RunOne(f, policy, seed);
       } catch (const std::exception& e) {
         std::cerr << "cluster_box: " << policy << " seed " << seed << ": " << e.what() << "\n";
         return 1;
@@ -148,10 +184,10 @@ int main(int argc, char** argv) {
       PrintRow(r);
       ok = ok && r["ok"].get<bool>();
       report["runs"].push_back(std::move(r));
-      std::ofstream(out + "/comparison.json") << report.dump(2) << "\n";
-      std::ofstream(out + "/comparison.html") << tessera::e2e::ComparisonPage(report);
+      std::ofstream(f.out + "/comparison.json") << report.dump(2) << "\n";
+      std::ofstream(f.out + "/comparison.html") << tessera::e2e::ComparisonPage(report);
     }
   }
-  std::cout << "wrote " << out << "/comparison.json and " << out << "/comparison.html\n";
+  std::cout << "wrote " << f.out << "/comparison.json and " << f.out << "/comparison.html\n";
   return ok ? 0 : 1;
 }
