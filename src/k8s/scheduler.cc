@@ -82,7 +82,8 @@ policy::PolicyContext Scheduler::PolicyInputs() {
           .telemetry = config_.telemetry,
           .learner = config_.learner,
           .job_profiles = config_.job_profiles,
-          .can_move = config_.evictions.mode != EvictionOptions::Mode::kOff};
+          .can_move = config_.evictions.mode != EvictionOptions::Mode::kOff,
+          .qps_window_s = config_.qps_min_age_s};
 }
 
 Expected<void> Scheduler::Start() {

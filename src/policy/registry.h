@@ -54,6 +54,10 @@ struct PolicyContext {
   // The driver restarts a workload a policy moves (Eviction::requeue): the simulator does;
   // Kubernetes only behind its flag. Policies propose moves only when it is set.
   bool can_move = false;
+  // How far back a workload's QPS (Telemetry::WorkloadQps) reaches: a rate read less than this
+  // after a change still mixes in the time before it. Kubernetes: a rate over a window
+  // (`tessera schedule --qps-min-age`); the simulator's is the rate now, 0.
+  double qps_window_s = 0;
   // Only the options are checked (CheckPolicyOptions): a factory that needs more than a
   // seeded Rng and a clock returns a null policy once its options parse.
   bool options_only = false;

@@ -94,7 +94,8 @@ Expected<std::unique_ptr<Policy>> MakeSloAware(const PolicyContext& context,
     return Fail("policy slo-aware: the learner must be the predictor it reads");
   }
   return std::make_unique<SloAware>(*context.predictor, context.telemetry, std::move(*o),
-                                    context.learner, context.can_move);
+                                    context.learner, context.can_move, context.clock,
+                                    context.qps_window_s);
 }
 
 // A cell with this many runs is known well enough; the thesis ran each configuration at
@@ -113,9 +114,12 @@ struct SloAware::Impl {
   // below its target (node version, telemetry version) or found nowhere better (cluster
   // version).
   bool can_move;
+  const Clock* clock;
+  double qps_window_s;
   struct Track {
     int moves = 0;
     std::optional<std::pair<uint64_t, uint64_t>> below;
+    double below_at = 0;  // clock time of that sighting
     std::optional<uint64_t> nowhere;
   };
   std::unordered_map<WorkloadId, Track> tracks;
@@ -137,7 +141,7 @@ struct SloAware::Impl {
   double x_ceiling = 0;
 
   Impl(const predict::Predictor& p, const telemetry::Telemetry* t, SloAwareOptions o,
-       predict::Predictor* l, bool m)
+       predict::Predictor* l, bool m, const Clock* clk, double window)
       : options(std::move(o)),
         view(p, t,
              {.interference_kind = options.interference_kind,
@@ -145,7 +149,9 @@ struct SloAware::Impl {
               .completed_sigma = options.completed_sigma,
               .calibrated_sigma = options.calibrated_sigma}),
         learner(l),
-        can_move(m) {
+        can_move(m),
+        clock(clk),
+        qps_window_s(clk != nullptr ? window : 0) {
     if (options.mps_step > 0) {
       for (int pct = 100; pct >= 1; pct -= options.mps_step) percents.push_back(pct);
     } else {
@@ -591,11 +597,16 @@ struct SloAware::Impl {
       // Below target on a sample taken after its node last changed: the first sighting since
       // the change notes the versions; a newer sample, the node unchanged, decides.
       const std::pair<uint64_t, uint64_t> now{c.node(pw.placement.node).version, *sample};
+      const double at = clock != nullptr ? clock->Now() : 0;
       if (!t.below || t.below->first != now.first) {
         t.below = now;
+        t.below_at = at;
         continue;
       }
       if (t.below->second == now.second) continue;
+      // A rate over a window still reaches back before the sighting (and the change before
+      // it) until a whole window has passed.
+      if (at - t.below_at < qps_window_s) continue;
       if (t.nowhere == c.version()) continue;
       skip = pw.placement.slices[0].partition;
       std::optional<Candidate> best;
@@ -620,8 +631,10 @@ struct SloAware::Impl {
 };
 
 SloAware::SloAware(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
-                   SloAwareOptions options, predict::Predictor* learner, bool can_move)
-    : impl_(std::make_unique<Impl>(predictor, telemetry, std::move(options), learner, can_move)) {}
+                   SloAwareOptions options, predict::Predictor* learner, bool can_move,
+                   const Clock* clock, double qps_window_s)
+    : impl_(std::make_unique<Impl>(predictor, telemetry, std::move(options), learner, can_move,
+                                   clock, qps_window_s)) {}
 
 CycleActions SloAware::AfterCycle(const ClusterState& c) {
   impl_->Learn(c);

@@ -109,9 +109,11 @@ struct SloOption {
 class SloAware final : public Policy {
  public:
   // `learner` (may be null: nothing is learnt) must be `predictor` itself.
+  // `clock` and `qps_window_s` (PolicyContext's): a pod found below its target is moved only
+  // once its rate has been read over a whole window since it was first found so (none: at once).
   SloAware(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
            SloAwareOptions options = {}, predict::Predictor* learner = nullptr,
-           bool can_move = false);
+           bool can_move = false, const Clock* clock = nullptr, double qps_window_s = 0);
   ~SloAware() override;
 
   std::string_view name() const override { return "slo-aware"; }

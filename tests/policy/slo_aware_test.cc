@@ -16,6 +16,7 @@
 #include <cmath>
 #include <string>
 
+#include "base/clock.h"
 #include "policy/registry.h"
 #include "predict/predictor.h"
 #include "slo_workload.h"
@@ -278,6 +279,34 @@ TEST_F(SloAwareTest, MovesAPodBelowItsTargetOnceAFreeOptionIsPredictedToKeepIt) 
     EXPECT_TRUE(fixed.AfterCycle(c_).evictions.empty());
     EXPECT_TRUE(off.AfterCycle(c_).evictions.empty());
   }
+}
+
+// A rate read over a window (Kubernetes: a rate over --qps-min-age seconds) still reaches back
+// before the sighting: a pod found below its target moves only once a whole window has passed
+// since, however many newer samples came first. Without a window (the simulator) the second
+// sample decides, as above.
+TEST_F(SloAwareTest, AMoveWaitsAWholeQpsWindowAfterItsPodWasFoundBelow) {
+  telemetry::StaticTelemetry telemetry;
+  ManualClock clock;
+  SloAwareOptions o{.margin_z = 1, .co_runner_sigma = 0.1, .observe = false};
+  SloAware policy(predictor_, &telemetry, o, nullptr, /*can_move=*/true, &clock,
+                  /*qps_window_s=*/6);
+  const Workload x = App(1, "a", 24);
+  Put(x, 50);
+  ASSERT_TRUE(c_.AddNode(
+      model::UniformNode("v100-b", *model::FindGpuModel("V100-32GB"), 1, 64000, 1 << 20)));
+  telemetry.SetWorkloadQps(x.name, 20);                  // below its target of 24
+  EXPECT_TRUE(policy.AfterCycle(c_).evictions.empty());  // found below at t = 0
+  for (double t : {1.0, 3.0, 5.9}) {
+    clock.Set(t);
+    telemetry.SetUtilization("bump", t);  // a newer sample
+    EXPECT_TRUE(policy.AfterCycle(c_).evictions.empty()) << t;
+  }
+  clock.Set(6.0);
+  telemetry.SetUtilization("bump", 6);
+  const std::vector<Eviction> moves = policy.AfterCycle(c_).evictions;
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].workload, 1);
 }
 
 TEST_F(SloAwareTest, OutsideTheModelItPlacesFirstFit) {
