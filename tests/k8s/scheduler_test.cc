@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -205,66 +206,68 @@ TEST_F(SchedulerTest, SurvivesGoneAndCutWatchesAndReleasesDeletedPods) {
   s.Stop();
 }
 
+// The clock time pod inference/web was first in the set whose QPS the scheduler watches.
+class FirstWatched {
+ public:
+  explicit FirstWatched(const Clock& clock) : clock_(clock) {}
+  std::function<void(std::map<std::string, std::string>)> Sink() {
+    return [this](std::map<std::string, std::string> q) {
+      std::lock_guard lock(mu_);
+      if (q.contains("inference/web") && !at_) at_ = clock_.Now();
+    };
+  }
+  std::optional<double> at() {
+    std::lock_guard lock(mu_);
+    return at_;
+  }
+
+ private:
+  const Clock& clock_;
+  std::mutex mu_;
+  std::optional<double> at_;
+};
+
+// One GPU node, a scheduler with this QPS age, and pod "web" with an SLO, bound.
+#define START_WEB_WITH_QPS_AGE(age, watched)                                            \
+  AddGpuNodes(1, 1);                                                                    \
+  SchedulerConfig c = FastConfig("replica-a");                                          \
+  c.qps_min_age_s = (age);                                                              \
+  c.watch_qps = (watched).Sink();                                                       \
+  Scheduler s(*client_, store_, clock_, c);                                             \
+  ASSERT_TRUE(s.Start().has_value());                                                   \
+  AddSharePod("web", 500,                                                               \
+              {{"tessera.io/app", "onnx/resnet50/bs1"}, {"tessera.io/slo-qps", "10"}}); \
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 1; }))
+
 // A pod's QPS is watched only once it has been placed qps_min_age_s (1.5 s here): a rate over a
 // window longer than its life so far reads low.
 TEST_F(SchedulerTest, QpsOfAPodIsWatchedOnlyOnceItIsOldEnough) {
-  AddGpuNodes(1, 1);
-  std::mutex mu;
-  std::optional<double> first_watched;  // clock time the pod was first in the watched set
-  SchedulerConfig c = FastConfig("replica-a");
-  c.qps_min_age_s = 1.5;
-  c.watch_qps = [&](std::map<std::string, std::string> q) {
-    std::lock_guard lock(mu);
-    if (q.contains("inference/web") && !first_watched) first_watched = clock_.Now();
-  };
-  Scheduler s(*client_, store_, clock_, c);
-  ASSERT_TRUE(s.Start().has_value());
-  AddSharePod("web", 500, {{"tessera.io/app", "onnx/resnet50/bs1"}, {"tessera.io/slo-qps", "10"}});
-  ASSERT_TRUE(WaitFor([&] { return Bound() == 1; }));
+  FirstWatched watched(clock_);
+  START_WEB_WITH_QPS_AGE(1.5, watched);
   const double bound_at = clock_.Now();  // seen bound: at or after the bind
-  ASSERT_TRUE(WaitFor([&] {
-    std::lock_guard lock(mu);
-    return first_watched.has_value();
-  }));
+  ASSERT_TRUE(WaitFor([&] { return watched.at().has_value(); }));
   // Watched at 1.5 s of age, not at the next 0.2 s cycle as with qps_min_age_s 0 (the margin
   // covers the moment the test saw the binding after it happened).
-  std::lock_guard lock(mu);
-  EXPECT_GE(*first_watched - bound_at, 1.0);
+  EXPECT_GE(*watched.at() - bound_at, 1.0);
 }
 
 // A pod that reports Ready=False after its bind (its server starting or loading its model)
 // ages from when it is Ready again: until then its counter has not run a whole window.
 TEST_F(SchedulerTest, QpsOfAPodThatWasNotReadyAgesFromWhenItIsReady) {
-  AddGpuNodes(1, 1);
-  std::mutex mu;
-  std::optional<double> first_watched;
-  SchedulerConfig c = FastConfig("replica-a");
-  c.qps_min_age_s = 1.0;
-  c.watch_qps = [&](std::map<std::string, std::string> q) {
-    std::lock_guard lock(mu);
-    if (q.contains("inference/web") && !first_watched) first_watched = clock_.Now();
-  };
-  Scheduler s(*client_, store_, clock_, c);
-  ASSERT_TRUE(s.Start().has_value());
-  AddSharePod("web", 500, {{"tessera.io/app", "onnx/resnet50/bs1"}, {"tessera.io/slo-qps", "10"}});
-  ASSERT_TRUE(WaitFor([&] { return Bound() == 1; }));
+  FirstWatched watched(clock_);
+  START_WEB_WITH_QPS_AGE(1.0, watched);
   api_.SetPodRunning("inference", "web", /*ready=*/false);
   // Twice the age: still not watched while it is not Ready.
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));
-  {
-    std::lock_guard lock(mu);
-    EXPECT_FALSE(first_watched.has_value());
-  }
+  EXPECT_FALSE(watched.at().has_value());
   api_.SetPodRunning("inference", "web", /*ready=*/true);
   const double ready_at = clock_.Now();
-  ASSERT_TRUE(WaitFor([&] {
-    std::lock_guard lock(mu);
-    return first_watched.has_value();
-  }));
-  std::lock_guard lock(mu);
+  ASSERT_TRUE(WaitFor([&] { return watched.at().has_value(); }));
   // A full age after it was Ready: the scheduler saw it Ready at or after ready_at.
-  EXPECT_GE(*first_watched - ready_at, 1.0);
+  EXPECT_GE(*watched.at() - ready_at, 1.0);
 }
+
+#undef START_WEB_WITH_QPS_AGE
 
 TEST_F(SchedulerTest, MalformedAnnotationBlocksOnlyItsPod) {
   AddGpuNodes(1, 2);
