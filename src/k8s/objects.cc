@@ -255,6 +255,21 @@ Expected<void> ReadPodMetadata(const json& meta, Pod& pod) {
 
 }  // namespace
 
+namespace {
+
+// A status's Ready condition: true when "True", false otherwise; none without one.
+std::optional<bool> ReadyCondition(const json& status) {
+  std::optional<bool> ready;
+  if (status.contains("conditions") && status["conditions"].is_array()) {
+    for (const json& c : status["conditions"]) {
+      if (StringAt(c, "type") == "Ready") ready = StringAt(c, "status") == "True";
+    }
+  }
+  return ready;
+}
+
+}  // namespace
+
 Expected<Pod> PodFromJson(const json& object) {
   if (!object.is_object()) return Fail("pod: not a JSON object");
   Pod pod;
@@ -269,11 +284,7 @@ Expected<Pod> PodFromJson(const json& object) {
   pod.node_name = StringAt(spec, "nodeName");
   const json& status = ObjectAt(object, "status");
   pod.phase = StringAt(status, "phase");
-  if (status.contains("conditions") && status["conditions"].is_array()) {
-    for (const json& c : status["conditions"]) {
-      if (StringAt(c, "type") == "Ready") pod.ready = StringAt(c, "status") == "True";
-    }
-  }
+  pod.ready = ReadyCondition(status);
   Expected<PodRequests> sum = SumPodRequests(pod.Key(), spec);
   if (!sum) return std::unexpected(sum.error());
   pod.cpu_milli = sum->cpu;
@@ -298,11 +309,7 @@ Expected<Node> NodeFromJson(const json& object) {
   node.unschedulable = spec.contains("unschedulable") && spec["unschedulable"].is_boolean() &&
                        spec["unschedulable"].get<bool>();
   const json& status = ObjectAt(object, "status");
-  if (status.contains("conditions") && status["conditions"].is_array()) {
-    for (const json& c : status["conditions"]) {
-      if (StringAt(c, "type") == "Ready") node.ready = StringAt(c, "status") == "True";
-    }
-  }
+  node.ready = ReadyCondition(status).value_or(false);
   const json& alloc = ObjectAt(status, "allocatable");
   if (alloc.contains("cpu")) {
     auto text = QuantityText(alloc["cpu"]);

@@ -581,6 +581,7 @@ struct SloAware::Impl {
     if (!options.replace || !can_move || telemetry == nullptr) return out;
     std::erase_if(tracks, [&](const auto& entry) { return c.Find(entry.first) == nullptr; });
     const std::optional<uint64_t> sample = telemetry->Version();
+    const double at = clock != nullptr ? clock->Now() : 0;
     for (const auto& [id, pw] : c.placed()) {
       const Workload& w = pw.workload;
       if (!Predictable(w) || pw.placement.slices.size() != 1) continue;
@@ -597,7 +598,6 @@ struct SloAware::Impl {
       // Below target on a sample taken after its node last changed: the first sighting since
       // the change notes the versions; a newer sample, the node unchanged, decides.
       const std::pair<uint64_t, uint64_t> now{c.node(pw.placement.node).version, *sample};
-      const double at = clock != nullptr ? clock->Now() : 0;
       if (!t.below || t.below->first != now.first) {
         t.below = now;
         t.below_at = at;
