@@ -58,6 +58,7 @@ int Run(int argc, const char* const* argv) {
   AddSchedule(app, &status);
   AddExtender(app, &status);
   AddAgent(app, &status);
+  AddPlan(app, &status);
   AddVersion(app, &status);
   RefuseEmptyValues(&app);
   try {

@@ -74,5 +74,6 @@ void AddExplain(CLI::App& app, Status* status);
 void AddSchedule(CLI::App& app, Status* status);
 void AddExtender(CLI::App& app, Status* status);
 void AddAgent(CLI::App& app, Status* status);
+void AddPlan(CLI::App& app, Status* status);
 
 }  // namespace tessera::cli
