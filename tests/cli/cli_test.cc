@@ -18,13 +18,18 @@ namespace {
 TEST(CliTest, HelpWorksEverywhere) {
   EXPECT_EQ(RunArgs({"--help"}), 0);
   for (const char* sub :
-       {"simulate", "predict", "explain", "schedule", "extender", "agent", "version"}) {
+       {"simulate", "predict", "explain", "schedule", "extender", "agent", "plan", "version"}) {
     EXPECT_EQ(RunArgs({sub, "--help"}), 0) << sub;
   }
 }
 
 TEST(CliTest, UsageErrorsExitTwo) {
-  EXPECT_EQ(RunArgs({}), 2);  // a subcommand is required
+  EXPECT_EQ(RunArgs({}), 2);        // a subcommand is required
+  EXPECT_EQ(RunArgs({"plan"}), 2);  // a services file or --example
+  EXPECT_EQ(RunArgs({"plan", "--example", "nope"}), 2);
+  EXPECT_EQ(RunArgs({"plan", "--example", "thesis-slo4", "--confidence", "0.2"}), 2);
+  EXPECT_EQ(RunArgs({"plan", "--example", "thesis-slo4", "--explain", "nope"}), 2);
+  EXPECT_EQ(RunArgs({"plan", "/nonexistent/services.yaml"}), 1);
   EXPECT_EQ(RunArgs({"simulate", "--experiment", "nope"}), 2);
   EXPECT_EQ(RunArgs({"simulate", "--seeds", "9-3"}), 2);
   EXPECT_EQ(RunArgs({"simulate", "--seed", "1", "--policy", "nope"}), 2);
