@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libeigen3-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libhiredis-dev libcpp-httplib-dev libssl-dev openssl liblemon-dev libglpk-dev
+  libhiredis-dev libcpp-httplib-dev libssl-dev openssl liblemon-dev coinor-libcbc-dev
   redis-server prometheus
   python3  # tools/characterise's tests
   chromium  # renders the status page in tests/k8s/status_page_test.cc (and scripts/screenshot.sh)

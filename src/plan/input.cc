@@ -163,16 +163,22 @@ Expected<std::vector<GpuOffer>> MenuFrom(const std::string& file, const YAML::No
   return ParseMenu(names, file);
 }
 
+// The document, or its syntax error at its line.
+Expected<YAML::Node> LoadYaml(const std::string& text, const std::string& file) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return FailAt(file, e.mark.line + 1, e.msg);
+  }
+}
+
 }  // namespace
 
 Expected<PlanInput> ParsePlanInput(const std::string& yaml_text, const std::string& file_name,
                                    const std::string& menu) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    return FailAt(file_name, e.mark.line + 1, e.msg);
-  }
+  auto loaded = LoadYaml(yaml_text, file_name);
+  if (!loaded) return std::unexpected(loaded.error());
+  const YAML::Node root = *loaded;
   if (!root.IsMap()) return FailAt(file_name, 1, "expected a map with 'services'");
   PlanInput input;
   input.file = file_name;
@@ -203,12 +209,9 @@ Expected<PlanInput> ParsePlanInput(const std::string& yaml_text, const std::stri
 
 Expected<void> ApplyPrices(PlanInput& input, const std::string& yaml_text,
                            const std::string& file_name) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    return FailAt(file_name, e.mark.line + 1, e.msg);
-  }
+  auto loaded = LoadYaml(yaml_text, file_name);
+  if (!loaded) return std::unexpected(loaded.error());
+  const YAML::Node root = *loaded;
   const YAML::Node prices = root.IsMap() ? root["prices"] : YAML::Node();
   if (!prices || !prices.IsMap()) return FailAt(file_name, 1, "expected a map 'prices'");
   std::vector<double> price(input.gpus.size(), -1);

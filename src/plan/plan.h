@@ -45,6 +45,9 @@ struct SliceKind {
   // Of the GPU: MIG compute slices, or quarters of a whole GPU.
   int units = 0;
   int units_per_gpu = 0;
+  // Its share of the GPU for costing: MPS %/100; a MIG instance's larger fraction of the GPU's
+  // compute and memory slices (a 1g.10gb holds 1/7 of an A100's SMs but 2/8 of its memory).
+  double share = 0;
   std::string Label() const;  // "A30-24GB 1g.6gb", "V100-32GB 50 % MPS"
 };
 

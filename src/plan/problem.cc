@@ -22,7 +22,8 @@ void AddKinds(Problem& p, int gpu) {
                        .config = predict::ConfigKey(m.name, predict::kWholeGpu, q),
                        .memory_mib = m.memory_mib * q / 100,
                        .units = q / 25,
-                       .units_per_gpu = 4});
+                       .units_per_gpu = 4,
+                       .share = q / 100.0});
   }
   std::vector<std::vector<int>> counts;
   std::vector<model::MigLayout> shapes = model::DistinctByProfiles(model::ValidLayouts(m));
@@ -38,13 +39,16 @@ void AddKinds(Problem& p, int gpu) {
   for (size_t prof = 0; prof < m.mig_profiles.size(); ++prof) {
     if (!used[prof]) continue;
     const model::MigProfile& mp = m.mig_profiles[prof];
-    p.kinds.push_back({.gpu = gpu,
-                       .profile = static_cast<int>(prof),
-                       .mps_percent = 100,
-                       .config = predict::ConfigKey(m.name, mp.name, 100),
-                       .memory_mib = mp.memory_mib,
-                       .units = mp.compute_slices,
-                       .units_per_gpu = m.mig_compute_slices});
+    p.kinds.push_back(
+        {.gpu = gpu,
+         .profile = static_cast<int>(prof),
+         .mps_percent = 100,
+         .config = predict::ConfigKey(m.name, mp.name, 100),
+         .memory_mib = mp.memory_mib,
+         .units = mp.compute_slices,
+         .units_per_gpu = m.mig_compute_slices,
+         .share = std::max(static_cast<double>(mp.compute_slices) / m.mig_compute_slices,
+                           static_cast<double>(mp.memory_slices) / m.mig_memory_slices)});
   }
   p.layouts.push_back(std::move(counts));
   p.layout_shapes.push_back(std::move(shapes));

@@ -63,12 +63,13 @@ std::string GpuShape(const Problem& p, const PlannedGpu& g, const PlanInput& in)
   return fmt::format("{} | {} | {}", m.name, mode, seats);
 }
 
-double Ratio(const PlanRun& r) { return r.shared.cost > 0 ? r.whole.cost / r.shared.cost : 0; }
-
-std::string CostText(const PlanRun& r, double cost) {
-  return r.input.price_source.empty() ? fmt::format("{:.0f} GPUs", cost)
-                                      : fmt::format("{:.2f} per hour", cost);
+// "3 GPUs (A30-24GB: 3)", or "6.51 per hour, 3 GPUs (A30-24GB: 3)" with prices.
+std::string Summary(const PlanRun& r, const Problem& p, const Plan& plan) {
+  const std::string gpus = fmt::format("{} GPUs ({})", plan.gpu_count(), GpusByModel(p, plan));
+  return r.input.price_source.empty() ? gpus : fmt::format("{:.2f} per hour, {}", plan.cost, gpus);
 }
+
+double Ratio(const PlanRun& r) { return r.shared.cost > 0 ? r.whole.cost / r.shared.cost : 0; }
 
 // Φ of a standard normal.
 double Phi(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
@@ -84,11 +85,10 @@ double MeetChance(const ServiceOption& o, int n, double demand) {
 }  // namespace
 
 std::string PlanTable(const PlanRun& r) {
-  std::string out = fmt::format(
-      "plan: {} services on {} | shared ({}): {} ({}) | whole GPUs: {} ({}) | {:.2f}x less\n",
-      r.input.services.size(), GpusByModel(r.problem, r.shared), r.shared.solver,
-      CostText(r, r.shared.cost), r.shared.gpu_count(), CostText(r, r.whole.cost),
-      r.whole.gpu_count(), Ratio(r));
+  std::string out =
+      fmt::format("plan: {} services | shared ({}): {} | whole GPUs: {} | {:.2f}x less\n",
+                  r.input.services.size(), r.shared.solver, Summary(r, r.problem, r.shared),
+                  Summary(r, r.whole_problem, r.whole), Ratio(r));
   out += fmt::format(
       "twin (a day, noise seed {}): shared meets {:.1f} % of service-hours, whole "
       "GPUs {:.1f} %\n\n",
@@ -158,13 +158,12 @@ std::string PlanHtml(const PlanRun& r) {
   using report::Escape;
   std::string h = report::PageOpen("Tessera capacity plan", "Capacity plan: " + r.input.file);
   h += fmt::format(
-      "<p>{} services, confidence {:.0f} %, cost basis: {}. <b>Shared plan ({}): {}, {} GPUs "
-      "({})</b>; one whole GPU per replica: {}, {} GPUs — <b>{:.2f}× less</b>.</p>\n",
+      "<p>{} services, confidence {:.0f} %, cost basis: {}. <b>Shared plan ({}): {}</b>; one "
+      "whole GPU per replica: {} — <b>{:.2f}× less</b>.</p>\n",
       r.input.services.size(), 100 * r.problem.options.confidence,
       Escape(r.input.price_source.empty() ? "GPU count" : r.input.price_source),
-      Escape(r.shared.solver), Escape(CostText(r, r.shared.cost)), r.shared.gpu_count(),
-      Escape(GpusByModel(r.problem, r.shared)), Escape(CostText(r, r.whole.cost)),
-      r.whole.gpu_count(), Ratio(r));
+      Escape(r.shared.solver), Escape(Summary(r, r.problem, r.shared)),
+      Escape(Summary(r, r.whole_problem, r.whole)), Ratio(r));
   const bool fails = r.shared_twin.met_fraction() < 0.98;
   h += fmt::format(
       "<p>Digital twin (the simulator's physics, a day of load): the shared plan meets <b>{:.1f} "
@@ -214,7 +213,7 @@ Expected<std::string> ExplainService(const PlanRun& r, const std::string& name) 
   const Problem& p = r.problem;
   auto share_cost = [&](const ServiceOption& o, int n) {
     const SliceKind& k = p.kinds[static_cast<size_t>(o.kind)];
-    return n * p.gpus[static_cast<size_t>(k.gpu)].price * k.units / k.units_per_gpu;
+    return n * p.gpus[static_cast<size_t>(k.gpu)].price * k.share;
   };
   double got = 0;
   for (const PlannedGpu& g : r.shared.gpus) {

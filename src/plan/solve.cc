@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 
+#include "base/rng.h"
 #include "policy/flow/mip.h"
 
 namespace tessera::plan {
@@ -69,6 +70,32 @@ std::vector<Pattern> PackMig(const Problem& p, int gpu, Counts remaining) {
     out.push_back({std::move(v), repeat});
   }
   return out;
+}
+
+// The fewest GPUs of one model whose layouts hold `need` instances per profile (a cutting-stock
+// integer program over its maximal layouts, CBC within 1 s); empty when CBC finds nothing.
+std::vector<int> FewestLayouts(const std::vector<Counts>& layouts, const Counts& need) {
+  if (layouts.empty() || std::all_of(need.begin(), need.end(), [](int c) { return c == 0; })) {
+    return {};
+  }
+  flow::IntegerProgram ip;
+  ip.cost.assign(layouts.size(), 1);
+  for (size_t prof = 0; prof < need.size(); ++prof) {
+    if (need[prof] == 0) continue;
+    flow::LinearRow row{
+        {}, static_cast<double>(need[prof]), std::numeric_limits<double>::infinity()};
+    for (size_t l = 0; l < layouts.size(); ++l) {
+      if (layouts[l][prof] > 0)
+        row.terms.push_back({static_cast<int>(l), double(layouts[l][prof])});
+    }
+    ip.rows.push_back(std::move(row));
+  }
+  ip.time_limit_s = 1;
+  const flow::MipResult r = flow::SolveMinimum(ip);
+  if (r.status != flow::Status::kOptimal) return {};
+  std::vector<int> cut;
+  for (double v : r.values) cut.push_back(static_cast<int>(std::llround(v)));
+  return cut;
 }
 
 int MigGpus(const Problem& p, int gpu, const Counts& counts) {
@@ -205,6 +232,14 @@ Plan PackCounts(const Problem& p, const std::vector<std::vector<int>>& counts, s
       const int layout = FirstLayoutHolding(p.layouts[g], pat.used);
       for (int i = 0; i < pat.gpus; ++i) gpus.emplace_back(layout, pat.used);
     }
+    if (std::vector<int> cut = FewestLayouts(p.layouts[g], need);
+        !cut.empty() &&
+        std::accumulate(cut.begin(), cut.end(), 0) < static_cast<int>(gpus.size())) {
+      gpus.clear();
+      for (size_t l = 0; l < cut.size(); ++l) {
+        for (int i = 0; i < cut[l]; ++i) gpus.emplace_back(static_cast<int>(l), p.layouts[g][l]);
+      }
+    }
     SeatMig(p, static_cast<int>(g), gpus, std::move(grouped.mig[g]), plan);
     PackMps(p, static_cast<int>(g), std::move(grouped.mps[g]), plan);
   }
@@ -212,70 +247,174 @@ Plan PackCounts(const Problem& p, const std::vector<std::vector<int>>& counts, s
   return plan;
 }
 
-Plan SolveHeuristic(const Problem& p) {
-  const size_t n = p.services.size();
-  std::vector<size_t> choice(n, 0);
-  Load load(p);
-  // Start: each service's cheapest option if GPUs were shared perfectly.
-  for (size_t s = 0; s < n; ++s) {
-    const ServiceNeed& need = p.services[s];
-    double best = std::numeric_limits<double>::infinity();
-    for (size_t o = 0; o < need.options.size(); ++o) {
-      const SliceKind& k = p.kinds[static_cast<size_t>(need.options[o].kind)];
-      const double cost = ReplicasFor(need, need.options[o]) *
-                          p.gpus[static_cast<size_t>(k.gpu)].price * k.units / k.units_per_gpu;
-      if (cost < best - 1e-12) best = cost, choice[s] = o;
-    }
-    const ServiceOption& o = need.options[choice[s]];
-    load.Add(p.kinds[static_cast<size_t>(o.kind)], ReplicasFor(need, o));
-  }
-  std::vector<double> cost(p.gpus.size());
-  for (size_t g = 0; g < p.gpus.size(); ++g) cost[g] = load.Cost(p, static_cast<int>(g));
-  // Moves: one service to another option, the one that lowers the packed cost most.
-  for (int pass = 0; pass < 20; ++pass) {
-    bool moved = false;
-    for (size_t s = 0; s < n; ++s) {
-      const ServiceNeed& need = p.services[s];
-      const ServiceOption& cur = need.options[choice[s]];
-      const SliceKind& from = p.kinds[static_cast<size_t>(cur.kind)];
-      const int cur_n = ReplicasFor(need, cur);
-      load.Add(from, -cur_n);
-      const double without = load.Cost(p, from.gpu);
-      double best_delta = -1e-9;
-      size_t best = choice[s];
-      for (size_t o = 0; o < need.options.size(); ++o) {
-        if (o == choice[s]) continue;
-        const SliceKind& to = p.kinds[static_cast<size_t>(need.options[o].kind)];
-        load.Add(to, ReplicasFor(need, need.options[o]));
-        const double delta = to.gpu == from.gpu
-                                 ? load.Cost(p, to.gpu) - cost[static_cast<size_t>(from.gpu)]
-                                 : without + load.Cost(p, to.gpu) -
-                                       cost[static_cast<size_t>(from.gpu)] -
-                                       cost[static_cast<size_t>(to.gpu)];
-        load.Add(to, -ReplicasFor(need, need.options[o]));
-        if (delta < best_delta) best_delta = delta, best = o;
-      }
-      const ServiceOption& chosen = need.options[best];
-      const SliceKind& to = p.kinds[static_cast<size_t>(chosen.kind)];
-      load.Add(to, ReplicasFor(need, chosen));
-      if (best != choice[s]) {
-        choice[s] = best;
-        moved = true;
-        cost[static_cast<size_t>(from.gpu)] = load.Cost(p, from.gpu);
-        cost[static_cast<size_t>(to.gpu)] = load.Cost(p, to.gpu);
-      }
-    }
-    if (!moved) break;
-  }
-  std::vector<std::vector<int>> counts(n, std::vector<int>(p.kinds.size(), 0));
-  for (size_t s = 0; s < n; ++s) {
-    const ServiceOption& o = p.services[s].options[choice[s]];
-    counts[s][static_cast<size_t>(o.kind)] = ReplicasFor(p.services[s], o);
-  }
-  return PackCounts(p, counts, "heuristic");
+namespace {
+
+// What option o of a service costs if GPUs were shared perfectly: replicas × price × the kind's
+// share of its GPU.
+double ShareCost(const Problem& p, const ServiceNeed& need, const ServiceOption& o) {
+  const SliceKind& k = p.kinds[static_cast<size_t>(o.kind)];
+  return ReplicasFor(need, o) * p.gpus[static_cast<size_t>(k.gpu)].price * k.share;
 }
 
-namespace {
+// A change of the plan's cost: the packed cost first, then the perfectly shared one (which
+// lets a move that frees part of a GPU count, so that the next move can free all of it).
+struct Delta {
+  double packed = 0, shared = 0;
+  bool operator<(const Delta& o) const {
+    if (packed < o.packed - 1e-9) return true;
+    if (packed > o.packed + 1e-9) return false;
+    return shared < o.shared - 1e-9;
+  }
+};
+
+// The heuristic's state: each service's option, and the load it puts on each menu entry.
+class Search {
+ public:
+  Search(const Problem& p, std::vector<size_t> start) : p_(p), choice_(std::move(start)), load_(p) {
+    for (size_t s = 0; s < p.services.size(); ++s) Apply(s, choice_[s], +1);
+    for (size_t g = 0; g < p.gpus.size(); ++g) cost_.push_back(load_.Cost(p, int(g)));
+  }
+
+  // Moves one service at a time, in `order`, to the option that improves the cost most; false
+  // when none does.
+  bool Pass(const std::vector<size_t>& order) {
+    bool moved = false;
+    for (size_t s : order) {
+      const size_t from = choice_[s];
+      const int from_gpu = Gpu(s, from);
+      Apply(s, from, -1);
+      const double without = load_.Cost(p_, from_gpu);
+      Delta best_delta;
+      size_t best = from;
+      for (size_t o = 0; o < p_.services[s].options.size(); ++o) {
+        if (o == from) continue;
+        const int to_gpu = Gpu(s, o);
+        Apply(s, o, +1);
+        Delta d;
+        d.packed = to_gpu == from_gpu ? load_.Cost(p_, to_gpu) - cost_[size_t(from_gpu)]
+                                      : without + load_.Cost(p_, to_gpu) - cost_[size_t(from_gpu)] -
+                                            cost_[size_t(to_gpu)];
+        d.shared = ShareCost(p_, p_.services[s], p_.services[s].options[o]) -
+                   ShareCost(p_, p_.services[s], p_.services[s].options[from]);
+        Apply(s, o, -1);
+        if (d < best_delta) best_delta = d, best = o;
+      }
+      Apply(s, best, +1);
+      if (best != from) {
+        choice_[s] = best;
+        moved = true;
+        cost_[size_t(from_gpu)] = load_.Cost(p_, from_gpu);
+        cost_[size_t(Gpu(s, best))] = load_.Cost(p_, Gpu(s, best));
+      }
+    }
+    return moved;
+  }
+
+  // Moves two services at once, each among its `top` options of least perfectly shared cost,
+  // to the pair of options that improves the cost most: what frees a GPU that neither move
+  // alone frees. False when no pair improves.
+  bool PairPass(size_t top) {
+    const size_t n = p_.services.size();
+    std::vector<std::vector<size_t>> best_options(n);
+    for (size_t s = 0; s < n; ++s) best_options[s] = Cheapest(s, top);
+    bool moved = false;
+    for (size_t a = 0; a < n; ++a) {
+      for (size_t b = a + 1; b < n; ++b) moved |= MovePair(a, b, best_options);
+    }
+    return moved;
+  }
+
+  const std::vector<size_t>& choice() const { return choice_; }
+  double cost() const {
+    double c = 0;
+    for (double x : cost_) c += x;
+    return c;
+  }
+
+ private:
+  std::vector<size_t> Cheapest(size_t s, size_t top) const {
+    const ServiceNeed& need = p_.services[s];
+    std::vector<size_t> order(need.options.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return ShareCost(p_, need, need.options[x]) < ShareCost(p_, need, need.options[y]);
+    });
+    if (order.size() > top) order.resize(top);
+    return order;
+  }
+
+  double CostOf(const std::vector<int>& gpus) const {
+    double c = 0;
+    for (int g : gpus) c += load_.Cost(p_, g);
+    return c;
+  }
+
+  bool MovePair(size_t a, size_t b, const std::vector<std::vector<size_t>>& options) {
+    const size_t fa = choice_[a], fb = choice_[b];
+    const double shared_before = ShareCost(p_, p_.services[a], p_.services[a].options[fa]) +
+                                 ShareCost(p_, p_.services[b], p_.services[b].options[fb]);
+    Apply(a, fa, -1);
+    Apply(b, fb, -1);
+    Delta best_delta;
+    size_t ba = fa, bb = fb;
+    for (size_t oa : options[a]) {
+      for (size_t ob : options[b]) {
+        if (oa == fa && ob == fb) continue;
+        std::vector<int> gpus = {Gpu(a, fa), Gpu(b, fb), Gpu(a, oa), Gpu(b, ob)};
+        std::sort(gpus.begin(), gpus.end());
+        gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+        double before = 0;
+        for (int g : gpus) before += cost_[static_cast<size_t>(g)];
+        Apply(a, oa, +1);
+        Apply(b, ob, +1);
+        Delta d{CostOf(gpus) - before,
+                ShareCost(p_, p_.services[a], p_.services[a].options[oa]) +
+                    ShareCost(p_, p_.services[b], p_.services[b].options[ob]) - shared_before};
+        Apply(a, oa, -1);
+        Apply(b, ob, -1);
+        if (d < best_delta) best_delta = d, ba = oa, bb = ob;
+      }
+    }
+    Apply(a, ba, +1);
+    Apply(b, bb, +1);
+    if (ba == fa && bb == fb) return false;
+    choice_[a] = ba;
+    choice_[b] = bb;
+    for (int g : {Gpu(a, fa), Gpu(b, fb), Gpu(a, ba), Gpu(b, bb)}) {
+      cost_[static_cast<size_t>(g)] = load_.Cost(p_, g);
+    }
+    return true;
+  }
+
+  int Gpu(size_t s, size_t o) const {
+    return p_.kinds[static_cast<size_t>(p_.services[s].options[o].kind)].gpu;
+  }
+  void Apply(size_t s, size_t o, int sign) {
+    const ServiceOption& opt = p_.services[s].options[o];
+    load_.Add(p_.kinds[static_cast<size_t>(opt.kind)], sign * ReplicasFor(p_.services[s], opt));
+  }
+
+  const Problem& p_;
+  std::vector<size_t> choice_;
+  Load load_;
+  std::vector<double> cost_;
+};
+
+// A start: each service on its option of least perfectly shared cost, or with `rng`, on one
+// of its three least drawn at random.
+std::vector<size_t> Start(const Problem& p, Rng* rng) {
+  std::vector<size_t> choice(p.services.size(), 0);
+  for (size_t s = 0; s < p.services.size(); ++s) {
+    const ServiceNeed& need = p.services[s];
+    std::vector<size_t> order(need.options.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return ShareCost(p, need, need.options[a]) < ShareCost(p, need, need.options[b]) - 1e-12;
+    });
+    choice[s] = order[rng == nullptr ? 0 : rng->Below(std::min<size_t>(3, order.size()))];
+  }
+  return choice;
+}
 
 // x: whether service s runs its replicas on option o (one option each: a Deployment's pods
 // share one template, so one slice request); it then needs ReplicasFor(s, o) of them.
@@ -298,16 +437,26 @@ void AddChoices(const Problem& p, flow::IntegerProgram& ip, std::vector<std::vec
   }
 }
 
-}  // namespace
-
-Expected<Plan> SolveExact(const Problem& p) {
+// The integer program of SolveExact: x (which option each service takes), z (GPUs per menu
+// entry and MIG layout), w (MPS GPUs per menu entry).
+struct Program {
   flow::IntegerProgram ip;
+  std::vector<std::vector<int>> y, replicas_of, z;
+  std::vector<int> w;
+};
+
+Program BuildProgram(const Problem& p) {
+  Program prog;
+  flow::IntegerProgram& ip = prog.ip;
+  auto& y = prog.y;
+  auto& replicas_of = prog.replicas_of;
+  auto& z = prog.z;
+  auto& w = prog.w;
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<int>> y, replicas_of;
   AddChoices(p, ip, y, replicas_of);
   // z: GPUs per (menu entry, layout); w: MPS GPUs per menu entry.
-  std::vector<std::vector<int>> z(p.gpus.size());
-  std::vector<int> w(p.gpus.size());
+  z.assign(p.gpus.size(), {});
+  w.assign(p.gpus.size(), 0);
   for (size_t g = 0; g < p.gpus.size(); ++g) {
     for (size_t l = 0; l < p.layouts[g].size(); ++l) {
       z[g].push_back(static_cast<int>(ip.cost.size()));
@@ -341,6 +490,93 @@ Expected<Plan> SolveExact(const Problem& p) {
     }
     ip.rows.push_back(std::move(mps));
   }
+  return prog;
+}
+
+// The program's linear relaxation: per service, how much of each option it holds (empty when
+// the relaxation fails).
+std::vector<std::vector<double>> Relaxation(const Problem& p) {
+  Program prog = BuildProgram(p);
+  prog.ip.integer.assign(prog.ip.cost.size(), false);
+  const flow::MipResult r = flow::SolveMinimum(prog.ip);
+  if (r.status != flow::Status::kOptimal) return {};
+  std::vector<std::vector<double>> x(p.services.size());
+  for (size_t s = 0; s < p.services.size(); ++s) {
+    for (int var : prog.y[s]) x[s].push_back(std::max(0.0, r.values[static_cast<size_t>(var)]));
+  }
+  return x;
+}
+
+// A start from the relaxation: each service on the option it holds most of.
+std::vector<size_t> RelaxedStart(const Problem& p, const std::vector<std::vector<double>>& x) {
+  if (x.empty()) return Start(p, nullptr);
+  std::vector<size_t> choice(p.services.size(), 0);
+  for (size_t s = 0; s < p.services.size(); ++s) {
+    choice[s] = static_cast<size_t>(std::max_element(x[s].begin(), x[s].end()) - x[s].begin());
+  }
+  return choice;
+}
+
+}  // namespace
+
+Plan SolveHeuristic(const Problem& p) {
+  const size_t n = p.services.size();
+  size_t options = 0;
+  for (const ServiceNeed& need : p.services) options += need.options.size();
+  // Restarts while they are cheap: about 4 million option evaluations, at most 128.
+  const int starts =
+      static_cast<int>(std::clamp<size_t>(4'000'000 / std::max<size_t>(1, options * 20), 1, 128));
+  Rng rng(1);
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<size_t> best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  const std::vector<std::vector<double>> relaxed = Relaxation(p);
+  // Start 0: each service's cheapest option if shared perfectly; start 1: the rounded linear
+  // relaxation; then odd starts perturb the best plan so far (iterated local search) and even
+  // ones start afresh from a randomised greedy start. Two services of an odd start (start 1
+  // too) move to a random option; a result is kept when no dearer (equal plans let the search
+  // drift across plateaus).
+  for (int start = 0; start < starts; ++start) {
+    std::vector<size_t> from = start == 0   ? Start(p, nullptr)
+                               : start == 1 ? RelaxedStart(p, relaxed)
+                               : start % 2  ? best
+                                            : Start(p, &rng);
+    for (int k = 0; start % 2 == 1 && k < 2; ++k) {
+      const size_t s = rng.Below(n);
+      from[s] = rng.Below(p.services[s].options.size());
+    }
+    Search search(p, std::move(from));
+    for (int pass = 0; pass < 50 && search.Pass(order); ++pass) {
+      if (start > 0) rng.Shuffle(order);
+    }
+    if (search.cost() <= best_cost + 1e-9) best_cost = search.cost(), best = search.choice();
+  }
+  // Then pairs of services, from the best plan, while it improves and the input is small
+  // enough for n² pairs of each one's eight cheapest options.
+  if (n <= 200) {
+    Search search(p, best);
+    for (int round = 0; round < 10 && search.PairPass(8); ++round) {
+      while (search.Pass(order)) {
+      }
+    }
+    if (search.cost() < best_cost - 1e-9) best_cost = search.cost(), best = search.choice();
+  }
+  const std::vector<size_t>& choice = best;
+  std::vector<std::vector<int>> counts(n, std::vector<int>(p.kinds.size(), 0));
+  for (size_t s = 0; s < n; ++s) {
+    const ServiceOption& o = p.services[s].options[choice[s]];
+    counts[s][static_cast<size_t>(o.kind)] = ReplicasFor(p.services[s], o);
+  }
+  return PackCounts(p, counts, "heuristic");
+}
+
+Expected<Plan> SolveExact(const Problem& p) {
+  Program prog = BuildProgram(p);
+  flow::IntegerProgram& ip = prog.ip;
+  const auto& y = prog.y;
+  const auto& replicas_of = prog.replicas_of;
+  const auto& z = prog.z;
   ip.relative_gap = 1e-4;  // within 0.01 % of the optimum
   ip.time_limit_s =
       p.options.exact_time_limit_s;  // past it, the best plan found, reported as not proven

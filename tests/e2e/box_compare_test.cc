@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "chromium_page.h"
+
 namespace tessera::e2e {
 namespace {
 
@@ -150,17 +152,8 @@ TEST(BoxCompareTest, OtherPoliciesAreHeldToAttainmentAndDiffAndFaultsOnlyToCompl
   EXPECT_FALSE(r["checks"]["every_pod_completed"].get<bool>());
 }
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The page as Chromium (Debian's, headless) parses and draws it.
 TEST(BoxComparePage, ChromiumRendersEveryRunAndPod) {
-  ASSERT_EQ(std::system("command -v chromium >/dev/null 2>&1"), 0)
-      << "chromium is not installed: run scripts/deps.sh (Debian package `chromium`)";
   Fixture f;
   json report = {{"date", "2026-11-27 12:00 UTC"},
                  {"reading", "time=10,mig=fixed"},
@@ -169,16 +162,9 @@ TEST(BoxComparePage, ChromiumRendersEveryRunAndPod) {
   ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
   const fs::path dir = tmpl;
   std::ofstream(dir / "comparison.html") << ComparisonPage(report);
-  const std::string chromium =
-      "env -u ASAN_OPTIONS -u UBSAN_OPTIONS -u LSAN_OPTIONS -u LD_PRELOAD timeout 60 chromium "
-      "--headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir='" +
-      (dir / "profile").string() + "' --window-size=1280,900 ";
-  const std::string page = " 'file://" + (dir / "comparison.html").string() + "'";
-  ASSERT_EQ(std::system((chromium + "--dump-dom" + page + " >'" + (dir / "dom.html").string() +
-                         "' 2>/dev/null")
-                            .c_str()),
-            0);
-  const std::string dom = ReadFile(dir / "dom.html");
+  const testing::RenderedPage rendered =
+      testing::RenderPage(dir / "comparison.html", dir / "comparison.png");
+  const std::string& dom = rendered.dom;
   // One summary row, three pod rows, the tie marked; the checks named.
   EXPECT_NE(dom.find("<tr class=\"tie\"><td class=\"l\">p03-onnx-mobilenet</td>"),
             std::string::npos)
@@ -187,12 +173,7 @@ TEST(BoxComparePage, ChromiumRendersEveryRunAndPod) {
   EXPECT_NE(dom.find("same_slices_but_ties"), std::string::npos);
   EXPECT_NE(dom.find("<h2>min seed 1 <small>(pods=20,slo=low)</small></h2>"), std::string::npos);
   EXPECT_EQ(dom.find("<script"), std::string::npos);
-  const fs::path png = dir / "comparison.png";
-  std::system(
-      (chromium + "--screenshot='" + png.string() + "'" + page + " >/dev/null 2>&1").c_str());
-  const std::string bytes = ReadFile(png);
-  ASSERT_GE(bytes.size(), 8u) << "chromium wrote no screenshot";
-  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_TRUE(rendered.screenshot) << "chromium wrote no screenshot";
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

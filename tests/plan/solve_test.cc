@@ -104,10 +104,10 @@ TEST(PlanSolveTest, MpsSharesPackIntoWholeGpus) {
 }
 
 // The bar is the heuristic within 5 % of the exact optimum on 100 random instances of
-// at most 20 services and 3 GPU models. Not met yet (docs/planning.md: worst +29 %, mean
-// +5.4 % over 100 instances, 3 s each, 73 proven). What holds, on 40 instances with 1 s for
-// GLPK each: both plans are valid, the heuristic never beats a proven optimum, and its mean
-// gap stays under 10 %.
+// at most 20 services and 3 GPU models. Not met yet: a few instances miss by one GPU
+// (docs/planning.md has the 100-instance figures). What holds, on 40 instances with 1 s for
+// CBC each: both plans are valid, the heuristic never beats a proven optimum, and its mean gap
+// stays under 10 % (measured: worst +7.8 %, mean +0.9 %).
 TEST(PlanSolveTest, HeuristicAgainstExactOnRandomInstances) {
   const char* models[] = {"V100-32GB", "A30-24GB", "A100-40GB", "A100-80GB", "H100-80GB", "T4"};
   Rng rng(42);

@@ -1,12 +1,17 @@
 #include "policy/flow/mip.h"
 
-#include <glpk.h>
+#include <coin/Cbc_C_Interface.h>
 
 #include <cmath>
+#include <limits>
+#include <map>
 #include <utility>
 
 namespace tessera::flow {
 namespace {
+
+// CBC (through Clp) treats bounds beyond 1e30 as infinite.
+constexpr double kCoinInf = 1e30;
 
 bool Finite(double v) { return std::isfinite(v); }
 
@@ -50,77 +55,61 @@ MipResult SolveMinimum(const IntegerProgram& p) {
     result.error = std::move(error);
     return result;
   }
-  glp_term_out(GLP_OFF);  // the cut generators print even at GLP_MSG_OFF
-  glp_prob* lp = glp_create_prob();
-  glp_set_obj_dir(lp, GLP_MIN);
   const int n = static_cast<int>(p.cost.size());
-  if (n > 0) glp_add_cols(lp, n);
-  for (int j = 1; j <= n; ++j) {
-    const size_t i = static_cast<size_t>(j - 1);
-    glp_set_obj_coef(lp, j, p.cost[i]);
-    const bool bounded = !p.upper_bound.empty() && Finite(p.upper_bound[i]);
-    if (bounded) {
-      glp_set_col_bnds(lp, j, p.upper_bound[i] > 0 ? GLP_DB : GLP_FX, 0, p.upper_bound[i]);
-    } else {
-      glp_set_col_bnds(lp, j, GLP_LO, 0, 0);
-    }
-    glp_set_col_kind(lp, j, p.integer.empty() || p.integer[i] ? GLP_IV : GLP_CV);
-  }
-  // GLPK's arrays are 1-based: element 0 is unused.
-  std::vector<int> ia{0}, ja{0};
-  std::vector<double> ar{0};
   const int m = static_cast<int>(p.rows.size());
-  if (m > 0) glp_add_rows(lp, m);
-  for (int r = 1; r <= m; ++r) {
-    const LinearRow& row = p.rows[static_cast<size_t>(r - 1)];
-    const bool lo = Finite(row.lower), up = Finite(row.upper);
-    const int type = lo && up ? (row.lower == row.upper ? GLP_FX : GLP_DB)
-                     : lo     ? GLP_LO
-                     : up     ? GLP_UP
-                              : GLP_FR;
-    glp_set_row_bnds(lp, r, type, lo ? row.lower : 0, up ? row.upper : 0);
-    for (const Term& t : row.terms) {
-      ia.push_back(r);
-      ja.push_back(t.var + 1);
-      ar.push_back(t.coef);
+  // CBC loads the matrix by columns (compressed sparse column); duplicates are summed first.
+  std::vector<std::map<int, double>> columns(static_cast<size_t>(n));
+  for (int r = 0; r < m; ++r) {
+    for (const Term& t : p.rows[static_cast<size_t>(r)].terms) {
+      columns[static_cast<size_t>(t.var)][r] += t.coef;
     }
   }
-  // GLPK refuses a column twice in one row: add duplicates up first.
-  glp_sort_matrix(lp);
-  if (glp_check_dup(m, n, static_cast<int>(ia.size()) - 1, ia.data(), ja.data()) != 0) {
-    glp_delete_prob(lp);
-    result.error = "a variable appears twice in one row";
-    return result;
+  std::vector<CoinBigIndex> start{0};
+  std::vector<int> index;
+  std::vector<double> value;
+  for (const auto& column : columns) {
+    for (const auto& [row, coef] : column) {
+      index.push_back(row);
+      value.push_back(coef);
+    }
+    start.push_back(static_cast<CoinBigIndex>(index.size()));
   }
-  glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
-  glp_iocp params;
-  glp_init_iocp(&params);
-  params.msg_lev = GLP_MSG_OFF;
-  params.presolve = GLP_ON;
-  params.gmi_cuts = GLP_ON;
-  params.mir_cuts = GLP_ON;
-  params.cov_cuts = GLP_ON;
-  params.clq_cuts = GLP_ON;
-  params.mip_gap = p.relative_gap;
-  if (p.time_limit_s > 0) params.tm_lim = static_cast<int>(p.time_limit_s * 1000);
-  const int ret = glp_intopt(lp, &params);
-  const int status = glp_mip_status(lp);
-  if (ret == GLP_ENOPFS || ret == GLP_ENODFS || status == GLP_NOFEAS) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::vector<double> col_lb(static_cast<size_t>(n), 0), col_ub(static_cast<size_t>(n), kCoinInf);
+  for (size_t j = 0; j < col_ub.size(); ++j) {
+    if (!p.upper_bound.empty() && Finite(p.upper_bound[j])) col_ub[j] = p.upper_bound[j];
+  }
+  std::vector<double> row_lb, row_ub;
+  for (const LinearRow& row : p.rows) {
+    row_lb.push_back(row.lower == -kInf ? -kCoinInf : row.lower);
+    row_ub.push_back(row.upper == kInf ? kCoinInf : row.upper);
+  }
+  Cbc_Model* model = Cbc_newModel();
+  Cbc_loadProblem(model, n, m, start.data(), index.data(), value.data(), col_lb.data(),
+                  col_ub.data(), p.cost.data(), row_lb.data(), row_ub.data());
+  for (int j = 0; j < n; ++j) {
+    if (p.integer.empty() || p.integer[static_cast<size_t>(j)]) Cbc_setInteger(model, j);
+  }
+  Cbc_setLogLevel(model, 0);
+  Cbc_setParameter(model, "threads", "1");  // deterministic
+  if (p.relative_gap > 0) Cbc_setAllowableFractionGap(model, p.relative_gap);
+  if (p.time_limit_s > 0) Cbc_setMaximumSeconds(model, p.time_limit_s);
+  Cbc_solve(model);
+  const double* x = Cbc_getColSolution(model);
+  if (Cbc_isProvenInfeasible(model)) {
     result.status = Status::kInfeasible;
-  } else if (status == GLP_OPT ||
-             ((ret == GLP_ETMLIM || ret == GLP_EMIPGAP) && status == GLP_FEAS)) {
-    result.status = Status::kOptimal;
-    // Within relative_gap of the bound, or optimal.
-    result.proven = ret == 0 || ret == GLP_EMIPGAP;
-    result.objective = glp_mip_obj_val(lp);
-    for (int j = 1; j <= n; ++j) result.values.push_back(glp_mip_col_val(lp, j));
-  } else if (status == GLP_UNBND) {
+  } else if (Cbc_isContinuousUnbounded(model)) {
     result.status = Status::kUnbounded;
+  } else if (Cbc_isProvenOptimal(model) || (Cbc_numberSavedSolutions(model) > 0 && x != nullptr)) {
+    result.status = Status::kOptimal;
+    result.proven = Cbc_isProvenOptimal(model) != 0;
+    result.objective = Cbc_getObjValue(model);
+    result.values.assign(x, x + n);
   } else {
-    result.status = Status::kInfeasible;  // no integer point found within the time limit
-    result.error = "no integer solution found (GLPK returned " + std::to_string(ret) + ")";
+    result.status = Status::kInfeasible;
+    result.error = "no integer solution found within the time limit";
   }
-  glp_delete_prob(lp);
+  Cbc_deleteModel(model);
   return result;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
-// A small mixed-integer linear program solved by GLPK (libglpk-dev; its branch and cut with
-// presolve and all four cut families on). One module owns the solver so that every
+// A small mixed-integer linear program solved by COIN-OR CBC's branch and cut (Debian's
+// coinor-libcbc-dev, through its C interface; one thread, so deterministic). CBC proved 30 of
+// 40 random planning instances optimal in 1 s where GLPK proved 25 (docs/planning.md). One
+// module owns the solver so that every
 // exact formulation in Tessera — capacity planning (plan/), a packing bound — goes through one
 // contract. Same rules as flow.h: C++17 std headers only, pure, deterministic, no exception but
 // std::bad_alloc leaves it, invalid input is kInvalidInput naming the variable or row.
