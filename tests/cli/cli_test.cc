@@ -44,7 +44,7 @@ TEST(CliTest, AnUnknownSubcommandIsNamedWithTheKnownOnes) {
   EXPECT_EQ(RunArgs({"bogus"}), 2);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("tessera: unknown subcommand 'bogus' (known: simulate, predict, explain, "
-                     "schedule, extender, agent, version)"),
+                     "schedule, extender, agent, plan, version)"),
             std::string::npos)
       << err;
   EXPECT_EQ(err.find('\n'), err.size() - 1) << err;  // printed once, on one line

@@ -87,6 +87,11 @@ class Env:
                     "contexts: [{name: c, context: {cluster: k, user: u}}]\n")
         self.profile = os.path.join(ROOT, "data", "h200-campaign", "profile.csv")
         self.fake_node = os.path.join(ROOT, "tests", "agent", "fake_node.yaml")
+        # One service on one GPU model: `tessera plan` profiles and plans it in a moment.
+        self.services = os.path.join(tmp, "services.yaml")
+        with open(self.services, "w") as f:
+            f.write("gpus: [V100-32GB]\nservices:\n  - name: a\n    app: onnx/resnet50\n"
+                    "    slo_qps: 5\n")
 
     def values(self):
         return [("nan", "nan"), ("inf", "inf"), ("-0", "-0"), ("1e308", "1e308"),
@@ -132,6 +137,8 @@ class Env:
             return []
         if cmd == ["explain"]:
             return ["--policy", "max"] if flag != "--policy" else []
+        if cmd == ["plan"]:
+            return [] if flag == "--example" else [self.services]
         if cmd == ["agent"]:
             return ["--fake", self.fake_node] + ([] if flag == "--listen" else ["--once"])
         if cmd[0] in ("schedule", "extender"):

@@ -77,6 +77,12 @@ def cases(tmp):
         # openb-alloc's default seeds are seed 42 alone, as --help says (not 1..42).
         (["simulate", "--experiment", "openb-alloc", "--trace", trace, "--nodes", two_gpus,
           "--policy", "best-fit", "--json"], 0, '"seed": 42'),
+        # tessera plan: its input, and the plan against whole GPUs (docs/planning.md).
+        (["plan"], 2, "give a services file or --example"),
+        (["plan", "--example", "thesis-slo4", "--gpus", "A30"], 2,
+         "--gpus goes with a services file; an example has its own menu"),
+        (["plan", "--example", "thesis-slo4"], 0,
+         "plan: 6 services | shared (exact): 3 GPUs (A30-24GB: 3)"),
     ]
 
 
