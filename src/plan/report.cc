@@ -222,7 +222,7 @@ Expected<std::string> ExplainService(const PlanRun& r, const std::string& name) 
     }
   }
   std::string out = fmt::format(
-      "{}: {} QPS at peak, at least {} replicas. Got {} ({:.2f} QPS counted at {:.0f} % "
+      "{}: {:.2f} QPS at peak, at least {} replica(s). Got {} ({:.2f} QPS counted at {:.0f} % "
       "confidence, headroom {:.1f} %), its share of the GPUs' cost {:.3f}.\n",
       name, need.demand, need.min_replicas, SlicesOf(p, r.shared, s), r.shared.capacity[s],
       100 * p.options.confidence, 100 * (r.shared.capacity[s] / need.demand - 1), got);
