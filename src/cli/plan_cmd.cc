@@ -10,7 +10,6 @@
 #include "cli/commands.h"
 #include "cli/number_flags.h"
 #include "cli/seed_flags.h"
-#include "model/gpu_model.h"
 #include "plan/planner.h"
 #include "report/html.h"
 #include "sim/embedded_apps.h"
@@ -53,12 +52,8 @@ Status RunPlan(const PlanFlags& f) {
     return Usage("give a services file or --example ({}), not both", plan::ExampleNames());
   }
   // A GPU model --gpus names that does not exist is a usage error, before any file is read.
-  std::stringstream menu(f.gpus);
-  for (std::string name; std::getline(menu, name, ',');) {
-    const std::optional<model::GpuModelId> id = model::FindGpuModel(name);
-    if (!id || model::GetGpuModel(*id).opaque) {
-      return Usage("--gpus: unknown GPU model '{}'", name);
-    }
+  if (!f.gpus.empty()) {
+    if (auto menu = plan::ParseMenuFlag(f.gpus); !menu) return Usage(menu.error());
   }
   auto catalog = sim::ParseAppCatalog(std::string(sim::EmbeddedAppsYaml()), "data/apps.yaml");
   if (!catalog) return Failed(catalog.error());

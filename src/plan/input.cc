@@ -147,11 +147,7 @@ Expected<std::vector<GpuOffer>> ParseMenu(const std::vector<std::string>& names,
 Expected<std::vector<GpuOffer>> MenuFrom(const std::string& file, const YAML::Node& root,
                                          const std::string& menu_flag) {
   std::vector<std::string> names;
-  if (!menu_flag.empty()) {
-    std::stringstream in(menu_flag);
-    for (std::string name; std::getline(in, name, ',');) names.push_back(name);
-    return ParseMenu(names, "--gpus");
-  }
+  if (!menu_flag.empty()) return ParseMenuFlag(menu_flag);
   if (const YAML::Node gpus = root["gpus"]) {
     if (!gpus.IsSequence()) return At(file, gpus, "'gpus' must be a list of GPU model names");
     for (const YAML::Node& g : gpus) names.push_back(g.IsScalar() ? g.Scalar() : "");
@@ -173,6 +169,13 @@ Expected<YAML::Node> LoadYaml(const std::string& text, const std::string& file) 
 }
 
 }  // namespace
+
+Expected<std::vector<GpuOffer>> ParseMenuFlag(const std::string& menu) {
+  std::vector<std::string> names;
+  std::stringstream in(menu);
+  for (std::string name; std::getline(in, name, ',');) names.push_back(name);
+  return ParseMenu(names, "--gpus");
+}
 
 Expected<PlanInput> ParsePlanInput(const std::string& yaml_text, const std::string& file_name,
                                    const std::string& menu) {

@@ -64,6 +64,10 @@ struct PlanInput {
 [[nodiscard]] Expected<PlanInput> ParsePlanInput(const std::string& yaml_text,
                                                  const std::string& file_name,
                                                  const std::string& menu = "");
+// The menu `--gpus` names (comma-separated GPU model names), or an Error naming the first
+// unknown one.
+[[nodiscard]] Expected<std::vector<GpuOffer>> ParseMenuFlag(const std::string& menu);
+
 // Applies a prices file's text to `input`'s menu: every GPU model on the menu needs a price
 // (> 0); prices for other models are ignored.
 [[nodiscard]] Expected<void> ApplyPrices(PlanInput& input, const std::string& yaml_text,

@@ -18,6 +18,8 @@
 // baseline every replica on a whole GPU. The plan is then checked on the simulator's ground
 // truth (twin.h).
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +66,12 @@ struct ServiceNeed {
   int min_replicas = 1;
   std::vector<ServiceOption> options;  // the kinds open to it, rate > 0
 };
+
+// The replicas a service needs when all of them take option o: max(min_replicas, ⌈demand /
+// rate⌉) (a Deployment's pods share one template, so one slice request).
+inline int ReplicasFor(const ServiceNeed& need, const ServiceOption& o) {
+  return std::max(need.min_replicas, static_cast<int>(std::ceil(need.demand / o.rate - 1e-9)));
+}
 
 struct Problem {
   std::vector<GpuOffer> gpus;

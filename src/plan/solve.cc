@@ -127,11 +127,6 @@ struct Load {
   }
 };
 
-int ReplicasFor(const ServiceNeed& need, const ServiceOption& o) {
-  const int by_rate = static_cast<int>(std::ceil(need.demand / o.rate - 1e-9));
-  return std::max(need.min_replicas, by_rate);
-}
-
 // Seats for one model's MPS replicas: largest share first, each on the first GPU with room.
 void PackMps(const Problem& p, int gpu, std::vector<Seat> seats, Plan& plan) {
   std::stable_sort(seats.begin(), seats.end(), [&](const Seat& a, const Seat& b) {

@@ -31,10 +31,15 @@ TEST(PlannerTest, BadInputIsOneErrorNamingTheService) {
   EXPECT_EQ(Error(menu + "services:\n  - name: a\n    app: no/such-app\n    slo_qps: 5\n"),
             "svc.yaml:3: service a: application 'no/such-app' is unknown and the service "
             "declares no features");
-  EXPECT_EQ(Error(menu + "services:\n  - name: a\n    app: onnx/resnet50\n    slo_qps: 1e9\n"),
-            "svc.yaml:3: service a: no GPU model on the menu can serve 1e+09 QPS: the best "
-            "replica (A30-24GB 4g.24gb) is counted on 23.47 QPS, more than 1000 replicas")
-      << "the figure is the predictor's lower bound for ResNet-50 on that slice";
+  // The best replica's rate is the predictor's; what is fixed is whom and what it names.
+  const std::string too_big =
+      Error(menu + "services:\n  - name: a\n    app: onnx/resnet50\n    slo_qps: 1e9\n");
+  EXPECT_EQ(too_big.rfind("svc.yaml:3: service a: no GPU model on the menu can serve 1e+09 QPS: "
+                          "the best replica (",
+                          0),
+            0u)
+      << too_big;
+  EXPECT_TRUE(too_big.ends_with(" QPS, more than 1000 replicas")) << too_big;
   EXPECT_EQ(Error(menu + "services:\n  - name: a\n    app: onnx/resnet50\n    slo_qps: 5\n",
                   "prices:\n  V100-32GB: 3\n  A30-24GB: -2\n"),
             "prices.yaml:3: price of A30-24GB must be > 0");
