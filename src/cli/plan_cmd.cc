@@ -112,7 +112,7 @@ void AddPlan(CLI::App& app, Status* status) {
   sub->add_option("--confidence", f->confidence,
                   "Chance each replica's counted rate is reached, 0.5..0.999 (default 0.9)")
       ->check(FiniteRange(0.5, 0.999));
-  sub->add_option("--solver", f->solver, "auto (exact up to 20 services), exact or heuristic")
+  sub->add_option("--solver", f->solver, "auto (exact up to 200 services), exact or heuristic")
       ->check(CLI::IsMember({"auto", "exact", "heuristic"}));
   sub->add_option("--seed", f->seed, "Seed of the profiling and the twin's noise (default 1)")
       ->check(SeedCheck());

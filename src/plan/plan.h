@@ -116,6 +116,7 @@ struct Plan {
   std::string solver;  // "exact", "heuristic", "whole-gpus"
   std::vector<PlannedGpu> gpus;
   double cost = 0;               // Σ price of its GPUs
+  double lower_bound = 0;        // SolveExact: no plan costs less (= cost when proven); else 0
   std::vector<int> replicas;     // per service
   std::vector<double> capacity;  // per service: Σ counted rates
   int gpu_count() const { return static_cast<int>(gpus.size()); }

@@ -8,108 +8,20 @@
 #include <numeric>
 
 #include "base/rng.h"
+#include "plan/pack.h"
 #include "policy/flow/mip.h"
 
 namespace tessera::plan {
 namespace {
 
-using Counts = std::vector<int>;  // per MIG profile of one model
-
-bool Fits(const std::vector<Counts>& layouts, const Counts& v) {
-  for (const Counts& l : layouts) {
-    bool ok = true;
-    for (size_t p = 0; p < v.size() && ok; ++p) ok = v[p] <= l[p];
-    if (ok) return true;
-  }
-  return false;
-}
-
-int FirstLayoutHolding(const std::vector<Counts>& layouts, const Counts& v) {
-  for (size_t i = 0; i < layouts.size(); ++i) {
-    bool ok = true;
-    for (size_t p = 0; p < v.size() && ok; ++p) ok = v[p] <= layouts[i][p];
-    if (ok) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-// One model's MIG GPUs for `remaining` instances per profile: each GPU takes the largest
-// profiles first as long as some layout holds them; a pattern repeats while it can.
-struct Pattern {
-  Counts used;
-  int gpus = 0;
-};
-std::vector<Pattern> PackMig(const Problem& p, int gpu, Counts remaining) {
-  const std::vector<Counts>& layouts = p.layouts[static_cast<size_t>(gpu)];
-  const model::GpuModel& m = model::GetGpuModel(p.gpus[static_cast<size_t>(gpu)].model);
-  std::vector<int> order(remaining.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return m.mig_profiles[static_cast<size_t>(a)].compute_slices >
-           m.mig_profiles[static_cast<size_t>(b)].compute_slices;
-  });
-  std::vector<Pattern> out;
-  while (std::any_of(remaining.begin(), remaining.end(), [](int c) { return c > 0; })) {
-    Counts v(remaining.size(), 0);
-    for (int prof : order) {
-      const size_t i = static_cast<size_t>(prof);
-      while (v[i] < remaining[i]) {
-        ++v[i];
-        if (!Fits(layouts, v)) {
-          --v[i];
-          break;
-        }
-      }
-    }
-    int repeat = std::numeric_limits<int>::max();
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (v[i] > 0) repeat = std::min(repeat, remaining[i] / v[i]);
-    }
-    TESSERA_CHECK(repeat > 0 && repeat < std::numeric_limits<int>::max());
-    for (size_t i = 0; i < v.size(); ++i) remaining[i] -= v[i] * repeat;
-    out.push_back({std::move(v), repeat});
-  }
-  return out;
-}
-
-// The fewest GPUs of one model whose layouts hold `need` instances per profile (a cutting-stock
-// integer program over its maximal layouts, CBC within 1 s); empty when CBC finds nothing.
-std::vector<int> FewestLayouts(const std::vector<Counts>& layouts, const Counts& need) {
-  if (layouts.empty() || std::all_of(need.begin(), need.end(), [](int c) { return c == 0; })) {
-    return {};
-  }
-  flow::IntegerProgram ip;
-  ip.cost.assign(layouts.size(), 1);
-  for (size_t prof = 0; prof < need.size(); ++prof) {
-    if (need[prof] == 0) continue;
-    flow::LinearRow row{
-        {}, static_cast<double>(need[prof]), std::numeric_limits<double>::infinity()};
-    for (size_t l = 0; l < layouts.size(); ++l) {
-      if (layouts[l][prof] > 0)
-        row.terms.push_back({static_cast<int>(l), double(layouts[l][prof])});
-    }
-    ip.rows.push_back(std::move(row));
-  }
-  ip.time_limit_s = 1;
-  const flow::MipResult r = flow::SolveMinimum(ip);
-  if (r.status != flow::Status::kOptimal) return {};
-  std::vector<int> cut;
-  for (double v : r.values) cut.push_back(static_cast<int>(std::llround(v)));
-  return cut;
-}
-
-int MigGpus(const Problem& p, int gpu, const Counts& counts) {
-  int n = 0;
-  for (const Pattern& pat : PackMig(p, gpu, counts)) n += pat.gpus;
-  return n;
-}
-
-// Per menu entry: replicas per MIG profile and MPS quarters.
+// Per menu entry: replicas per MIG profile and MPS quarters, and what they cost packed.
 struct Load {
   std::vector<Counts> mig;
   std::vector<int> quarters;
+  std::vector<MigPacker>* packers;  // per menu entry, shared by every search of one solve
 
-  explicit Load(const Problem& p) : quarters(p.gpus.size(), 0) {
+  Load(const Problem& p, std::vector<MigPacker>* shared)
+      : quarters(p.gpus.size(), 0), packers(shared) {
     for (size_t g = 0; g < p.gpus.size(); ++g) {
       mig.emplace_back(model::GetGpuModel(p.gpus[g].model).mig_profiles.size(), 0);
     }
@@ -123,9 +35,15 @@ struct Load {
   }
   double Cost(const Problem& p, int gpu) const {
     const size_t g = static_cast<size_t>(gpu);
-    return p.gpus[g].price * (MigGpus(p, gpu, mig[g]) + (quarters[g] + 3) / 4);
+    return p.gpus[g].price * ((*packers)[g].Fewest(mig[g]) + (quarters[g] + 3) / 4);
   }
 };
+
+std::vector<MigPacker> Packers(const Problem& p) {
+  std::vector<MigPacker> packers;
+  for (size_t g = 0; g < p.gpus.size(); ++g) packers.emplace_back(p, static_cast<int>(g));
+  return packers;
+}
 
 // Seats for one model's MPS replicas: largest share first, each on the first GPU with room.
 void PackMps(const Problem& p, int gpu, std::vector<Seat> seats, Plan& plan) {
@@ -217,25 +135,13 @@ Plan PackCounts(const Problem& p, const std::vector<std::vector<int>>& counts, s
   Plan plan;
   plan.solver = std::move(solver);
   Grouped grouped = Group(p, counts);
+  std::vector<MigPacker> packers = Packers(p);
   for (size_t g = 0; g < p.gpus.size(); ++g) {
-    Counts need(grouped.mig[g].size(), 0);
-    for (size_t prof = 0; prof < need.size(); ++prof) {
-      need[prof] = static_cast<int>(grouped.mig[g][prof].size());
+    Counts load(grouped.mig[g].size(), 0);
+    for (size_t prof = 0; prof < load.size(); ++prof) {
+      load[prof] = static_cast<int>(grouped.mig[g][prof].size());
     }
-    std::vector<std::pair<int, Counts>> gpus;
-    for (const Pattern& pat : PackMig(p, static_cast<int>(g), need)) {
-      const int layout = FirstLayoutHolding(p.layouts[g], pat.used);
-      for (int i = 0; i < pat.gpus; ++i) gpus.emplace_back(layout, pat.used);
-    }
-    if (std::vector<int> cut = FewestLayouts(p.layouts[g], need);
-        !cut.empty() &&
-        std::accumulate(cut.begin(), cut.end(), 0) < static_cast<int>(gpus.size())) {
-      gpus.clear();
-      for (size_t l = 0; l < cut.size(); ++l) {
-        for (int i = 0; i < cut[l]; ++i) gpus.emplace_back(static_cast<int>(l), p.layouts[g][l]);
-      }
-    }
-    SeatMig(p, static_cast<int>(g), gpus, std::move(grouped.mig[g]), plan);
+    SeatMig(p, static_cast<int>(g), packers[g].Cut(load), std::move(grouped.mig[g]), plan);
     PackMps(p, static_cast<int>(g), std::move(grouped.mps[g]), plan);
   }
   Finish(p, plan);
@@ -265,7 +171,8 @@ struct Delta {
 // The heuristic's state: each service's option, and the load it puts on each menu entry.
 class Search {
  public:
-  Search(const Problem& p, std::vector<size_t> start) : p_(p), choice_(std::move(start)), load_(p) {
+  Search(const Problem& p, std::vector<MigPacker>* packers, std::vector<size_t> start)
+      : p_(p), choice_(std::move(start)), load_(p, packers) {
     for (size_t s = 0; s < p.services.size(); ++s) Apply(s, choice_[s], +1);
     for (size_t g = 0; g < p.gpus.size(); ++g) cost_.push_back(load_.Cost(p, int(g)));
   }
@@ -455,12 +362,22 @@ Program BuildProgram(const Problem& p) {
   for (size_t g = 0; g < p.gpus.size(); ++g) {
     for (size_t l = 0; l < p.layouts[g].size(); ++l) {
       z[g].push_back(static_cast<int>(ip.cost.size()));
-      ip.cost.push_back(p.gpus[g].price);
+      ip.cost.push_back(0);
       ip.upper_bound.push_back(kInf);
     }
     w[g] = static_cast<int>(ip.cost.size());
-    ip.cost.push_back(p.gpus[g].price);
+    ip.cost.push_back(0);
     ip.upper_bound.push_back(kInf);
+    // N: all GPUs of the entry, the one variable the cost sees (branching on it splits the
+    // search by how many GPUs, not by which of many equivalent layouts).
+    {
+      const int total = static_cast<int>(ip.cost.size());
+      ip.cost.push_back(p.gpus[g].price);
+      ip.upper_bound.push_back(kInf);
+      flow::LinearRow sum{{{total, -1}, {w[g], 1}}, 0, 0};
+      for (int v : z[g]) sum.terms.push_back({v, 1});
+      ip.rows.push_back(std::move(sum));
+    }
     const size_t profiles = model::GetGpuModel(p.gpus[g].model).mig_profiles.size();
     std::vector<flow::LinearRow> mig(profiles, flow::LinearRow{{}, -kInf, 0});
     flow::LinearRow mps{{{w[g], -4}}, -kInf, 0};
@@ -527,21 +444,32 @@ Plan SolveHeuristic(const Problem& p) {
   std::vector<size_t> best;
   double best_cost = std::numeric_limits<double>::infinity();
   const std::vector<std::vector<double>> relaxed = Relaxation(p);
+  std::vector<MigPacker> packers = Packers(p);
   // Start 0: each service's cheapest option if shared perfectly; start 1: the rounded linear
-  // relaxation; then odd starts perturb the best plan so far (iterated local search) and even
-  // ones start afresh from a randomised greedy start. Two services of an odd start (start 1
-  // too) move to a random option; a result is kept when no dearer (equal plans let the search
-  // drift across plateaus).
+  // relaxation. Then, in turn: the best plan so far with two services moved to a random option
+  // (iterated local search); a randomised greedy start; and a search under prices of the menu
+  // scaled by a random factor each (×0.67–1.5), whose result the true prices then refine — the
+  // way out of a plan stuck on one GPU model when the optimum moves several services to
+  // another at once. A result is kept when no dearer (equal plans let the search drift
+  // across plateaus).
   for (int start = 0; start < starts; ++start) {
+    const int turn = start < 2 ? -1 : (start - 2) % 3;
     std::vector<size_t> from = start == 0   ? Start(p, nullptr)
                                : start == 1 ? RelaxedStart(p, relaxed)
-                               : start % 2  ? best
+                               : turn == 0  ? best
                                             : Start(p, &rng);
-    for (int k = 0; start % 2 == 1 && k < 2; ++k) {
+    for (int k = 0; turn == 0 && k < 2; ++k) {
       const size_t s = rng.Below(n);
       from[s] = rng.Below(p.services[s].options.size());
     }
-    Search search(p, std::move(from));
+    if (turn == 2) {
+      Problem skewed = p;
+      for (GpuOffer& g : skewed.gpus) g.price *= std::exp(rng.Uniform(-0.4, 0.4));
+      Search search(skewed, &packers, std::move(from));
+      for (int pass = 0; pass < 50 && search.Pass(order); ++pass) rng.Shuffle(order);
+      from = search.choice();
+    }
+    Search search(p, &packers, std::move(from));
     for (int pass = 0; pass < 50 && search.Pass(order); ++pass) {
       if (start > 0) rng.Shuffle(order);
     }
@@ -550,7 +478,7 @@ Plan SolveHeuristic(const Problem& p) {
   // Then pairs of services, from the best plan, while it improves and the input is small
   // enough for n² pairs of each one's eight cheapest options.
   if (n <= 200) {
-    Search search(p, best);
+    Search search(p, &packers, best);
     for (int round = 0; round < 10 && search.PairPass(8); ++round) {
       while (search.Pass(order)) {
       }
@@ -604,6 +532,7 @@ Expected<Plan> SolveExact(const Problem& p) {
     PackMps(p, static_cast<int>(g), std::move(grouped.mps[g]), plan);
   }
   Finish(p, plan);
+  plan.lower_bound = r.bound;
   return plan;
 }
 

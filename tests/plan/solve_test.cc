@@ -103,57 +103,67 @@ TEST(PlanSolveTest, MpsSharesPackIntoWholeGpus) {
   ExpectValid(p, plan);
 }
 
-// The bar is the heuristic within 5 % of the exact optimum on 100 random instances of
-// at most 20 services and 3 GPU models. Not met yet: a few instances miss by one GPU
-// (docs/planning.md has the 100-instance figures). What holds, on 40 instances with 1 s for
-// CBC each: both plans are valid, the heuristic never beats a proven optimum, and its mean gap
-// stays under 10 % (measured: worst +7.8 %, mean +0.9 %).
-TEST(PlanSolveTest, HeuristicAgainstExactOnRandomInstances) {
+// A random instance of at most 20 services and 3 GPU models: a menu drawn from six models at
+// prices 1–5, each service's rate on a whole GPU, and how little a smaller slice loses (a
+// fixed part 0–0.9 of its time; thesis Ch. 6.2: host-bound engines barely slow down on a small
+// slice); half the services are refused MPS shares below 100 %.
+Problem RandomInstance(Rng& rng, double exact_time_limit_s) {
   const char* models[] = {"V100-32GB", "A30-24GB", "A100-40GB", "A100-80GB", "H100-80GB", "T4"};
+  std::vector<GpuOffer> menu;
+  const int gpus = 1 + static_cast<int>(rng.Below(3));
+  std::vector<int> pick = {0, 1, 2, 3, 4, 5};
+  rng.Shuffle(pick);
+  for (int g = 0; g < gpus; ++g) {
+    menu.push_back({Id(models[pick[static_cast<size_t>(g)]]), rng.Uniform(1, 5)});
+  }
+  Problem p = MenuProblem(menu, {.exact_time_limit_s = exact_time_limit_s});
+  const int services = 1 + static_cast<int>(rng.Below(20));
+  for (int s = 0; s < services; ++s) {
+    const double fixed = rng.Uniform(0, 0.9);
+    ServiceNeed need{rng.Uniform(5, 400), 1 + static_cast<int>(rng.Below(2)), {}};
+    for (size_t k = 0; k < p.kinds.size(); ++k) {
+      const SliceKind& kind = p.kinds[k];
+      const double whole = 50 * menu[static_cast<size_t>(kind.gpu)].price * rng.Uniform(0.6, 1.2);
+      const double share = static_cast<double>(kind.units) / kind.units_per_gpu;
+      if (kind.mps_percent < 100 && rng.Uniform() < 0.5) continue;  // no MPS for some
+      need.options.push_back({static_cast<int>(k), whole / (fixed + (1 - fixed) / share)});
+    }
+    p.services.push_back(std::move(need));
+  }
+  return p;
+}
+
+// The bar: on 100 random instances the heuristic within 5 % of the exact optimum. The
+// optimum is bounded below by CBC's bound (the optimum itself when proven, as all 100 are in
+// well under a second each), so the heuristic ≤ 1.05 × bound means within 5 % of the optimum
+// and ≥ bound means it never claims a plan cheaper than possible. Measured on this seed: worst
+// +2.5 %, mean +0.15 %; over six seeds of this generator (600 instances) worst +4.1 %, 520
+// optimal (docs/planning.md).
+TEST(PlanSolveTest, HeuristicWithinFivePercentOfExactOnRandomInstances) {
   Rng rng(42);
   double worst = 0, sum = 0;
   int proven = 0;
-  constexpr int kInstances = 40;
+  constexpr int kInstances = 100;
   for (int instance = 0; instance < kInstances; ++instance) {
-    std::vector<GpuOffer> menu;
-    const int gpus = 1 + static_cast<int>(rng.Below(3));
-    std::vector<int> pick = {0, 1, 2, 3, 4, 5};
-    rng.Shuffle(pick);
-    for (int g = 0; g < gpus; ++g) {
-      menu.push_back({Id(models[pick[static_cast<size_t>(g)]]), rng.Uniform(1, 5)});
-    }
-    Problem p = MenuProblem(menu, {.exact_time_limit_s = 1});
-    const int services = 1 + static_cast<int>(rng.Below(20));
-    for (int s = 0; s < services; ++s) {
-      // A rate on a whole GPU per model, and how little a smaller slice loses (thesis Ch. 6.2:
-      // host-bound engines barely slow down on a small slice).
-      const double fixed = rng.Uniform(0, 0.9);
-      ServiceNeed need{rng.Uniform(5, 400), 1 + static_cast<int>(rng.Below(2)), {}};
-      for (size_t k = 0; k < p.kinds.size(); ++k) {
-        const SliceKind& kind = p.kinds[k];
-        const double whole = 50 * menu[static_cast<size_t>(kind.gpu)].price * rng.Uniform(0.6, 1.2);
-        const double share = static_cast<double>(kind.units) / kind.units_per_gpu;
-        if (kind.mps_percent < 100 && rng.Uniform() < 0.5) continue;  // no MPS for some
-        need.options.push_back({static_cast<int>(k), whole / (fixed + (1 - fixed) / share)});
-      }
-      p.services.push_back(std::move(need));
-    }
+    const Problem p = RandomInstance(rng, 10);
     auto exact = SolveExact(p);
     ASSERT_TRUE(exact) << exact.error().message;
     const Plan heuristic = SolveHeuristic(p);
     ExpectValid(p, *exact);
     ExpectValid(p, heuristic);
-    const double gap = heuristic.cost / exact->cost - 1;
-    if (exact->solver == "exact") {
-      ++proven;
-      EXPECT_GE(gap, -1e-3) << "the heuristic beat the optimum on instance " << instance;
-    }
+    ASSERT_GT(exact->lower_bound, 0);
+    EXPECT_LE(exact->lower_bound, exact->cost + 1e-9);
+    EXPECT_GE(heuristic.cost, exact->lower_bound - 1e-6) << "instance " << instance;
+    const double gap = heuristic.cost / exact->lower_bound - 1;
+    EXPECT_LE(gap, 0.05) << "instance " << instance << ": heuristic " << heuristic.cost
+                         << ", exact " << exact->cost << " (" << exact->solver << ")";
+    if (exact->solver == "exact") ++proven;
     worst = std::max(worst, gap);
     sum += gap;
   }
-  std::printf("heuristic over exact: worst %+.2f %%, mean %+.2f %%, %d of %d proven\n", 100 * worst,
-              100 * sum / kInstances, proven, kInstances);
-  EXPECT_LE(sum / kInstances, 0.10);
+  std::printf(
+      "heuristic over the optimum's bound: worst %+.2f %%, mean %+.2f %%, %d of %d proven\n",
+      100 * worst, 100 * sum / kInstances, proven, kInstances);
 }
 
 }  // namespace

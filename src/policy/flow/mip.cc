@@ -104,6 +104,7 @@ MipResult SolveMinimum(const IntegerProgram& p) {
     result.status = Status::kOptimal;
     result.proven = Cbc_isProvenOptimal(model) != 0;
     result.objective = Cbc_getObjValue(model);
+    result.bound = result.proven ? result.objective : Cbc_getBestPossibleObjValue(model);
     result.values.assign(x, x + n);
   } else {
     result.status = Status::kInfeasible;

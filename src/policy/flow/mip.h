@@ -46,7 +46,8 @@ struct MipResult {
   std::string error;                      // why, for kInvalidInput (and a time-out)
   double objective = 0;                   // kOptimal only
   bool proven = false;                    // kOptimal: within relative_gap of the optimum, proven
-  std::vector<double> values;             // per variable; kOptimal only
+  double bound = 0;  // kOptimal: no point is cheaper (the objective when proven; else CBC's bound)
+  std::vector<double> values;  // per variable; kOptimal only
 };
 
 [[nodiscard]] MipResult SolveMinimum(const IntegerProgram& program);

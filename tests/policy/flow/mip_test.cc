@@ -19,6 +19,8 @@ TEST(MipTest, IntegerOptimumIsNotTheRoundedRelaxation) {
   const MipResult r = SolveMinimum(p);
   ASSERT_EQ(r.status, Status::kOptimal) << r.error;
   EXPECT_DOUBLE_EQ(r.objective, 10);
+  EXPECT_TRUE(r.proven);
+  EXPECT_DOUBLE_EQ(r.bound, 10);  // proven: nothing cheaper
   EXPECT_DOUBLE_EQ(r.values[0], 0);
   EXPECT_DOUBLE_EQ(r.values[1], 2);
 }
