@@ -14,6 +14,7 @@
 #include "sim/knots.h"
 #include "sim/online_offline.h"
 #include "sim/openb.h"
+#include "sim/openb_bound.h"
 #include "sim/overprovision.h"
 #include "sim/packing.h"
 #include "sim/thesis.h"
@@ -91,6 +92,14 @@ const Experiment kExperiments[] = {
      .default_policies = PackingPolicies,
      .check = CheckOpenbArgs,
      .run = RunOpenbExperiment},
+    {.name = "openb-bound",
+     .summary = "the most any packer could allocate of openb's GPUs (an upper bound)",
+     .default_seeds = "42-42",
+     .reads = {"trace", "nodes", "inflation"},
+     .default_policies = OpenbBoundArms,
+     .check = CheckOpenbBoundArgs,
+     .run = RunOpenbBoundExperiment,
+     .policies_are_arms = true},
     {.name = "online-offline",
      .summary = "online services and offline training on a T4 cluster (seed 001)",
      .default_seeds = "3",

@@ -419,7 +419,8 @@ std::string OpenbText(const OpenbInput& input, std::span<const OpenbSummary> sum
   return out;
 }
 
-// --trace, and --nodes or the node list beside it, each a readable file.
+}  // namespace
+
 Expected<OpenbInput> LoadOpenbArgs(const ExperimentArgs& args) {
   const std::string nodes =
       !args.nodes.empty()
@@ -437,8 +438,6 @@ Expected<OpenbInput> LoadOpenbArgs(const ExperimentArgs& args) {
   }
   return LoadOpenb(args.trace, nodes);
 }
-
-}  // namespace
 
 Expected<void> CheckOpenbArgs(const ExperimentArgs& args) {
   if (args.trace.empty()) return Fail("--experiment openb-alloc needs --trace POD_CSV");

@@ -75,6 +75,9 @@ struct OpenbInput {
 
 [[nodiscard]] Expected<OpenbInput> LoadOpenb(const std::string& pods_path,
                                              const std::string& nodes_path);
+// The same from --trace and --nodes (or the node list beside the trace), each checked to be a
+// readable file first.
+[[nodiscard]] Expected<OpenbInput> LoadOpenbArgs(const ExperimentArgs& args);
 
 // One replay. `inflation` is the target arrived load (1.3 = 130% of GPU capacity).
 [[nodiscard]] Expected<OpenbRun> RunOpenb(const OpenbInput& input, const std::string& policy,

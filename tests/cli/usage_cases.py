@@ -70,6 +70,13 @@ def cases(tmp):
         (["simulate", "--list-experiments"], 0,
          "knots            batch jobs and inference pods on 10 GPU nodes (seed 004) (default "
          "seeds 10; reads --apps, --out)"),
+        # The bound's arms, its trace, and a bound printed for a tiny cluster: 2 GPUs.
+        (["simulate", "--experiment", "openb-bound", "--policy", "fgd", "--trace", trace], 2,
+         "--policy fgd: --experiment openb-bound's arms are ip and lp"),
+        (["simulate", "--experiment", "openb-bound"], 2,
+         "--experiment openb-bound needs --trace POD_CSV"),
+        (["simulate", "--experiment", "openb-bound", "--trace", trace, "--nodes", two_gpus,
+          "--policy", "lp"], 0, "openb_pod_list_default on 2 GPUs, seeds 42..42"),
         # An arm the experiment does not have is a usage error that lists its arms.
         (["simulate", "--experiment", "online-offline", "--policy", "fgd"], 2,
          "unknown policy 'fgd' (one of online-only, ts, pb-ts, muxflow"),

@@ -8,7 +8,7 @@
 
 #include "predict/config_key.h"
 #include "predict/predictor.h"
-#include "sim/embedded_apps.h"
+#include "shipped_catalog.h"
 
 namespace tessera::sim {
 namespace {
@@ -16,12 +16,6 @@ namespace {
 // Only a Profiler can make samples: nothing else can hand the predictor a matrix and call it
 // profiling.
 static_assert(!std::is_default_constructible_v<ProfileSamples>);
-
-AppCatalog Shipped() {
-  auto c = ParseAppCatalog(std::string(EmbeddedAppsYaml()), "data/apps.yaml");
-  EXPECT_TRUE(c) << c.error().message;
-  return *c;
-}
 
 // The physics' noise-free isolated rate of `app` on a profile column "<GPU>/<profile|whole>/<%>".
 double TruthAt(const Physics& physics, const AppSpec& app, const std::string& col) {

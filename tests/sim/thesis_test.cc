@@ -6,18 +6,12 @@
 #include <cmath>
 
 #include "predict/predictor_cache.h"
-#include "sim/embedded_apps.h"
+#include "shipped_catalog.h"
 #include "sim/physics.h"
 #include "sim/world.h"
 
 namespace tessera::sim {
 namespace {
-
-AppCatalog Shipped() {
-  auto c = ParseAppCatalog(std::string(EmbeddedAppsYaml()), "data/apps.yaml");
-  EXPECT_TRUE(c) << c.error().message;
-  return *c;
-}
 
 TEST(ThesisTest, PodsArriveInBatchesOfEightWithSlosAroundTheQuarterGpuRate) {
   const Physics physics(Shipped(), 3, {.noise_sd = 0});
