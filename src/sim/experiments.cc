@@ -15,6 +15,7 @@
 #include "sim/online_offline.h"
 #include "sim/openb.h"
 #include "sim/openb_bound.h"
+#include "sim/openb_defrag.h"
 #include "sim/overprovision.h"
 #include "sim/packing.h"
 #include "sim/thesis.h"
@@ -92,6 +93,13 @@ const Experiment kExperiments[] = {
      .default_policies = PackingPolicies,
      .check = CheckOpenbArgs,
      .run = RunOpenbExperiment},
+    {.name = "openb-defrag",
+     .summary = "openb-alloc with 0, 1 and 5 pod moves per 100 arrivals (defragmentation)",
+     .default_seeds = "42-42",
+     .reads = {"trace", "nodes", "inflation"},
+     .default_policies = [] { return std::vector<std::string>{"fgd"}; },
+     .check = CheckOpenbDefragArgs,
+     .run = RunOpenbDefragExperiment},
     {.name = "openb-bound",
      .summary = "the most any packer could allocate of openb's GPUs (an upper bound)",
      .default_seeds = "42-42",

@@ -14,6 +14,7 @@
 #include "base/csv.h"
 #include "policy/frag.h"
 #include "policy/registry.h"
+#include "sim/moves.h"
 #include "sim/openb_report.h"
 #include "sim/replay.h"
 
@@ -233,7 +234,7 @@ void FillBuckets(const std::array<BucketSums, kOpenbMaxPct + 2>& sums, OpenbRun&
 }  // namespace
 
 Expected<OpenbRun> RunOpenb(const OpenbInput& input, const std::string& policy_name, uint64_t seed,
-                            double inflation) {
+                            double inflation, double moves_per_100) {
   const double capacity = 1000.0 * input.total_gpus;
   if (capacity <= 0) return Fail("openb: the cluster has no GPUs");
   Rng rng(seed);
@@ -272,24 +273,31 @@ Expected<OpenbRun> RunOpenb(const OpenbInput& input, const std::string& policy_n
     frag_sum += node_frag[n];
   }
   std::array<BucketSums, kOpenbMaxPct + 2> sums{};
-  const ReplayResult result = ReplayArriveOnly(
-      cluster, **policy, rng, arrivals,
-      [&](const ReplayEvent& e) {
-        if (e.placed) {
-          const model::NodeIndex n = cluster.Find(e.workload->id)->placement.node;
-          const double f = policy::FragmentMilli(policy::NodeFreeOf(cluster, n), typical);
-          frag_sum += f - node_frag[n];
-          node_frag[n] = f;
-        }
-        const int b = std::clamp(Bucket(100 * e.arrived_gpu_milli / capacity), 0, kOpenbMaxPct + 1);
-        const double idle = capacity - e.allocated_gpu_milli;
-        BucketSums& s = sums[b];
-        s.alloc += 100 * e.allocated_gpu_milli / capacity;
-        s.frag += 100 * frag_sum / capacity;
-        s.frag_idle += idle > 0 ? 100 * frag_sum / idle : 0;
-        ++s.events;
-      },
-      sched::TieBreak::kFirst);
+  auto refresh = [&](model::NodeIndex n) {
+    const double f = policy::FragmentMilli(policy::NodeFreeOf(cluster, n), typical);
+    frag_sum += f - node_frag[n];
+    node_frag[n] = f;
+  };
+  auto on_event = [&](const ReplayEvent& e) {
+    if (e.placed) refresh(cluster.Find(e.workload->id)->placement.node);
+    for (model::NodeIndex n : e.touched) refresh(n);
+    const int b = std::clamp(Bucket(100 * e.arrived_gpu_milli / capacity), 0, kOpenbMaxPct + 1);
+    const double idle = capacity - e.allocated_gpu_milli;
+    BucketSums& s = sums[b];
+    s.alloc += 100 * e.allocated_gpu_milli / capacity;
+    s.frag += 100 * frag_sum / capacity;
+    s.frag_idle += idle > 0 ? 100 * frag_sum / idle : 0;
+    ++s.events;
+  };
+  MoveStats moved;
+  run.moves_per_100 = moves_per_100;
+  const ReplayResult result =
+      moves_per_100 > 0
+          ? ReplayWithMoves(cluster, **policy, rng, arrivals, {moves_per_100}, moved, on_event)
+          : ReplayArriveOnly(cluster, **policy, rng, arrivals, on_event, sched::TieBreak::kFirst);
+  run.moves = moved.moves;
+  run.rescued = moved.rescued;
+  run.moved_gpu_milli = moved.moved_gpu_milli;
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.cpu_s = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   run.failed_pods = result.failed;

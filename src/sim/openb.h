@@ -57,6 +57,9 @@ struct OpenbRun {
   int total_gpus = 0;
   size_t pods = 0;  // arrivals, inflation included
   size_t failed_pods = 0;
+  double moves_per_100 = 0;  // the move budget (sim/moves.h); 0: arrive-only
+  size_t moves = 0, rescued = 0;
+  double moved_gpu_milli = 0;
   double wall_s = 0;  // the replay alone (policy construction and arrivals excluded)
   double cpu_s = 0;   // CPU time of the same (on a shared machine wall time is not all ours)
   // Per arrived percent 0..130: mean allocation and fragmentation (% of capacity) and
@@ -79,9 +82,11 @@ struct OpenbInput {
 // readable file first.
 [[nodiscard]] Expected<OpenbInput> LoadOpenbArgs(const ExperimentArgs& args);
 
-// One replay. `inflation` is the target arrived load (1.3 = 130% of GPU capacity).
+// One replay. `inflation` is the target arrived load (1.3 = 130% of GPU capacity);
+// `moves_per_100` > 0 lets failed arrivals move running pods (sim/moves.h).
 [[nodiscard]] Expected<OpenbRun> RunOpenb(const OpenbInput& input, const std::string& policy,
-                                          uint64_t seed, double inflation = 1.3);
+                                          uint64_t seed, double inflation = 1.3,
+                                          double moves_per_100 = 0);
 
 // Mean (and sample standard deviation) over the seeds of each policy, policies in the order they
 // first appear in `runs`. NaN buckets are skipped.

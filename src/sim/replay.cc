@@ -9,6 +9,16 @@ double RequestedGpuMilli(const model::Workload& w) {
   return static_cast<double>(w.gpu.count) * w.gpu.milli;
 }
 
+void ReplayResult::Record(bool was_placed, const model::ClusterState& cluster) {
+  if (was_placed) {
+    ++placed;
+  } else {
+    ++failed;
+    if (first_failure_arrived_gpu_milli < 0) first_failure_arrived_gpu_milli = arrived_gpu_milli;
+  }
+  allocated_gpu_milli = cluster.allocated_gpu_milli();
+}
+
 ReplayResult ReplayArriveOnly(model::ClusterState& cluster, policy::Policy& policy, Rng& rng,
                               std::span<const model::Workload> order,
                               const std::function<void(const ReplayEvent&)>& on_event,
@@ -28,15 +38,7 @@ ReplayResult ReplayArriveOnly(model::ClusterState& cluster, policy::Policy& poli
       scheduler.RunCycle();
       placed = cluster.Find(w.id) != nullptr;
     }
-    if (placed) {
-      ++r.placed;
-    } else {
-      ++r.failed;
-      if (r.first_failure_arrived_gpu_milli < 0) {
-        r.first_failure_arrived_gpu_milli = r.arrived_gpu_milli;
-      }
-    }
-    r.allocated_gpu_milli = cluster.allocated_gpu_milli();
+    r.Record(placed, cluster);
     if (on_event) on_event({i, &w, placed, r.arrived_gpu_milli, r.allocated_gpu_milli});
   }
   return r;

@@ -20,6 +20,8 @@ struct ReplayEvent {
   bool placed;
   double arrived_gpu_milli;    // Σ requested GPU milli of all workloads submitted so far
   double allocated_gpu_milli;  // cluster's allocated GPU milli after this event
+  // Nodes whose workloads a move changed in this event (moves.h; empty otherwise).
+  std::span<const model::NodeIndex> touched = {};
 };
 
 struct ReplayResult {
@@ -29,6 +31,9 @@ struct ReplayResult {
   double allocated_gpu_milli = 0;
   // Arrived GPU milli when the first workload failed; < 0 if none failed.
   double first_failure_arrived_gpu_milli = -1;
+
+  // Counts one arrival (arrived_gpu_milli already includes it) and the cluster after it.
+  void Record(bool was_placed, const model::ClusterState& cluster);
 };
 
 // GPU milli a workload requests: count × milli.

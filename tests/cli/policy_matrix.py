@@ -38,7 +38,7 @@ def experiments():
 
 def tiny(experiment, tmp):
     """The experiment's smallest run: one seed and a small cluster where it takes one."""
-    if experiment == "openb-alloc":
+    if experiment in ("openb-alloc", "openb-defrag", "openb-bound"):
         return ["--trace", os.path.join(tmp, "pods.csv"), "--nodes",
                 os.path.join(tmp, "nodes.csv"), "--seed", "42"]
     if experiment == "thesis-scale":

@@ -73,6 +73,8 @@ def cases(tmp):
         # The bound's arms, its trace, and a bound printed for a tiny cluster: 2 GPUs.
         (["simulate", "--experiment", "openb-bound", "--policy", "fgd", "--trace", trace], 2,
          "--policy fgd: --experiment openb-bound's arms are ip and lp"),
+        (["simulate", "--experiment", "openb-defrag"], 2,
+         "--experiment openb-defrag needs --trace POD_CSV"),
         (["simulate", "--experiment", "openb-bound"], 2,
          "--experiment openb-bound needs --trace POD_CSV"),
         (["simulate", "--experiment", "openb-bound", "--trace", trace, "--nodes", two_gpus,

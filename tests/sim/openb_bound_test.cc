@@ -8,20 +8,10 @@
 #include <functional>
 
 #include "base/rng.h"
+#include "openb_pods.h"
 
 namespace tessera::sim {
 namespace {
-
-model::Workload Pod(model::WorkloadId id, int gpus, int milli, int64_t cpu = 1000) {
-  model::Workload w;
-  w.id = id;
-  w.name = "p" + std::to_string(id);
-  w.cpu_milli = cpu;
-  w.memory_mib = 1024;
-  w.gpu.count = gpus;
-  w.gpu.milli = gpus == 0 ? 0 : milli;
-  return w;
-}
 
 double Bound(const std::vector<model::NodeSpec>& nodes, const std::vector<model::Workload>& pods,
              bool integer = true, int level = 100) {
@@ -39,7 +29,8 @@ double Bound(const std::vector<model::NodeSpec>& nodes, const std::vector<model:
 TEST(OpenbBoundTest, SharesThatCannotShareAGpuByHand) {
   const std::vector<model::NodeSpec> nodes = {
       model::UniformNode("n", *model::FindGpuModel("T4"), 2, 8000, 65536)};
-  const std::vector<model::Workload> pods = {Pod(1, 1, 600), Pod(2, 1, 600), Pod(3, 1, 500)};
+  const std::vector<model::Workload> pods = {OpenbPod(1, 1, 600), OpenbPod(2, 1, 600),
+                                             OpenbPod(3, 1, 500)};
   EXPECT_NEAR(Bound(nodes, pods), 60, 1e-6);
   EXPECT_NEAR(Bound(nodes, pods, /*integer=*/false), 70, 1e-6);
 }
@@ -49,7 +40,8 @@ TEST(OpenbBoundTest, SharesThatCannotShareAGpuByHand) {
 TEST(OpenbBoundTest, CpuStrandsAGpuByHand) {
   const std::vector<model::NodeSpec> nodes = {
       model::UniformNode("n", *model::FindGpuModel("T4"), 2, 4000, 65536)};
-  const std::vector<model::Workload> pods = {Pod(1, 1, 1000, 3000), Pod(2, 1, 1000, 3000)};
+  const std::vector<model::Workload> pods = {OpenbPod(1, 1, 1000, 3000),
+                                             OpenbPod(2, 1, 1000, 3000)};
   EXPECT_NEAR(Bound(nodes, pods), 50, 1e-6);
   EXPECT_NEAR(Bound(nodes, pods, /*integer=*/false), 50, 1e-6);
 }
@@ -59,7 +51,8 @@ TEST(OpenbBoundTest, CpuStrandsAGpuByHand) {
 TEST(OpenbBoundTest, CountsOnlyTheArrivalsOfTheLevel) {
   const std::vector<model::NodeSpec> nodes = {
       model::UniformNode("n", *model::FindGpuModel("T4"), 2, 8000, 65536)};
-  const std::vector<model::Workload> pods = {Pod(1, 1, 600), Pod(2, 1, 600), Pod(3, 1, 500)};
+  const std::vector<model::Workload> pods = {OpenbPod(1, 1, 600), OpenbPod(2, 1, 600),
+                                             OpenbPod(3, 1, 500)};
   const int levels[] = {30, 100};
   auto points = OpenbAllocationBound(nodes, pods, levels);
   ASSERT_TRUE(points) << points.error().message;
@@ -143,9 +136,10 @@ TEST(OpenbBoundTest, NeverBelowTheBestExhaustivePacking) {
     for (int i = 0, count = 2 + static_cast<int>(rng.Below(6)); i < count; ++i) {
       const double kind = rng.Uniform();
       const int64_t cpu = 1000 * (1 + static_cast<int64_t>(rng.Below(8)));
-      model::Workload w = kind < 0.1   ? Pod(i + 1, 0, 0, cpu)
-                          : kind < 0.8 ? Pod(i + 1, 1, shares[rng.Below(8)], cpu)
-                                       : Pod(i + 1, 2 + static_cast<int>(rng.Below(2)), 1000, cpu);
+      model::Workload w = kind < 0.1 ? OpenbPod(i + 1, 0, 0, cpu)
+                          : kind < 0.8
+                              ? OpenbPod(i + 1, 1, shares[rng.Below(8)], cpu)
+                              : OpenbPod(i + 1, 2 + static_cast<int>(rng.Below(2)), 1000, cpu);
       if (w.gpu.count > 0 && rng.Uniform() < 0.2) w.gpu.models = {models[rng.Below(2)]};
       pods.push_back(std::move(w));
     }
