@@ -175,6 +175,27 @@ json PodJson(const BoxPod& b, const SimPod& s, int bindings, bool match, bool ti
           {"tie", tie}};
 }
 
+// What a run must show: every pod completed (but those neither side started: the simulator
+// never did, the box waited for the others only), each bound once, and — without faults — the
+// same slices but for ties (a deterministic policy) or the same attainment and QPS deviation
+// within 10 and 0.05 points (a random one). A killed leader or a delayed API moves binds in
+// time, so with faults only completion and single binding are checked.
+json Checks(const RunSpec& spec, bool timed_out, const Figures& fs, const Figures& fb, int waited,
+            bool bound_once, bool same_but_ties) {
+  json checks = {{"every_pod_completed", fb.completed + waited == fb.pods && !timed_out},
+                 {"bound_once", bound_once}};
+  if (spec.faults.empty() && Deterministic(spec.policy)) {
+    checks["same_slices_but_ties"] = same_but_ties;
+  } else if (spec.faults.empty()) {
+    const json sj = fs.Json(), bj = fb.Json();
+    checks["attainment_within_10_points"] =
+        std::abs(bj["slo_attainment"].get<double>() - sj["slo_attainment"].get<double>()) <= 0.10;
+    checks["abs_diff_within_0.05"] = std::abs(bj["qps_slo_abs_diff_mean"].get<double>() -
+                                              sj["qps_slo_abs_diff_mean"].get<double>()) <= 0.05;
+  }
+  return checks;
+}
+
 }  // namespace
 
 json Compare(const RunSpec& spec, const RunResult& box, const std::vector<SimPod>& sim) {
@@ -225,22 +246,8 @@ json Compare(const RunSpec& spec, const RunResult& box, const std::vector<SimPod
     pods.push_back(std::move(pj));
   }
   const json sj = fs.Json(), bj = fb.Json();
-  json checks = {
-      // Every pod completed, but those neither side started (the simulator never did: the box
-      // waited for the others only).
-      {"every_pod_completed", fb.completed + waited == fb.pods && !box.timed_out},
-      {"bound_once", double_bound == 0 && unbound == 0},
-  };
-  // Parity is promised for runs without faults: a killed leader or a delayed API moves binds in
-  // time, so there only completion and single binding are checked.
-  if (spec.faults.empty() && Deterministic(spec.policy)) {
-    checks["same_slices_but_ties"] = different == ties + after_tie;
-  } else if (spec.faults.empty()) {
-    checks["attainment_within_10_points"] =
-        std::abs(bj["slo_attainment"].get<double>() - sj["slo_attainment"].get<double>()) <= 0.10;
-    checks["abs_diff_within_0.05"] = std::abs(bj["qps_slo_abs_diff_mean"].get<double>() -
-                                              sj["qps_slo_abs_diff_mean"].get<double>()) <= 0.05;
-  }
+  const json checks = Checks(spec, box.timed_out, fs, fb, waited, double_bound == 0 && unbound == 0,
+                             different == ties + after_tie);
   bool ok = true;
   for (const auto& [k, v] : checks.items()) ok = ok && v.get<bool>();
   return {{"policy", spec.policy},
