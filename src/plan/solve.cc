@@ -501,6 +501,11 @@ Expected<Plan> SolveExact(const Problem& p) {
   const auto& replicas_of = prog.replicas_of;
   const auto& z = prog.z;
   ip.relative_gap = 1e-4;  // within 0.01 % of the optimum
+  // Branching on the GPUs per model proves these programs; CBC's cuts add nothing measurable
+  // (Release: the 100 random test instances in 10.4 s without, 9.8 s with; 1,000 services
+  // 780 GPUs in 10.4 s either way) and cost each solve their setup (under ASan 35 s against
+  // 116 s for the 100 instances).
+  ip.cuts = false;
   ip.time_limit_s =
       p.options.exact_time_limit_s;  // past it, the best plan found, reported as not proven
   const flow::MipResult r = flow::SolveMinimum(ip);

@@ -92,6 +92,7 @@ MipResult SolveMinimum(const IntegerProgram& p) {
   }
   Cbc_setLogLevel(model, 0);
   Cbc_setParameter(model, "threads", "1");  // deterministic
+  if (!p.cuts) Cbc_setParameter(model, "cuts", "off");
   if (p.relative_gap > 0) Cbc_setAllowableFractionGap(model, p.relative_gap);
   if (p.time_limit_s > 0) Cbc_setMaximumSeconds(model, p.time_limit_s);
   Cbc_solve(model);

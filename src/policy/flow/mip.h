@@ -39,6 +39,9 @@ struct IntegerProgram {
   // Stop when the best point is within this fraction of the bound (0: prove the optimum).
   double relative_gap = 0;
   double time_limit_s = 0;  // 0: none. Past it, the best point found so far (proven false).
+  // CBC's cut generators. A program whose formulation branching alone proves fast may turn
+  // them off: their setup is most of a small solve's allocations (plan/solve.h measures it).
+  bool cuts = true;
 };
 
 struct MipResult {
