@@ -77,8 +77,8 @@ Expected<std::vector<std::string>> WriteOpenbReport(const std::string& dir,
   std::string runs_csv = "policy,seed,arrived_pct,alloc_pct,frag_pct,frag_idle_pct\n";
   for (const OpenbRun& r : runs) {
     for (int b = 0; b <= kOpenbMaxPct; ++b) {
-      runs_csv += fmt::format("{},{},{},{},{},{}\n", r.policy, r.seed, b, Num(r.alloc_pct[b]),
-                              Num(r.frag_pct[b]), Num(r.frag_idle_pct[b]));
+      runs_csv += fmt::format("{},{},{},{},{},{}\n", CsvField(r.policy), r.seed, b,
+                              Num(r.alloc_pct[b]), Num(r.frag_pct[b]), Num(r.frag_idle_pct[b]));
     }
   }
 
@@ -87,7 +87,7 @@ Expected<std::vector<std::string>> WriteOpenbReport(const std::string& dir,
       "policy,seeds,arrived_pct,alloc_pct,alloc_std,frag_pct,frag_std,frag_idle_pct\n";
   for (const OpenbSummary& s : summaries) {
     for (int b = 0; b <= kOpenbMaxPct; ++b) {
-      mean_csv += fmt::format("{},{},{},{},{},{},{},{}\n", s.policy, s.seeds.size(), b,
+      mean_csv += fmt::format("{},{},{},{},{},{},{},{}\n", CsvField(s.policy), s.seeds.size(), b,
                               Num(s.alloc_pct[b]), Num(s.alloc_std[b]), Num(s.frag_pct[b]),
                               Num(s.frag_std[b]), Num(s.frag_idle_pct[b]));
     }

@@ -53,5 +53,22 @@ TEST(OpenbReportTest, MeansOverSeedsAndWritesCsvAndHtml) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(OpenbReportTest, APolicyWithOptionsIsOneQuotedCsvField) {
+  // --policy 'frag-pack{"lookahead":false,"stranding_weight":0}' names the run; its commas and
+  // quotes must not split the row (RFC 4180: the field quoted, its quotes doubled).
+  const std::vector<OpenbRun> runs = {MakeRun(R"(p{"a":1,"b":2})", 7, 90)};
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("openb_report_quote_" + std::to_string(::getpid()));
+  ASSERT_TRUE(WriteOpenbReport(dir.string(), "t", runs));
+  for (const char* file : {"t_runs.csv", "t_mean.csv"}) {
+    std::ifstream in((dir / file).string());
+    std::string header, row;
+    std::getline(in, header);
+    std::getline(in, row);
+    EXPECT_EQ(row.rfind(R"("p{""a"":1,""b"":2}",)", 0), 0u) << file << ": " << row;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tessera::sim
