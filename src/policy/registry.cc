@@ -165,9 +165,10 @@ std::vector<Entry> PackingEntries() {
       {{"fgd", "least growth of expected fragmentation (FGD, ATC'23 §4.2)", false,
         TypicalPodsOptionList()},
        WithTypicalPods<Fgd>("fgd")},
-      {{"frag-pack", "FGD with its ties broken by a look-ahead over the typical pods (Tessera)",
-        false, TypicalPodsOptionList()},
-       WithTypicalPods<FragPack>("frag-pack")},
+      {{"frag-pack",
+        "FGD's fragment plus the GPU share CPU will strand, ties by a look-ahead (Tessera)", false,
+        FragPackOptionList()},
+       MakeFragPack},
   };
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "policy/fit.h"
 #include "policy/frag_pack.h"
 #include "policy/registry.h"
 
@@ -109,6 +110,81 @@ TEST_F(FgdTest, FragPackWasteTable) {
   ASSERT_TRUE(a);
   EXPECT_NEAR(a->score, 57 + 300e-6, 1e-9);
   EXPECT_EQ(a->placement.slices[0].partition, ClusterState::PartitionOf(0, 0));
+}
+
+TEST_F(FgdTest, FragPackSendsCpuHeavyPodsWhereCpuIsToSpare) {
+  // One typical pod, 1 core per 500 milli: rho = 1000 / 500 = 2 CPU milli per GPU milli.
+  FragPack p(OneShape());
+  EXPECT_DOUBLE_EQ(p.CpuPerGpuMilli(), 2);
+  // A CPU-only pod of 60 cores. fgd sees no fragment change on either node (1 core still fits
+  // the typical pod): 50 on both, a tie.
+  Fgd fgd(OneShape());
+  const Workload heavy = Pod(1, 60000, 0, 0);
+  EXPECT_EQ(fgd.Score(heavy, 0, c_)->score, 50);
+  EXPECT_EQ(fgd.Score(heavy, 1, c_)->score, 50);
+  // frag-pack. Node 0: [400, 1000] free, 63 -> 3 cores: 3000 / 2 = 1500 milli feedable >= 1400
+  // free, nothing stranded -> 50. Node 1: [1000 x 4], 64 -> 4 cores: 2000 feedable of 4000,
+  // S 0 -> 2000: floor(sigmoid(-2) * 100) = floor(11.92) = 11.
+  NodeFree after = NodeFreeOf(c_, 1);
+  after.cpu_milli = 4000;
+  EXPECT_DOUBLE_EQ(p.Stranded(NodeFreeOf(c_, 1)), 0);
+  EXPECT_DOUBLE_EQ(p.Stranded(after), 2000);
+  EXPECT_DOUBLE_EQ(p.Score(heavy, 0, c_)->score, 50);
+  EXPECT_DOUBLE_EQ(p.Score(heavy, 1, c_)->score, 11);
+  // Weight 0 is FGD's score again.
+  FragPack off(OneShape(), /*stranding_weight=*/0);
+  EXPECT_DOUBLE_EQ(off.Score(heavy, 1, c_)->score, 50);
+  // Weight 0.5 counts half the stranded milli: floor(sigmoid(-1) * 100) = 26.
+  FragPack half(OneShape(), 0.5);
+  EXPECT_DOUBLE_EQ(half.Score(heavy, 1, c_)->score, 26);
+}
+
+TEST(FragPackOptionsTest, BothTermsOffScoreExactlyAsFgdOnRandomClusters) {
+  // The ablation's base: frag-pack without stranding and look-ahead is fgd, score and GPU.
+  Rng rng(11);
+  const ShapeDistribution typical(
+      {PodShape{4000, 1, 1000, 0, 5}, PodShape{2000, 1, 500, 0, 3}, PodShape{8000, 0, 0, 0, 2}});
+  const auto t4 = *FindGpuModel("T4");
+  int placed = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    ClusterState c;
+    for (int n = 0; n < 4; ++n) {
+      ASSERT_TRUE(
+          c.AddNode(UniformNode("n" + std::to_string(n), t4, static_cast<int>(1 + rng.Below(4)),
+                                static_cast<int64_t>(8000 * (1 + rng.Below(4))), 262144)));
+    }
+    Fgd fgd(typical);
+    FragPack plain(typical, 0, false);
+    for (model::WorkloadId id = 1; id <= 12; ++id) {
+      const int kind = static_cast<int>(rng.Below(3));
+      const Workload w = Pod(id, static_cast<int64_t>(1000 * (1 + rng.Below(8))), kind == 2 ? 0 : 1,
+                             kind == 0 ? 1000 : static_cast<int>(100 * (1 + rng.Below(9))));
+      std::optional<Candidate> best;
+      for (model::NodeIndex n = 0; n < c.node_count(); ++n) {
+        if (!NodeFits(w, n, c).ok()) continue;  // the core's filter, before any score
+        auto a = fgd.Score(w, n, c);
+        auto b = plain.Score(w, n, c);
+        ASSERT_EQ(a.has_value(), b.has_value());
+        if (!a) continue;
+        EXPECT_EQ(a->score, b->score) << "trial " << trial << " pod " << id;
+        ASSERT_EQ(a->placement.slices.size(), b->placement.slices.size());
+        for (size_t i = 0; i < a->placement.slices.size(); ++i) {
+          EXPECT_EQ(a->placement.slices[i].partition, b->placement.slices[i].partition);
+        }
+        if (!best || a->score > best->score) best = a;
+      }
+      if (best) {
+        ASSERT_TRUE(c.Place(w, best->placement));
+        ++placed;
+      }
+    }
+  }
+  EXPECT_GT(placed, 200);  // of 360: the clusters fill, so fragments and CPU shortages occur
+  // Options: the weight is bounded, the look-ahead a bool.
+  EXPECT_FALSE(MakePolicy("frag-pack", {}, {{"stranding_weight", -1}}));
+  EXPECT_FALSE(MakePolicy("frag-pack", {}, {{"stranding_weight", 11}}));
+  EXPECT_FALSE(MakePolicy("frag-pack", {}, {{"lookahead", "yes"}}));
+  EXPECT_TRUE(MakePolicy("frag-pack", {}, {{"stranding_weight", 0.5}, {"lookahead", false}}));
 }
 
 // Two typical shapes, weights 3:1 -> 0.75, 0.25.

@@ -67,7 +67,7 @@ TEST_F(RegistryTest, PoliciesAdvertiseTheOptionsTheirFactoriesRead) {
       {"fgd", {"typical_pods"}},
       {"min", {"mps_slots"}},
       {"round-robin", {"mps_chunks"}},
-      {"frag-pack", {"typical_pods"}},
+      {"frag-pack", {"typical_pods", "stranding_weight", "lookahead"}},
   };
   for (const PolicyInfo& info : Policies()) {
     std::set<std::string> names;
