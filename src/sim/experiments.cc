@@ -47,6 +47,10 @@ Expected<void> CheckThesisReading(const ExperimentArgs& args) {
   if (auto r = ThesisReading::Parse(args.reading); !r) return std::unexpected(r.error());
   return {};
 }
+Expected<void> CheckOverprovisionReading(const ExperimentArgs& args) {
+  if (auto r = OverprovisionScenarioOf(args.reading); !r) return std::unexpected(r.error());
+  return {};
+}
 Expected<void> PackingFits(const ExperimentArgs& args) { return CheckRunFits(args, false); }
 Expected<void> ThesisScaleFits(const ExperimentArgs& args) {
   if (auto r = CheckThesisReading(args); !r) return r;
@@ -120,8 +124,9 @@ const Experiment kExperiments[] = {
     {.name = "overprovision",
      .summary = "inference engines over-asking GPU memory on one V100 (seed 003 §6)",
      .default_seeds = "10",
-     .reads = {"apps", "out"},
+     .reads = {"apps", "out", "reading"},
      .default_policies = Names<OverprovisionPolicies>,
+     .check = CheckOverprovisionReading,
      .run = RunOverprovisionExperiment,
      .explain = ExplainOverprovision},
     {.name = "knots",

@@ -36,6 +36,25 @@ constexpr TableRow kTable2[] = {
 
 }  // namespace
 
+PhysicsOptions::PowerLine Seed003V100Power() {
+  // 003 §4 (Fig. 2): (utilisation, watts) alone and shared.
+  constexpr double kAloneUtil = 0.0722, kAloneW = 41.5, kSharedUtil = 0.49, kSharedW = 52.9;
+  const double slope = (kSharedW - kAloneW) / (kSharedUtil - kAloneUtil);
+  const double idle = kAloneW - slope * kAloneUtil;
+  return {idle, idle + slope};
+}
+
+Expected<OverprovisionScenario> OverprovisionScenarioOf(std::string_view reading) {
+  OverprovisionScenario scenario;
+  if (reading.empty() || reading == "power=seed003") return scenario;
+  if (reading == "power=thesis") {
+    scenario.power_seed003 = false;
+    return scenario;
+  }
+  return Fail("--reading: '{}' is not one of power=seed003|thesis (experiment overprovision)",
+              reading);
+}
+
 std::span<const std::string_view> OverprovisionMixes() { return kMixes; }
 std::span<const std::string_view> OverprovisionPolicies() { return kOverprovisionPolicies; }
 
@@ -62,6 +81,39 @@ int64_t OverprovisionedRequestMib(const AppSpec& app, int pct) {
   return static_cast<int64_t>(std::ceil(app.usage.PeakMemoryMib() * (1 + pct / 100.0)));
 }
 
+namespace {
+
+// The arrivals: their own stream, so every policy and percentage of a seed sees the same.
+Expected<void> AddArrivals(Engine& engine, std::vector<SharingEngine> order, std::string_view mix,
+                           int pct, const OverprovisionScenario& scenario, uint64_t seed,
+                           const AppCatalog& catalog, model::GpuModelId gpu) {
+  Rng trace(seed ^ 0x0e7e4ULL);
+  if (mix == "heterogeneous") {
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[trace.Below(i)]);
+  }
+  double t = 0;
+  model::WorkloadId id = 1;
+  for (const SharingEngine& e : order) {
+    t += trace.Uniform(scenario.arrival_min_s, scenario.arrival_max_s);
+    model::Workload w;
+    w.id = id++;
+    w.name = fmt::format("engine-{}", w.id);
+    w.app = e.app;
+    w.cpu_milli = 1000;
+    w.memory_mib = 2048;
+    w.queries = e.queries;
+    w.gpu = {.count = 1,
+             .milli = 1000,
+             .memory_mib = OverprovisionedRequestMib(*catalog.Find(e.app), pct),
+             .models = {gpu}};
+    w.arrival_s = t;
+    if (auto ok = engine.Add(std::move(w)); !ok) return std::unexpected(ok.error());
+  }
+  return {};
+}
+
+}  // namespace
+
 Expected<OverprovisionRun> RunOverprovision(std::string_view policy_spec, std::string_view mix,
                                             int pct, const OverprovisionScenario& scenario,
                                             uint64_t seed, const AppCatalog& full_catalog) {
@@ -85,33 +137,18 @@ Expected<OverprovisionRun> RunOverprovision(std::string_view policy_spec, std::s
   if (auto ok = cluster.AddNode(model::UniformNode("v100", *gpu, 1, 40000, 132 * 1024)); !ok) {
     return std::unexpected(ok.error());
   }
-  auto world = World::Build(catalog, std::move(cluster), {.policy = policy_spec, .seed = seed});
+  PhysicsOptions physics;
+  if (scenario.power_seed003) {
+    physics.power_by_gpu[scenario.gpu] = Seed003V100Power();
+  }
+  auto world = World::Build(catalog, std::move(cluster),
+                            {.policy = policy_spec, .seed = seed, .physics = physics});
   if (!world) return std::unexpected(world.error());
   Engine& engine = *(*world)->engine;
 
-  // The arrivals: their own stream, so every policy and percentage of a seed sees the same.
-  Rng trace(seed ^ 0x0e7e4ULL);
-  std::vector<SharingEngine> order = std::move(*engines);
-  if (mix == "heterogeneous") {
-    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[trace.Below(i)]);
-  }
-  double t = 0;
-  model::WorkloadId id = 1;
-  for (const SharingEngine& e : order) {
-    t += trace.Uniform(scenario.arrival_min_s, scenario.arrival_max_s);
-    model::Workload w;
-    w.id = id++;
-    w.name = fmt::format("engine-{}", w.id);
-    w.app = e.app;
-    w.cpu_milli = 1000;
-    w.memory_mib = 2048;
-    w.queries = e.queries;
-    w.gpu = {.count = 1,
-             .milli = 1000,
-             .memory_mib = OverprovisionedRequestMib(*catalog.Find(e.app), pct),
-             .models = {*gpu}};
-    w.arrival_s = t;
-    if (auto ok = engine.Add(std::move(w)); !ok) return std::unexpected(ok.error());
+  if (auto ok = AddArrivals(engine, std::move(*engines), mix, pct, scenario, seed, catalog, *gpu);
+      !ok) {
+    return std::unexpected(ok.error());
   }
   const EngineResult r = engine.Run();
 
@@ -200,7 +237,9 @@ Expected<ExperimentOutput> RunOverprovisionExperiment(const ExperimentArgs& args
                                                       const Experiment& experiment) {
   Expected<AppCatalog> catalog = CatalogOf(args);
   if (!catalog) return std::unexpected(catalog.error());
-  const OverprovisionScenario scenario;
+  Expected<OverprovisionScenario> read = OverprovisionScenarioOf(args.reading);
+  if (!read) return std::unexpected(read.error());
+  const OverprovisionScenario& scenario = *read;
   std::vector<OverprovisionRun> means;
   for (std::string_view mix : OverprovisionMixes()) {
     for (const std::string& policy : PoliciesOrDefault(args, experiment)) {
@@ -219,8 +258,9 @@ Expected<ExperimentOutput> RunOverprovisionExperiment(const ExperimentArgs& args
   ExperimentOutput out{.json = OverprovisionJson(args.seeds.size(), means)};
   out.table = fmt::format(
                   "experiment overprovision: one {}, MLPerf SingleStream engines arriving every "
-                  "{:.0f}-{:.0f} s, {} seed(s)\n\n",
-                  scenario.gpu, scenario.arrival_min_s, scenario.arrival_max_s, args.seeds.size()) +
+                  "{:.0f}-{:.0f} s, {} seed(s), power as {}\n\n",
+                  scenario.gpu, scenario.arrival_min_s, scenario.arrival_max_s, args.seeds.size(),
+                  scenario.power_seed003 ? "seed 003 measured it" : "the thesis reads it") +
               OverprovisionTable().Text(means);
   return WithReport(std::move(out), args.out, OverprovisionHtml(args.seeds.size(), means));
 }

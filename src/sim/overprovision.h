@@ -28,6 +28,7 @@
 #include "sim/apps.h"
 #include "sim/experiment.h"
 #include "sim/explain.h"
+#include "sim/physics.h"
 
 namespace tessera::sim {
 
@@ -36,7 +37,16 @@ struct SharingEngine {
   int64_t queries = 0;
 };
 
+// The V100's power, two readings (docs/results.md, "overprovision"). `seed003` (default):
+// 003 §4's own measurements on its V100 (Fig. 2's text): 41.5 W at 7.22 % CUDA-core utilisation
+// (one engine per GPU) and 52.9 W at 49 % (gpushare), the line through both — 39.5 W idle,
+// 27.3 W more per unit of SM load, 66.8 W fully loaded. `thesis`: the thesis's flat V100
+// (Ch. 6.2: 40 W idle, +20 % loaded; sim/physics.h), which the other experiments keep.
+// `--reading power=seed003|thesis`.
+PhysicsOptions::PowerLine Seed003V100Power();
+
 struct OverprovisionScenario {
+  bool power_seed003 = true;  // false: the thesis's reading
   std::string gpu = "V100-32GB";
   double arrival_min_s = 5;
   double arrival_max_s = 10;
@@ -77,6 +87,9 @@ struct OverprovisionRun {
                                                           uint64_t seed, const AppCatalog& catalog);
 // The metrics of a run, declared once: the JSON, the CLI table and the report come from here.
 const report::MetricTable<OverprovisionRun>& OverprovisionTable();
+// The scenario a --reading asks for: "" or power=seed003|thesis; anything else is an Error
+// naming the accepted keys.
+[[nodiscard]] Expected<OverprovisionScenario> OverprovisionScenarioOf(std::string_view reading);
 // Means over seeds (OverprovisionTable().Mean); policy, mix and pct of the first.
 OverprovisionRun MeanOf(std::span<const OverprovisionRun> runs);
 

@@ -265,6 +265,9 @@ double Physics::Utilisation(model::WorkloadId id, double capacity_qps) const {
 double Physics::GpuPower(model::GpuIndex g, double load, const model::ClusterState& c) {
   const model::GpuModel& m = model::GetGpuModel(c.gpu(g).model);
   load = std::clamp(load, 0.0, 1.0);
+  if (auto it = options_.power_by_gpu.find(m.name); it != options_.power_by_gpu.end()) {
+    return it->second.idle_w + (it->second.full_w - it->second.idle_w) * load;
+  }
   const auto& flat = options_.flat_power_models;
   if (options_.flat_power_rise >= 0 && std::find(flat.begin(), flat.end(), m.name) != flat.end())
     return m.idle_watts * (1 + options_.flat_power_rise * load);

@@ -35,8 +35,10 @@
 //    during the SM-bound part and during `fixed_active` of the fixed part (Ch. 6.2, 9.3);
 //    time spent waiting on co-runners is idle.
 //  - Power: on the thesis's GPUs (`flat_power_models`: V100, A30) nearly flat, idle × (1 +
-//    `flat_power_rise` × SM load) (Ch. 6.2); elsewhere idle + (max − idle) × SM load. SM load
-//    = Σ clients' share of the GPU's SMs (MIG slices × MPS threads) × their SM-bound duty.
+//    `flat_power_rise` × SM load) (Ch. 6.2); elsewhere idle + (max − idle) × SM load; a model
+//    in `power_by_gpu` draws that measured line instead (idle_w + (full_w − idle_w) × SM load;
+//    seed 003's V100 reading: sim/overprovision.h). SM load = Σ clients' share of the GPU's SMs
+//    (MIG slices × MPS threads) × their SM-bound duty.
 //  - A remote GPU (Slice::remote; seed 002's disaggregation): the run stretches by the app's
 //    RemoteProfile::Slowdown(l) (sim/apps.h; the worst of its remote slices), l the network
 //    load on the two nodes the stream links, the busier of them: the Σ network_share of every
@@ -90,6 +92,12 @@ struct PhysicsOptions {
   // one; a negative rise gives them the datasheet line too.
   double flat_power_rise = 0.2;
   std::vector<std::string> flat_power_models = {"V100-32GB", "A30-24GB"};
+  // A power line measured on a model (catalog name): watts at SM load 0 and 1. Used on that
+  // model before the two readings above. Empty by default.
+  struct PowerLine {
+    double idle_w = 0, full_w = 0;
+  };
+  std::map<std::string, PowerLine> power_by_gpu;
   // Best-effort co-runners' SM channel (001 Fig. 4, see above).
   double be_sm_kappa = 0.32;
   // How a partition's clients share it: MPS (space), or time slices without MPS (seed 001's

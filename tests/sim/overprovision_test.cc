@@ -104,6 +104,38 @@ TEST_F(OverprovisionTest, ResourceAwareKeepsSharingWhenRequestsAreInflated) {
   EXPECT_EQ(again.energy_j, aware.energy_j);
 }
 
+// 003 §4 measured its V100 at 41.5 W with one engine (7.22 % utilisation) and 52.9 W shared
+// (49 %): slope 11.4 / 0.4178 = 27.286 W per unit load, idle 41.5 - 27.286 x 0.0722 = 39.530 W.
+TEST_F(OverprovisionTest, PowerIsSeed003sMeasuredLineUnlessTheThesisReadingIsAsked) {
+  const PhysicsOptions::PowerLine line = Seed003V100Power();
+  EXPECT_NEAR(line.idle_w, 39.530, 1e-3);
+  EXPECT_NEAR(line.full_w, 66.816, 1e-3);
+  EXPECT_NEAR(line.idle_w + (line.full_w - line.idle_w) * 0.0722, 41.5, 1e-9);
+  EXPECT_NEAR(line.idle_w + (line.full_w - line.idle_w) * 0.49, 52.9, 1e-9);
+
+  auto seed = OverprovisionScenarioOf("");
+  auto thesis = OverprovisionScenarioOf("power=thesis");
+  ASSERT_TRUE(seed && thesis);
+  EXPECT_TRUE(seed->power_seed003);
+  EXPECT_FALSE(thesis->power_seed003);
+  EXPECT_TRUE(OverprovisionScenarioOf("power=seed003"));
+  auto bad = OverprovisionScenarioOf("power=datasheet");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("power=seed003|thesis"), std::string::npos);
+
+  // A whole-GPU run's mean power is the line at its mean SM load over the makespan, give or
+  // take the idle stretch before the first arrival (the run's power counts from t = 0).
+  scenario_.homogeneous_engines = 4;
+  const OverprovisionRun r = Run("whole-gpu", "homogeneous", 0);
+  const double at_util = line.idle_w + (line.full_w - line.idle_w) * r.gpu_util_mean;
+  EXPECT_LE(r.power_w_mean, at_util + 1e-6);
+  EXPECT_GT(r.power_w_mean, line.idle_w + 0.9 * (at_util - line.idle_w));
+  scenario_.power_seed003 = false;
+  const OverprovisionRun flat = Run("whole-gpu", "homogeneous", 0);
+  EXPECT_NEAR(flat.gpu_util_mean, r.gpu_util_mean, 1e-12);  // power changes nothing else
+  EXPECT_LT(flat.power_w_mean, 40 * (1 + 0.2 * r.gpu_util_mean) + 1e-6);
+}
+
 TEST_F(OverprovisionTest, BadInputIsOneError) {
   EXPECT_FALSE(RunOverprovision("no-such-policy", "homogeneous", 0, scenario_, 1, catalog_));
   EXPECT_FALSE(RunOverprovision("gpushare", "homogeneous", -50, scenario_, 1, catalog_));

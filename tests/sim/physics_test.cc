@@ -179,6 +179,15 @@ TEST(PhysicsPowerTest, TheThesisGpusDrawNearlyTheSameEmptyAndLoaded) {
   EXPECT_DOUBLE_EQ(physics.GpuPower(1, 1, c), 36);
   Physics datasheet(Catalog(), 1, {.flat_power_rise = -1});
   EXPECT_DOUBLE_EQ(datasheet.GpuPower(0, 0.5, c), 170);
+  // A measured line wins over both on its model only: 39.5 W idle, 66.8 W full -> 53.15 W at
+  // half load; the A30 keeps its flat reading.
+  PhysicsOptions measured;
+  measured.power_by_gpu["V100-32GB"] = {39.5, 66.8};
+  Physics line(Catalog(), 1, measured);
+  EXPECT_DOUBLE_EQ(line.GpuPower(0, 0, c), 39.5);
+  EXPECT_DOUBLE_EQ(line.GpuPower(0, 0.5, c), 53.15);
+  EXPECT_DOUBLE_EQ(line.GpuPower(0, 2, c), 66.8);  // load clamped to 1
+  EXPECT_DOUBLE_EQ(line.GpuPower(1, 1, c), 36);
 }
 
 // The thesis's engines on its V100 (Ch. 6.4, Fig. 6.10): two pods at 50 % MPS each, half the
