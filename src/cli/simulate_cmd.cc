@@ -181,8 +181,10 @@ void AddSimulate(CLI::App& app, Status* status) {
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   sub->add_option("--cluster-nodes", args.cluster_nodes,
-                  "Cluster size in nodes of 8 GPUs (" + ReadBy("cluster-nodes") +
-                      "), at most 10,000 (80,000 GPUs) and what this machine's memory holds")
+                  "Cluster size in nodes (" + ReadBy("cluster-nodes") +
+                      "; packing and thesis-scale: of 8 GPUs; disaggregation: of 4 K80s with 32 "
+                      "jobs a node, one scenario instead of 002's two), at most 10,000 (80,000 "
+                      "GPUs) and what this machine's memory holds")
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
   sub->add_option("--unprofiled", args.unprofiled,
@@ -207,8 +209,9 @@ void AddSimulate(CLI::App& app, Status* status) {
       "KEY=VALUE,...: the reading of its seed the world takes where the seed reads "
       "two ways (" +
           ReadBy("reading") +
-          ": slo=capped|literal, base=lower|mean, interference=X|offline, "
-          "quarters=ch6|roofline, queries=Q, time=K, mig=free|fixed; docs/simulator.md)");
+          "; thesis: slo=capped|literal, base=lower|mean, interference=X|offline, "
+          "quarters=ch6|roofline, queries=Q, time=K, mig=free|fixed, docs/simulator.md; "
+          "overprovision: power=seed003|thesis, docs/results.md)");
   sub->add_option("--out", args.out,
                   "Where the experiment writes its report: a directory (report.json, "
                   "report.html and the like), or the one file an experiment writes (" +
@@ -222,6 +225,7 @@ void AddSimulate(CLI::App& app, Status* status) {
     for (const CLI::Option* o : sub->get_options()) {
       if (o->count() > 0 && !o->get_lnames().empty()) flags->given.push_back(o->get_lnames()[0]);
     }
+    flags->args.cluster_nodes_given = sub->get_option("--cluster-nodes")->count() > 0;
     *status = RunSimulate(*flags);
   });
 }

@@ -138,7 +138,13 @@ std::string DisaggregationScenario::Label() const {
   return fmt::format("nodes={},jobs={}", nodes, jobs);
 }
 
-std::vector<DisaggregationScenario> DisaggregationScenarios() {
+std::vector<DisaggregationScenario> DisaggregationScenarios(std::optional<int> nodes) {
+  if (nodes) {
+    DisaggregationScenario one;
+    one.jobs = one.jobs / one.nodes * *nodes;
+    one.nodes = *nodes;
+    return {one};
+  }
   DisaggregationScenario large;
   large.nodes = 128;
   large.jobs = 4096;
@@ -246,7 +252,9 @@ Expected<ExperimentOutput> RunDisaggregationExperiment(const ExperimentArgs& arg
   Expected<AppCatalog> catalog = CatalogOf(args);
   if (!catalog) return std::unexpected(catalog.error());
   std::vector<DisaggregationRun> means;
-  for (const DisaggregationScenario& scenario : DisaggregationScenarios()) {
+  const std::optional<int> nodes =
+      args.cluster_nodes_given ? std::optional<int>(args.cluster_nodes) : std::nullopt;
+  for (const DisaggregationScenario& scenario : DisaggregationScenarios(nodes)) {
     for (const std::string& policy : PoliciesOrDefault(args, experiment)) {
       Expected<DisaggregationRun> mean = MeanOverSeeds<DisaggregationRun>(
           args, "disaggregation " + scenario.Label() + ": " + policy,

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,8 +55,9 @@ struct DisaggregationScenario {
   std::string Label() const;  // "nodes=16,jobs=512"
 };
 
-// 002's two simulated scenarios: 16 nodes with 512 jobs, 128 nodes with 4,096.
-std::vector<DisaggregationScenario> DisaggregationScenarios();
+// 002's two simulated scenarios: 16 nodes with 512 jobs, 128 nodes with 4,096; given a node
+// count, one scenario of that many nodes with 002's 32 jobs a node.
+std::vector<DisaggregationScenario> DisaggregationScenarios(std::optional<int> nodes = {});
 // drmaestro{"disaggregate":false}, drmaestro, drmaestro{"network_aware":true}, first-fit, best-fit.
 std::span<const std::string_view> DisaggregationPolicies();
 

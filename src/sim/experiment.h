@@ -38,8 +38,9 @@ struct ExperimentArgs {
   std::string trace;       // a pod list CSV (openb-alloc)
   std::string nodes;       // a node list CSV (openb-alloc; empty: beside the trace)
   std::string out;         // where its report goes (a directory; calibrate: a file)
-  int cluster_nodes = 64;  // nodes of 8 GPUs (packing, thesis-scale)
-  int workloads = 5000;    // thesis-scale
+  int cluster_nodes = 64;  // nodes of 8 GPUs (packing, thesis-scale); disaggregation's nodes
+  bool cluster_nodes_given = false;  // on the command line (disaggregation reads it only then)
+  int workloads = 5000;              // thesis-scale
   int unprofiled = 0;      // thesis-scale: engines never profiled (ThesisScenario::unprofiled)
   double inflation = 1.3;  // openb-alloc
   // KEY=VALUE,...: which reading of its seed the world takes where the seed reads two ways

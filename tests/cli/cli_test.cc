@@ -315,6 +315,24 @@ TEST(CliTest, KnotsWritesItsJsonAndReport) {
   EXPECT_TRUE(std::ifstream(dir + "/report.json").good());
 }
 
+TEST(CliTest, DisaggregationRunsOneScenarioOfTheGivenNodes) {
+  // --cluster-nodes N: one scenario of N nodes with 002's 32 jobs a node (512 / 16).
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "disaggregation", "--seed", "1", "--policy",
+                     "first-fit", "--cluster-nodes", "2", "--json"}),
+            0);
+  const nlohmann::json j = nlohmann::json::parse(testing::internal::GetCapturedStdout());
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["scenario"], "nodes=2,jobs=64");
+  EXPECT_EQ(j["results"][0]["jobs_done"], 64.0);
+  // Past eight times 002's largest scenario it is a usage error naming the flag.
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunArgs({"simulate", "--experiment", "disaggregation", "--seed", "1", "--cluster-nodes",
+                     "1025"}),
+            2);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("--cluster-nodes 1025"), std::string::npos);
+}
+
 TEST(CliTest, DisaggregationWritesItsJsonAndReport) {
   const std::string dir = testing::TempDir() + "/disaggregation_cli";
   testing::internal::CaptureStdout();

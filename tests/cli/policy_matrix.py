@@ -43,7 +43,7 @@ def tiny(experiment, tmp):
                 os.path.join(tmp, "nodes.csv"), "--seed", "42"]
     if experiment == "thesis-scale":
         return ["--workloads", "60", "--cluster-nodes", "2", "--seeds", "1"]
-    if experiment == "packing":
+    if experiment in ("packing", "disaggregation"):
         return ["--cluster-nodes", "2", "--seeds", "1"]
     if experiment == "calibrate":
         return ["--data", os.path.join(ROOT, "..", "shared", "data", "migprofiler")]
