@@ -2,8 +2,9 @@
 """Lists the functions in C++ sources longer than a limit (default 80 lines), longest first.
 
 A function here is a definition that starts at column 0 (the tree's style indents no namespace)
-and ends at the next `}` at column 0; initialised tables (`... = {`) are not functions. Methods
-defined inside a class body in a header are not seen; the tree keeps those short.
+and ends at the next `}` at column 0, or a method defined inside a class body (indented two
+spaces) that ends at the next `}` indented the same; initialised tables (`... = {`) and lambdas
+are not functions.
 
   tools/lint/long_functions.py src            # every function over 80 lines
   tools/lint/long_functions.py --limit 60 src/sim
@@ -13,29 +14,34 @@ import os
 import re
 import sys
 
-START = re.compile(r"^[A-Za-z_][^;]*\(")
+NOT_FUNCTIONS = ("namespace", "struct", "class", "enum", "using", "template", "#",
+                 "static_assert", "return", "if", "for", "while", "switch", "case", "else")
 
 
 def functions(path):
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if START.match(line) and not line.startswith(("namespace", "struct", "class", "enum",
-                                                      "using", "template", "#", "static_assert")):
-            # The signature runs until the line that opens the body (or a `;`: a declaration).
-            j = i
-            while j < len(lines) and not lines[j].rstrip().endswith("{") and ";" not in lines[j]:
-                j += 1
-            if j < len(lines) and lines[j].rstrip().endswith("{") and "=" not in lines[j].split("(")[0]:
-                k = j + 1
-                while k < len(lines) and not lines[k].startswith("}"):
-                    k += 1
-                name = re.sub(r"\s+", " ", line.split("(")[0]).strip().split(" ")[-1]
-                yield name, i + 1, k - i + 1
-                i = k
-        i += 1
+    for indent in ("", "  "):
+        start = re.compile("^" + indent + r"[A-Za-z_~][^;]*\(")
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            body = line[len(indent):]
+            lambda_ = re.search(r"\[[^\]]*\]\s*\(", line)
+            if start.match(line) and not body.startswith(NOT_FUNCTIONS) and not lambda_:
+                # The signature runs until the line that opens the body (or a `;`: a declaration).
+                j = i
+                while j < len(lines) and not lines[j].rstrip().endswith("{") and ";" not in lines[j]:
+                    j += 1
+                opener = lines[j].split("(")[0] if j < len(lines) else ""
+                if j < len(lines) and lines[j].rstrip().endswith("{") and "=" not in opener:
+                    k = j + 1
+                    while k < len(lines) and not lines[k].startswith(indent + "}"):
+                        k += 1
+                    name = re.sub(r"\s+", " ", line.split("(")[0]).strip().split(" ")[-1]
+                    yield name, i + 1, k - i + 1
+                    i = k
+            i += 1
 
 
 def main():
