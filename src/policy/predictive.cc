@@ -138,76 +138,10 @@ struct Predictive::Impl {
     int64_t memory_mib = 0;
   };
   std::optional<Best> ScorePartition(const Workload& x, NodeIndex node, model::PartitionIndex p,
-                                     const ClusterState& c, std::vector<PartitionOption>* explain) {
-    const model::Partition& part = c.partition(p);
-    // Most partitions of a busy cluster have no room: say so before any prediction is read.
-    if (std::none_of(options.mps_percents.begin(), options.mps_percents.end(),
-                     [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); })) {
-      return std::nullopt;
-    }
-    const model::Gpu& gpu = c.gpu(part.gpu);
-    const AppId xa = AppOf(x.app);
-    const std::vector<Member>& members = view.Members(p, c);
-    // Everything but x's own isolated rate is the same for every share x could get.
-    SetSum others;
-    double x_lost = 0;
-    for (const Member& y : members) {
-      x_lost += Lost(xa, y.app);
-      if (y.slo > 0 && !std::isnan(y.isolated)) {
-        others.Add(Target(y.slo), std::max(0.0, y.isolated * (1 - y.lost_base - Lost(y.app, xa))));
-      }
-    }
-    const double util = view.CachedUtil(p, c);
-    std::optional<Best> best;
-    for (int pct : options.mps_percents) {
-      if (!ShareFits(part, pct, x.gpu.memory_mib)) continue;
-      const int32_t milli = pct * 10;
-      const int64_t memory = part.memory_mib * pct / 100;
-      const double iso = Isolated(xa, gpu.model, part.profile, pct);
-      if (std::isnan(iso)) continue;
-      SetSum sum = others;
-      const double expected = std::max(0.0, iso * (1 - x_lost));
-      sum.Add(Target(x.slo_qps), expected);
-      const SetScore s = sum.Finish(util);
-      if (!best || s.score > best->score) best = Best{s.score, pct, memory};
-      if (explain) {
-        PartitionOption o;
-        o.node = node;
-        o.gpu = part.gpu;
-        o.partition = part.uuid;
-        o.mps_percent = pct;
-        o.util = util;
-        o.set = s;
-        o.members.push_back(Breakdown(x.id, x.app, Target(x.slo_qps), iso, x_lost));
-        for (const Member& y : members) {
-          const model::PlacedWorkload* pw = c.Find(y.id);
-          o.members.push_back(Breakdown(y.id, pw->workload.app, Target(y.slo), y.isolated,
-                                        y.lost_base + Lost(y.app, xa)));
-        }
-        o.placement = {x.id, node, {{p, milli, memory}}};
-        explain->push_back(std::move(o));
-      }
-    }
-    return best;
-  }
+                                     const ClusterState& c, std::vector<PartitionOption>* explain);
 
   static MemberScore Breakdown(WorkloadId id, const std::string& app, double slo, double iso,
-                               double lost) {
-    MemberScore m;
-    m.workload = id;
-    m.app = app;
-    m.slo = slo;
-    m.isolated = iso;
-    m.interference = lost;
-    m.expected = std::isnan(iso) ? iso : std::max(0.0, iso * (1 - lost));
-    if (slo > 0 && !std::isnan(iso)) {
-      m.err = Err(slo, m.expected);
-      m.score1 = Score1(m.err);
-      m.score2 = Score2(m.err);
-      m.negative = m.expected < slo;
-    }
-    return m;
-  }
+                               double lost);
 
   // x alone on an instance of `profile` (-1: MIG off) of an empty GPU of `gpu_model`.
   struct Alone {
@@ -215,103 +149,181 @@ struct Predictive::Impl {
     int profile = -1;
     int percent = 100;
   };
-  Alone BestAlone(const Workload& x, model::GpuModelId gpu_model, int profile) {
-    const AppId xa = AppOf(x.app);
-    const model::GpuModel& m = model::GetGpuModel(gpu_model);
-    const int64_t partition_memory =
-        profile < 0 ? m.memory_mib : m.mig_profiles[profile].memory_mib;
-    Alone best;
-    for (int pct : options.mps_percents) {
-      if (x.gpu.memory_mib > partition_memory * pct / 100) continue;
-      const double iso = Isolated(xa, gpu_model, profile, pct);
-      if (std::isnan(iso)) continue;
-      SetSum sum;
-      sum.Add(Target(x.slo_qps), iso);
-      const double s = sum.Finish(0).score;
-      if (s > best.score) best = {s, profile, pct};
-    }
-    return best;
-  }
+  Alone BestAlone(const Workload& x, model::GpuModelId gpu_model, int profile);
 
   // The node's best offer (and, for Explain, every option). The hot loop keeps the best as
   // plain numbers and builds one Candidate at the end.
   std::optional<Candidate> Offer(const Workload& x, NodeIndex node, const ClusterState& c,
-                                 std::vector<PartitionOption>* explain) {
-    const model::Node& n = c.node(node);
-    view.BeginNode();
-    struct Pick {
-      double score = -1;
-      model::PartitionIndex partition = 0;
-      int percent = 0;
-      int64_t memory_mib = 0;
-      std::optional<ReshapeTo> reshape;
-    } best;
-    for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
-      const model::Gpu& gpu = c.gpu(g);
-      if (!gpu.available || !x.gpu.AllowsModel(gpu.model)) continue;
-      double current_best = -1;
-      for (int slot = 0; slot < gpu.partition_count; ++slot) {
-        const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
-        if (std::optional<Best> b = ScorePartition(x, node, p, c, explain)) {
-          current_best = std::max(current_best, b->score);
-          if (b->score > best.score) best = {b->score, p, b->percent, b->memory_mib, std::nullopt};
-        }
-      }
-      const model::GpuModel& m = model::GetGpuModel(gpu.model);
-      if (!options.reshape || !m.mig_capable() || !gpu.idle() || !c.MayReshapeTo(g, true)) {
-        continue;
-      }
-      // Reshaping an empty GPU: the layout whose best partition beats what the GPU has now.
-      Alone alone;
-      if (gpu.mig && c.MayReshapeTo(g, false)) alone = BestAlone(x, gpu.model, -1);
-      const auto& choices = PredictionView::Layouts()[gpu.model];
-      for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
-        if (!choices[prof]) continue;
-        const Alone a = BestAlone(x, gpu.model, prof);
-        if (a.score > alone.score) alone = a;
-      }
-      if (alone.score < 0 || alone.score <= current_best) continue;
-      Pick pick;
-      pick.score = alone.score;
-      pick.percent = alone.percent;
-      if (alone.profile < 0) {
-        pick.reshape = ReshapeTo{g, std::nullopt};
-        pick.partition = ClusterState::PartitionOf(g, 0);
-        pick.memory_mib = m.memory_mib * alone.percent / 100;
-      } else {
-        const PredictionView::LayoutChoice& lc = *choices[alone.profile];
-        pick.reshape = ReshapeTo{g, lc.layout};
-        pick.partition = ClusterState::PartitionOf(g, lc.slot);
-        pick.memory_mib = m.mig_profiles[alone.profile].memory_mib * alone.percent / 100;
-      }
-      if (explain) {
-        PartitionOption o;
-        o.node = node;
-        o.gpu = g;
-        o.partition = fmt::format("{} (reshape: {})",
-                                  alone.profile < 0 ? std::string(predict::kWholeGpu)
-                                                    : m.mig_profiles[alone.profile].name,
-                                  alone.profile < 0
-                                      ? std::string("MIG off")
-                                      : model::LayoutToString(m, choices[alone.profile]->layout));
-        o.mps_percent = alone.percent;
-        o.members.push_back(
-            Breakdown(x.id, x.app, Target(x.slo_qps),
-                      Isolated(AppOf(x.app), gpu.model, alone.profile, alone.percent), 0));
-        o.set = ScoreSet(o.members, 0);
-        o.reshape = pick.reshape;
-        o.placement = {x.id, node, {{pick.partition, pick.percent * 10, pick.memory_mib}}};
-        explain->push_back(std::move(o));
-      }
-      if (pick.score > best.score) best = std::move(pick);
-    }
-    if (best.score < 0) return std::nullopt;
-    return Candidate{best.score,
-                     {x.id, node, {{best.partition, best.percent * 10, best.memory_mib}}},
-                     std::move(best.reshape),
-                     {}};
-  }
+                                 std::vector<PartitionOption>* explain);
 };
+
+std::optional<Predictive::Impl::Best> Predictive::Impl::ScorePartition(
+    const Workload& x, NodeIndex node, model::PartitionIndex p, const ClusterState& c,
+    std::vector<PartitionOption>* explain) {
+  const model::Partition& part = c.partition(p);
+  // Most partitions of a busy cluster have no room: say so before any prediction is read.
+  if (std::none_of(options.mps_percents.begin(), options.mps_percents.end(),
+                   [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); })) {
+    return std::nullopt;
+  }
+  const model::Gpu& gpu = c.gpu(part.gpu);
+  const AppId xa = AppOf(x.app);
+  const std::vector<Member>& members = view.Members(p, c);
+  // Everything but x's own isolated rate is the same for every share x could get.
+  SetSum others;
+  double x_lost = 0;
+  for (const Member& y : members) {
+    x_lost += Lost(xa, y.app);
+    if (y.slo > 0 && !std::isnan(y.isolated)) {
+      others.Add(Target(y.slo), std::max(0.0, y.isolated * (1 - y.lost_base - Lost(y.app, xa))));
+    }
+  }
+  const double util = view.CachedUtil(p, c);
+  std::optional<Best> best;
+  for (int pct : options.mps_percents) {
+    if (!ShareFits(part, pct, x.gpu.memory_mib)) continue;
+    const int32_t milli = pct * 10;
+    const int64_t memory = part.memory_mib * pct / 100;
+    const double iso = Isolated(xa, gpu.model, part.profile, pct);
+    if (std::isnan(iso)) continue;
+    SetSum sum = others;
+    const double expected = std::max(0.0, iso * (1 - x_lost));
+    sum.Add(Target(x.slo_qps), expected);
+    const SetScore s = sum.Finish(util);
+    if (!best || s.score > best->score) best = Best{s.score, pct, memory};
+    if (explain) {
+      PartitionOption o;
+      o.node = node;
+      o.gpu = part.gpu;
+      o.partition = part.uuid;
+      o.mps_percent = pct;
+      o.util = util;
+      o.set = s;
+      o.members.push_back(Breakdown(x.id, x.app, Target(x.slo_qps), iso, x_lost));
+      for (const Member& y : members) {
+        const model::PlacedWorkload* pw = c.Find(y.id);
+        o.members.push_back(Breakdown(y.id, pw->workload.app, Target(y.slo), y.isolated,
+                                      y.lost_base + Lost(y.app, xa)));
+      }
+      o.placement = {x.id, node, {{p, milli, memory}}};
+      explain->push_back(std::move(o));
+    }
+  }
+  return best;
+}
+
+MemberScore Predictive::Impl::Breakdown(WorkloadId id, const std::string& app, double slo,
+                                        double iso, double lost) {
+  MemberScore m;
+  m.workload = id;
+  m.app = app;
+  m.slo = slo;
+  m.isolated = iso;
+  m.interference = lost;
+  m.expected = std::isnan(iso) ? iso : std::max(0.0, iso * (1 - lost));
+  if (slo > 0 && !std::isnan(iso)) {
+    m.err = Err(slo, m.expected);
+    m.score1 = Score1(m.err);
+    m.score2 = Score2(m.err);
+    m.negative = m.expected < slo;
+  }
+  return m;
+}
+
+Predictive::Impl::Alone Predictive::Impl::BestAlone(const Workload& x, model::GpuModelId gpu_model,
+                                                    int profile) {
+  const AppId xa = AppOf(x.app);
+  const model::GpuModel& m = model::GetGpuModel(gpu_model);
+  const int64_t partition_memory = profile < 0 ? m.memory_mib : m.mig_profiles[profile].memory_mib;
+  Alone best;
+  for (int pct : options.mps_percents) {
+    if (x.gpu.memory_mib > partition_memory * pct / 100) continue;
+    const double iso = Isolated(xa, gpu_model, profile, pct);
+    if (std::isnan(iso)) continue;
+    SetSum sum;
+    sum.Add(Target(x.slo_qps), iso);
+    const double s = sum.Finish(0).score;
+    if (s > best.score) best = {s, profile, pct};
+  }
+  return best;
+}
+
+std::optional<Candidate> Predictive::Impl::Offer(const Workload& x, NodeIndex node,
+                                                 const ClusterState& c,
+                                                 std::vector<PartitionOption>* explain) {
+  const model::Node& n = c.node(node);
+  view.BeginNode();
+  struct Pick {
+    double score = -1;
+    model::PartitionIndex partition = 0;
+    int percent = 0;
+    int64_t memory_mib = 0;
+    std::optional<ReshapeTo> reshape;
+  } best;
+  for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
+    const model::Gpu& gpu = c.gpu(g);
+    if (!gpu.available || !x.gpu.AllowsModel(gpu.model)) continue;
+    double current_best = -1;
+    for (int slot = 0; slot < gpu.partition_count; ++slot) {
+      const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
+      if (std::optional<Best> b = ScorePartition(x, node, p, c, explain)) {
+        current_best = std::max(current_best, b->score);
+        if (b->score > best.score) best = {b->score, p, b->percent, b->memory_mib, std::nullopt};
+      }
+    }
+    const model::GpuModel& m = model::GetGpuModel(gpu.model);
+    if (!options.reshape || !m.mig_capable() || !gpu.idle() || !c.MayReshapeTo(g, true)) {
+      continue;
+    }
+    // Reshaping an empty GPU: the layout whose best partition beats what the GPU has now.
+    Alone alone;
+    if (gpu.mig && c.MayReshapeTo(g, false)) alone = BestAlone(x, gpu.model, -1);
+    const auto& choices = PredictionView::Layouts()[gpu.model];
+    for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
+      if (!choices[prof]) continue;
+      const Alone a = BestAlone(x, gpu.model, prof);
+      if (a.score > alone.score) alone = a;
+    }
+    if (alone.score < 0 || alone.score <= current_best) continue;
+    Pick pick;
+    pick.score = alone.score;
+    pick.percent = alone.percent;
+    if (alone.profile < 0) {
+      pick.reshape = ReshapeTo{g, std::nullopt};
+      pick.partition = ClusterState::PartitionOf(g, 0);
+      pick.memory_mib = m.memory_mib * alone.percent / 100;
+    } else {
+      const PredictionView::LayoutChoice& lc = *choices[alone.profile];
+      pick.reshape = ReshapeTo{g, lc.layout};
+      pick.partition = ClusterState::PartitionOf(g, lc.slot);
+      pick.memory_mib = m.mig_profiles[alone.profile].memory_mib * alone.percent / 100;
+    }
+    if (explain) {
+      PartitionOption o;
+      o.node = node;
+      o.gpu = g;
+      o.partition = fmt::format(
+          "{} (reshape: {})",
+          alone.profile < 0 ? std::string(predict::kWholeGpu) : m.mig_profiles[alone.profile].name,
+          alone.profile < 0 ? std::string("MIG off")
+                            : model::LayoutToString(m, choices[alone.profile]->layout));
+      o.mps_percent = alone.percent;
+      o.members.push_back(Breakdown(x.id, x.app, Target(x.slo_qps),
+                                    Isolated(AppOf(x.app), gpu.model, alone.profile, alone.percent),
+                                    0));
+      o.set = ScoreSet(o.members, 0);
+      o.reshape = pick.reshape;
+      o.placement = {x.id, node, {{pick.partition, pick.percent * 10, pick.memory_mib}}};
+      explain->push_back(std::move(o));
+    }
+    if (pick.score > best.score) best = std::move(pick);
+  }
+  if (best.score < 0) return std::nullopt;
+  return Candidate{best.score,
+                   {x.id, node, {{best.partition, best.percent * 10, best.memory_mib}}},
+                   std::move(best.reshape),
+                   {}};
+}
 
 Predictive::Predictive(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,
                        PredictiveOptions options)

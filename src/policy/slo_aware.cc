@@ -315,6 +315,42 @@ struct SloAware::Impl {
     }
   };
 
+  // What x's arrival does to a partition's members, the same for every share x could get
+  // (first order): their set score after, x's loss beside them, and whether x would push one
+  // that meets its target below it. With `stop_at_push` the walk ends at the first push.
+  struct Neighbours {
+    Set others;
+    double x_lost = 0;
+    bool pushes = false;
+    std::string why_not;          // explain only
+    std::vector<SloMember> rows;  // explain only
+  };
+  Neighbours Assess(AppId xa, const std::vector<Member>& members,
+                    const std::vector<MemberTerms>& terms, bool stop_at_push, bool explain) {
+    Neighbours nb;
+    const int n = static_cast<int>(members.size());
+    for (size_t i = 0; i < members.size(); ++i) {
+      const Member& y = members[i];
+      nb.x_lost += view.Lost(xa, y.app);
+      if (y.slo <= 0 || std::isnan(y.isolated)) continue;
+      const double target = terms[i].target;
+      const double lost = y.lost_base + view.Lost(y.app, xa);
+      const double after = y.isolated * std::max(0.0, 1 - lost - terms[i].margin_after);
+      nb.others.Add(target, after);
+      if (options.protect_neighbours && !nb.pushes && after < target &&
+          terms[i].lower_before >= target) {
+        nb.pushes = true;
+        if (stop_at_push) return nb;
+        if (explain) {
+          nb.why_not = fmt::format("pushes workload {} below its target ({:.2f} < {:.2f})", y.id,
+                                   after, target);
+        }
+      }
+      if (explain) nb.rows.push_back({y.id, target, y.isolated, y.sigma, lost, n, after});
+    }
+    return nb;
+  }
+
   // x on an existing partition at each share that fits.
   void ScorePartition(const Workload& x, NodeIndex node, model::PartitionIndex p,
                       const ClusterState& c, Pick& best, std::vector<SloOption>* explain) {
@@ -329,32 +365,10 @@ struct SloAware::Impl {
     const std::vector<Member>& members = view.Members(p, c);
     const std::vector<MemberTerms>& terms = Terms(p, c, members);
     const int n = static_cast<int>(members.size());
-    // Everything but x's own rate is the same for every share x could get (first order).
-    Set others;
-    double x_lost = 0;
     const bool only_admissible = options.admission && explain == nullptr;
-    std::string why_not;  // formatted for explain only; `pushes` decides
-    bool pushes = false;
-    std::vector<SloMember> rows;
-    for (size_t i = 0; i < members.size(); ++i) {
-      const Member& y = members[i];
-      x_lost += view.Lost(xa, y.app);
-      if (y.slo <= 0 || std::isnan(y.isolated)) continue;
-      const double target = terms[i].target;
-      const double lost = y.lost_base + view.Lost(y.app, xa);
-      const double after = y.isolated * std::max(0.0, 1 - lost - terms[i].margin_after);
-      others.Add(target, after);
-      if (options.protect_neighbours && !pushes && after < target &&
-          terms[i].lower_before >= target) {
-        pushes = true;
-        if (only_admissible) return;  // no share of this partition is admissible
-        if (explain) {
-          why_not = fmt::format("pushes workload {} below its target ({:.2f} < {:.2f})", y.id,
-                                after, target);
-        }
-      }
-      if (explain) rows.push_back({y.id, target, y.isolated, y.sigma, lost, n, after});
-    }
+    const Neighbours nb = Assess(xa, members, terms, only_admissible, explain != nullptr);
+    if (nb.pushes && only_admissible) return;  // no share of this partition is admissible
+    const double x_lost = nb.x_lost;
     // An empty partition is idle whatever the telemetry last saw (it lags the pod that just
     // left); a busy one keeps 5 % of the score so that its options still rank by their members.
     const double util = part.empty() ? 0.0 : std::min(view.CachedUtil(p, c), 0.95);
@@ -373,10 +387,10 @@ struct SloAware::Impl {
       const auto [iso, sigma] = view.At(xa, gpu.model, part.profile, pct);
       if (std::isnan(iso)) continue;
       const double lower = Lower(iso, sigma, x_lost, n);
-      Set set = others;
+      Set set = nb.others;
       set.Add(x_target, lower);
-      Pick pick{lower >= x_target && !pushes, set.Finish(util), p, pct,
-                part.memory_mib * pct / 100,  std::nullopt};
+      Pick pick{lower >= x_target && !nb.pushes, set.Finish(util), p, pct,
+                part.memory_mib * pct / 100,     std::nullopt};
       if (!admitted && pick.Beats(best)) best = pick;
       if (pick.admissible && !admitted) {
         admitted = true;
@@ -391,12 +405,12 @@ struct SloAware::Impl {
         o.util = util;
         o.score = pick.score;
         o.admissible = pick.admissible;
-        o.why_not = pushes ? why_not
+        o.why_not = nb.pushes ? nb.why_not
                     : pick.admissible
                         ? ""
                         : fmt::format("x below its target ({:.2f} < {:.2f})", lower, x_target);
         o.members.push_back({x.id, x_target, iso, sigma, x_lost, n, lower});
-        o.members.insert(o.members.end(), rows.begin(), rows.end());
+        o.members.insert(o.members.end(), nb.rows.begin(), nb.rows.end());
         o.placement = {x.id, node, {{p, pct * 10, pick.memory_mib}}};
         explain->push_back(std::move(o));
       }
