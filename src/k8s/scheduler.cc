@@ -224,14 +224,20 @@ void Scheduler::Loop() {
       need_observations_ = leading;  // what the last leader learned, before scheduling
     }
     // Changes are applied even when standing by, so a take-over starts from a warm cache.
+    // Whether both informers have listed is read before the batch is taken: an informer
+    // delivers its list's objects before it says synced, so every object of that list is in
+    // this batch. Read after, a list delivered half before the swap and half after would make
+    // the scheduler lead on half the nodes.
     std::deque<Change> batch;
+    bool synced = false;
     {
       std::lock_guard lock(mu_);
+      synced = pods_informer_->synced() && nodes_informer_->synced();
       batch.swap(changes_);
       stats_.leading = leading_;
     }
     for (const Change& c : batch) Apply(c);
-    if (leading_ && pods_informer_->synced() && nodes_informer_->synced()) Lead();
+    if (leading_ && synced) Lead();
 
     std::unique_lock lock(mu_);
     const double wait = leading_ ? std::max(0.001, std::min(next_retry_, next_poll_) - clock_.Now())
@@ -462,13 +468,14 @@ bool Scheduler::Rebuild() {
   if (!RelistPods()) return false;
   std::unique_ptr<model::ClusterState> cluster = ClusterFromInventories();
   if (!cluster) return false;
-  known_.clear();
+  // What was known before keeps a bound pod's age (its QPS is read only once old enough).
+  const std::unordered_map<model::WorkloadId, Known> before = std::exchange(known_, {});
   std::set<std::string> bound_uids;
   int restored = 0;
   for (const auto& [uid, pod] : pods_) {
     if (pod.node_name.empty() || pod.Terminal()) continue;
     bound_uids.insert(uid);
-    restored += RestoreBoundPod(*cluster, pod);
+    restored += RestoreBoundPod(*cluster, pod, before);
   }
   DropUnbackedPlacements(bound_uids);
   StartCore(std::move(cluster));
@@ -541,7 +548,8 @@ std::unique_ptr<model::ClusterState> Scheduler::ClusterFromInventories() {
   return cluster;
 }
 
-bool Scheduler::RestoreBoundPod(model::ClusterState& cluster, const Pod& pod) {
+bool Scheduler::RestoreBoundPod(model::ClusterState& cluster, const Pod& pod,
+                                const std::unordered_map<model::WorkloadId, Known>& before) {
   const model::WorkloadId id = ids_.IdOf(pod.uid);
   model::Workload w;
   if (auto parsed = WorkloadFromPod(pod, id)) {
@@ -587,11 +595,14 @@ bool Scheduler::RestoreBoundPod(model::ClusterState& cluster, const Pod& pod) {
     return false;
   }
   if (ours) {
-    // Bound before this rebuild: its age runs from when this scheduler first knew it bound.
-    const auto prev = known_.find(id);
-    const double at =
-        prev != known_.end() && prev->second.placed ? prev->second.placed_at : clock_.Now();
-    known_[id] = Known{{pod.namespace_, pod.name, pod.uid}, true, at};
+    // Bound before this rebuild: its age runs from when this scheduler first knew it bound
+    // (or saw it Ready again), not from the rebuild.
+    const auto prev = before.find(id);
+    Known k = prev != before.end() && prev->second.placed ? prev->second : Known{};
+    if (!k.placed) k.placed_at = clock_.Now();
+    k.ref = {pod.namespace_, pod.name, pod.uid};
+    k.placed = true;
+    known_[id] = k;
   }
   return ours;
 }

@@ -211,7 +211,8 @@ class Scheduler {
   bool Rebuild();
   bool RelistPods();
   std::unique_ptr<model::ClusterState> ClusterFromInventories();  // null: store unreachable
-  bool RestoreBoundPod(model::ClusterState& cluster, const Pod& pod);
+  bool RestoreBoundPod(model::ClusterState& cluster, const Pod& pod,
+                       const std::unordered_map<model::WorkloadId, Known>& before);
   void DropUnbackedPlacements(const std::set<std::string>& bound_uids);
   void StartCore(std::unique_ptr<model::ClusterState> cluster);
   bool InventoriesChanged();
