@@ -35,10 +35,14 @@ Expected<model::Placement> PlacementFromRecord(const store::PlacementRecord& rec
     }
     p.slices.push_back({*part, s.milli, s.memory_mib, s.best_effort, !s.remote_node.empty()});
   }
-  w.gpu.count = static_cast<int>(p.slices.size());
-  if (!p.slices.empty()) {
-    w.gpu.milli = p.slices[0].milli;
-    w.gpu.memory_mib = p.slices[0].memory_mib;
+  // A pod whose request matches the record keeps it: a whole-GPU pod holding a 40 GB A100
+  // still asks for one GPU, not for 40 GB, and may move to a 32 GB V100.
+  if (w.gpu.count != static_cast<int>(p.slices.size())) {
+    w.gpu.count = static_cast<int>(p.slices.size());
+    if (!p.slices.empty()) {
+      w.gpu.milli = p.slices[0].milli;
+      w.gpu.memory_mib = p.slices[0].memory_mib;
+    }
   }
   return p;
 }

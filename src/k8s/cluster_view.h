@@ -29,10 +29,12 @@ class WorkloadIds {
   model::WorkloadId next_ = 1;
 };
 
-// The placement `record` describes on `cluster`, for workload `w`; `w`'s GPU request becomes
-// the recorded one (one GPU per slice, each the first slice's share and memory) so that
-// ClusterState::Place accepts it. Fails, naming it, when the cluster lacks the record's node or
-// one of its partitions (the caller names the pod).
+// The placement `record` describes on `cluster`, for workload `w`. A `w` asking for as many GPUs
+// as the record has slices keeps its request (what it asked for, not what it was given: a
+// policy that moves it judges the request); any other `w` (one with no request: the
+// extender's) gets the recorded one, one GPU per slice, each the first slice's share and
+// memory, so that ClusterState::Place accepts it. Fails, naming it, when the cluster lacks the
+// record's node or one of its partitions (the caller names the pod).
 [[nodiscard]] Expected<model::Placement> PlacementFromRecord(const store::PlacementRecord& record,
                                                              const model::ClusterState& cluster,
                                                              model::Workload& w);

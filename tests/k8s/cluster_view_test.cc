@@ -57,6 +57,25 @@ TEST_F(ClusterViewPlacementTest, RecordAndPlacementTranslateBothWays) {
   EXPECT_EQ(cluster_.gpu(1).free_milli, 750);
 }
 
+// A pod that asked for one whole GPU and holds all of the A100's 40 GB keeps its own request
+// through a rebuild: it asked for no memory, so a policy may still move it to a smaller GPU.
+TEST_F(ClusterViewPlacementTest, APodsOwnRequestSurvivesItsRecord) {
+  const store::PlacementRecord rec{
+      "uid-3", "gpu-0", "web", "inference", {{"GPU-gpu-0-0", 1000, 40960}}};
+  model::Workload w;
+  w.id = 3;
+  w.gpu = {.count = 1, .milli = 1000, .memory_mib = 0};
+  auto back = PlacementFromRecord(rec, cluster_, w);
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  ASSERT_EQ(back->slices.size(), 1u);
+  EXPECT_EQ(back->slices[0].memory_mib, 40960);  // what it holds
+  EXPECT_EQ(w.gpu.count, 1);
+  EXPECT_EQ(w.gpu.milli, 1000);
+  EXPECT_EQ(w.gpu.memory_mib, 0);  // what it asked for
+  ASSERT_TRUE(cluster_.Place(w, *back).has_value());
+  EXPECT_EQ(cluster_.gpu(0).free_milli, 0);
+}
+
 // Seed 002's remote slices: CPU and memory on gpu-1, the GPU on gpu-0; the record names the
 // GPU's node, and a record whose slice is not where it says is refused.
 TEST_F(ClusterViewPlacementTest, ARemoteSliceNamesItsGpusNode) {
