@@ -100,6 +100,7 @@ double KnotsCbp::UnseenMib(GpuIndex g, double newest_t, const ClusterState& c) c
 }
 
 void KnotsCbp::Overrule(const Workload&, GpuIndex, const ClusterState&, Verdict&) {}
+void KnotsCbp::Confirm(const Workload&, GpuIndex, const ClusterState&, Verdict&) {}
 
 KnotsCbp::Verdict KnotsCbp::Judge(const Workload& w, GpuIndex g, const ClusterState& c,
                                   bool explain) {
@@ -166,6 +167,7 @@ KnotsCbp::Verdict KnotsCbp::Judge(const Workload& w, GpuIndex g, const ClusterSt
   if (!correlated && fits) {
     v.by = Check::kCbp;
     v.Note(": in by CBP");
+    Confirm(w, g, c, v);
     return v;
   }
   v.Note("{}", correlated ? ": CBP refuses (correlated)" : ": CBP refuses (size does not fit)");

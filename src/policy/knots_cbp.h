@@ -21,7 +21,8 @@
 //  - Admission: not correlated and the size fits the free memory.
 //
 // Pods reserve no memory in the cluster state; compute is capped at the request's share. What
-// CBP refuses, knots-pp may still admit (the Overrule hook). Offers follow telemetry
+// CBP refuses, knots-pp may still admit (the Overrule hook); what CBP admits, knots-pp may steer
+// away (the Confirm hook). Offers follow telemetry
 // (OfferInputs::live_state). Not thread-safe; the telemetry must outlive it.
 
 #include <fmt/format.h>
@@ -95,6 +96,9 @@ class KnotsCbp : public Policy {
   // Called when CBP refuses w on g: may admit it anyway (knots-pp), appending its reasoning to
   // `v.detail` and setting `v.by`. Default: no.
   virtual void Overrule(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v);
+  // Called when CBP admits w on g: may refuse it (knots-pp steering a pod away from a GPU whose
+  // peak is impending), appending its reasoning and resetting `v.by`. Default: no.
+  virtual void Confirm(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v);
   // Σ sizes of g's pods that data ending at `newest_t` cannot show yet.
   double UnseenMib(GpuIndex g, double newest_t, const ClusterState& c) const;
   const KnotsCbpOptions& cbp_options() const { return options_; }

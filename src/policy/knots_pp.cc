@@ -18,6 +18,9 @@ std::vector<OptionInfo> KnotsPpOptionList() {
   std::vector<OptionInfo> list = KnotsCbpOptionList();
   list.push_back({"lag", "1", "lag k of the autocorrelation r_k that must be positive"});
   list.push_back({"horizon_s", "1", "how far ahead AR(1) forecasts the GPU's memory (004: 1 s)"});
+  list.push_back({"steer", "true",
+                  "also steer a pod CBP admits away from a GPU whose forecast memory peak "
+                  "leaves no room for its request (false: Algorithm 1's else-branch only)"});
   return list;
 }
 
@@ -27,7 +30,8 @@ Expected<KnotsPpOptions> ParseKnotsPpOptions(const nlohmann::json& options) {
   if (!cbp) return std::unexpected(cbp.error());
   o.cbp = *cbp;
   for (const Expected<void>& read : {ReadOption(kKnotsPp, options, "lag", o.lag),
-                                     ReadOption(kKnotsPp, options, "horizon_s", o.horizon_s)}) {
+                                     ReadOption(kKnotsPp, options, "horizon_s", o.horizon_s),
+                                     ReadOption(kKnotsPp, options, "steer", o.steer)}) {
     if (!read) return std::unexpected(read.error());
   }
   if (!(o.lag >= 1 && o.lag < o.cbp.min_samples)) {
@@ -48,14 +52,19 @@ Expected<std::unique_ptr<Policy>> MakeKnotsPp(const PolicyContext& context,
 }
 
 KnotsPp::KnotsPp(const telemetry::Telemetry* telemetry, KnotsPpOptions options)
-    : KnotsCbp(telemetry, options.cbp), lag_(options.lag), horizon_s_(options.horizon_s) {}
+    : KnotsCbp(telemetry, options.cbp),
+      lag_(options.lag),
+      horizon_s_(options.horizon_s),
+      steer_(options.steer) {}
 
-void KnotsPp::Overrule(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v) {
+// The GPU's free memory `horizon_s` ahead by 004's AR(1), when its memory series has a trend
+// (r_k > 0); nullopt, with the reason noted, when PP makes no forecast there.
+std::optional<double> KnotsPp::ForecastFree(GpuIndex g, const ClusterState& c, Verdict& v) {
   const KnotsCbpOptions& o = cbp_options();
   const telemetry::Series s = GpuMemorySeries(telemetry(), c.gpu(g), o.window_s);
   if (static_cast<int>(s.size()) < o.min_samples) {
     v.Note("; PP: {} memory samples < {}: no forecast", s.size(), o.min_samples);
-    return;
+    return std::nullopt;
   }
   const std::vector<double> values = Values(s);
   const std::optional<double> r = AutocorrelationOf(values, lag_);
@@ -65,7 +74,7 @@ void KnotsPp::Overrule(const Workload& w, GpuIndex g, const ClusterState& c, Ver
     } else {
       v.Note("; PP: a flat window has no r_k: no forecast");
     }
-    return;
+    return std::nullopt;
   }
   // Steps of the series' own sampling interval in the horizon (one at DCGM's 1 s).
   const double interval = (s.back().t - s.front().t) / static_cast<double>(s.size() - 1);
@@ -74,19 +83,38 @@ void KnotsPp::Overrule(const Workload& w, GpuIndex g, const ClusterState& c, Ver
   const std::optional<Ar1Forecast> f = ForecastAhead(values, steps);
   if (!f) {
     v.Note("; PP: r_{} {:.3f} > 0 but no AR(1) fit", lag_, *r);
-    return;
+    return std::nullopt;
   }
   const double unseen = UnseenMib(g, s.back().t, c);
-  const double capacity = static_cast<double>(CapacityMib(g, c));
-  const double free = capacity - f->value - unseen;
-  const double request = static_cast<double>(w.gpu.memory_mib);
-  const bool in = request <= free;
+  const double free = static_cast<double>(CapacityMib(g, c)) - f->value - unseen;
   v.Note(
       "; PP: r_{} {:.3f} > 0, AR(1) {:.1f} + {:.3f}·Y over {} step{} from {:.0f} → {:.0f} MiB "
-      "+ {:.0f} not yet seen → {:.0f} MiB free {} {:.0f} requested{}",
+      "+ {:.0f} not yet seen → {:.0f} MiB free",
       lag_, *r, f->fit.mu, f->fit.phi, steps, steps == 1 ? "" : "s", values.back(), f->value,
-      unseen, free, in ? "≥" : "<", request, in ? ": in by PP" : "");
+      unseen, free);
+  return free;
+}
+
+void KnotsPp::Overrule(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v) {
+  const std::optional<double> free = ForecastFree(g, c, v);
+  if (!free) return;
+  const double request = static_cast<double>(w.gpu.memory_mib);
+  const bool in = request <= *free;
+  v.Note(" {} {:.0f} requested{}", in ? "≥" : "<", request, in ? ": in by PP" : "");
   if (in) v.by = Check::kPeakPrediction;
+}
+
+void KnotsPp::Confirm(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v) {
+  if (!steer_) return;
+  const std::optional<double> free = ForecastFree(g, c, v);
+  if (!free) return;
+  const double request = static_cast<double>(w.gpu.memory_mib);
+  if (request <= *free) {
+    v.Note(" ≥ {:.0f} requested: no peak impending", request);
+    return;
+  }
+  v.Note(" < {:.0f} requested: a peak is impending, PP steers it away", request);
+  v.by = Check::kNone;
 }
 
 }  // namespace tessera::policy

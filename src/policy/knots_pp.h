@@ -12,10 +12,18 @@
 // If r_k is zero or negative — 004: "the input time-series data is limited or the trend is not
 // strong enough" — or the window is flat or too short, PP makes no forecast and does not
 // overrule CBP there: the pod tries the next GPU in free-memory order, and waits if none takes
-// it. GPUs keep CBP's free-memory order whichever check admits. Not thread-safe.
+// it. GPUs keep CBP's free-memory order whichever check admits.
+//
+// Steering (`steer`, default on): 004 also says PP "identifies the set of pods that attains peak
+// consumption of a resource at the same time and schedules them to different GPU nodes", and
+// that the forecast lets the scheduler "guarantee the QoS of the application which would be
+// scheduled to that particular GPU node". So on a GPU CBP admits, the same forecast runs too,
+// and a pod whose request does not fit the memory forecast free goes to the next GPU. With
+// `steer` false PP acts only in Algorithm 1's else-branch, as before. Not thread-safe.
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "policy/knots_cbp.h"
@@ -26,6 +34,7 @@ struct KnotsPpOptions {
   KnotsCbpOptions cbp;
   int lag = 1;
   double horizon_s = 1;
+  bool steer = true;
 };
 
 std::vector<OptionInfo> KnotsPpOptionList();
@@ -40,10 +49,14 @@ class KnotsPp final : public KnotsCbp {
 
  protected:
   void Overrule(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v) override;
+  void Confirm(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v) override;
 
  private:
+  std::optional<double> ForecastFree(GpuIndex g, const ClusterState& c, Verdict& v);
+
   int lag_;
   double horizon_s_;
+  bool steer_;
 };
 
 }  // namespace tessera::policy

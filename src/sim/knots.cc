@@ -15,6 +15,7 @@ namespace tessera::sim {
 namespace {
 
 constexpr std::string_view kKnotsPolicies[] = {"whole-gpu", "knots-resag", "knots-cbp", "knots-pp"};
+constexpr std::string_view kKnotsMixes[] = {"inference-heavy", "mixed", "batch-heavy"};
 
 // The trace: its own stream, so every policy of a seed sees the same pods — batch jobs and
 // inference pods shuffled, Poisson submissions over the window.
@@ -79,6 +80,22 @@ KnotsRun Summarize(const EngineResult& r, int gpu_count) {
 }  // namespace
 
 std::span<const std::string_view> KnotsPolicies() { return kKnotsPolicies; }
+std::span<const std::string_view> KnotsMixes() { return kKnotsMixes; }
+
+Expected<KnotsScenario> KnotsScenarioOf(std::string_view mix) {
+  KnotsScenario s;
+  s.mix = std::string(mix);
+  if (mix == "inference-heavy") {
+    s.batch_jobs = 30;
+    s.inference_pods = 60;
+  } else if (mix == "batch-heavy") {
+    s.batch_jobs = 80;
+    s.inference_pods = 10;
+  } else if (mix != "mixed") {
+    return Fail("experiment knots: unknown mix '{}' (inference-heavy, mixed or batch-heavy)", mix);
+  }
+  return s;
+}
 
 Expected<KnotsRun> RunKnots(std::string_view policy_spec, const KnotsScenario& scenario,
                             uint64_t seed, const AppCatalog& full_catalog) {
@@ -111,6 +128,7 @@ Expected<KnotsRun> RunKnots(std::string_view policy_spec, const KnotsScenario& s
 
   if (auto ok = AddTrace(scenario, seed, *gpu, **world); !ok) return std::unexpected(ok.error());
   KnotsRun run = Summarize(engine.Run(), (*world)->cluster.gpu_count());
+  run.mix = scenario.mix;
   run.policy = std::string(policy_spec);
   run.seed = seed;
   return run;
@@ -118,7 +136,8 @@ Expected<KnotsRun> RunKnots(std::string_view policy_spec, const KnotsScenario& s
 
 const report::MetricTable<KnotsRun>& KnotsTable() {
   static const report::MetricTable<KnotsRun> table{
-      .labels = {{"policy", "policy", 14, [](const KnotsRun& r) { return r.policy; }}},
+      .labels = {{"mix", "mix", 16, [](const KnotsRun& r) { return r.mix; }},
+                 {"policy", "policy", 14, [](const KnotsRun& r) { return r.policy; }}},
       .metrics = {
           {"gpu_util_mean", &KnotsRun::gpu_util_mean, "SM %", 100, 1, 8, "",
            "GPU utilisation (SM activity)", "%"},
@@ -142,35 +161,40 @@ nlohmann::json KnotsJson(size_t seeds, std::span<const KnotsRun> means) {
 std::string KnotsHtml(size_t seeds, std::span<const KnotsRun> means) {
   return report::PageOpen("tessera knots", "tessera simulate --experiment knots") +
          fmt::format(
-             "<p>10 GPU nodes, batch jobs with usage bursts and latency-bound inference pods; "
-             "means over {} seed(s) (seed 004; docs/results.md). The numbers are in "
-             "<code>report.json</code>.</p>\n<div>\n",
+             "<p>10 GPU nodes, batch jobs with usage bursts and latency-bound inference pods, "
+             "in three mixes; means over {} seed(s) (seed 004; docs/results.md). The numbers "
+             "are in <code>report.json</code>.</p>\n<div>\n",
              seeds) +
-         KnotsTable().Bars(means, [](const KnotsRun& r) { return r.policy; }) + "</div>\n" +
-         KnotsTable().Html(means) + report::PageClose();
+         KnotsTable().Bars(means, [](const KnotsRun& r) { return r.mix + " " + r.policy; }) +
+         "</div>\n" + KnotsTable().Html(means) + report::PageClose();
 }
 
 Expected<ExperimentOutput> RunKnotsExperiment(const ExperimentArgs& args,
                                               const Experiment& experiment) {
   Expected<AppCatalog> catalog = CatalogOf(args);
   if (!catalog) return std::unexpected(catalog.error());
-  const KnotsScenario scenario;
-  auto means = MeansPerPolicy<KnotsRun>(
-      args, experiment,
-      [&](const std::string& policy, uint64_t seed) {
-        return RunKnots(policy, scenario, seed, *catalog);
-      },
-      [](std::span<const KnotsRun> runs) { return MeanOf(runs); });
-  if (!means) return std::unexpected(means.error());
-  ExperimentOutput out{.json = KnotsJson(args.seeds.size(), *means)};
-  out.table =
-      fmt::format(
-          "experiment knots: {} x {}, {} batch jobs and {} inference pods over {:.0f} s, {} "
-          "seed(s)\n\n",
-          scenario.nodes, scenario.gpu, scenario.batch_jobs, scenario.inference_pods,
-          scenario.submit_window_s, args.seeds.size()) +
-      KnotsTable().Text(*means);
-  return WithReport(std::move(out), args.out, KnotsHtml(args.seeds.size(), *means));
+  std::vector<KnotsRun> means;
+  std::string head;
+  for (std::string_view mix : KnotsMixes()) {
+    const Expected<KnotsScenario> scenario = KnotsScenarioOf(mix);
+    if (!scenario) return std::unexpected(scenario.error());
+    for (const std::string& policy : PoliciesOrDefault(args, experiment)) {
+      Expected<KnotsRun> mean = MeanOverSeeds<KnotsRun>(
+          args, fmt::format("knots: {} {}", mix, policy),
+          [&](uint64_t seed) { return RunKnots(policy, *scenario, seed, *catalog); },
+          [](std::span<const KnotsRun> runs) { return MeanOf(runs); });
+      if (!mean) return std::unexpected(mean.error());
+      means.push_back(std::move(*mean));
+    }
+    head += fmt::format("  {}: {} batch jobs and {} inference pods\n", mix, scenario->batch_jobs,
+                        scenario->inference_pods);
+  }
+  const KnotsScenario base;
+  ExperimentOutput out{.json = KnotsJson(args.seeds.size(), means)};
+  out.table = fmt::format("experiment knots: {} x {}, pods over {:.0f} s, {} seed(s)\n{}\n",
+                          base.nodes, base.gpu, base.submit_window_s, args.seeds.size(), head) +
+              KnotsTable().Text(means);
+  return WithReport(std::move(out), args.out, KnotsHtml(args.seeds.size(), means));
 }
 
 }  // namespace tessera::sim

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -306,11 +307,18 @@ TEST(CliTest, KnotsWritesItsJsonAndReport) {
             0);
   const nlohmann::json j = nlohmann::json::parse(testing::internal::GetCapturedStdout());
   EXPECT_EQ(j["experiment"], "knots");
-  ASSERT_EQ(j["results"].size(), 2u);
-  EXPECT_EQ(j["results"][0]["policy"], "whole-gpu");
-  EXPECT_EQ(j["results"][0]["oom_kills"], 0.0);
-  EXPECT_LT(j["results"][1]["jct_s_mean"].get<double>(),
-            j["results"][0]["jct_s_mean"].get<double>());
+  // Three mixes × two policies, mix by mix.
+  ASSERT_EQ(j["results"].size(), 6u);
+  const std::array<std::string, 3> mixes = {"inference-heavy", "mixed", "batch-heavy"};
+  for (size_t m = 0; m < mixes.size(); ++m) {
+    const nlohmann::json& uniform = j["results"][2 * m];
+    const nlohmann::json& pp = j["results"][2 * m + 1];
+    EXPECT_EQ(uniform["mix"], mixes[m]);
+    EXPECT_EQ(pp["mix"], uniform["mix"]);
+    EXPECT_EQ(uniform["policy"], "whole-gpu");
+    EXPECT_EQ(uniform["oom_kills"], 0.0);
+    EXPECT_LT(pp["jct_s_mean"].get<double>(), uniform["jct_s_mean"].get<double>()) << m;
+  }
   EXPECT_TRUE(std::ifstream(dir + "/report.html").good());
   EXPECT_TRUE(std::ifstream(dir + "/report.json").good());
 }

@@ -88,9 +88,41 @@ TEST(KnotsPpTest, TheHorizonIteratesTheFitOncePerSamplingInterval) {
   }
 }
 
+// Steering: GPU 0 rose 14,000 … 22,000 MiB and dipped to 18,000. Its memory does not move with
+// b's history (r = 0.078 < 0.5), so CBP admits b (size 5,220 ≤ 14,768 free). But r_1 =
+// 16/40 = 0.4 > 0, and AR(1) over the pairs (x̄ 18,000, z̄ 18,800, cov 3.2, var 8, ×10⁶) fits
+// φ = 0.4, μ = 18,800 − 0.4·18,000 = 11,600: 1 s ahead 18,800 MiB, 13,968 free. A request of
+// 14,500 does not fit that: PP sends the pod on; 13,900 does. With steer off, CBP's word stands.
+TEST(KnotsPpTest, SteersAPodCbpAdmitsAwayFromAnImpendingPeak) {
+  constexpr double kDipping[] = {14000, 16000, 18000, 20000, 22000, 18000};
+  KnotsScene s;
+  s.Build();
+  s.FeedGpu0(kDipping, {}, {});
+  KnotsPp p(&s.t);
+  const KnotsCbp::Verdict away = p.Judge(MemoryPod(1, 14500, "b"), 0, s.c);
+  EXPECT_EQ(away.by, KnotsCbp::Check::kNone) << away.detail;
+  EXPECT_THAT(away.detail, HasSubstr("free 32768 − 18000 used − 0 not yet seen = 14768 MiB"));
+  EXPECT_THAT(away.detail, HasSubstr("memory r 0.078 < 0.5")) << away.detail;
+  EXPECT_THAT(away.detail, HasSubstr(": in by CBP")) << away.detail;
+  EXPECT_THAT(away.detail,
+              HasSubstr("PP: r_1 0.400 > 0, AR(1) 11600.0 + 0.400·Y over 1 step from 18000 → "
+                        "18800 MiB + 0 not yet seen → 13968 MiB free < 14500 requested: a peak "
+                        "is impending, PP steers it away"))
+      << away.detail;
+  const KnotsCbp::Verdict stays = p.Judge(MemoryPod(1, 13900, "b"), 0, s.c);
+  EXPECT_EQ(stays.by, KnotsCbp::Check::kCbp) << stays.detail;
+  EXPECT_THAT(stays.detail, HasSubstr("≥ 13900 requested: no peak impending")) << stays.detail;
+  KnotsPp literal(&s.t, {.steer = false});
+  EXPECT_EQ(literal.Judge(MemoryPod(1, 14500, "b"), 0, s.c).by, KnotsCbp::Check::kCbp);
+  // CBP alone admits it as well.
+  KnotsCbp cbp(&s.t);
+  EXPECT_EQ(cbp.Judge(MemoryPod(1, 14500, "b"), 0, s.c).by, KnotsCbp::Check::kCbp);
+}
+
 TEST(KnotsPpOptionsTest, OptionsAreCheckedAndNamed) {
-  auto o = ParseKnotsPpOptions({{"lag", 2}, {"horizon_s", 3}, {"window_s", 10}});
+  auto o = ParseKnotsPpOptions({{"lag", 2}, {"horizon_s", 3}, {"window_s", 10}, {"steer", false}});
   ASSERT_TRUE(o.has_value()) << o.error().message;
+  EXPECT_FALSE(o->steer);
   EXPECT_EQ(o->lag, 2);
   EXPECT_EQ(o->horizon_s, 3);
   EXPECT_EQ(o->cbp.window_s, 10);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "sim/embedded_apps.h"
 
 namespace tessera::sim {
@@ -66,6 +68,26 @@ TEST_F(KnotsTest, ResAgCrashesAndTheUsageAwareSchemesBeatUniform) {
   const KnotsRun again = Run("knots-resag");
   EXPECT_EQ(again.jct_s_mean, resag.jct_s_mean);
   EXPECT_EQ(again.energy_j, resag.energy_j);
+}
+
+// The three mixes: the same 90 pods over 30 min, in different proportions.
+TEST_F(KnotsTest, TheThreeMixesSplitNinetyPods) {
+  const std::map<std::string, std::pair<int, int>> want = {
+      {"inference-heavy", {30, 60}}, {"mixed", {60, 30}}, {"batch-heavy", {80, 10}}};
+  ASSERT_EQ(KnotsMixes().size(), want.size());
+  for (std::string_view mix : KnotsMixes()) {
+    auto s = KnotsScenarioOf(mix);
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_EQ(s->mix, mix);
+    EXPECT_EQ(std::pair(s->batch_jobs, s->inference_pods), want.at(std::string(mix))) << mix;
+  }
+  auto bad = KnotsScenarioOf("hpc");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message,
+            "experiment knots: unknown mix 'hpc' (inference-heavy, mixed or batch-heavy)");
+  // A run carries its mix.
+  scenario_ = *KnotsScenarioOf("batch-heavy");
+  EXPECT_EQ(Run("whole-gpu").mix, "batch-heavy");
 }
 
 TEST_F(KnotsTest, BadInputIsOneError) {
