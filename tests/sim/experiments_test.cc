@@ -69,11 +69,15 @@ TEST(ExperimentsTest, AnExperimentRunsThroughTheRegistry) {
   ASSERT_TRUE(out) << out.error().message;
   EXPECT_EQ(out->json["experiment"], "knots");
   EXPECT_EQ(out->json["seeds"], 1);
-  ASSERT_EQ(out->json["results"].size(), 1u);
+  // One row per mix.
+  ASSERT_EQ(out->json["results"].size(), 3u);
   EXPECT_EQ(out->json["results"][0]["policy"], "knots-resag");
+  EXPECT_EQ(out->json["results"][2]["mix"], "batch-heavy");
   EXPECT_TRUE(out->table.starts_with("experiment knots: 10 x V100-16GB")) << out->table;
-  EXPECT_NE(out->table.find("\nknots-resag "), std::string::npos);
-  EXPECT_EQ(progress, std::vector<std::string>{"knots: knots-resag seed 1"});
+  EXPECT_NE(out->table.find("\nmixed            knots-resag "), std::string::npos) << out->table;
+  EXPECT_EQ(progress, (std::vector<std::string>{"knots: inference-heavy knots-resag seed 1",
+                                                "knots: mixed knots-resag seed 1",
+                                                "knots: batch-heavy knots-resag seed 1"}));
   EXPECT_TRUE(out->written.empty());  // no --out
 }
 
