@@ -1,5 +1,6 @@
 #include "agent/fake_backend.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -444,6 +445,119 @@ Expected<void> FakeBackend::Reload() {
   }
   last_error_.reset();
   node_ = std::move(*parsed);
+  return {};
+}
+
+MigResult<FakeGpu*> FakeBackend::MigGpu(const store::GpuInventory& gpu) {
+  for (FakeGpu& g : node_.gpus) {
+    if (g.inventory.index != gpu.index) continue;
+    if (g.inventory.uuid != gpu.uuid) {
+      return std::unexpected(
+          MigError{MigFault::kOther,
+                   fmt::format("GPU {} is now {}, not {}", gpu.index, g.inventory.uuid, gpu.uuid)});
+    }
+    if (!g.inventory.mig_enabled) {
+      return std::unexpected(
+          MigError{MigFault::kNotSupported, fmt::format("GPU {} has MIG mode off", gpu.uuid)});
+    }
+    return &g;
+  }
+  return std::unexpected(
+      MigError{MigFault::kGpuLost, fmt::format("GPU {} is not in {}", gpu.uuid, path_)});
+}
+
+namespace {
+
+const model::MigProfile* ProfileById(const model::GpuModel& m, int gi_profile_id) {
+  for (const model::MigProfile& p : m.mig_profiles) {
+    if (p.gi_profile_id == gi_profile_id) return &p;
+  }
+  return nullptr;
+}
+const model::MigProfile* ProfileByName(const model::GpuModel& m, const std::string& name) {
+  for (const model::MigProfile& p : m.mig_profiles) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+MigResult<std::vector<MigInstanceState>> FakeBackend::ListInstances(
+    const store::GpuInventory& gpu) {
+  MigResult<FakeGpu*> g = MigGpu(gpu);
+  if (!g) return std::unexpected(g.error());
+  const model::GpuModel& m = model::GetGpuModel(*model::FindGpuModel((*g)->inventory.model));
+  std::vector<MigInstanceState> out;
+  for (const store::PartitionInventory& p : (*g)->inventory.partitions) {
+    const model::MigProfile* prof = ProfileByName(m, p.profile);
+    int processes = 0;
+    for (const FakeProcess& proc : (*g)->processes) processes += proc.partition_uuid == p.uuid;
+    out.push_back({.gi_id = p.gi_id,
+                   .profile_id = prof != nullptr ? prof->gi_profile_id : -1,
+                   .start = p.start,
+                   .compute_instances = 1,
+                   .processes = processes});
+  }
+  return out;
+}
+
+MigResult<int> FakeBackend::CreateInstance(const store::GpuInventory& gpu, int profile_id,
+                                           int start, int memory_slices, int compute_slices) {
+  MigResult<FakeGpu*> found = MigGpu(gpu);
+  if (!found) return std::unexpected(found.error());
+  FakeGpu& g = **found;
+  const model::GpuModel& m = model::GetGpuModel(*model::FindGpuModel(g.inventory.model));
+  const model::MigProfile* prof = ProfileById(m, profile_id);
+  if (prof == nullptr || prof->memory_slices != memory_slices ||
+      prof->compute_slices != compute_slices ||
+      std::find(prof->starts.begin(), prof->starts.end(), start) == prof->starts.end()) {
+    return std::unexpected(MigError{
+        MigFault::kInvalid, fmt::format("GPU {}: no GPU-instance profile {} ({} slices) at {}",
+                                        gpu.uuid, profile_id, memory_slices, start)});
+  }
+  int next_gi = 1;
+  auto at = g.inventory.partitions.begin();
+  for (auto it = g.inventory.partitions.begin(); it != g.inventory.partitions.end(); ++it) {
+    const model::MigProfile* other = ProfileByName(m, it->profile);
+    const int end = it->start + (other != nullptr ? other->memory_slices : 1);
+    if (start < end && it->start < start + memory_slices) {
+      return std::unexpected(MigError{
+          MigFault::kInsufficientResources,
+          fmt::format("GPU {}: slices {}..{} overlap instance {} ({} at {})", gpu.uuid, start,
+                      start + memory_slices - 1, it->gi_id, it->profile, it->start)});
+    }
+    next_gi = std::max(next_gi, it->gi_id + 1);
+    if (it->start < start) at = it + 1;
+  }
+  const auto i = at - g.inventory.partitions.begin();
+  // A fresh uuid for every instance made, as NVML's are: never one a destroyed instance had.
+  g.inventory.partitions.insert(at, {fmt::format("MIG-{}-{}", gpu.uuid, ++created_), prof->name,
+                                     next_gi, start, prof->memory_mib});
+  g.instances.insert(g.instances.begin() + i, Script{});
+  return next_gi;
+}
+
+MigResult<void> FakeBackend::DestroyInstance(const store::GpuInventory& gpu, int gi_id) {
+  MigResult<FakeGpu*> found = MigGpu(gpu);
+  if (!found) return std::unexpected(found.error());
+  FakeGpu& g = **found;
+  auto& parts = g.inventory.partitions;
+  auto it = std::find_if(parts.begin(), parts.end(),
+                         [&](const store::PartitionInventory& p) { return p.gi_id == gi_id; });
+  if (it == parts.end()) {
+    return std::unexpected(MigError{MigFault::kInvalid,
+                                    fmt::format("GPU {} has no GPU instance {}", gpu.uuid, gi_id)});
+  }
+  for (const FakeProcess& proc : g.processes) {
+    if (proc.partition_uuid == it->uuid) {
+      return std::unexpected(
+          MigError{MigFault::kBusy, fmt::format("GPU {}: process {} runs on instance {} ({})",
+                                                gpu.uuid, proc.pid, gi_id, it->uuid)});
+    }
+  }
+  g.instances.erase(g.instances.begin() + (it - parts.begin()));
+  parts.erase(it);
   return {};
 }
 

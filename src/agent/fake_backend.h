@@ -12,7 +12,16 @@
 // used than the GPU or instance has, an MPS server state other than running/hung/absent, clients
 // without a server, a process on a partition the GPU does not have). On a re-read, the backend
 // keeps the last good description and keeps serving it, and Discover() fails with the same Error
-// until the file is fixed. Not thread-safe (the agent serialises calls). Does not own the clock.
+// until the file is fixed.
+//
+// MIG management (MigControl) acts on the description in memory, as NVML would on the device:
+// a GPU whose `mig` is set lists its instances (GPU-instance profile ids from the catalog, one
+// compute instance each, the processes the file puts on them), gets new ones (uuid
+// "MIG-<gpu uuid>-<n>", n counting the instances made, the next gi id, an empty script) where
+// the memory slices are
+// free and the catalog allows the profile at that start, and loses ones no process runs on.
+// Discover() then reports the new layout. An edit of the file replaces it all: the file wins.
+// Not thread-safe (the agent serialises calls). Does not own the clock.
 
 #include <filesystem>
 #include <memory>
@@ -91,7 +100,7 @@ struct FakeNode {
 // Parses the YAML text of a fake node; `file` names it in errors ("file:line: what").
 [[nodiscard]] Expected<FakeNode> ParseFakeNode(const std::string& text, const std::string& file);
 
-class FakeBackend final : public GpuBackend {
+class FakeBackend final : public GpuBackend, public MigControl {
  public:
   // `unix_at_start`: Unix time when the clock read its current value (for time_base: epoch).
   [[nodiscard]] static Expected<std::unique_ptr<FakeBackend>> Load(std::string path,
@@ -102,7 +111,14 @@ class FakeBackend final : public GpuBackend {
   Expected<std::vector<GpuSample>> Sample(const std::vector<store::GpuInventory>& gpus) override;
   const FakeNode& node() const { return node_; }
 
+  MigControl* mig_control() override { return this; }
+  MigResult<std::vector<MigInstanceState>> ListInstances(const store::GpuInventory& gpu) override;
+  MigResult<int> CreateInstance(const store::GpuInventory& gpu, int profile_id, int start,
+                                int memory_slices, int compute_slices) override;
+  MigResult<void> DestroyInstance(const store::GpuInventory& gpu, int gi_id) override;
+
  private:
+  MigResult<FakeGpu*> MigGpu(const store::GpuInventory& gpu);
   FakeBackend(std::string path, const Clock& clock, double unix_at_start)
       : path_(std::move(path)), clock_(clock), t0_(clock.Now()), unix_at_start_(unix_at_start) {}
   Expected<void> Reload();
@@ -115,6 +131,7 @@ class FakeBackend final : public GpuBackend {
   FakeNode node_;
   std::optional<std::string> last_text_;  // the text last parsed
   std::optional<Error> last_error_;       // and why it was refused, if it was
+  int created_ = 0;                       // MIG instances made, for their uuids
 };
 
 }  // namespace tessera::agent

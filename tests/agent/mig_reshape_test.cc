@@ -338,26 +338,88 @@ TEST_F(MigReshapeTest, AnAgentWithReshapesOffRefusesThem) {
   EXPECT_EQ(mutations_(), 0);
 }
 
-// The fake file backend has no MIG management: a request is answered, not ignored.
-TEST(MigReshapeFakeBackendTest, ABackendWithoutMigControlSaysSo) {
-  ManualClock clock;
-  const std::string path = testing::TempDir() + "/mig_reshape_fake_node.yaml";
-  {
-    std::ofstream f(path);
+// The fake file backend manages MIG on its description in memory, as NVML would on the device:
+// the reshaper destroys the 7g.40gb instance, makes two 3g.20gb (GPU-instance profile 2, 4
+// memory slices, at slices 0 and 4: the catalog's) with fresh uuids, and the agent publishes
+// the new layout as generation 2.
+class MigReshapeFakeBackendTest : public ::testing::Test {
+ protected:
+  void Write(const std::string& extra) {
+    std::ofstream f(path_);
     f << "node: n1\ngpus:\n  - {uuid: GPU-a, model: A100-40GB, mig: \"7g.40gb@0\", instances: "
-         "[{uuid: MIG-a1, gi_id: 1}]}\n";
+         "[{uuid: MIG-a1, gi_id: 1}]" +
+             extra + "}\n";
   }
-  auto backend = FakeBackend::Load(path, clock, 0);
-  ASSERT_TRUE(backend) << backend.error().message;
-  store::MemoryStore store(clock);
-  Agent agent({.node = "n1"}, **backend, &store, clock);
-  agent.Tick();
-  Ask(store, Request("GPU-a", "3g.20gb@0,3g.20gb@4", "t1"));
-  agent.Tick();
-  const store::MigReshapeStatus s = Answer(store, "GPU-a");
+  // Loads the file, starts n1's agent on it and asks for `mig` on GPU-a: the answer.
+  store::MigReshapeStatus StartAndReshape(const std::string& mig) {
+    auto backend = FakeBackend::Load(path_, clock_, 0);
+    if (!backend) {
+      ADD_FAILURE() << backend.error().message;
+      return {};
+    }
+    backend_ = std::move(*backend);
+    agent_ = std::make_unique<Agent>(AgentOptions{.node = "n1"}, *backend_, &store_, clock_);
+    agent_->Tick();
+    return Reshape(mig, "t1");
+  }
+  store::MigReshapeStatus Reshape(const std::string& mig, const std::string& at) {
+    Ask(store_, Request("GPU-a", mig, at));
+    agent_->Tick();
+    return Answer(store_, "GPU-a");
+  }
+  std::vector<store::PartitionInventory> Published() {
+    auto inv = store_.GetInventory("n1");
+    if (!inv || !*inv) {
+      ADD_FAILURE() << "no inventory";
+      return {};
+    }
+    return (*inv)->gpus[0].partitions;
+  }
+
+  const std::string path_ = testing::TempDir() + "/mig_reshape_fake_node.yaml";
+  std::unique_ptr<FakeBackend> backend_;
+  std::unique_ptr<Agent> agent_;
+  ManualClock clock_;
+  store::MemoryStore store_{clock_};
+};
+
+TEST_F(MigReshapeFakeBackendTest, AReshapeChangesTheLayoutTheAgentPublishes) {
+  Write("");
+  const store::MigReshapeStatus s = StartAndReshape("3g.20gb@0,3g.20gb@4");
+  EXPECT_EQ(s.state, "done") << s.error;
+  EXPECT_EQ(s.steps,
+            (std::vector<std::string>{"destroyed 7g.40gb@0 (GI 1)", "created 3g.20gb@0 (GI 1)",
+                                      "created 3g.20gb@4 (GI 2)"}));
+  EXPECT_EQ(store_.GetInventory("n1").value()->generation, 2);
+  std::vector<store::PartitionInventory> parts = Published();
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0],
+            (store::PartitionInventory{"MIG-GPU-a-1", "3g.20gb", 1, 0, parts[0].memory_mib}));
+  EXPECT_EQ(parts[1],
+            (store::PartitionInventory{"MIG-GPU-a-2", "3g.20gb", 2, 4, parts[1].memory_mib}));
+  EXPECT_GT(parts[0].memory_mib, 19000);
+  // Back to one 7g.40gb: a uuid never used before.
+  EXPECT_EQ(Reshape("7g.40gb@0", "t2").state, "done");
+  parts = Published();
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0].uuid, "MIG-GPU-a-3");
+  // An edit of the file replaces what was reshaped: the file wins.
+  Write(", script: {points: [{t: 0, power_w: 60}]}");
+  agent_->Tick();
+  parts = Published();
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0].uuid, "MIG-a1");
+}
+
+// An instance a process runs on is busy: the reshape fails, naming it, and nothing changes.
+TEST_F(MigReshapeFakeBackendTest, AnInstanceAProcessRunsOnIsBusy) {
+  Write(", processes: [{pid: 7, partition: MIG-a1, script: {points: [{t: 0, fb_used_mib: 100}]}}]");
+  const store::MigReshapeStatus s = StartAndReshape("3g.20gb@0,3g.20gb@4");
   EXPECT_EQ(s.state, "failed");
-  EXPECT_EQ(s.fault, "not-supported");
-  EXPECT_EQ(s.error, "the fake backend cannot create or destroy MIG instances");
+  EXPECT_EQ(s.fault, "busy") << s.error;
+  const std::vector<store::PartitionInventory> parts = Published();
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0].uuid, "MIG-a1");
 }
 
 }  // namespace
