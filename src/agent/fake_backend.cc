@@ -456,9 +456,10 @@ MigResult<FakeGpu*> FakeBackend::MigGpu(const store::GpuInventory& gpu) {
           MigError{MigFault::kOther,
                    fmt::format("GPU {} is now {}, not {}", gpu.index, g.inventory.uuid, gpu.uuid)});
     }
-    if (!g.inventory.mig_enabled) {
+    if (!g.inventory.mig_enabled || !model::FindGpuModel(g.inventory.model)) {
       return std::unexpected(
-          MigError{MigFault::kNotSupported, fmt::format("GPU {} has MIG mode off", gpu.uuid)});
+          MigError{MigFault::kNotSupported,
+                   fmt::format("GPU {} has MIG mode off or no catalog model", gpu.uuid)});
     }
     return &g;
   }
@@ -474,11 +475,10 @@ const model::MigProfile* ProfileById(const model::GpuModel& m, int gi_profile_id
   }
   return nullptr;
 }
-const model::MigProfile* ProfileByName(const model::GpuModel& m, const std::string& name) {
-  for (const model::MigProfile& p : m.mig_profiles) {
-    if (p.name == name) return &p;
-  }
-  return nullptr;
+// Memory slices of the instance `p` (1 for a profile the catalog lacks: the file's own).
+int MemorySlices(const model::GpuModel& m, const store::PartitionInventory& p) {
+  const std::optional<int> i = m.FindProfile(p.profile);
+  return i ? m.mig_profiles[static_cast<size_t>(*i)].memory_slices : 1;
 }
 
 }  // namespace
@@ -490,14 +490,15 @@ MigResult<std::vector<MigInstanceState>> FakeBackend::ListInstances(
   const model::GpuModel& m = model::GetGpuModel(*model::FindGpuModel((*g)->inventory.model));
   std::vector<MigInstanceState> out;
   for (const store::PartitionInventory& p : (*g)->inventory.partitions) {
-    const model::MigProfile* prof = ProfileByName(m, p.profile);
+    const std::optional<int> prof = m.FindProfile(p.profile);
     int processes = 0;
     for (const FakeProcess& proc : (*g)->processes) processes += proc.partition_uuid == p.uuid;
-    out.push_back({.gi_id = p.gi_id,
-                   .profile_id = prof != nullptr ? prof->gi_profile_id : -1,
-                   .start = p.start,
-                   .compute_instances = 1,
-                   .processes = processes});
+    out.push_back(
+        {.gi_id = p.gi_id,
+         .profile_id = prof ? m.mig_profiles[static_cast<size_t>(*prof)].gi_profile_id : -1,
+         .start = p.start,
+         .compute_instances = 1,
+         .processes = processes});
   }
   return out;
 }
@@ -519,8 +520,7 @@ MigResult<int> FakeBackend::CreateInstance(const store::GpuInventory& gpu, int p
   int next_gi = 1;
   auto at = g.inventory.partitions.begin();
   for (auto it = g.inventory.partitions.begin(); it != g.inventory.partitions.end(); ++it) {
-    const model::MigProfile* other = ProfileByName(m, it->profile);
-    const int end = it->start + (other != nullptr ? other->memory_slices : 1);
+    const int end = it->start + MemorySlices(m, *it);
     if (start < end && it->start < start + memory_slices) {
       return std::unexpected(MigError{
           MigFault::kInsufficientResources,

@@ -18,8 +18,8 @@
 // a GPU whose `mig` is set lists its instances (GPU-instance profile ids from the catalog, one
 // compute instance each, the processes the file puts on them), gets new ones (uuid
 // "MIG-<gpu uuid>-<n>", n counting the instances made, the next gi id, an empty script) where
-// the memory slices are
-// free and the catalog allows the profile at that start, and loses ones no process runs on.
+// the memory slices are free and the catalog allows the profile at that start, and loses ones
+// no process runs on.
 // Discover() then reports the new layout. An edit of the file replaces it all: the file wins.
 // Not thread-safe (the agent serialises calls). Does not own the clock.
 

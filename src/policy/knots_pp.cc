@@ -95,25 +95,31 @@ std::optional<double> KnotsPp::ForecastFree(GpuIndex g, const ClusterState& c, V
   return free;
 }
 
-void KnotsPp::Overrule(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v) {
+std::optional<bool> KnotsPp::RequestFits(const Workload& w, GpuIndex g, const ClusterState& c,
+                                         Verdict& v) {
   const std::optional<double> free = ForecastFree(g, c, v);
-  if (!free) return;
+  if (!free) return std::nullopt;
   const double request = static_cast<double>(w.gpu.memory_mib);
-  const bool in = request <= *free;
-  v.Note(" {} {:.0f} requested{}", in ? "≥" : "<", request, in ? ": in by PP" : "");
-  if (in) v.by = Check::kPeakPrediction;
+  const bool fits = request <= *free;
+  v.Note(" {} {:.0f} requested", fits ? "≥" : "<", request);
+  return fits;
+}
+
+void KnotsPp::Overrule(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v) {
+  if (RequestFits(w, g, c, v) != true) return;
+  v.Note(": in by PP");
+  v.by = Check::kPeakPrediction;
 }
 
 void KnotsPp::Confirm(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v) {
   if (!steer_) return;
-  const std::optional<double> free = ForecastFree(g, c, v);
-  if (!free) return;
-  const double request = static_cast<double>(w.gpu.memory_mib);
-  if (request <= *free) {
-    v.Note(" ≥ {:.0f} requested: no peak impending", request);
+  const std::optional<bool> fits = RequestFits(w, g, c, v);
+  if (!fits) return;
+  if (*fits) {
+    v.Note(": no peak impending");
     return;
   }
-  v.Note(" < {:.0f} requested: a peak is impending, PP steers it away", request);
+  v.Note(": a peak is impending, PP steers it away");
   v.by = Check::kNone;
 }
 

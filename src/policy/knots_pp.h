@@ -53,6 +53,8 @@ class KnotsPp final : public KnotsCbp {
 
  private:
   std::optional<double> ForecastFree(GpuIndex g, const ClusterState& c, Verdict& v);
+  // Whether w's request fits the forecast free memory (noted); nullopt without a forecast.
+  std::optional<bool> RequestFits(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v);
 
   int lag_;
   double horizon_s_;

@@ -14,6 +14,7 @@
 #include "agent/mig_reshaper.h"
 #include "agent/nvml_backend.h"
 #include "fake_nvml/fake_nvml_fixture.h"
+#include "model/gpu_model.h"
 #include "store/memory_store.h"
 
 namespace tessera::agent {
@@ -391,13 +392,14 @@ TEST_F(MigReshapeFakeBackendTest, AReshapeChangesTheLayoutTheAgentPublishes) {
             (std::vector<std::string>{"destroyed 7g.40gb@0 (GI 1)", "created 3g.20gb@0 (GI 1)",
                                       "created 3g.20gb@4 (GI 2)"}));
   EXPECT_EQ(store_.GetInventory("n1").value()->generation, 2);
+  // Each instance holds what the catalog gives an A100-40GB's 3g.20gb.
+  const model::GpuModel& a100 = model::GetGpuModel(*model::FindGpuModel("A100-40GB"));
+  const int64_t mib =
+      a100.mig_profiles[static_cast<size_t>(*a100.FindProfile("3g.20gb"))].memory_mib;
   std::vector<store::PartitionInventory> parts = Published();
   ASSERT_EQ(parts.size(), 2u);
-  EXPECT_EQ(parts[0],
-            (store::PartitionInventory{"MIG-GPU-a-1", "3g.20gb", 1, 0, parts[0].memory_mib}));
-  EXPECT_EQ(parts[1],
-            (store::PartitionInventory{"MIG-GPU-a-2", "3g.20gb", 2, 4, parts[1].memory_mib}));
-  EXPECT_GT(parts[0].memory_mib, 19000);
+  EXPECT_EQ(parts[0], (store::PartitionInventory{"MIG-GPU-a-1", "3g.20gb", 1, 0, mib}));
+  EXPECT_EQ(parts[1], (store::PartitionInventory{"MIG-GPU-a-2", "3g.20gb", 2, 4, mib}));
   // Back to one 7g.40gb: a uuid never used before.
   EXPECT_EQ(Reshape("7g.40gb@0", "t2").state, "done");
   parts = Published();
