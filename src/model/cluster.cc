@@ -93,7 +93,10 @@ void ClusterState::BuildPartitions(GpuIndex g, const std::vector<std::string>& u
       partition_by_uuid_.erase(it);
     }
   }
-  for (int slot = 0; slot < kMaxPartitions; ++slot) partitions_[PartitionOf(g, slot)] = Partition{};
+  for (int slot = 0; slot < kMaxPartitions; ++slot) {
+    partitions_[PartitionOf(g, slot)] = Partition{};
+    TouchPartition(PartitionOf(g, slot));
+  }
   if (!gpu.mig) {
     Partition& p = partitions_[PartitionOf(g, 0)];
     p.uuid = gpu.uuid;
@@ -118,6 +121,10 @@ void ClusterState::BuildPartitions(GpuIndex g, const std::vector<std::string>& u
   }
   for (int slot = 0; slot < gpu.partition_count; ++slot) {
     partition_by_uuid_.emplace(partitions_[PartitionOf(g, slot)].uuid, PartitionOf(g, slot));
+  }
+  for (int slot = 0; slot < kMaxPartitions; ++slot) {
+    Partition& p = partitions_[PartitionOf(g, slot)];
+    p.built = p.version;
   }
   RefreshGpu(g);
 }
@@ -208,10 +215,14 @@ Expected<void> ClusterState::Place(const Workload& w, const Placement& p) {
   node.used_memory_mib += w.memory_mib;
   for (const Slice& s : p.slices) {
     Partition& part = partitions_[s.partition];
-    part.clients.push_back({w.id, s.milli, s.memory_mib, s.best_effort});
+    part.clients.push_back({.workload = w.id,
+                            .milli = s.milli,
+                            .best_effort = s.best_effort,
+                            .memory_mib = s.memory_mib});
     part.used_milli += s.reserved_milli();
     part.used_memory_mib += s.memory_mib;
     allocated_gpu_milli_ += s.reserved_milli() * part.compute_share;
+    TouchPartition(s.partition);
     Gpu& gpu = gpus_[part.gpu];
     if (gpu.clients++ == 0) --nodes_[gpu.node].idle_gpus;
     RefreshGpu(part.gpu);
@@ -238,6 +249,7 @@ Expected<void> ClusterState::Remove(WorkloadId id) {
     part.used_milli -= s.reserved_milli();
     part.used_memory_mib -= s.memory_mib;
     allocated_gpu_milli_ -= s.reserved_milli() * part.compute_share;
+    TouchPartition(s.partition);
     Gpu& gpu = gpus_[part.gpu];
     if (--gpu.clients == 0 && gpu.available) ++nodes_[gpu.node].idle_gpus;
     RefreshGpu(part.gpu);
@@ -288,6 +300,7 @@ Expected<void> ClusterState::Resize(WorkloadId id, const std::vector<Slice>& sli
     allocated_gpu_milli_ += (slices[i].reserved_milli() - c->reserved_milli()) * part.compute_share;
     c->milli = slices[i].milli;
     c->memory_mib = slices[i].memory_mib;
+    TouchPartition(slices[i].partition);
     RefreshGpu(part.gpu);
     if (slices[i].remote) Touch(gpus_[part.gpu].node);
   }
@@ -339,16 +352,27 @@ void ClusterState::SetNodeReady(NodeIndex n, bool ready) {
   Touch(n);
 }
 
-void ClusterState::Touch(NodeIndex n) {
+uint64_t ClusterState::NextVersion() {
   // A moved-from state has no counter; if it is reused, it starts one of its own.
   if (!versions_) versions_ = std::make_shared<std::atomic<uint64_t>>(0);
-  nodes_[n].version = versions_->fetch_add(1, std::memory_order_relaxed) + 1;
+  return versions_->fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+void ClusterState::Touch(NodeIndex n) {
+  nodes_[n].version = NextVersion();
   version_ = nodes_[n].version;
 }
+
+void ClusterState::TouchPartition(PartitionIndex p) { partitions_[p].version = NextVersion(); }
 
 void ClusterState::ContinueVersionsOf(const ClusterState& predecessor) {
   versions_ = predecessor.versions_;
   for (NodeIndex n = 0; n < node_count(); ++n) Touch(n);
+  // Nothing cached against the predecessor's partitions may hold for these.
+  for (Partition& p : partitions_) {
+    p.version = NextVersion();
+    p.built = p.version;
+  }
 }
 
 std::optional<NodeIndex> ClusterState::FindNode(std::string_view name) const {

@@ -42,23 +42,31 @@ namespace tessera::model {
 
 inline constexpr int kMaxPartitions = 7;  // MIG's maximum instance count
 
-struct Client {
+struct Client {  // 24 bytes: one per slice of every placed workload
   WorkloadId workload;
   int32_t milli;
-  int64_t memory_mib;
   bool best_effort = false;  // Slice::best_effort
+  int64_t memory_mib;
   int32_t reserved_milli() const { return best_effort ? 0 : milli; }
 };
 
 struct Partition {
-  std::string uuid;  // "GPU-…" for a whole GPU, "MIG-…" for an instance
+  // The numbers a policy's scoring loop reads come first (one cache line).
   GpuIndex gpu = 0;
   int profile = -1;          // index into the model's mig_profiles; -1 = the whole GPU
   int start = 0;             // first memory slice (MIG)
+  int32_t used_milli = 0;    // Σ guaranteed clients' milli
   double compute_share = 1;  // fraction of the GPU's SMs
   int64_t memory_mib = 0;
-  int32_t used_milli = 0;  // Σ guaranteed clients' milli
   int64_t used_memory_mib = 0;
+  // Changes whenever the partition's clients, limits or shape change (never 0), drawn from the
+  // same counter as Node::version: (partition index, version) names one partition state across
+  // a state and its copies. Per-partition caches key on it, so a change to one partition of a
+  // node leaves the node's other partitions' entries valid.
+  uint64_t version = 0;
+  // The version it had when it was cut: its uuid, profile and memory hold while this does.
+  uint64_t built = 0;
+  std::string uuid;  // "GPU-…" for a whole GPU, "MIG-…" for an instance
   std::vector<Client> clients;
 
   bool whole() const { return profile < 0; }
@@ -200,6 +208,8 @@ class ClusterState {
   void BuildPartitions(GpuIndex g, const std::vector<std::string>& uuids);
   void RefreshGpu(GpuIndex g);
   void Touch(NodeIndex n);
+  void TouchPartition(PartitionIndex p);
+  uint64_t NextVersion();
   // The (uuid, p) entry of partition_by_uuid_, or its end().
   std::unordered_multimap<std::string, PartitionIndex>::const_iterator IndexEntry(
       const std::string& uuid, PartitionIndex p) const;

@@ -48,6 +48,7 @@ struct Workload {
   std::string app;       // application key, e.g. "onnx/resnet50/bs1"; may be empty
   AppFeatures features;  // what it declares about itself; empty = nothing
   WorkloadClass klass = WorkloadClass::kOnline;
+  int priority = 0;           // beside klass: no padding (bytes per placed workload, #39)
   double slo_qps = 0;         // target throughput; 0 = no SLO
   double slo_latency_ms = 0;  // optional; 0 = none
   int64_t queries = 0;        // amount of work; 0 = runs until removed
@@ -57,7 +58,6 @@ struct Workload {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   GpuRequest gpu;
-  int priority = 0;
   // A batch job's completion-time goal (seed 002's τ: its run, from start to end, in seconds;
   // 0 = none) and how much missing it matters, z: 1 (most) .. 10 (least). DRMaestro's utility
   // (policy/drmaestro.h) turns both into costs.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "model/mig.h"
 #include "policy/fit.h"
@@ -18,9 +19,10 @@ Expected<void> CheckInterferenceKind(std::string_view policy, const predict::Pre
   const std::string kind = options["interference_kind"].get<std::string>();
   // No interference data at all: every kind is as empty as the default's.
   if (predictor.FindKind(kind) || predictor.interference().by_kind().empty()) return {};
-  return Fail("policy {}: option 'interference_kind': the predictor has no '{}' interference "
-              "measurements",
-              policy, kind);
+  return Fail(
+      "policy {}: option 'interference_kind': the predictor has no '{}' interference "
+      "measurements",
+      policy, kind);
 }
 
 using predict::AppId;
@@ -107,19 +109,23 @@ std::optional<std::pair<int, int>> PredictionView::Bracket(model::GpuModelId gpu
   return std::pair<int, int>{cached.first, cached.second};
 }
 
-PredictionView::Prediction PredictionView::At(AppId app, model::GpuModelId gpu_model, int profile,
-                                              int percent) {
+PredictionView::Prediction PredictionView::Read(AppId app, model::GpuModelId gpu_model, int profile,
+                                                int percent, bool with_sigma) {
   const Prediction none{predict::kMissing, options_.completed_sigma};
   if (app < 0) return none;
   const ConfigId c = Config(gpu_model, profile, percent);
-  if (c >= 0) return {predictor_.IsolatedAt(app, c), CellSigma(app, c)};
+  if (c >= 0) {
+    return {predictor_.IsolatedAt(app, c),
+            with_sigma ? CellSigma(app, c) : options_.completed_sigma};
+  }
   if (!options_.interpolate) return none;
   const auto b = Bracket(gpu_model, profile, percent);
   if (!b) return none;
   const ConfigId lo = Config(gpu_model, profile, b->first);
   const ConfigId hi = Config(gpu_model, profile, b->second);
   const double q_lo = predictor_.IsolatedAt(app, lo), q_hi = predictor_.IsolatedAt(app, hi);
-  const double sigma = std::max(CellSigma(app, lo), CellSigma(app, hi));
+  const double sigma =
+      with_sigma ? std::max(CellSigma(app, lo), CellSigma(app, hi)) : options_.completed_sigma;
   if (!(q_lo > 0) || !(q_hi > 0)) return {predict::kMissing, sigma};
   // Time per query t(s) = a / s + b between the two profiled shares.
   const double x_lo = 1.0 / b->first, x_hi = 1.0 / b->second, x = 1.0 / percent;
@@ -213,21 +219,45 @@ const std::vector<PredictionView::Member>& PredictionView::Members(model::Partit
   const model::Partition& part = c.partition(p);
   const model::Gpu& gpu = c.gpu(part.gpu);
   PartitionCache& cache = partitions_[p];
-  const uint64_t version = c.node(gpu.node).version;
+  const uint64_t version = part.version;
   if (cache.stamp.Holds(version, predictor_.generation())) {
     return cache.members;
   }
+  // A change to a partition is mostly one client more or less: a client read before — the
+  // same workload (id, SLO, application: a copy of the state may hold another workload under
+  // the same id) at the same share of the same cut under the same predictions — is taken over
+  // as it was, without looking its application up or reading its prediction again.
+  std::vector<Member>& before = scratch_members_;
+  before.clear();
+  if (cache.stamp.valid && cache.stamp.generation == predictor_.generation() &&
+      cache.built == part.built) {
+    before.swap(cache.members);
+  }
   cache.members.clear();
+  const std::vector<std::string>& app_names = predictor_.profile().row_keys();
   for (const model::Client& client : part.clients) {
+    const int percent = client.milli / 10;
     const model::PlacedWorkload* pw = c.Find(client.workload);
     TESSERA_CHECK(pw != nullptr);
-    Member m{client.workload, -1, pw->workload.slo_qps, predict::kMissing, 0, 0};
+    auto same = std::find_if(before.begin(), before.end(), [&](const Member& m) {
+      return m.id == client.workload && m.percent == percent && m.slo == pw->workload.slo_qps &&
+             m.app >= 0 && static_cast<size_t>(m.app) < app_names.size() &&
+             app_names[static_cast<size_t>(m.app)] == pw->workload.app;
+    });
+    if (same != before.end()) {
+      Member m = *same;
+      m.lost_base = 0;
+      cache.members.push_back(m);
+      continue;
+    }
+    Member m{client.workload, -1, pw->workload.slo_qps, predict::kMissing, 0, 0, percent};
     if (!pw->workload.app.empty()) m.app = predictor_.FindApp(pw->workload.app).value_or(-1);
-    const Prediction at = At(m.app, gpu.model, part.profile, client.milli / 10);
+    const Prediction at = At(m.app, gpu.model, part.profile, percent);
     m.isolated = at.isolated;
     m.sigma = at.sigma;
     cache.members.push_back(m);
   }
+  cache.built = part.built;
   for (Member& y : cache.members) {
     for (const Member& z : cache.members) {
       if (&y != &z) y.lost_base += Lost(y.app, z.app);
@@ -254,12 +284,16 @@ void PredictionView::BeginNode() {
 }
 
 double PredictionView::Util(const model::Partition& part) const {
+  return UtilAndSource(part).first;
+}
+
+std::pair<double, bool> PredictionView::UtilAndSource(const model::Partition& part) const {
   if (telemetry_) {
     if (std::optional<double> u = telemetry_->Utilization(part.uuid)) {
-      return std::clamp(*u, 0.0, 1.0);
+      return {std::clamp(*u, 0.0, 1.0), true};
     }
   }
-  return part.empty() ? 0.0 : part.used_milli / 1000.0;
+  return {part.empty() ? 0.0 : part.used_milli / 1000.0, false};
 }
 
 double PredictionView::CachedUtil(model::PartitionIndex p, const model::ClusterState& c) {
@@ -269,11 +303,14 @@ double PredictionView::CachedUtil(model::PartitionIndex p, const model::ClusterS
     partitions_.resize(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions);
   }
   PartitionCache& cache = partitions_[p];
-  const uint64_t node_version = c.node(c.gpu(part.gpu).node).version;
-  if (cache.util_version != util_version_ || cache.util_node_version != node_version) {
-    cache.util = Util(part);
+  const bool holds = cache.util_version == util_version_ &&
+                     (cache.util_from_telemetry ? cache.util_built == part.built
+                                                : cache.util_partition_version == part.version);
+  if (!holds) {
+    std::tie(cache.util, cache.util_from_telemetry) = UtilAndSource(part);
     cache.util_version = util_version_;
-    cache.util_node_version = node_version;
+    cache.util_built = part.built;
+    cache.util_partition_version = part.version;
   }
   return cache.util;
 }

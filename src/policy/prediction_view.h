@@ -16,7 +16,7 @@
 //   - f(victim, aggressor) on a shared partition: the predictor's, else the kind's mean;
 //   - util(p): the telemetry's, else an empty partition 0 and an occupied one its MPS share;
 //   - the workloads already on a partition (application, SLO, isolated rate, Σ f over the
-//     others), cached per partition and invalidated by the node's version counter and the
+//     others), cached per partition and invalidated by the partition's version counter and the
 //     predictor's generation;
 //   - for each MIG-capable model, the layout with the most instances that holds each profile.
 // Not thread-safe; the predictor and telemetry must outlive it.
@@ -65,16 +65,17 @@ auto AllOptions(const Policy& policy, const model::Workload& w, const model::Clu
   return all;
 }
 
-// When a per-partition cache entry was filled: it holds while its node's version and the
-// predictor's generation do (what the predicting policies' per-partition caches key on).
+// When a per-partition cache entry was filled: it holds while its partition's version
+// (model::Partition::version) and the predictor's generation do (what the predicting policies'
+// per-partition caches key on).
 struct CacheStamp {
-  uint64_t node_version = 0;
+  uint64_t partition_version = 0;
   uint64_t generation = 0;
   bool valid = false;
-  bool Holds(uint64_t node, uint64_t gen) const {
-    return valid && node_version == node && generation == gen;
+  bool Holds(uint64_t partition, uint64_t gen) const {
+    return valid && partition_version == partition && generation == gen;
   }
-  void Set(uint64_t node, uint64_t gen) { *this = {node, gen, true}; }
+  void Set(uint64_t partition, uint64_t gen) { *this = {partition, gen, true}; }
 };
 
 // An Error naming `policy` when `options` sets `interference_kind` to a kind the predictor has
@@ -109,6 +110,7 @@ class PredictionView {
     double isolated = 0;      // NaN: no prediction for its configuration
     double sigma = 0;         // relative uncertainty of `isolated`
     double lost_base = 0;     // Σ f(y, z) over the other workloads already there
+    int percent = 0;          // its MPS share (the client's milli / 10)
   };
   const std::vector<Member>& Members(model::PartitionIndex p, const model::ClusterState& c);
 
@@ -120,9 +122,12 @@ class PredictionView {
     double isolated = predict::kMissing;
     double sigma = 0;
   };
-  Prediction At(predict::AppId app, model::GpuModelId gpu_model, int profile, int percent);
+  Prediction At(predict::AppId app, model::GpuModelId gpu_model, int profile, int percent) {
+    return Read(app, gpu_model, profile, percent, true);
+  }
+  // The isolated rate alone (no uncertainty is looked up).
   double Isolated(predict::AppId app, model::GpuModelId gpu_model, int profile, int percent) {
-    return At(app, gpu_model, profile, percent).isolated;
+    return Read(app, gpu_model, profile, percent, false).isolated;
   }
   // Over the shares the profile has columns for, the highest prediction and the smallest
   // uncertainty: no share, profiled or interpolated, predicts more or is surer (max NaN when
@@ -142,7 +147,11 @@ class PredictionView {
 
   // Call once per node scored: reads the telemetry's version for CachedUtil.
   void BeginNode();
+  // The telemetry's version as BeginNode read it (nullopt: no telemetry, or it has none).
+  std::optional<uint64_t> telemetry_version() const { return util_version_; }
   double Util(const model::Partition& part) const;
+  // Util, and whether the value is the telemetry's (else the fallback from the partition).
+  std::pair<double, bool> UtilAndSource(const model::Partition& part) const;
   double CachedUtil(model::PartitionIndex p, const model::ClusterState& c);
 
   struct LayoutChoice {
@@ -154,6 +163,9 @@ class PredictionView {
 
  private:
   predict::ConfigId Config(model::GpuModelId gpu_model, int profile, int percent);
+  // At, with the uncertainty only when `with_sigma` (else `completed_sigma`).
+  Prediction Read(predict::AppId app, model::GpuModelId gpu_model, int profile, int percent,
+                  bool with_sigma);
   // The profiled shares of (model, profile) just below and above `percent`, or nullopt.
   std::optional<std::pair<int, int>> Bracket(model::GpuModelId gpu_model, int profile, int percent);
   double CellSigma(predict::AppId app, predict::ConfigId config);
@@ -165,13 +177,19 @@ class PredictionView {
 
   struct PartitionCache {
     CacheStamp stamp;
+    uint64_t built = 0;  // the partition's Partition::built when `members` were read
     std::vector<Member> members;
-    // util(p) as read under telemetry version `util_version` (valid while both hold).
+    // util(p) as read under telemetry version `util_version`: a telemetry value holds while
+    // the partition is not cut again (`util_built`), its fallback while the partition's
+    // version holds (`util_partition_version`).
     std::optional<uint64_t> util_version;
-    uint64_t util_node_version = 0;
+    bool util_from_telemetry = false;
+    uint64_t util_built = 0;
+    uint64_t util_partition_version = 0;
     double util = 0;
   };
   std::vector<PartitionCache> partitions_;
+  std::vector<Member> scratch_members_;  // Members' previous entry while it rebuilds one
 
   // (model, profile + 1, MPS %) -> ConfigId, -1 absent, -2 not looked up yet; and the
   // profiled shares around it (Bracket), {-2, -2} not looked up yet, {-1, -1} none.

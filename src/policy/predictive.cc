@@ -70,7 +70,7 @@ double Err(double slo, double expected) { return std::abs(slo - expected) / slo;
 double Score1(double err) { return 1.0 / (1.0 + (err + 1.0) * (err + 1.0)); }
 double Score2(double err) { return 1.0 / (1.0 + err); }
 
-namespace {
+namespace predictive_detail {
 
 // Running form of ScoreSet, so the hot path adds members without building vectors.
 struct SetSum {
@@ -99,7 +99,9 @@ struct SetSum {
   }
 };
 
-}  // namespace
+}  // namespace predictive_detail
+
+using predictive_detail::SetSum;
 
 SetScore ScoreSet(const std::vector<MemberScore>& members, double util) {
   SetSum sum;
@@ -130,15 +132,65 @@ struct Predictive::Impl {
     return w.gpu.count == 1 && w.gpu.mig_profile.empty() && w.slo_qps > 0 && AppOf(w.app) >= 0;
   }
 
-  // The best MPS share for x on an existing partition: its score, share and memory; or nullopt
-  // when no share fits. `explain` (may be null) receives every option weighed.
+  // The best MPS share for x on an existing partition: its score, share and memory; score −1
+  // when no share fits (scores are ≥ 0). `explain` (may be null) receives every option weighed.
   struct Best {
     double score = -1;
     int percent = 0;
     int64_t memory_mib = 0;
   };
-  std::optional<Best> ScorePartition(const Workload& x, NodeIndex node, model::PartitionIndex p,
-                                     const ClusterState& c, std::vector<PartitionOption>* explain);
+  Best ScorePartition(const Workload& x, AppId xa, NodeIndex node, model::PartitionIndex p,
+                      const ClusterState& c, std::vector<PartitionOption>* explain);
+
+  // What a partition's members contribute to x's score whatever share x gets: their part of
+  // the set score with x beside them, and the fraction x loses to them. It depends on x only
+  // through its application, so it is kept per partition for the last application scored
+  // there (a queue of one deployment's replicas reads it once per partition state).
+  // The partition's util is kept beside them: one cache line read per partition scored. An
+  // entry holds while the partition's version does (0: never filled) and, for all entries,
+  // the predictor's generation `terms_generation`.
+  struct alignas(64) Terms {
+    uint64_t partition_version = 0;
+    SetSum others;
+    double x_lost = 0;
+    AppId app = -1;
+    bool util_valid = false;
+    bool util_has_telemetry = false;  // `util_telemetry` is a version (else: no telemetry)
+    uint64_t util_telemetry = 0;      // the telemetry version `util` was read under
+    double util = 0;
+  };
+  static_assert(sizeof(Terms) == 64);
+  std::vector<Terms> terms;
+  std::optional<uint64_t> terms_generation;
+  // Sizes the per-partition and per-configuration tables for `c` and drops them when the
+  // predictor's generation moved: once per node scored, so TermsOf and IsoRowOf only look up.
+  void PrepareTables(const ClusterState& c);
+  Terms& TermsOf(AppId xa, model::PartitionIndex p, const ClusterState& c) {
+    Terms& t = terms[p];
+    if (t.app == xa && t.partition_version == c.partition(p).version) return t;
+    return FillTerms(t, xa, p, c);
+  }
+  Terms& FillTerms(Terms& t, AppId xa, model::PartitionIndex p, const ClusterState& c);
+
+  // x's isolated rate at each of options.mps_percents on a (GPU model, profile), kept per
+  // (model, profile) for the last application asked (dropped with the generation, as terms).
+  struct IsoRow {
+    AppId app = -1;
+    std::vector<double> iso;
+  };
+  static constexpr int kProfileSlots = 16;  // profile + 1 < this (PredictionView's bound)
+  std::vector<IsoRow> iso_rows;
+  const std::vector<double>& IsoRowOf(AppId xa, model::GpuModelId gpu_model, int profile) {
+    const bool cached = profile + 1 >= 0 && profile + 1 < kProfileSlots && gpu_model >= 0 &&
+                        static_cast<size_t>(gpu_model) * kProfileSlots < iso_rows.size() - 1;
+    // The last row serves a profile past the table (none in the catalogue), never kept.
+    IsoRow& r = cached ? iso_rows[static_cast<size_t>(gpu_model) * kProfileSlots + (profile + 1)]
+                       : iso_rows.back();
+    if (cached && r.app == xa && r.iso.size() == options.mps_percents.size()) return r.iso;
+    return FillIsoRow(r, xa, gpu_model, profile);
+  }
+  const std::vector<double>& FillIsoRow(IsoRow& r, AppId xa, model::GpuModelId gpu_model,
+                                        int profile);
 
   static MemberScore Breakdown(WorkloadId id, const std::string& app, double slo, double iso,
                                double lost);
@@ -150,6 +202,17 @@ struct Predictive::Impl {
     int percent = 100;
   };
   Alone BestAlone(const Workload& x, model::GpuModelId gpu_model, int profile);
+  // BestAlone per (model, profile) for one workload (its app, SLO and GPU memory) under the
+  // predictor's generation: the same for every idle GPU of that model the nodes offer.
+  struct AloneMemo {
+    std::string app;
+    double slo = 0;
+    int64_t memory_mib = 0;
+    uint64_t generation = 0;
+    bool valid = false;
+    std::vector<std::optional<Alone>> by_config;
+  } alone_memo;
+  Alone BestAloneMemo(const Workload& x, model::GpuModelId gpu_model, int profile);
 
   // The node's best offer (and, for Explain, every option). The hot loop keeps the best as
   // plain numbers and builds one Candidate at the end.
@@ -157,40 +220,47 @@ struct Predictive::Impl {
                                  std::vector<PartitionOption>* explain);
 };
 
-std::optional<Predictive::Impl::Best> Predictive::Impl::ScorePartition(
-    const Workload& x, NodeIndex node, model::PartitionIndex p, const ClusterState& c,
-    std::vector<PartitionOption>* explain) {
+Predictive::Impl::Best Predictive::Impl::ScorePartition(const Workload& x, AppId xa, NodeIndex node,
+                                                        model::PartitionIndex p,
+                                                        const ClusterState& c,
+                                                        std::vector<PartitionOption>* explain) {
   const model::Partition& part = c.partition(p);
   // Most partitions of a busy cluster have no room: say so before any prediction is read.
-  if (std::none_of(options.mps_percents.begin(), options.mps_percents.end(),
-                   [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); })) {
-    return std::nullopt;
-  }
+  const std::vector<int>& pcts = options.mps_percents;
+  const size_t first_fit = static_cast<size_t>(
+      std::find_if(pcts.begin(), pcts.end(),
+                   [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); }) -
+      pcts.begin());
+  if (first_fit == pcts.size()) return {};
   const model::Gpu& gpu = c.gpu(part.gpu);
-  const AppId xa = AppOf(x.app);
-  const std::vector<Member>& members = view.Members(p, c);
   // Everything but x's own isolated rate is the same for every share x could get.
-  SetSum others;
-  double x_lost = 0;
-  for (const Member& y : members) {
-    x_lost += Lost(xa, y.app);
-    if (y.slo > 0 && !std::isnan(y.isolated)) {
-      others.Add(Target(y.slo), std::max(0.0, y.isolated * (1 - y.lost_base - Lost(y.app, xa))));
-    }
+  Terms& t = TermsOf(xa, p, c);
+  const SetSum& others = t.others;
+  const double x_lost = t.x_lost;
+  const std::optional<uint64_t> telemetry = view.telemetry_version();
+  if (!t.util_valid || t.util_has_telemetry != telemetry.has_value() ||
+      (telemetry && t.util_telemetry != *telemetry)) {
+    t.util = view.CachedUtil(p, c);
+    t.util_has_telemetry = telemetry.has_value();
+    t.util_telemetry = telemetry.value_or(0);
+    t.util_valid = true;
   }
-  const double util = view.CachedUtil(p, c);
-  std::optional<Best> best;
-  for (int pct : options.mps_percents) {
-    if (!ShareFits(part, pct, x.gpu.memory_mib)) continue;
+  const double util = t.util;
+  const std::vector<double>& isos = IsoRowOf(xa, gpu.model, part.profile);
+  const double x_target = Target(x.slo_qps);
+  Best best;
+  for (size_t i = first_fit; i < pcts.size(); ++i) {
+    const int pct = pcts[i];
+    if (i > first_fit && !ShareFits(part, pct, x.gpu.memory_mib)) continue;
     const int32_t milli = pct * 10;
     const int64_t memory = part.memory_mib * pct / 100;
-    const double iso = Isolated(xa, gpu.model, part.profile, pct);
+    const double iso = isos[i];
     if (std::isnan(iso)) continue;
     SetSum sum = others;
     const double expected = std::max(0.0, iso * (1 - x_lost));
-    sum.Add(Target(x.slo_qps), expected);
+    sum.Add(x_target, expected);
     const SetScore s = sum.Finish(util);
-    if (!best || s.score > best->score) best = Best{s.score, pct, memory};
+    if (s.score > best.score) best = Best{s.score, pct, memory};
     if (explain) {
       PartitionOption o;
       o.node = node;
@@ -200,7 +270,7 @@ std::optional<Predictive::Impl::Best> Predictive::Impl::ScorePartition(
       o.util = util;
       o.set = s;
       o.members.push_back(Breakdown(x.id, x.app, Target(x.slo_qps), iso, x_lost));
-      for (const Member& y : members) {
+      for (const Member& y : view.Members(p, c)) {
         const model::PlacedWorkload* pw = c.Find(y.id);
         o.members.push_back(Breakdown(y.id, pw->workload.app, Target(y.slo), y.isolated,
                                       y.lost_base + Lost(y.app, xa)));
@@ -210,6 +280,43 @@ std::optional<Predictive::Impl::Best> Predictive::Impl::ScorePartition(
     }
   }
   return best;
+}
+
+void Predictive::Impl::PrepareTables(const ClusterState& c) {
+  const uint64_t generation = view.predictor().generation();
+  if (terms_generation != generation) {
+    terms.assign(terms.size(), Terms{});
+    iso_rows.assign(iso_rows.size(), IsoRow{});
+    terms_generation = generation;
+  }
+  if (terms.size() < static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions) {
+    terms.resize(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions);
+  }
+  if (iso_rows.empty()) iso_rows.resize(model::AllGpuModels().size() * kProfileSlots + 1);
+}
+
+Predictive::Impl::Terms& Predictive::Impl::FillTerms(Terms& t, AppId xa, model::PartitionIndex p,
+                                                     const ClusterState& c) {
+  t.app = xa;
+  t.others = {};
+  t.x_lost = 0;
+  t.util_valid = false;
+  for (const Member& y : view.Members(p, c)) {
+    t.x_lost += Lost(xa, y.app);
+    if (y.slo > 0 && !std::isnan(y.isolated)) {
+      t.others.Add(Target(y.slo), std::max(0.0, y.isolated * (1 - y.lost_base - Lost(y.app, xa))));
+    }
+  }
+  t.partition_version = c.partition(p).version;
+  return t;
+}
+
+const std::vector<double>& Predictive::Impl::FillIsoRow(IsoRow& r, AppId xa,
+                                                        model::GpuModelId gpu_model, int profile) {
+  r.app = xa;
+  r.iso.clear();
+  for (int pct : options.mps_percents) r.iso.push_back(Isolated(xa, gpu_model, profile, pct));
+  return r.iso;
 }
 
 MemberScore Predictive::Impl::Breakdown(WorkloadId id, const std::string& app, double slo,
@@ -228,6 +335,29 @@ MemberScore Predictive::Impl::Breakdown(WorkloadId id, const std::string& app, d
     m.negative = m.expected < slo;
   }
   return m;
+}
+
+Predictive::Impl::Alone Predictive::Impl::BestAloneMemo(const Workload& x,
+                                                        model::GpuModelId gpu_model, int profile) {
+  AloneMemo& m = alone_memo;
+  const uint64_t generation = view.predictor().generation();
+  if (!m.valid || m.app != x.app || m.slo != x.slo_qps || m.memory_mib != x.gpu.memory_mib ||
+      m.generation != generation) {
+    m.app = x.app;
+    m.slo = x.slo_qps;
+    m.memory_mib = x.gpu.memory_mib;
+    m.generation = generation;
+    m.valid = true;
+    m.by_config.assign(model::AllGpuModels().size() * kProfileSlots, std::nullopt);
+  }
+  if (gpu_model < 0 || profile + 1 < 0 || profile + 1 >= kProfileSlots ||
+      static_cast<size_t>(gpu_model) >= model::AllGpuModels().size()) {
+    return BestAlone(x, gpu_model, profile);
+  }
+  std::optional<Alone>& kept =
+      m.by_config[static_cast<size_t>(gpu_model) * kProfileSlots + (profile + 1)];
+  if (!kept) kept = BestAlone(x, gpu_model, profile);
+  return *kept;
 }
 
 Predictive::Impl::Alone Predictive::Impl::BestAlone(const Workload& x, model::GpuModelId gpu_model,
@@ -253,6 +383,8 @@ std::optional<Candidate> Predictive::Impl::Offer(const Workload& x, NodeIndex no
                                                  std::vector<PartitionOption>* explain) {
   const model::Node& n = c.node(node);
   view.BeginNode();
+  PrepareTables(c);
+  const AppId xa = AppOf(x.app);
   struct Pick {
     double score = -1;
     model::PartitionIndex partition = 0;
@@ -266,22 +398,20 @@ std::optional<Candidate> Predictive::Impl::Offer(const Workload& x, NodeIndex no
     double current_best = -1;
     for (int slot = 0; slot < gpu.partition_count; ++slot) {
       const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
-      if (std::optional<Best> b = ScorePartition(x, node, p, c, explain)) {
-        current_best = std::max(current_best, b->score);
-        if (b->score > best.score) best = {b->score, p, b->percent, b->memory_mib, std::nullopt};
-      }
+      const Best b = ScorePartition(x, xa, node, p, c, explain);
+      current_best = std::max(current_best, b.score);
+      if (b.score > best.score) best = {b.score, p, b.percent, b.memory_mib, std::nullopt};
     }
+    if (!options.reshape || !gpu.idle()) continue;
     const model::GpuModel& m = model::GetGpuModel(gpu.model);
-    if (!options.reshape || !m.mig_capable() || !gpu.idle() || !c.MayReshapeTo(g, true)) {
-      continue;
-    }
+    if (!m.mig_capable() || !c.MayReshapeTo(g, true)) continue;
     // Reshaping an empty GPU: the layout whose best partition beats what the GPU has now.
     Alone alone;
-    if (gpu.mig && c.MayReshapeTo(g, false)) alone = BestAlone(x, gpu.model, -1);
+    if (gpu.mig && c.MayReshapeTo(g, false)) alone = BestAloneMemo(x, gpu.model, -1);
     const auto& choices = PredictionView::Layouts()[gpu.model];
     for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
       if (!choices[prof]) continue;
-      const Alone a = BestAlone(x, gpu.model, prof);
+      const Alone a = BestAloneMemo(x, gpu.model, prof);
       if (a.score > alone.score) alone = a;
     }
     if (alone.score < 0 || alone.score <= current_best) continue;

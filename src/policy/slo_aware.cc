@@ -166,10 +166,17 @@ struct SloAware::Impl {
 
   // The lower bound the score uses.
   double Lower(double iso, double sigma, double lost, int co_runners) const {
+    return LowerWith(iso, lost, Spread(sigma, co_runners));
+  }
+  // Its two parts: the relative spread, and the bound from it.
+  double Spread(double sigma, int co_runners) const {
+    return std::sqrt(sigma * sigma +
+                     co_runners * options.co_runner_sigma * options.co_runner_sigma);
+  }
+  double LowerWith(double iso, double lost, double spread) const {
     if (std::isnan(iso)) return iso;
     const double mean = iso * std::max(0.0, 1 - lost);
-    const double sd = iso * std::sqrt(sigma * sigma + co_runners * options.co_runner_sigma *
-                                                          options.co_runner_sigma);
+    const double sd = iso * spread;
     return std::max(0.0, mean - options.margin_z * sd);
   }
 
@@ -250,7 +257,7 @@ struct SloAware::Impl {
       terms_cache.resize(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions);
     }
     TermsCache& cache = terms_cache[p];
-    const uint64_t version = c.node(c.gpu(c.partition(p).gpu).node).version;
+    const uint64_t version = c.partition(p).version;
     if (cache.stamp.Holds(version, view.predictor().generation()) && models_seen == c.gpu_count()) {
       return cache.terms;
     }
@@ -351,29 +358,142 @@ struct SloAware::Impl {
     return nb;
   }
 
+  // Assess's result for the scoring loop (no explanation), with the partition's util, kept per
+  // partition for the last application assessed there: it holds while the partition's version
+  // does (0: never filled), and all entries while the predictor's generation and the cluster's
+  // GPU count (the members' targets) do.
+  // One cache line each: the util is stamped with a local epoch for the telemetry version
+  // it was read under (0: not read), not with the 64-bit version itself.
+  struct alignas(64) Assessed {
+    uint64_t partition_version = 0;
+    Set others;
+    double x_lost = 0;
+    double util = 0;
+    AppId app = -1;
+    int members = 0;
+    uint32_t util_epoch = 0;
+    bool pushes = false;
+  };
+  static_assert(sizeof(Assessed) == 64);
+  std::vector<Assessed> assessed;
+  std::optional<std::pair<uint64_t, int>> assessed_for;  // (generation, GPU count)
+  // The epoch of the telemetry version last seen (bumped when it changes).
+  uint32_t util_epoch = 0;
+  std::optional<std::optional<uint64_t>> util_epoch_of;
+  uint32_t UtilEpoch() {
+    const std::optional<uint64_t> now = view.telemetry_version();
+    if (util_epoch_of != now || util_epoch == 0) {
+      if (++util_epoch == 0) {  // wrapped: no entry may keep an old stamp
+        for (Assessed& a : assessed) a.util_epoch = 0;
+        util_epoch = 1;
+      }
+      util_epoch_of = now;
+    }
+    return util_epoch;
+  }
+
+  // x's predictions at each of `percents` (At) and their SharesBounds on a (GPU model,
+  // profile), per (model, profile) for the last application asked; dropped with `assessed`.
+  struct ShareRow {
+    AppId app = -1;
+    PredictionView::Bounds bounds;
+    std::vector<PredictionView::Prediction> at;
+    // Spread(at[i].sigma, n) at [n · at.size() + i] for n < kSpreadRunners, NaN until read.
+    std::vector<double> spread;
+  };
+  static constexpr int kSpreadRunners = 8;
+  double SpreadOf(ShareRow& r, size_t i, int n) {
+    if (n >= kSpreadRunners) return Spread(r.at[i].sigma, n);
+    double& s = r.spread[static_cast<size_t>(n) * r.at.size() + i];
+    if (std::isnan(s)) s = Spread(r.at[i].sigma, n);
+    return s;
+  }
+  static constexpr int kProfileSlots = 16;  // profile + 1 < this (PredictionView's bound)
+  std::vector<ShareRow> share_rows;         // the last row: a profile past the table, never kept
+  ShareRow& ShareRowOf(AppId xa, model::GpuModelId m, int profile) {
+    const bool kept = profile + 1 >= 0 && profile + 1 < kProfileSlots && m >= 0 &&
+                      static_cast<size_t>(m) * kProfileSlots < share_rows.size() - 1;
+    ShareRow& r = kept ? share_rows[static_cast<size_t>(m) * kProfileSlots + (profile + 1)]
+                       : share_rows.back();
+    if (kept && r.app == xa) return r;
+    r.app = xa;
+    r.bounds = view.SharesBounds(xa, m, profile);
+    r.at.clear();
+    for (int pct : percents) r.at.push_back(view.At(xa, m, profile, pct));
+    r.spread.assign(r.at.size() * kSpreadRunners, predict::kMissing);
+    return r;
+  }
+
+  // Once per node scored: sizes `assessed` for `c`, dropped when its keys moved.
+  void PrepareAssessed(const ClusterState& c) {
+    const std::pair<uint64_t, int> key{view.predictor().generation(), c.gpu_count()};
+    if (assessed_for != key) {
+      assessed.assign(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions, Assessed{});
+      share_rows.assign(model::AllGpuModels().size() * kProfileSlots + 1, ShareRow{});
+      assessed_for = key;
+    }
+  }
+
+  Assessed& AssessedOf(AppId xa, model::PartitionIndex p, const ClusterState& c) {
+    Assessed& a = assessed[p];
+    const model::Partition& part = c.partition(p);
+    if (a.app != xa || a.partition_version != part.version) {
+      const std::vector<Member>& members = view.Members(p, c);
+      const Neighbours nb = Assess(xa, members, Terms(p, c, members), options.admission, false);
+      a = Assessed{};
+      a.partition_version = part.version;
+      a.others = nb.others;
+      a.x_lost = nb.x_lost;
+      a.app = xa;
+      a.members = static_cast<int>(members.size());
+      a.pushes = nb.pushes;
+    }
+    // An empty partition is idle whatever the telemetry last saw (it lags the pod that just
+    // left); a busy one keeps 5 % of the score so that its options still rank by their members.
+    const uint32_t epoch = UtilEpoch();
+    if (a.util_epoch != epoch) {
+      a.util = part.empty() ? 0.0 : std::min(view.CachedUtil(p, c), 0.95);
+      a.util_epoch = epoch;
+    }
+    return a;
+  }
+
+  // AssessedOf's figures for an explanation (the whole walk, not kept), with its rows in `nb`.
+  Assessed Explained(AppId xa, model::PartitionIndex p, const ClusterState& c,
+                     std::optional<Neighbours>& nb) {
+    const model::Partition& part = c.partition(p);
+    const std::vector<Member>& members = view.Members(p, c);
+    nb = Assess(xa, members, Terms(p, c, members), false, true);
+    Assessed a;
+    a.others = nb->others;
+    a.x_lost = nb->x_lost;
+    a.pushes = nb->pushes;
+    a.util = part.empty() ? 0.0 : std::min(view.CachedUtil(p, c), 0.95);
+    a.members = static_cast<int>(members.size());
+    return a;
+  }
+
   // x on an existing partition at each share that fits.
-  void ScorePartition(const Workload& x, NodeIndex node, model::PartitionIndex p,
-                      const ClusterState& c, Pick& best, std::vector<SloOption>* explain) {
+  void ScorePartition(const Workload& x, AppId xa, double x_target, NodeIndex node,
+                      model::PartitionIndex p, const ClusterState& c, Pick& best,
+                      std::vector<SloOption>* explain) {
     const model::Partition& part = c.partition(p);
     if (std::none_of(percents.begin(), percents.end(),
                      [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); })) {
       return;
     }
     const model::Gpu& gpu = c.gpu(part.gpu);
-    const AppId xa = view.AppOf(x.app);
-    const double x_target = std::min(x.slo_qps, XCeiling(x, c));
-    const std::vector<Member>& members = view.Members(p, c);
-    const std::vector<MemberTerms>& terms = Terms(p, c, members);
-    const int n = static_cast<int>(members.size());
     const bool only_admissible = options.admission && explain == nullptr;
-    const Neighbours nb = Assess(xa, members, terms, only_admissible, explain != nullptr);
-    if (nb.pushes && only_admissible) return;  // no share of this partition is admissible
-    const double x_lost = nb.x_lost;
-    // An empty partition is idle whatever the telemetry last saw (it lags the pod that just
-    // left); a busy one keeps 5 % of the score so that its options still rank by their members.
-    const double util = part.empty() ? 0.0 : std::min(view.CachedUtil(p, c), 0.95);
+    std::optional<Neighbours> nb;  // explain only: the rows and the reason
+    const Assessed a = explain == nullptr ? AssessedOf(xa, p, c) : Explained(xa, p, c, nb);
+    const Set& others = a.others;
+    const double x_lost = a.x_lost, util = a.util;
+    const bool pushes = a.pushes;
+    const int n = a.members;
+    if (pushes && only_admissible) return;  // no share of this partition is admissible
     const auto fits = [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); };
-    const PredictionView::Bounds bounds = view.SharesBounds(xa, gpu.model, part.profile);
+    ShareRow& row = ShareRowOf(xa, gpu.model, part.profile);
+    const PredictionView::Bounds& bounds = row.bounds;
     // No share predicts more than the best profiled one, nor is surer than the surest: if even
     // that bound misses the target, no share is admissible.
     if (only_admissible && !(Lower(bounds.max_isolated, bounds.min_sigma, x_lost, n) >= x_target)) {
@@ -381,22 +501,28 @@ struct SloAware::Impl {
     }
     bool admitted = false;
     // Smallest share first: the first admissible one is the partition's choice.
-    for (auto it = percents.begin(); it != percents.end(); ++it) {
-      const int pct = *it;
+    for (size_t i = 0; i < percents.size(); ++i) {
+      const int pct = percents[i];
       if (pct < bounds.min_share || !fits(pct)) continue;
-      const auto [iso, sigma] = view.At(xa, gpu.model, part.profile, pct);
+      const auto [iso, sigma] = row.at[i];
       if (std::isnan(iso)) continue;
-      const double lower = Lower(iso, sigma, x_lost, n);
-      Set set = nb.others;
+      const double lower = LowerWith(iso, x_lost, SpreadOf(row, i, n));
+      // Under admission, only an admissible option can be offered, and it beats every one
+      // that is not: the shares below it need no score.
+      if (only_admissible && !(lower >= x_target && !pushes)) continue;
+      Set set = others;
       set.Add(x_target, lower);
-      Pick pick{lower >= x_target && !nb.pushes, set.Finish(util), p, pct,
-                part.memory_mib * pct / 100,     std::nullopt};
-      if (!admitted && pick.Beats(best)) best = pick;
-      if (pick.admissible && !admitted) {
-        admitted = true;
-        if (explain == nullptr) break;
+      Pick pick{lower >= x_target && !pushes, set.Finish(util), p, pct,
+                part.memory_mib * pct / 100,  std::nullopt};
+      const bool was_admitted = admitted;
+      if (pick.admissible) admitted = true;
+      if (explain == nullptr) {
+        if (!was_admitted && pick.Beats(best)) best = std::move(pick);
+        if (admitted) break;
+        continue;
       }
-      if (explain) {
+      if (!was_admitted && pick.Beats(best)) best = pick;
+      {
         SloOption o;
         o.node = node;
         o.gpu = part.gpu;
@@ -405,12 +531,12 @@ struct SloAware::Impl {
         o.util = util;
         o.score = pick.score;
         o.admissible = pick.admissible;
-        o.why_not = nb.pushes ? nb.why_not
+        o.why_not = pushes ? nb->why_not
                     : pick.admissible
                         ? ""
                         : fmt::format("x below its target ({:.2f} < {:.2f})", lower, x_target);
         o.members.push_back({x.id, x_target, iso, sigma, x_lost, n, lower});
-        o.members.insert(o.members.end(), nb.rows.begin(), nb.rows.end());
+        o.members.insert(o.members.end(), nb->rows.begin(), nb->rows.end());
         o.placement = {x.id, node, {{p, pct * 10, pick.memory_mib}}};
         explain->push_back(std::move(o));
       }
@@ -528,6 +654,9 @@ struct SloAware::Impl {
                                  std::vector<SloOption>* explain, bool admissible_only = false) {
     const model::Node& n = c.node(node);
     view.BeginNode();
+    PrepareAssessed(c);
+    const AppId xa = view.AppOf(x.app);
+    const double x_target = std::min(x.slo_qps, XCeiling(x, c));
     Pick best;
     for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
       const model::Gpu& gpu = c.gpu(g);
@@ -535,10 +664,10 @@ struct SloAware::Impl {
       Pick here;
       for (int slot = 0; slot < gpu.partition_count; ++slot) {
         const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
-        if (p != skip) ScorePartition(x, node, p, c, here, explain);
+        if (p != skip) ScorePartition(x, xa, x_target, node, p, c, here, explain);
       }
-      const model::GpuModel& m = model::GetGpuModel(gpu.model);
-      if (options.reshape && m.mig_capable() && gpu.idle() && c.MayReshapeTo(g, true)) {
+      if (options.reshape && gpu.idle() && model::GetGpuModel(gpu.model).mig_capable() &&
+          c.MayReshapeTo(g, true)) {
         // A reshape only where it beats what the GPU offers as it is.
         Pick reshaped = BestReshape(x, node, g, c, explain);
         if (reshaped.score >= 0 && reshaped.Beats(here)) here = std::move(reshaped);

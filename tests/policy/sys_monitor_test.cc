@@ -23,7 +23,7 @@ struct Step {
 
 GpuPressure Sm(double v) { return {.sm_activity = v}; }
 GpuPressure Mem(double v) { return {.memory = v}; }
-GpuPressure Clock(double v) { return {.clock_drop = v}; }
+GpuPressure ClockDrop(double v) { return {.clock_drop = v}; }
 GpuPressure Util(double v) { return {.gpu_util = v}; }
 
 TEST(SysMonitorTest, WalksTheStateMachineWithAGrowingHold) {
@@ -36,17 +36,17 @@ TEST(SysMonitorTest, WalksTheStateMachineWithAGrowingHold) {
       {45, Util(0.999), true, H::kUnhealthy},  // a GPU busy all the time takes no new work...
       {46, Util(1.0), true, H::kUnhealthy},    // ...but is never overloaded by utilisation
       {47, {}, true, H::kHealthy},
-      {50, Mem(0.95), true, H::kOverlimit, 110},     // 1st entry: hold 60 s
-      {100, {}, true, H::kOverlimit, 110},           // still held
-      {110, {}, true, H::kUnhealthy},                // held long enough, all below overlimit
+      {50, Mem(0.95), true, H::kOverlimit, 110},  // 1st entry: hold 60 s
+      {100, {}, true, H::kOverlimit, 110},        // still held
+      {110, {}, true, H::kUnhealthy},             // held long enough, all below overlimit
       {120, {}, true, H::kHealthy},
-      {200, Clock(0.25), true, H::kOverlimit, 320},  // 2nd entry in 2 h: hold 120 s
-      {320, Clock(0.25), true, H::kOverlimit, 320},  // the hold passed but a metric is over
-      {330, Clock(0.15), true, H::kUnhealthy},       // below overlimit, above unhealthy
-      {340, Sm(0.97), true, H::kOverlimit, 580},     // 3rd entry, from Unhealthy: hold 240 s
+      {200, ClockDrop(0.25), true, H::kOverlimit, 320},  // 2nd entry in 2 h: hold 120 s
+      {320, ClockDrop(0.25), true, H::kOverlimit, 320},  // the hold passed but a metric is over
+      {330, ClockDrop(0.15), true, H::kUnhealthy},       // below overlimit, above unhealthy
+      {340, Sm(0.97), true, H::kOverlimit, 580},         // 3rd entry, from Unhealthy: hold 240 s
       {580, {}, true, H::kUnhealthy},
-      {600, {}, false, H::kDisabled},                // the GPU is gone
-      {610, {}, true, H::kInit},                     // back: initialise again
+      {600, {}, false, H::kDisabled},  // the GPU is gone
+      {610, {}, true, H::kInit},       // back: initialise again
       {620, {}, true, H::kHealthy},
       // The entry at t = 50 left the 2-hour window (7260 − 7200 = 60 > 50): entries at 200, 340
       // and now make 3, hold 240 s.
