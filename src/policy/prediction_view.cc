@@ -280,7 +280,7 @@ std::optional<Candidate> PredictionView::FirstFitOffer(const model::Workload& w,
 }
 
 void PredictionView::BeginNode() {
-  util_version_ = telemetry_ ? telemetry_->Version() : std::nullopt;
+  util_version_ = telemetry_ ? telemetry_->UtilizationVersion() : std::nullopt;
 }
 
 double PredictionView::Util(const model::Partition& part) const {

@@ -14,7 +14,8 @@
 //     or completed, the predictor's calibrated σ (`calibrated_sigma`), else
 //     `completed_sigma` (also where the predictor has none: a row new since the last refit);
 //   - f(victim, aggressor) on a shared partition: the predictor's, else the kind's mean;
-//   - util(p): the telemetry's, else an empty partition 0 and an occupied one its MPS share;
+//   - util(p): the telemetry's, else an empty partition 0 and an occupied one its MPS share,
+//     cached while Telemetry::UtilizationVersion holds;
 //   - the workloads already on a partition (application, SLO, isolated rate, Σ f over the
 //     others), cached per partition and invalidated by the partition's version counter and the
 //     predictor's generation;
@@ -145,10 +146,10 @@ class PredictionView {
   std::optional<Candidate> FirstFitOffer(const model::Workload& w, model::NodeIndex node,
                                          const model::ClusterState& c) const;
 
-  // Call once per node scored: reads the telemetry's version for CachedUtil.
+  // Call once per node scored: reads the telemetry's utilisation version for CachedUtil.
   void BeginNode();
-  // The telemetry's version as BeginNode read it (nullopt: no telemetry, or it has none).
-  std::optional<uint64_t> telemetry_version() const { return util_version_; }
+  // Telemetry::UtilizationVersion as BeginNode read it (nullopt: no telemetry, or no promise).
+  std::optional<uint64_t> utilization_version() const { return util_version_; }
   double Util(const model::Partition& part) const;
   // Util, and whether the value is the telemetry's (else the fallback from the partition).
   std::pair<double, bool> UtilAndSource(const model::Partition& part) const;
@@ -206,7 +207,7 @@ class PredictionView {
   std::optional<uint64_t> sigma_generation_;
   int configs_seen_ = -1;
 
-  std::optional<uint64_t> util_version_;  // the telemetry's version, read by BeginNode
+  std::optional<uint64_t> util_version_;  // the telemetry's utilisation version (BeginNode)
 
   // The last application looked up (handles never change once assigned).
   std::string app_key_;

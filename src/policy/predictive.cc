@@ -237,7 +237,7 @@ Predictive::Impl::Best Predictive::Impl::ScorePartition(const Workload& x, AppId
   Terms& t = TermsOf(xa, p, c);
   const SetSum& others = t.others;
   const double x_lost = t.x_lost;
-  const std::optional<uint64_t> telemetry = view.telemetry_version();
+  const std::optional<uint64_t> telemetry = view.utilization_version();
   if (!t.util_valid || t.util_has_telemetry != telemetry.has_value() ||
       (telemetry && t.util_telemetry != *telemetry)) {
     t.util = view.CachedUtil(p, c);

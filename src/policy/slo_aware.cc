@@ -381,7 +381,7 @@ struct SloAware::Impl {
   uint32_t util_epoch = 0;
   std::optional<std::optional<uint64_t>> util_epoch_of;
   uint32_t UtilEpoch() {
-    const std::optional<uint64_t> now = view.telemetry_version();
+    const std::optional<uint64_t> now = view.utilization_version();
     if (util_epoch_of != now || util_epoch == 0) {
       if (++util_epoch == 0) {  // wrapped: no entry may keep an old stamp
         for (Assessed& a : assessed) a.util_epoch = 0;

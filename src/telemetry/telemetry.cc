@@ -48,7 +48,7 @@ void StaticTelemetry::AddBandwidthSample(std::string_view key, double t, double 
 void StaticTelemetry::Forget(std::string_view name) {
   const std::string key(name);
   qps_.erase(key);
-  util_.erase(key);
+  const bool had_util = util_.erase(key) > 0;
   mem_.erase(key);
   power_.erase(key);
   sm_activity_.erase(key);
@@ -57,6 +57,7 @@ void StaticTelemetry::Forget(std::string_view name) {
   sm_series_.erase(key);
   bandwidth_series_.erase(key);
   ++version_;
+  if (had_util) util_version_ = version_;
 }
 
 std::optional<double> StaticTelemetry::Utilization(std::string_view uuid) const {

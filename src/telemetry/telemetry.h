@@ -66,6 +66,9 @@ class Telemetry {
   // what it returned before, so a caller may cache per uuid (the policies' hot path does).
   // nullopt: no such promise (the default; also while the data is stale).
   virtual std::optional<uint64_t> Version() const { return std::nullopt; }
+  // The same promise for Utilization alone: while it stays the same value, every Utilization
+  // lookup returns what it returned before, whatever else changed. Default: Version().
+  virtual std::optional<uint64_t> UtilizationVersion() const { return Version(); }
 };
 
 // Heterogeneous lookup so the hot path hashes a string_view without building a string.
@@ -84,6 +87,7 @@ class StaticTelemetry final : public Telemetry {
     if (it != util_.end() && it->second == u) return;  // unchanged: the version holds
     util_[std::string(uuid)] = u;
     ++version_;
+    util_version_ = version_;
   }
   void SetMemoryUsedMib(std::string_view uuid, double mib) {
     mem_[std::string(uuid)] = mib;
@@ -121,6 +125,8 @@ class StaticTelemetry final : public Telemetry {
   std::optional<double> SmActivity(std::string_view uuid) const override;
   std::optional<double> SmClockMhz(std::string_view uuid) const override;
   std::optional<uint64_t> Version() const override { return version_; }
+  // Moves only with a utilisation (SetUtilization, Forget of a uuid that had one).
+  std::optional<uint64_t> UtilizationVersion() const override { return util_version_; }
 
  private:
   // Sets map[key] = v, bumping the version only when the value changes.
@@ -130,7 +136,8 @@ class StaticTelemetry final : public Telemetry {
     map[std::string(key)] = v;
     ++version_;
   }
-  uint64_t version_ = 0;  // bumped by every change
+  uint64_t version_ = 0;       // bumped by every change
+  uint64_t util_version_ = 0;  // version_ at the last change to util_
   UuidMap<double> util_, mem_, power_, qps_, sm_activity_, sm_clock_;
   UuidMap<Series> series_, sm_series_, bandwidth_series_;
 };

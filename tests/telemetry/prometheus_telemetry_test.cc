@@ -202,6 +202,27 @@ TEST(StaticTelemetryTest, UnknownUnlessSet) {
   EXPECT_EQ(t.Utilization("GPU-x"), std::nullopt);
 }
 
+// UtilizationVersion moves with a utilisation only: a pod's QPS or SM activity moves Version
+// but leaves every utilisation, and so the policies' cached utils, as they were (#39).
+TEST(StaticTelemetryTest, UtilizationVersionMovesOnlyWithAUtilization) {
+  StaticTelemetry t;
+  t.SetUtilization("GPU-a", 0.5);
+  const std::optional<uint64_t> util = t.UtilizationVersion();
+  const std::optional<uint64_t> all = t.Version();
+  t.SetWorkloadQps("pod-1", 12);
+  t.SetSmActivity("pod-1", 0.4);
+  t.SetUtilization("GPU-a", 0.5);  // the same value: nothing moves
+  t.Forget("pod-1");               // had no utilisation
+  EXPECT_NE(t.Version(), all);
+  EXPECT_EQ(t.UtilizationVersion(), util);
+  t.SetUtilization("GPU-a", 0.6);
+  const std::optional<uint64_t> after_set = t.UtilizationVersion();
+  EXPECT_NE(after_set, util);
+  t.Forget("GPU-a");
+  EXPECT_NE(t.UtilizationVersion(), after_set);
+  EXPECT_EQ(t.Utilization("GPU-a"), std::nullopt);
+}
+
 // The SM-activity and bandwidth series (Kube-Knots' CBP correlates them), by uuid or by a
 // workload's name; SM samples also set the current activity, and Forget drops both.
 TEST(StaticTelemetryTest, SmActivityAndBandwidthSeriesByUuidOrWorkload) {
