@@ -33,9 +33,8 @@ constexpr int kMilli = 76;  // 13 per GPU: 8,000 GPUs × 13 = 104,000 ≥ 100,00
 model::ClusterState BigCluster() {
   model::ClusterState c;
   for (int n = 0; n < kNodes; ++n) {
-    auto ok = c.AddNode(model::UniformNode(fmt::format("node-{:04d}", n),
-                                           *model::FindGpuModel("A100-80GB"), kGpus, 256000,
-                                           1 << 21));
+    auto ok = c.AddNode(model::UniformNode(
+        fmt::format("node-{:04d}", n), *model::FindGpuModel("A100-80GB"), kGpus, 256000, 1 << 21));
     if (!ok) std::abort();
   }
   return c;
@@ -73,8 +72,8 @@ void BM_ClusterBytesPerPlacedWorkload(benchmark::State& state) {
     for (model::WorkloadId id = 0; id < kWorkloads; ++id) {
       const model::GpuIndex g = static_cast<model::GpuIndex>(id % c->gpu_count());
       const model::Workload w = Pod(id);
-      if (!c->Place(w, {id, c->gpu(g).node,
-                        {{model::ClusterState::PartitionOf(g, 0), kMilli, 2048}}})) {
+      if (!c->Place(
+              w, {id, c->gpu(g).node, {{model::ClusterState::PartitionOf(g, 0), kMilli, 2048}}})) {
         std::abort();
       }
     }
@@ -96,6 +95,7 @@ class RoundRobinBatch final : public policy::Policy {
                                          const model::ClusterState&) override {
     return std::nullopt;
   }
+  bool Batches() const override { return true; }
   std::optional<std::vector<policy::Candidate>> PlaceBatch(
       std::span<const model::Workload* const> pending, const model::ClusterState& c) override {
     std::vector<policy::Candidate> out;
@@ -103,7 +103,8 @@ class RoundRobinBatch final : public policy::Policy {
     for (const model::Workload* w : pending) {
       const model::GpuIndex g = next_++ % c.gpu_count();
       out.push_back({100,
-                     {w->id, c.gpu(g).node,
+                     {w->id,
+                      c.gpu(g).node,
                       {{model::ClusterState::PartitionOf(g, 0), w->gpu.milli, w->gpu.memory_mib}}},
                      {},
                      {}});

@@ -358,6 +358,12 @@ uint64_t ClusterState::NextVersion() {
   return versions_->fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
+void ClusterState::set_mig_mode_fixed(bool fixed) {
+  if (fixed == mig_mode_fixed_) return;
+  mig_mode_fixed_ = fixed;
+  for (NodeIndex n = 0; n < node_count(); ++n) Touch(n);
+}
+
 void ClusterState::Touch(NodeIndex n) {
   nodes_[n].version = NextVersion();
   version_ = nodes_[n].version;

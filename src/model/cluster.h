@@ -153,8 +153,9 @@ class ClusterState {
   // Whether a reshape may turn a GPU's MIG mode on or off. The simulator's clusters may (the
   // thesis cuts whole GPUs into MIG instances and back); a Kubernetes cluster's may not (the
   // node agent never changes MIG mode, which needs a GPU reset), and then Reshape refuses a
-  // mode change and the policies do not propose one (MayReshapeTo).
-  void set_mig_mode_fixed(bool fixed) { mig_mode_fixed_ = fixed; }
+  // mode change and the policies do not propose one (MayReshapeTo). A change moves every node's
+  // version (what a node may offer changes with it).
+  void set_mig_mode_fixed(bool fixed);
   bool mig_mode_fixed() const { return mig_mode_fixed_; }
   // Whether `gpu` may go to MIG on (`mig_on`) or off as far as its mode goes: always while the
   // mode may change, else only to the mode it has.

@@ -99,6 +99,7 @@ class Drmaestro final : public Policy {
   bool CustomOrder() const override { return true; }
   void Order(std::vector<const Workload*>& pending) const override;
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
+  bool Batches() const override { return true; }
   std::optional<std::vector<Candidate>> PlaceBatch(std::span<const Workload* const> pending,
                                                    const ClusterState& c) override;
   std::string Explain(const Workload& w, const ClusterState& c) override;

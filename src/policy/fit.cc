@@ -94,14 +94,21 @@ Feasibility NodeFits(const Workload& w, NodeIndex n, const ClusterState& c) {
   return Feasibility::Yes();
 }
 
-std::optional<Placement> FirstFitPlacement(const Workload& w, NodeIndex n, const ClusterState& c) {
-  Placement pl{w.id, n, {}};
-  if (w.gpu.count == 0) return pl;
+bool FirstFitInto(const Workload& w, NodeIndex n, const ClusterState& c, Placement& out) {
+  out.workload = w.id;
+  out.node = n;
+  out.slices.clear();
+  if (w.gpu.count == 0) return true;
   ForEachFit(w, n, c, [&](PartitionIndex p) {
-    pl.slices.push_back(SliceFor(w, p, c.partition(p)));
-    return static_cast<int>(pl.slices.size()) < w.gpu.count;
+    out.slices.push_back(SliceFor(w, p, c.partition(p)));
+    return static_cast<int>(out.slices.size()) < w.gpu.count;
   });
-  if (static_cast<int>(pl.slices.size()) < w.gpu.count) return std::nullopt;
+  return static_cast<int>(out.slices.size()) == w.gpu.count;
+}
+
+std::optional<Placement> FirstFitPlacement(const Workload& w, NodeIndex n, const ClusterState& c) {
+  Placement pl;
+  if (!FirstFitInto(w, n, c, pl)) return std::nullopt;
   return pl;
 }
 

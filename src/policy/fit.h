@@ -32,6 +32,9 @@ Feasibility NodeFits(const Workload& w, NodeIndex n, const ClusterState& c);
 
 // The first fitting slices on node n (GPUs in index order, partitions in slot order).
 std::optional<Placement> FirstFitPlacement(const Workload& w, NodeIndex n, const ClusterState& c);
+// The same written into `out`, reusing its slices' buffer: false (and `out` unspecified) if
+// node n cannot take w.
+bool FirstFitInto(const Workload& w, NodeIndex n, const ClusterState& c, Placement& out);
 
 // A GPU share on GPU g of node n (its first fitting partition), or nullopt if g cannot take it.
 std::optional<Placement> PlacementOnGpu(const Workload& w, NodeIndex n, GpuIndex g,

@@ -7,12 +7,14 @@
 namespace tessera::policy {
 namespace {
 
-bool GpuTakesShare(const Workload& w, const ClusterState& c, GpuIndex g) {
+// The first partition of GPU g that takes w's share, or -1.
+model::PartitionIndex ShareOn(const Workload& w, const ClusterState& c, GpuIndex g) {
   const model::Gpu& gpu = c.gpu(g);
   for (int slot = 0; slot < gpu.partition_count; ++slot) {
-    if (PartitionFits(w, gpu, c.partition(ClusterState::PartitionOf(g, slot)))) return true;
+    const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
+    if (PartitionFits(w, gpu, c.partition(p))) return p;
   }
-  return false;
+  return -1;
 }
 
 }  // namespace
@@ -25,6 +27,7 @@ void FragmentationPolicy::ResetCaches() {
   shapes_.clear();
   node_frag_.clear();
   last_shape_id_ = -1;
+  last_workload_ = nullptr;
 }
 
 void FragmentationPolicy::Learn(const Workload& w) {
@@ -44,10 +47,18 @@ void FragmentationPolicy::Learn(const Workload& w) {
 }
 
 int FragmentationPolicy::ShapeId(const Workload& w) {
-  const PodShape s = ShapeOf(w);
-  if (last_shape_id_ >= 0 && s.SameShape(last_shape_)) return last_shape_id_;
-  auto it = std::find_if(shapes_.begin(), shapes_.end(),
-                         [&](const PodShape& x) { return x.SameShape(s); });
+  // The core asks about one workload on every node in turn: its shape is known after the first
+  // (the same object, id and request; ShapeOf builds a model mask).
+  if (&w == last_workload_ && w.id == last_workload_id_ && last_shape_id_ >= 0 &&
+      w.cpu_milli == last_shape_.shape.cpu_milli && w.gpu.count == last_shape_.shape.gpu_count &&
+      w.gpu.memory_mib == last_shape_.gpu_memory_mib) {
+    return last_shape_id_;
+  }
+  const ShapeKey s{ShapeOf(w), w.gpu.memory_mib, w.gpu.mig_profile};
+  last_workload_ = &w;
+  last_workload_id_ = w.id;
+  if (last_shape_id_ >= 0 && s == last_shape_) return last_shape_id_;
+  auto it = std::find(shapes_.begin(), shapes_.end(), s);
   last_shape_id_ = static_cast<int>(it - shapes_.begin());
   if (it == shapes_.end()) {
     shapes_.push_back(s);
@@ -79,11 +90,12 @@ FragmentationPolicy::Offer FragmentationPolicy::Evaluate(const Workload& w, Node
     // Every fitting GPU; GPUs with the same free share and model give the same fragment, so
     // only the first of them is evaluated (the first wins ties anyway).
     for (int i = 0; i < free.gpus; ++i) {
-      if (!GpuTakesShare(w, c, n.first_gpu + i)) continue;
+      const model::PartitionIndex p = ShareOn(w, c, n.first_gpu + i);
+      if (p < 0) continue;
       bool seen = false;
       for (int j = 0; j < i && !seen; ++j) {
         seen = free.free_milli[j] == free.free_milli[i] && free.model[j] == free.model[i] &&
-               GpuTakesShare(w, c, n.first_gpu + j);
+               ShareOn(w, c, n.first_gpu + j) >= 0;
       }
       if (seen) continue;
       NodeFree after = free;
@@ -95,6 +107,8 @@ FragmentationPolicy::Offer FragmentationPolicy::Evaluate(const Workload& w, Node
         offer.ok = true;
         offer.score = score;
         offer.gpu = i;
+        offer.slices = 1;
+        offer.slice = SliceFor(w, p, c.partition(p));
       }
     }
     return offer;
@@ -113,11 +127,22 @@ FragmentationPolicy::Offer FragmentationPolicy::Evaluate(const Workload& w, Node
   }
   offer.ok = true;
   offer.score = Rate(before, FragmentMilli(after, typical_), free, after);
+  if (p->slices.size() <= 1) {
+    offer.slices = static_cast<int8_t>(p->slices.size());
+    if (offer.slices == 1) offer.slice = p->slices[0];
+  }
   return offer;
 }
 
 std::optional<Candidate> FragmentationPolicy::Score(const Workload& w, NodeIndex node,
                                                     const ClusterState& c) {
+  Candidate cand;
+  if (!ScoreInto(w, node, c, cand)) return std::nullopt;
+  return cand;
+}
+
+bool FragmentationPolicy::ScoreInto(const Workload& w, NodeIndex node, const ClusterState& c,
+                                    Candidate& out) {
   if (learn_online_) Learn(w);
   const int id = ShapeId(w);
   std::vector<Offer>& offers = offers_[id];
@@ -126,12 +151,18 @@ std::optional<Candidate> FragmentationPolicy::Score(const Workload& w, NodeIndex
   if (offer.version != c.node(node).version || offer.version == 0) {
     offer = Evaluate(w, node, c);
   }
-  if (!offer.ok) return std::nullopt;
-  std::optional<Placement> p = offer.gpu >= 0
-                                   ? PlacementOnGpu(w, node, c.node(node).first_gpu + offer.gpu, c)
-                                   : FirstFitPlacement(w, node, c);
-  if (!p) return std::nullopt;
-  return Candidate{offer.score, std::move(*p), std::nullopt};
+  if (!offer.ok) return false;
+  if (offer.slices >= 0) {
+    out.placement.workload = w.id;
+    out.placement.node = node;
+    out.placement.slices.assign(offer.slices, offer.slice);
+  } else if (!FirstFitInto(w, node, c, out.placement)) {
+    return false;
+  }
+  out.score = offer.score;
+  out.reshape.reset();
+  out.resizes.clear();
+  return true;
 }
 
 }  // namespace tessera::policy

@@ -27,6 +27,9 @@ class FragmentationPolicy : public Policy {
  public:
   explicit FragmentationPolicy(ShapeDistribution typical);
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) final;
+  bool ScoreInto(const Workload& w, NodeIndex node, const ClusterState& c, Candidate& out) final;
+  // The default Filter (NodeFits): it reads the node alone.
+  OfferInputs OffersDependOn() const final { return {.node_local_filter = true}; }
   const ShapeDistribution& typical() const { return typical_; }
 
  protected:
@@ -47,6 +50,21 @@ class FragmentationPolicy : public Policy {
     double score = 0;
     int gpu = -1;  // GPU index on the node for a share; -1: first-fit slices
     bool ok = false;
+    // The placement's slices when it has at most one (then `slice`), so an offer is rebuilt
+    // without visiting the GPUs again; -1: more, rebuilt by FirstFitInto.
+    int8_t slices = -1;
+    model::Slice slice;
+  };
+  // What an offer follows besides the node: the fragmentation shape, and the GPU memory and
+  // MIG profile that decide which partition takes it.
+  struct ShapeKey {
+    PodShape shape;
+    int64_t gpu_memory_mib = 0;
+    std::string mig_profile;
+    bool operator==(const ShapeKey& o) const {
+      return shape.SameShape(o.shape) && gpu_memory_mib == o.gpu_memory_mib &&
+             mig_profile == o.mig_profile;
+    }
   };
   double FragOf(NodeIndex node, const ClusterState& c);
   Offer Evaluate(const Workload& w, NodeIndex node, const ClusterState& c);
@@ -58,11 +76,13 @@ class FragmentationPolicy : public Policy {
   bool learn_online_;
   std::vector<PodShape> learned_counts_;
   std::unordered_set<WorkloadId> learned_ids_;
-  std::vector<PodShape> shapes_;            // shape id -> shape (weight unused)
+  std::vector<ShapeKey> shapes_;            // shape id -> shape (weight unused)
   std::vector<std::vector<Offer>> offers_;  // [shape id][node]
   std::vector<NodeFrag> node_frag_;         // [node]
-  PodShape last_shape_;
+  ShapeKey last_shape_;
   int last_shape_id_ = -1;
+  const Workload* last_workload_ = nullptr;  // whose shape last_shape_ is (ShapeId's shortcut)
+  WorkloadId last_workload_id_ = 0;
 };
 
 }  // namespace tessera::policy

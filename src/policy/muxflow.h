@@ -97,6 +97,7 @@ class Muxflow final : public Policy {
   OfferInputs OffersDependOn() const override { return {.live_state = true}; }
   Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
+  bool Batches() const override { return true; }
   std::optional<std::vector<Candidate>> PlaceBatch(std::span<const Workload* const> pending,
                                                    const ClusterState& c) override;
   // SysMonitor's evictions, then dynamic SM's resizes of the offline jobs that stay.

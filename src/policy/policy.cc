@@ -22,6 +22,13 @@ Feasibility Policy::Filter(const Workload& w, NodeIndex node, const ClusterState
   return NodeFits(w, node, c);
 }
 
+bool Policy::ScoreInto(const Workload& w, NodeIndex node, const ClusterState& c, Candidate& out) {
+  std::optional<Candidate> offer = Score(w, node, c);
+  if (!offer) return false;
+  out = std::move(*offer);
+  return true;
+}
+
 std::optional<std::vector<Candidate>> Policy::PlaceBatch(std::span<const Workload* const>,
                                                          const ClusterState&) {
   return std::nullopt;

@@ -108,6 +108,11 @@ class Policy {
     // Offers follow live state the cluster's version does not capture (telemetry, a
     // rescheduling period): the core never skips a cycle as fruitless for this policy.
     bool live_state = false;
+    // Filter's verdict on a node follows that node's state (model::Node::version) and the
+    // request shape alone — not other nodes, not live state: the core keeps each shape's verdict
+    // per node and calls Filter again only on nodes that changed since (policies that keep the
+    // default Filter, whole-gpu and max declare it).
+    bool node_local_filter = false;
   };
   virtual OfferInputs OffersDependOn() const { return {}; }
 
@@ -115,11 +120,18 @@ class Policy {
   // for every node Filter passed, for each workload the cycle tries (every policy).
   virtual std::optional<Candidate> Score(const Workload& w, NodeIndex node,
                                          const ClusterState& c) = 0;
+  // Score's offer written into `out` (true), reusing its buffers, or false for no offer (`out`
+  // is then unspecified). The core's node loop calls this; the default calls Score. A policy
+  // whose offers cost less than a Placement's allocation overrides it, so that the nodes that
+  // lose allocate nothing (fgd and frag-pack do).
+  virtual bool ScoreInto(const Workload& w, NodeIndex node, const ClusterState& c, Candidate& out);
 
   // Policies that decide many placements at once (Kuhn-Munkres, min-cost flow) return them
   // here; called once per cycle, before any per-workload scoring, which the core skips for the
   // cycle when it returns a value (drmaestro every cycle, muxflow at its matching rounds).
-  // Default: nullopt.
+  // Called only for a policy whose Batches() is true (its PolicyInfo::batch; the core then
+  // lists the whole queue every cycle, which it otherwise never does). Default: nullopt.
+  virtual bool Batches() const { return false; }
   virtual std::optional<std::vector<Candidate>> PlaceBatch(std::span<const Workload* const> pending,
                                                            const ClusterState& c);
 

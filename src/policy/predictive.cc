@@ -144,8 +144,8 @@ struct Predictive::Impl {
 
   // What a partition's members contribute to x's score whatever share x gets: their part of
   // the set score with x beside them, and the fraction x loses to them. It depends on x only
-  // through its application, so it is kept per partition for the last application scored
-  // there (a queue of one deployment's replicas reads it once per partition state).
+  // through its application, so it is kept per (application, partition): a stream of mixed
+  // applications reads it once per partition state and application, not once per decision.
   // The partition's util is kept beside them: one cache line read per partition scored. An
   // entry holds while the partition's version does (0: never filled) and, for all entries,
   // the predictor's generation `terms_generation`.
@@ -160,13 +160,16 @@ struct Predictive::Impl {
     double util = 0;
   };
   static_assert(sizeof(Terms) == 64);
-  std::vector<Terms> terms;
+  // [xa + 1][partition index]: one table per application scored (slot 0: an unknown one), so a
+  // decision reads its application's entries in partition order.
+  std::vector<std::vector<Terms>> terms;
   std::optional<uint64_t> terms_generation;
-  // Sizes the per-partition and per-configuration tables for `c` and drops them when the
-  // predictor's generation moved: once per node scored, so TermsOf and IsoRowOf only look up.
-  void PrepareTables(const ClusterState& c);
+  // Sizes xa's per-partition table and the per-configuration rows for `c` and drops them all
+  // when the predictor's generation moved: once per node scored, so TermsOf and IsoRowOf only
+  // look up.
+  void PrepareTables(const ClusterState& c, AppId xa);
   Terms& TermsOf(AppId xa, model::PartitionIndex p, const ClusterState& c) {
-    Terms& t = terms[p];
+    Terms& t = terms[static_cast<size_t>(xa + 1)][p];
     if (t.app == xa && t.partition_version == c.partition(p).version) return t;
     return FillTerms(t, xa, p, c);
   }
@@ -282,16 +285,17 @@ Predictive::Impl::Best Predictive::Impl::ScorePartition(const Workload& x, AppId
   return best;
 }
 
-void Predictive::Impl::PrepareTables(const ClusterState& c) {
+void Predictive::Impl::PrepareTables(const ClusterState& c, AppId xa) {
   const uint64_t generation = view.predictor().generation();
   if (terms_generation != generation) {
-    terms.assign(terms.size(), Terms{});
+    for (std::vector<Terms>& table : terms) table.assign(table.size(), Terms{});
     iso_rows.assign(iso_rows.size(), IsoRow{});
     terms_generation = generation;
   }
-  if (terms.size() < static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions) {
-    terms.resize(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions);
-  }
+  const size_t slot = static_cast<size_t>(xa + 1);
+  if (terms.size() <= slot) terms.resize(slot + 1);
+  const size_t partitions = static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions;
+  if (terms[slot].size() < partitions) terms[slot].resize(partitions);
   if (iso_rows.empty()) iso_rows.resize(model::AllGpuModels().size() * kProfileSlots + 1);
 }
 
@@ -383,8 +387,8 @@ std::optional<Candidate> Predictive::Impl::Offer(const Workload& x, NodeIndex no
                                                  std::vector<PartitionOption>* explain) {
   const model::Node& n = c.node(node);
   view.BeginNode();
-  PrepareTables(c);
   const AppId xa = AppOf(x.app);
+  PrepareTables(c, xa);
   struct Pick {
     double score = -1;
     model::PartitionIndex partition = 0;

@@ -16,6 +16,8 @@ class RandomFit final : public Policy {
   explicit RandomFit(Rng& rng) : rng_(rng) {}
   std::string_view name() const override { return "random"; }
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
+  // The default Filter (NodeFits) reads the node alone (the core keeps its verdicts).
+  OfferInputs OffersDependOn() const override { return {.node_local_filter = true}; }
 
  private:
   Rng& rng_;

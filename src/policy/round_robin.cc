@@ -54,6 +54,18 @@ std::optional<RoundRobin::Chunk> RoundRobin::Turn(const Workload& w, const Clust
     ++next_;  // the previous offer was the only one of its turn: the core took it (or dropped it)
     offered_.reset();
   }
+  const TurnMemo key{&w, w.id, &c, c.version(), next_, std::nullopt};
+  if (memo_.workload == key.workload && memo_.id == key.id && memo_.cluster == key.cluster &&
+      memo_.cluster_version == key.cluster_version && memo_.next == key.next) {
+    return memo_.turn;
+  }
+  memo_ = key;
+  memo_.turn = TurnOf(w, c);
+  return memo_.turn;
+}
+
+std::optional<RoundRobin::Chunk> RoundRobin::TurnOf(const Workload& w,
+                                                    const ClusterState& c) const {
   if (w.gpu.count != 1) return std::nullopt;  // one chunk per workload
   const int gpus = static_cast<int>(c.gpu_count());
   std::vector<int> first_chunk(gpus + 1, 0);  // the ring's chunks, GPU by GPU in cluster order

@@ -40,6 +40,7 @@ class RoundRobin final : public Policy {
   };
   // The chunk whose turn it is for w (skipping chunks w cannot use), if any.
   std::optional<Chunk> Turn(const Workload& w, const ClusterState& c) const;
+  std::optional<Chunk> TurnOf(const Workload& w, const ClusterState& c) const;  // Turn, unkept
   int ChunksOf(GpuIndex g, const ClusterState& c) const;
   int mps_chunks_;
   // The MPS chunk each workload on a GPU without MIG was given (entries of workloads gone from
@@ -50,6 +51,18 @@ class RoundRobin final : public Policy {
   // Filter (const) is where a new workload is first seen.
   mutable uint64_t next_ = 0;
   mutable std::optional<WorkloadId> offered_;
+  // Turn's last answer: the core asks it for every node while scoring one workload, and it
+  // walks every GPU of the cluster; it holds for the same workload, ring position and cluster
+  // state (ClusterState::version).
+  struct TurnMemo {
+    const Workload* workload = nullptr;
+    WorkloadId id = 0;
+    const ClusterState* cluster = nullptr;
+    uint64_t cluster_version = 0;
+    uint64_t next = 0;
+    std::optional<Chunk> turn;
+  };
+  mutable TurnMemo memo_;
 };
 
 }  // namespace tessera::policy

@@ -121,6 +121,12 @@ struct SloAware::Impl {
     std::optional<std::pair<uint64_t, uint64_t>> below;
     double below_at = 0;  // clock time of that sighting
     std::optional<uint64_t> nowhere;
+    // At or above its target (or unmeasured) when last judged, under these versions of its
+    // node, the telemetry's snapshot and the predictor, and this many GPUs (its ceiling's
+    // models): judged alike until one moves.
+    bool fine = false;
+    uint64_t fine_node = 0, fine_sample = 0, fine_generation = 0;
+    int fine_gpus = 0;
   };
   std::unordered_map<WorkloadId, Track> tracks;
   int moved = 0;
@@ -688,6 +694,8 @@ struct SloAware::Impl {
     if (!options.observe || learner == nullptr || telemetry == nullptr) return;
     std::erase_if(watch, [&](const auto& entry) { return c.Find(entry.first) == nullptr; });
     for (const auto& [id, pw] : c.placed()) {
+      // Decided already (observed, or not alone): one integer lookup, before any by name.
+      if (auto known = watch.find(id); known != watch.end() && !known->second) continue;
       const Workload& w = pw.workload;
       if (!Predictable(w) || pw.placement.slices.size() != 1) continue;
       const model::Partition& part = c.partition(pw.placement.slices[0].partition);
@@ -725,17 +733,33 @@ struct SloAware::Impl {
     std::erase_if(tracks, [&](const auto& entry) { return c.Find(entry.first) == nullptr; });
     const std::optional<uint64_t> sample = telemetry->Version();
     const double at = clock != nullptr ? clock->Now() : 0;
+    const uint64_t generation = view.predictor().generation();
     for (const auto& [id, pw] : c.placed()) {
       const Workload& w = pw.workload;
-      if (!Predictable(w) || pw.placement.slices.size() != 1) continue;
+      if (pw.placement.slices.size() != 1) continue;
+      const uint64_t node_version = c.node(pw.placement.node).version;
+      if (auto known = tracks.find(id); known != tracks.end()) {
+        const Track& t = known->second;
+        if (t.moves >= options.max_moves) continue;
+        if (t.fine && sample && t.fine_sample == *sample && t.fine_node == node_version &&
+            t.fine_generation == generation && t.fine_gpus == c.gpu_count()) {
+          continue;  // nothing it was judged on moved
+        }
+      }
+      if (!Predictable(w)) continue;
       Track& t = tracks[id];
       if (t.moves >= options.max_moves) continue;
       const std::optional<double> qps = telemetry->WorkloadQps(w.name);
       // At or above its SLO it is at or above its target: no ceiling to work out.
       const double target =
           qps && *qps < w.slo_qps ? std::min(w.slo_qps, XCeiling(w, c)) : w.slo_qps;
-      if (!qps || *qps >= target || !sample) {
+      t.fine = !qps || *qps >= target || !sample;
+      if (t.fine) {
         t.below.reset();
+        t.fine_node = node_version;
+        t.fine_sample = sample.value_or(0);
+        t.fine_generation = generation;
+        t.fine_gpus = c.gpu_count();
         continue;
       }
       // Below target on a sample taken after its node last changed: the first sighting since

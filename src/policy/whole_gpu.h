@@ -12,6 +12,8 @@ class WholeGpu final : public Policy {
   std::string_view name() const override { return "whole-gpu"; }
   Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
+  // Filter (NodeFits of the whole-GPU request) reads the node alone (the core keeps its verdicts).
+  OfferInputs OffersDependOn() const override { return {.node_local_filter = true}; }
 };
 
 // The same request as `w` but for whole GPUs (share 1000, no MIG profile); shared by the

@@ -64,8 +64,29 @@ std::vector<const Workload*> Scheduler::pending() const {
   return out;
 }
 
-std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w, std::string& why) {
-  std::optional<policy::Candidate> best;
+std::vector<Scheduler::Verdict>* Scheduler::VerdictsFor(const std::string& shape) {
+  const policy::Policy::OfferInputs inputs = policy_.OffersDependOn();
+  if (!inputs.node_local_filter || inputs.live_state) return nullptr;
+  const size_t nodes = cluster_.node_count();
+  auto it = verdicts_.find(shape);
+  if (it == verdicts_.end()) {
+    if (verdict_entries_ + nodes > kMaxVerdicts) {
+      verdicts_.clear();
+      verdict_entries_ = 0;
+    }
+    it = verdicts_.emplace(shape, std::vector<Verdict>{}).first;
+  }
+  if (it->second.size() < nodes) {
+    verdict_entries_ += nodes - it->second.size();
+    it->second.resize(nodes);
+  }
+  return &it->second;
+}
+
+std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w,
+                                                       std::vector<Verdict>* verdicts,
+                                                       std::string& why) {
+  bool found = false;
   int ties = 0;
   // Filter reasons are a handful of static strings: a flat list, compared by address first,
   // keeps the hot loop free of allocations and string comparisons.
@@ -81,32 +102,40 @@ std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w, std::s
     reasons_.emplace_back(reason, 1);
   };
   for (model::NodeIndex n = 0; n < cluster_.node_count(); ++n) {
-    const policy::Feasibility f = policy_.Filter(w, n, cluster_);
-    if (!f.ok()) {
-      count_reason(f.reason);
+    std::string_view reason;
+    if (verdicts) {
+      Verdict& v = (*verdicts)[n];
+      if (v.version != cluster_.node(n).version) {
+        v = {cluster_.node(n).version, policy_.Filter(w, n, cluster_).reason};
+      }
+      reason = v.reason;
+    } else {
+      reason = policy_.Filter(w, n, cluster_).reason;
+    }
+    if (!reason.empty()) {
+      count_reason(reason);
       continue;
     }
-    std::optional<policy::Candidate> cand = policy_.Score(w, n, cluster_);
-    if (!cand) {
+    if (!policy_.ScoreInto(w, n, cluster_, scratch_)) {
       count_reason("no offer from the policy");
       continue;
     }
-    if (hooks_.scored) offers_.push_back({n, cand->score});
-    if (!best || cand->score > best->score) {
-      best = std::move(cand);
+    if (hooks_.scored) offers_.push_back({n, scratch_.score});
+    if (!found || scratch_.score > best_.score) {
+      std::swap(best_, scratch_);
+      found = true;
       ties = 1;
-    } else if (cand->score == best->score && options_.tie_break == TieBreak::kRandom &&
+    } else if (scratch_.score == best_.score && options_.tie_break == TieBreak::kRandom &&
                rng_.Below(++ties) == 0) {
-      best = std::move(cand);  // reservoir sampling: each tied node wins with equal chance
+      std::swap(best_, scratch_);  // reservoir sampling: each tied node wins with equal chance
     }
   }
-  if (!best) {
-    std::sort(reasons_.begin(), reasons_.end());
-    why = fmt::format("0/{} nodes are available:", cluster_.node_count());
-    for (const auto& [reason, count] : reasons_) why += fmt::format(" {} {},", count, reason);
-    if (why.back() == ',') why.pop_back();
-  }
-  return best;
+  if (found) return std::move(best_);
+  std::sort(reasons_.begin(), reasons_.end());
+  why = fmt::format("0/{} nodes are available:", cluster_.node_count());
+  for (const auto& [reason, count] : reasons_) why += fmt::format(" {} {},", count, reason);
+  if (why.back() == ',') why.pop_back();
+  return std::nullopt;
 }
 
 bool Scheduler::ReserveAndBind(const Workload& w, const model::Placement& p, CycleStats& stats,
@@ -201,7 +230,9 @@ CycleStats Scheduler::RunCycle() {
 }
 
 bool Scheduler::PlacePending(CycleStats& stats) {
-  // The cycle's order: the queue itself, or the policy's (which a batch sees too).
+  // The cycle's order: the queue itself (walked in place: a saturated queue holds tens of
+  // thousands), or the policy's (which a batch sees too).
+  if (!policy_.CustomOrder() && !policy_.Batches()) return PlaceEach({}, stats);
   std::vector<const Workload*> ordered = pending();
   std::vector<Queue::iterator> order;
   if (policy_.CustomOrder()) {
@@ -209,6 +240,7 @@ bool Scheduler::PlacePending(CycleStats& stats) {
     for (const Workload* w : ordered) order.push_back(queued_.at(w->id));
   }
 
+  if (!policy_.Batches()) return PlaceEach(order, stats);
   if (std::optional<std::vector<policy::Candidate>> batch = policy_.PlaceBatch(ordered, cluster_)) {
     CommitBatch(std::move(*batch), stats);
     return false;
@@ -263,7 +295,7 @@ bool Scheduler::PlaceEach(const std::vector<Queue::iterator>& order, CycleStats&
     if (known != failed.end()) {
       why = known->second;
     } else {
-      best = SelectNode(w, why);
+      best = SelectNode(w, VerdictsFor(q->shape), why);
     }
     if (!best) {
       ++stats.unschedulable;

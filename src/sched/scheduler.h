@@ -24,7 +24,10 @@
 // until a reshape or resize changes the cluster, and the cycle ends as soon as every shape in
 // the queue has failed; a cycle with neither a cluster change nor a new arrival since the last
 // fruitless one places nothing without scanning. Workloads skipped this way keep their last
-// reason (Policy::Filter's contract makes this exact).
+// reason (Policy::Filter's contract makes this exact). For a policy whose Filter reads only the
+// node (OfferInputs::node_local_filter), each request shape's verdicts are kept per node under
+// the node's version, so a workload's scoring calls Filter only on nodes that changed since its
+// shape last visited them.
 // Not thread-safe: one driver thread calls it.
 
 #include <functional>
@@ -141,8 +144,18 @@ class Scheduler {
     Workload workload;
     model::Placement placement;
   };
-  // Scores every node; the winning candidate, or nullopt with `why` filled.
-  std::optional<policy::Candidate> SelectNode(const Workload& w, std::string& why);
+  // A node's Filter verdict for one request shape, valid while the node's version is `version`.
+  struct Verdict {
+    uint64_t version = 0;  // node versions are never 0: a new entry is stale
+    std::string_view reason;
+  };
+  // The verdicts kept for `shape`, sized to the cluster; null when the policy does not declare
+  // node_local_filter (or declares live state).
+  std::vector<Verdict>* VerdictsFor(const std::string& shape);
+  // Scores every node; the winning candidate, or nullopt with `why` filled. `verdicts`: the
+  // shape's kept Filter verdicts, or null to call Filter on every node.
+  std::optional<policy::Candidate> SelectNode(const Workload& w, std::vector<Verdict>* verdicts,
+                                              std::string& why);
   // Reserve + bind (or park behind a reshape). True if the workload left the queue.
   bool Commit(const Workload& w, policy::Candidate cand, CycleStats& stats);
   // Places what it can; true when everything left is known not to fit the cluster as it is.
@@ -186,7 +199,13 @@ class Scheduler {
   CycleStats totals_;
   // Scratch and caches of the hot path (SelectNode, ProactiveReshapes).
   std::vector<std::pair<std::string_view, int>> reasons_;
-  std::vector<Offer> offers_;  // collected only for Hooks::scored
+  std::vector<Offer> offers_;         // collected only for Hooks::scored
+  policy::Candidate scratch_, best_;  // ScoreInto's buffers: losing nodes allocate nothing
+  // Filter verdicts per request shape and node (VerdictsFor); dropped whole when they would
+  // exceed kMaxVerdicts entries.
+  static constexpr size_t kMaxVerdicts = size_t{1} << 21;
+  std::unordered_map<std::string, std::vector<Verdict>> verdicts_;
+  size_t verdict_entries_ = 0;
   std::vector<GpuIndex> mig_capable_gpus_;
   int mig_capable_gpus_seen_ = -1;
 };

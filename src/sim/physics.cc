@@ -85,9 +85,11 @@ double Physics::BestIsolatedQps(const AppSpec& app,
 
 double Physics::NoiseFactor(model::WorkloadId id) const {
   if (options_.noise_sd <= 0) return 1;
+  if (auto it = noise_.find(id); it != noise_.end()) return it->second;
   Rng rng(Mix(seed_ ^ Mix(static_cast<uint64_t>(id))));
   const double z = rng.Normal(0, options_.noise_sd);
-  return 1 + std::clamp(z, -options_.noise_max, options_.noise_max);
+  if (noise_.size() >= kMaxNoise) noise_.clear();
+  return noise_[id] = 1 + std::clamp(z, -options_.noise_max, options_.noise_max);
 }
 
 RunRate Physics::Rate(const model::PlacedWorkload& pw, const model::ClusterState& c) {

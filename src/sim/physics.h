@@ -50,7 +50,8 @@
 //
 // Only sim:: code can use it: the predictor sees Physics through sim::Profiler's samples only.
 // Immutable after construction but for a cache of the nodes' network loads (by the cluster's
-// version); Rate and GpuPower are const in effect (thread-compatible).
+// version) and one of each workload's noise factor (a function of the seed and its id); Rate
+// and GpuPower are const in effect (thread-compatible).
 
 #include <cstdint>
 #include <map>
@@ -178,6 +179,8 @@ class Physics final : public GroundTruth {
   };
   SharedTime ShareTime(const AppSpec& app, const Isolated& self, const model::Gpu& gpu,
                        bool best_effort, const CoRunners& co) const;
+  // The workload's fixed multiplicative noise: a draw from a generator seeded by (seed, id),
+  // kept (seeding the generator costs more than a rate).
   double NoiseFactor(model::WorkloadId id) const;
   // Σ network_share of the remote streams through each node (uncapped), cached by version.
   const std::vector<double>& NetworkLoads(const model::ClusterState& c);
@@ -195,6 +198,8 @@ class Physics final : public GroundTruth {
   const model::ClusterState* network_cluster_ = nullptr;
   uint64_t network_version_ = 0;
   std::vector<double> network_load_;
+  mutable std::unordered_map<model::WorkloadId, double> noise_;  // NoiseFactor's, ≤ kMaxNoise
+  static constexpr size_t kMaxNoise = size_t{1} << 20;
 };
 
 }  // namespace tessera::sim

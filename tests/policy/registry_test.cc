@@ -99,6 +99,9 @@ TEST_F(RegistryTest, EveryAdvertisedDefaultIsAccepted) {
     auto made = MakePolicy(info.name, ctx_, all);
     ASSERT_TRUE(made.has_value()) << info.name << ": " << made.error().message;
     EXPECT_EQ((*made)->name(), info.name);
+    // The core calls PlaceBatch only for a policy that says it batches: the registry's flag
+    // and the policy's own must agree.
+    EXPECT_EQ((*made)->Batches(), info.batch) << info.name;
   }
 }
 

@@ -152,6 +152,7 @@ class Batchy : public policy::Policy {
   std::optional<Candidate> Score(const Workload&, model::NodeIndex, const ClusterState&) override {
     return std::nullopt;
   }
+  bool Batches() const override { return true; }
   std::optional<std::vector<Candidate>> PlaceBatch(std::span<const Workload* const> pending,
                                                    const ClusterState& c) override {
     std::vector<Candidate> out;
@@ -267,10 +268,13 @@ TEST_F(SchedulerTest, SubmitRefusesDuplicatesAndInvalidRequests) {
   EXPECT_EQ(s.pending_count(), 0u);
 }
 
-// First fit that counts how often the core asks it to filter a node.
+// First fit that counts how often the core asks it to filter a node; `declares`: it says its
+// Filter reads the node alone (OfferInputs::node_local_filter), as first-fit itself does.
 class CountingFirstFit : public policy::Policy {
  public:
+  explicit CountingFirstFit(bool declares = false) : declares_(declares) {}
   std::string_view name() const override { return "counting-first-fit"; }
+  OfferInputs OffersDependOn() const override { return {.node_local_filter = declares_}; }
   policy::Feasibility Filter(const Workload& w, model::NodeIndex n,
                              const ClusterState& c) const override {
     ++filters;
@@ -283,8 +287,64 @@ class CountingFirstFit : public policy::Policy {
   mutable int filters = 0;
 
  private:
+  bool declares_;
   policy::FirstFit inner_;
 };
+
+TEST_F(SchedulerTest, KeptFilterVerdictsAreAskedAgainOnlyOfNodesThatChanged) {
+  const auto v100 = *FindGpuModel("V100-32GB");
+  ASSERT_TRUE(c_.AddNode(UniformNode("n2", v100, 1, 8000, 65536)));
+  ASSERT_TRUE(c_.AddNode(UniformNode("n3", v100, 1, 8000, 65536)));
+  ClusterState plain_cluster = c_;
+  CountingFirstFit kept(true), plain(false);
+  Scheduler s(c_, kept, clock_, rng_, hooks_);
+  Hooks quiet;
+  Scheduler p(plain_cluster, plain, clock_, rng_, quiet);
+  auto both = [&](auto step) {
+    step(s, c_);
+    step(p, plain_cluster);
+  };
+  // w1 (600) sees all four nodes and binds on n0.
+  both([](Scheduler& x, ClusterState&) { ASSERT_TRUE(x.Submit(Share(1, 600, 1))); });
+  both([](Scheduler& x, ClusterState&) { x.RunCycle(); });
+  EXPECT_EQ(kept.filters, 4);
+  // w2, the same shape: only n0 changed since; n0 has 400 left, so it binds on n1.
+  both([](Scheduler& x, ClusterState&) { ASSERT_TRUE(x.Submit(Share(2, 600, 2))); });
+  both([](Scheduler& x, ClusterState&) { x.RunCycle(); });
+  EXPECT_EQ(kept.filters, 4 + 1);
+  // n2 goes down: w3 re-asks n1 (w2) and n2 (readiness), keeps n0's refusal, binds on n3.
+  both([](Scheduler& x, ClusterState& c) {
+    c.SetNodeReady(2, false);
+    ASSERT_TRUE(x.Submit(Share(3, 600, 3)));
+    x.RunCycle();
+  });
+  EXPECT_EQ(kept.filters, 5 + 2);
+  // A new shape (300) sees every node: it binds on n0.
+  both([](Scheduler& x, ClusterState&) {
+    ASSERT_TRUE(x.Submit(Share(4, 300, 4)));
+    x.RunCycle();
+  });
+  EXPECT_EQ(kept.filters, 7 + 4);
+  // w5 (600) fits nowhere: n0 (w4) and n3 (w3) are asked again, and its reason counts the
+  // kept refusals of n1 and n2 as the plain scheduler's fresh ones.
+  both([](Scheduler& x, ClusterState&) {
+    ASSERT_TRUE(x.Submit(Share(5, 600, 5)));
+    x.RunCycle();
+  });
+  EXPECT_EQ(kept.filters, 11 + 2);
+  EXPECT_EQ(plain.filters, 4 * 5);
+  EXPECT_EQ(s.LastReason(5),
+            "0/4 nodes are available: 3 no GPU with enough free share, 1 node not ready");
+  EXPECT_EQ(s.LastReason(5), p.LastReason(5));
+  ASSERT_EQ(bound_.size(), 4u);
+  EXPECT_EQ(bound_[0], (std::pair<WorkloadId, model::NodeIndex>{1, 0}));
+  EXPECT_EQ(bound_[1], (std::pair<WorkloadId, model::NodeIndex>{2, 1}));
+  EXPECT_EQ(bound_[2], (std::pair<WorkloadId, model::NodeIndex>{3, 3}));
+  EXPECT_EQ(bound_[3], (std::pair<WorkloadId, model::NodeIndex>{4, 0}));
+  for (WorkloadId id = 1; id <= 4; ++id) {
+    EXPECT_EQ(c_.Find(id)->placement, plain_cluster.Find(id)->placement) << id;
+  }
+}
 
 TEST_F(SchedulerTest, LongQueuesAreNotRescannedWhenNothingCanChange) {
   CountingFirstFit ff;
@@ -451,6 +511,7 @@ class FixedBatch : public policy::Policy {
     ++scores;
     return std::nullopt;
   }
+  bool Batches() const override { return true; }
   std::optional<std::vector<Candidate>> PlaceBatch(std::span<const Workload* const> pending,
                                                    const ClusterState&) override {
     shown.clear();

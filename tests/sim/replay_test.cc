@@ -50,6 +50,7 @@ class OldestFromSecondCycle final : public policy::Policy {
                                          const model::ClusterState&) override {
     return std::nullopt;
   }
+  bool Batches() const override { return true; }
   std::optional<std::vector<policy::Candidate>> PlaceBatch(
       std::span<const model::Workload* const> pending, const model::ClusterState&) override {
     if (cycles_++ == 0 || pending.empty()) return std::vector<policy::Candidate>{};

@@ -71,9 +71,7 @@ class Checking final : public policy::Policy {
   explicit Checking(policy::Policy& inner) : inner_(inner) {}
   std::string_view name() const override { return inner_.name(); }
   bool CustomOrder() const override { return inner_.CustomOrder(); }
-  void Order(std::vector<const model::Workload*>& pending) const override {
-    inner_.Order(pending);
-  }
+  void Order(std::vector<const model::Workload*>& pending) const override { inner_.Order(pending); }
   policy::Feasibility Filter(const model::Workload& w, model::NodeIndex node,
                              const model::ClusterState& c) const override {
     return inner_.Filter(w, node, c);
@@ -83,6 +81,7 @@ class Checking final : public policy::Policy {
                                          const model::ClusterState& c) override {
     return inner_.Score(w, node, c);
   }
+  bool Batches() const override { return inner_.Batches(); }
   std::optional<std::vector<policy::Candidate>> PlaceBatch(
       std::span<const model::Workload* const> pending, const model::ClusterState& c) override {
     return inner_.PlaceBatch(pending, c);
@@ -118,8 +117,8 @@ TEST_P(UsageOomProperty, CrashesRelaunchInPlaceAndEveryCycleKeepsTheInvariants) 
   telemetry::StaticTelemetry telemetry;
   ManualClock clock;
   Rng rng(23);
-  auto inner = policy::MakePolicy(name, {.rng = &rng, .clock = &clock, .telemetry = &telemetry},
-                                  {});
+  auto inner =
+      policy::MakePolicy(name, {.rng = &rng, .clock = &clock, .telemetry = &telemetry}, {});
   ASSERT_TRUE(inner.has_value()) << inner.error().message;
   Checking policy(**inner);
   Physics physics(Apps(), 5);
