@@ -281,6 +281,20 @@ std::optional<Candidate> PredictionView::FirstFitOffer(const model::Workload& w,
 
 void PredictionView::BeginNode() {
   util_version_ = telemetry_ ? telemetry_->UtilizationVersion() : std::nullopt;
+  if (util_version_ == util_synced_) return;
+  util_changed_.clear();
+  if (util_version_ && util_synced_ &&
+      telemetry_->UtilizationChangedSince(*util_synced_, &util_changed_)) {
+    for (std::string_view uuid : util_changed_) {
+      auto it = util_index_.find(uuid);
+      if (it != util_index_.end()) utils_[it->second].epoch = 0;
+    }
+  } else {
+    ++util_epoch_;
+    util_index_.clear();
+    ++util_index_epoch_;
+  }
+  util_synced_ = util_version_;
 }
 
 double PredictionView::Util(const model::Partition& part) const {
@@ -299,19 +313,32 @@ std::pair<double, bool> PredictionView::UtilAndSource(const model::Partition& pa
 double PredictionView::CachedUtil(model::PartitionIndex p, const model::ClusterState& c) {
   const model::Partition& part = c.partition(p);
   if (!telemetry_ || !util_version_) return Util(part);
-  if (partitions_.size() < static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions) {
-    partitions_.resize(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions);
+  if (utils_.size() < static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions) {
+    utils_.resize(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions);
   }
-  PartitionCache& cache = partitions_[p];
-  const bool holds = cache.util_version == util_version_ &&
-                     (cache.util_from_telemetry ? cache.util_built == part.built
-                                                : cache.util_partition_version == part.version);
-  if (!holds) {
-    std::tie(cache.util, cache.util_from_telemetry) = UtilAndSource(part);
-    cache.util_version = util_version_;
-    cache.util_built = part.built;
-    cache.util_partition_version = part.version;
+  UtilCache& cache = utils_[p];
+  if (cache.epoch == util_epoch_ &&
+      cache.stamp == (cache.from_telemetry ? part.built : part.version)) {
+    return cache.util;
   }
+  std::tie(cache.util, cache.from_telemetry) = UtilAndSource(part);
+  cache.epoch = util_epoch_;
+  cache.stamp = cache.from_telemetry ? part.built : part.version;
+  // The uuid's next change drops this entry. Entries of uuids cut away since stay until the
+  // index outgrows the partitions, then everything is read again.
+  if (cache.index_epoch == util_index_epoch_ && cache.indexed_built == part.built) {
+    return cache.util;  // mapped already
+  }
+  if (util_index_.size() > 2 * utils_.size()) {
+    util_index_.clear();
+    ++util_index_epoch_;
+    ++util_epoch_;
+    cache.epoch = util_epoch_;
+  }
+  auto [it, fresh] = util_index_.try_emplace(part.uuid, p);
+  if (!fresh) it->second = p;
+  cache.index_epoch = util_index_epoch_;
+  cache.indexed_built = part.built;
   return cache.util;
 }
 

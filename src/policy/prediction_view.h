@@ -15,7 +15,8 @@
 //     `completed_sigma` (also where the predictor has none: a row new since the last refit);
 //   - f(victim, aggressor) on a shared partition: the predictor's, else the kind's mean;
 //   - util(p): the telemetry's, else an empty partition 0 and an occupied one its MPS share,
-//     cached while Telemetry::UtilizationVersion holds;
+//     cached while Telemetry::UtilizationVersion holds, or, where the telemetry names what
+//     changed (UtilizationChangedSince), while the partition's own value holds;
 //   - the workloads already on a partition (application, SLO, isolated rate, Σ f over the
 //     others), cached per partition and invalidated by the partition's version counter and the
 //     predictor's generation;
@@ -180,16 +181,23 @@ class PredictionView {
     CacheStamp stamp;
     uint64_t built = 0;  // the partition's Partition::built when `members` were read
     std::vector<Member> members;
-    // util(p) as read under telemetry version `util_version`: a telemetry value holds while
-    // the partition is not cut again (`util_built`), its fallback while the partition's
-    // version holds (`util_partition_version`).
-    std::optional<uint64_t> util_version;
-    bool util_from_telemetry = false;
-    uint64_t util_built = 0;
-    uint64_t util_partition_version = 0;
-    double util = 0;
   };
   std::vector<PartitionCache> partitions_;
+  // util(p) as read in epoch `epoch` (0: never read, or dropped by BeginNode): a telemetry
+  // value holds while the partition is not cut again (`stamp` is its Partition::built), its
+  // fallback while the partition's version holds (`stamp` is its Partition::version). Apart
+  // from PartitionCache, so that a pass over every partition reads 32 bytes a partition.
+  struct UtilCache {
+    uint64_t epoch = 0;
+    uint64_t stamp = 0;
+    double util = 0;
+    // util_index_ maps this partition's uuid while index_epoch holds util_index_epoch_ and the
+    // partition is not cut again (indexed_built is its Partition::built when it was mapped).
+    uint64_t indexed_built = 0;
+    uint32_t index_epoch = 0;
+    bool from_telemetry = false;
+  };
+  std::vector<UtilCache> utils_;
   std::vector<Member> scratch_members_;  // Members' previous entry while it rebuilds one
 
   // (model, profile + 1, MPS %) -> ConfigId, -1 absent, -2 not looked up yet; and the
@@ -208,6 +216,14 @@ class PredictionView {
   int configs_seen_ = -1;
 
   std::optional<uint64_t> util_version_;  // the telemetry's utilisation version (BeginNode)
+  // CachedUtil's entries hold while they carry util_epoch_; BeginNode moves it when the
+  // telemetry's utilisation version moved and cannot say what changed, else drops only the
+  // entries of the uuids that changed (util_index_: the partition each uuid was read for).
+  uint64_t util_epoch_ = 1;
+  std::optional<uint64_t> util_synced_;  // the utilisation version the entries reflect
+  telemetry::UuidMap<model::PartitionIndex> util_index_;
+  uint32_t util_index_epoch_ = 1;               // moves whenever util_index_ is cleared
+  std::vector<std::string_view> util_changed_;  // scratch
 
   // The last application looked up (handles never change once assigned).
   std::string app_key_;

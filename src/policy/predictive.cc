@@ -86,17 +86,24 @@ struct SetSum {
       ++pos;
     }
   }
+  // The set's score before the utilisation factor, and its k; 0 for an empty set.
+  double Inner(double* k_out = nullptr) const {
+    const int n = neg + pos;
+    if (n == 0) return 0;
+    const double k = static_cast<double>(neg) / n;
+    if (k_out) *k_out = k;
+    double inner = 0;
+    if (neg > 0) inner += k * sum1 / neg;
+    if (pos > 0) inner += (1 - k) * sum2 / pos;
+    return inner;
+  }
   SetScore Finish(double util) const {
     SetScore s{0, 0, neg, pos};
-    const int n = neg + pos;
-    if (n == 0) return s;
-    s.k = static_cast<double>(neg) / n;
-    double inner = 0;
-    if (neg > 0) inner += s.k * sum1 / neg;
-    if (pos > 0) inner += (1 - s.k) * sum2 / pos;
-    s.score = 100.0 * (1.0 - util) * inner;
+    if (neg + pos == 0) return s;
+    s.score = Scaled(util, Inner(&s.k));
     return s;
   }
+  static double Scaled(double util, double inner) { return 100.0 * (1.0 - util) * inner; }
 };
 
 }  // namespace predictive_detail
@@ -194,6 +201,18 @@ struct Predictive::Impl {
   }
   const std::vector<double>& FillIsoRow(IsoRow& r, AppId xa, model::GpuModelId gpu_model,
                                         int profile);
+  // x's set score before the utilisation factor alone on a partition of (model, profile) at
+  // each share (NaN: no prediction), kept per (model, profile) for the last (application,
+  // target) asked, dropped with the generation: an empty partition's offer is then one
+  // multiplication a share, and the same numbers as the general path.
+  struct AloneRow {
+    AppId app = -1;
+    double target = 0;
+    std::vector<double> inner;
+  };
+  std::vector<AloneRow> alone_rows;
+  const std::vector<double>& AloneRowOf(AppId xa, double target, model::GpuModelId gpu_model,
+                                        int profile);
 
   static MemberScore Breakdown(WorkloadId id, const std::string& app, double slo, double iso,
                                double lost);
@@ -208,15 +227,22 @@ struct Predictive::Impl {
   // BestAlone per (model, profile) for one workload (its app, SLO and GPU memory) under the
   // predictor's generation: the same for every idle GPU of that model the nodes offer.
   struct AloneMemo {
-    std::string app;
+    AppId app = -1;
     double slo = 0;
     int64_t memory_mib = 0;
     uint64_t generation = 0;
     bool valid = false;
     std::vector<std::optional<Alone>> by_config;
+    // BestReshape by (model, whole GPU allowed).
+    std::vector<std::optional<Alone>> by_model;
   } alone_memo;
   Alone BestAloneMemo(const Workload& x, model::GpuModelId gpu_model, int profile);
+  // The best of BestAloneMemo over the whole GPU (when `whole`) and every profile a layout
+  // holds: what reshaping an idle GPU of `gpu_model` offers x.
+  Alone BestReshape(const Workload& x, model::GpuModelId gpu_model, bool whole);
 
+  // Reshape GPU g to MIG off (profile −1) or to the layout Layouts() names for `profile`.
+  static ReshapeTo ReshapeOf(GpuIndex g, int profile, const ClusterState& c);
   // The node's best offer (and, for Explain, every option). The hot loop keeps the best as
   // plain numbers and builds one Candidate at the end.
   std::optional<Candidate> Offer(const Workload& x, NodeIndex node, const ClusterState& c,
@@ -236,6 +262,22 @@ Predictive::Impl::Best Predictive::Impl::ScorePartition(const Workload& x, AppId
       pcts.begin());
   if (first_fit == pcts.size()) return {};
   const model::Gpu& gpu = c.gpu(part.gpu);
+  const double x_target = Target(x.slo_qps);
+  Best best;
+  if (!explain && part.empty()) {
+    // Nobody on the partition scores or slows x: x's score alone (AloneRowOf) times the
+    // utilisation factor, the same numbers as the general path below.
+    const double util = view.CachedUtil(p, c);
+    const std::vector<double>& inner = AloneRowOf(xa, x_target, gpu.model, part.profile);
+    for (size_t i = first_fit; i < pcts.size(); ++i) {
+      if (std::isnan(inner[i]) || (i > first_fit && !ShareFits(part, pcts[i], x.gpu.memory_mib))) {
+        continue;
+      }
+      const double score = SetSum::Scaled(util, inner[i]);
+      if (score > best.score) best = Best{score, pcts[i], part.memory_mib * pcts[i] / 100};
+    }
+    return best;
+  }
   // Everything but x's own isolated rate is the same for every share x could get.
   Terms& t = TermsOf(xa, p, c);
   const SetSum& others = t.others;
@@ -250,8 +292,6 @@ Predictive::Impl::Best Predictive::Impl::ScorePartition(const Workload& x, AppId
   }
   const double util = t.util;
   const std::vector<double>& isos = IsoRowOf(xa, gpu.model, part.profile);
-  const double x_target = Target(x.slo_qps);
-  Best best;
   for (size_t i = first_fit; i < pcts.size(); ++i) {
     const int pct = pcts[i];
     if (i > first_fit && !ShareFits(part, pct, x.gpu.memory_mib)) continue;
@@ -290,6 +330,7 @@ void Predictive::Impl::PrepareTables(const ClusterState& c, AppId xa) {
   if (terms_generation != generation) {
     for (std::vector<Terms>& table : terms) table.assign(table.size(), Terms{});
     iso_rows.assign(iso_rows.size(), IsoRow{});
+    alone_rows.assign(alone_rows.size(), AloneRow{});
     terms_generation = generation;
   }
   const size_t slot = static_cast<size_t>(xa + 1);
@@ -297,6 +338,7 @@ void Predictive::Impl::PrepareTables(const ClusterState& c, AppId xa) {
   const size_t partitions = static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions;
   if (terms[slot].size() < partitions) terms[slot].resize(partitions);
   if (iso_rows.empty()) iso_rows.resize(model::AllGpuModels().size() * kProfileSlots + 1);
+  if (alone_rows.empty()) alone_rows.resize(iso_rows.size());
 }
 
 Predictive::Impl::Terms& Predictive::Impl::FillTerms(Terms& t, AppId xa, model::PartitionIndex p,
@@ -323,6 +365,27 @@ const std::vector<double>& Predictive::Impl::FillIsoRow(IsoRow& r, AppId xa,
   return r.iso;
 }
 
+const std::vector<double>& Predictive::Impl::AloneRowOf(AppId xa, double target,
+                                                        model::GpuModelId gpu_model, int profile) {
+  const std::vector<double>& isos = IsoRowOf(xa, gpu_model, profile);
+  const bool cached = profile + 1 >= 0 && profile + 1 < kProfileSlots && gpu_model >= 0 &&
+                      static_cast<size_t>(gpu_model) * kProfileSlots < alone_rows.size() - 1;
+  AloneRow& r = cached ? alone_rows[static_cast<size_t>(gpu_model) * kProfileSlots + (profile + 1)]
+                       : alone_rows.back();
+  if (cached && r.app == xa && r.target == target && r.inner.size() == isos.size()) {
+    return r.inner;
+  }
+  r.app = xa;
+  r.target = target;
+  r.inner.clear();
+  for (double iso : isos) {
+    SetSum sum;
+    sum.Add(target, std::max(0.0, iso * (1 - 0.0)));
+    r.inner.push_back(std::isnan(iso) ? iso : sum.Inner());
+  }
+  return r.inner;
+}
+
 MemberScore Predictive::Impl::Breakdown(WorkloadId id, const std::string& app, double slo,
                                         double iso, double lost) {
   MemberScore m;
@@ -345,14 +408,17 @@ Predictive::Impl::Alone Predictive::Impl::BestAloneMemo(const Workload& x,
                                                         model::GpuModelId gpu_model, int profile) {
   AloneMemo& m = alone_memo;
   const uint64_t generation = view.predictor().generation();
-  if (!m.valid || m.app != x.app || m.slo != x.slo_qps || m.memory_mib != x.gpu.memory_mib ||
+  // BestAlone reads x only through its application's handle, its SLO and its memory.
+  const AppId xa = AppOf(x.app);
+  if (!m.valid || m.app != xa || m.slo != x.slo_qps || m.memory_mib != x.gpu.memory_mib ||
       m.generation != generation) {
-    m.app = x.app;
+    m.app = xa;
     m.slo = x.slo_qps;
     m.memory_mib = x.gpu.memory_mib;
     m.generation = generation;
     m.valid = true;
     m.by_config.assign(model::AllGpuModels().size() * kProfileSlots, std::nullopt);
+    m.by_model.assign(model::AllGpuModels().size() * 2, std::nullopt);
   }
   if (gpu_model < 0 || profile + 1 < 0 || profile + 1 >= kProfileSlots ||
       static_cast<size_t>(gpu_model) >= model::AllGpuModels().size()) {
@@ -362,6 +428,26 @@ Predictive::Impl::Alone Predictive::Impl::BestAloneMemo(const Workload& x,
       m.by_config[static_cast<size_t>(gpu_model) * kProfileSlots + (profile + 1)];
   if (!kept) kept = BestAlone(x, gpu_model, profile);
   return *kept;
+}
+
+Predictive::Impl::Alone Predictive::Impl::BestReshape(const Workload& x,
+                                                      model::GpuModelId gpu_model, bool whole) {
+  std::optional<Alone>* kept = nullptr;
+  if (gpu_model >= 0 && static_cast<size_t>(gpu_model) < model::AllGpuModels().size()) {
+    BestAloneMemo(x, gpu_model, -1);  // validates the memo for x
+    kept = &alone_memo.by_model[static_cast<size_t>(gpu_model) * 2 + (whole ? 1 : 0)];
+    if (*kept) return **kept;
+  }
+  Alone alone;
+  if (whole) alone = BestAloneMemo(x, gpu_model, -1);
+  const auto& choices = PredictionView::Layouts()[gpu_model];
+  for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
+    if (!choices[prof]) continue;
+    const Alone a = BestAloneMemo(x, gpu_model, prof);
+    if (a.score > alone.score) alone = a;
+  }
+  if (kept) *kept = alone;
+  return alone;
 }
 
 Predictive::Impl::Alone Predictive::Impl::BestAlone(const Workload& x, model::GpuModelId gpu_model,
@@ -394,7 +480,10 @@ std::optional<Candidate> Predictive::Impl::Offer(const Workload& x, NodeIndex no
     model::PartitionIndex partition = 0;
     int percent = 0;
     int64_t memory_mib = 0;
-    std::optional<ReshapeTo> reshape;
+    // Reshape GPU reshape_gpu first (−1: no), to MIG off (reshape_profile −1) or to the
+    // layout Layouts() names for reshape_profile; built into a ReshapeTo once, at the end.
+    GpuIndex reshape_gpu = -1;
+    int reshape_profile = -1;
   } best;
   for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
     const model::Gpu& gpu = c.gpu(g);
@@ -404,32 +493,25 @@ std::optional<Candidate> Predictive::Impl::Offer(const Workload& x, NodeIndex no
       const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
       const Best b = ScorePartition(x, xa, node, p, c, explain);
       current_best = std::max(current_best, b.score);
-      if (b.score > best.score) best = {b.score, p, b.percent, b.memory_mib, std::nullopt};
+      if (b.score > best.score) best = {b.score, p, b.percent, b.memory_mib, -1, -1};
     }
     if (!options.reshape || !gpu.idle()) continue;
     const model::GpuModel& m = model::GetGpuModel(gpu.model);
     if (!m.mig_capable() || !c.MayReshapeTo(g, true)) continue;
     // Reshaping an empty GPU: the layout whose best partition beats what the GPU has now.
-    Alone alone;
-    if (gpu.mig && c.MayReshapeTo(g, false)) alone = BestAloneMemo(x, gpu.model, -1);
-    const auto& choices = PredictionView::Layouts()[gpu.model];
-    for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
-      if (!choices[prof]) continue;
-      const Alone a = BestAloneMemo(x, gpu.model, prof);
-      if (a.score > alone.score) alone = a;
-    }
+    const Alone alone = BestReshape(x, gpu.model, gpu.mig && c.MayReshapeTo(g, false));
     if (alone.score < 0 || alone.score <= current_best) continue;
+    const auto& choices = PredictionView::Layouts()[gpu.model];
     Pick pick;
     pick.score = alone.score;
     pick.percent = alone.percent;
+    pick.reshape_gpu = g;
+    pick.reshape_profile = alone.profile;
     if (alone.profile < 0) {
-      pick.reshape = ReshapeTo{g, std::nullopt};
       pick.partition = ClusterState::PartitionOf(g, 0);
       pick.memory_mib = m.memory_mib * alone.percent / 100;
     } else {
-      const PredictionView::LayoutChoice& lc = *choices[alone.profile];
-      pick.reshape = ReshapeTo{g, lc.layout};
-      pick.partition = ClusterState::PartitionOf(g, lc.slot);
+      pick.partition = ClusterState::PartitionOf(g, choices[alone.profile]->slot);
       pick.memory_mib = m.mig_profiles[alone.profile].memory_mib * alone.percent / 100;
     }
     if (explain) {
@@ -446,17 +528,24 @@ std::optional<Candidate> Predictive::Impl::Offer(const Workload& x, NodeIndex no
                                     Isolated(AppOf(x.app), gpu.model, alone.profile, alone.percent),
                                     0));
       o.set = ScoreSet(o.members, 0);
-      o.reshape = pick.reshape;
+      o.reshape = ReshapeOf(g, alone.profile, c);
       o.placement = {x.id, node, {{pick.partition, pick.percent * 10, pick.memory_mib}}};
       explain->push_back(std::move(o));
     }
-    if (pick.score > best.score) best = std::move(pick);
+    if (pick.score > best.score) best = pick;
   }
   if (best.score < 0) return std::nullopt;
+  std::optional<ReshapeTo> reshape;
+  if (best.reshape_gpu >= 0) reshape = ReshapeOf(best.reshape_gpu, best.reshape_profile, c);
   return Candidate{best.score,
                    {x.id, node, {{best.partition, best.percent * 10, best.memory_mib}}},
-                   std::move(best.reshape),
+                   std::move(reshape),
                    {}};
+}
+
+ReshapeTo Predictive::Impl::ReshapeOf(GpuIndex g, int profile, const ClusterState& c) {
+  if (profile < 0) return ReshapeTo{g, std::nullopt};
+  return ReshapeTo{g, PredictionView::Layouts()[c.gpu(g).model][profile]->layout};
 }
 
 Predictive::Predictive(const predict::Predictor& predictor, const telemetry::Telemetry* telemetry,

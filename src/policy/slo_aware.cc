@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "model/mig.h"
 #include "policy/fit.h"
+#include "policy/placed_changes.h"
 #include "policy/prediction_view.h"
 #include "predict/config_key.h"
 #include "predict/predictor.h"
@@ -129,7 +131,14 @@ struct SloAware::Impl {
     int fine_gpus = 0;
   };
   std::unordered_map<WorkloadId, Track> tracks;
+  // Tracks judged below target (not fine) with moves left: looked at every pass.
+  std::unordered_set<WorkloadId> unsettled;
   int moved = 0;
+  // The closed loop looks only at what moved since its last pass (PlacedChanges), and at
+  // everything when the predictor or the GPUs did.
+  PlacedChanges changes;
+  std::optional<uint64_t> loop_generation;
+  int loop_gpus = -1;
   // The partition Offer must not consider (the pod's own, while judging a move).
   std::optional<model::PartitionIndex> skip;
   std::vector<int> percents;  // tried, smallest first (the first admissible one is taken)
@@ -365,9 +374,10 @@ struct SloAware::Impl {
   }
 
   // Assess's result for the scoring loop (no explanation), with the partition's util, kept per
-  // partition for the last application assessed there: it holds while the partition's version
-  // does (0: never filled), and all entries while the predictor's generation and the cluster's
-  // GPU count (the members' targets) do.
+  // (application, partition) — a stream of mixed applications reads it once per partition
+  // state and application: it holds while the partition's version does (0: never filled), and
+  // all entries while the predictor's generation and the cluster's GPU count (the members'
+  // targets) do.
   // One cache line each: the util is stamped with a local epoch for the telemetry version
   // it was read under (0: not read), not with the 64-bit version itself.
   struct alignas(64) Assessed {
@@ -381,7 +391,8 @@ struct SloAware::Impl {
     bool pushes = false;
   };
   static_assert(sizeof(Assessed) == 64);
-  std::vector<Assessed> assessed;
+  // [xa + 1][partition index] (slot 0: an unknown application); sized by PrepareAssessed.
+  std::vector<std::vector<Assessed>> assessed;
   std::optional<std::pair<uint64_t, int>> assessed_for;  // (generation, GPU count)
   // The epoch of the telemetry version last seen (bumped when it changes).
   uint32_t util_epoch = 0;
@@ -390,7 +401,9 @@ struct SloAware::Impl {
     const std::optional<uint64_t> now = view.utilization_version();
     if (util_epoch_of != now || util_epoch == 0) {
       if (++util_epoch == 0) {  // wrapped: no entry may keep an old stamp
-        for (Assessed& a : assessed) a.util_epoch = 0;
+        for (std::vector<Assessed>& table : assessed) {
+          for (Assessed& a : table) a.util_epoch = 0;
+        }
         util_epoch = 1;
       }
       util_epoch_of = now;
@@ -430,18 +443,23 @@ struct SloAware::Impl {
     return r;
   }
 
-  // Once per node scored: sizes `assessed` for `c`, dropped when its keys moved.
-  void PrepareAssessed(const ClusterState& c) {
+  // Once per node scored: sizes xa's `assessed` table for `c`, all dropped when their keys
+  // moved.
+  void PrepareAssessed(const ClusterState& c, AppId xa) {
     const std::pair<uint64_t, int> key{view.predictor().generation(), c.gpu_count()};
+    const size_t partitions = static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions;
     if (assessed_for != key) {
-      assessed.assign(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions, Assessed{});
+      for (std::vector<Assessed>& table : assessed) table.assign(partitions, Assessed{});
       share_rows.assign(model::AllGpuModels().size() * kProfileSlots + 1, ShareRow{});
       assessed_for = key;
     }
+    const size_t slot = static_cast<size_t>(xa + 1);
+    if (assessed.size() <= slot) assessed.resize(slot + 1);
+    if (assessed[slot].size() != partitions) assessed[slot].assign(partitions, Assessed{});
   }
 
   Assessed& AssessedOf(AppId xa, model::PartitionIndex p, const ClusterState& c) {
-    Assessed& a = assessed[p];
+    Assessed& a = assessed[static_cast<size_t>(xa + 1)][p];
     const model::Partition& part = c.partition(p);
     if (a.app != xa || a.partition_version != part.version) {
       const std::vector<Member>& members = view.Members(p, c);
@@ -489,16 +507,30 @@ struct SloAware::Impl {
       return;
     }
     const model::Gpu& gpu = c.gpu(part.gpu);
-    const bool only_admissible = options.admission && explain == nullptr;
+    if (explain == nullptr && part.empty()) {
+      const Pick local = EmptyPick(x, xa, x_target, p, part, gpu.model);
+      if (local.score >= 0 && local.Beats(best)) best = local;
+      return;
+    }
     std::optional<Neighbours> nb;  // explain only: the rows and the reason
     const Assessed a = explain == nullptr ? AssessedOf(xa, p, c) : Explained(xa, p, c, nb);
+    SharesOf(x, x_target, p, part, a, ShareRowOf(xa, gpu.model, part.profile), best, node, explain,
+             nb ? &*nb : nullptr);
+  }
+
+  // x's shares of partition `p`, whose members do to x what `a` says, weighed smallest first
+  // into `best`; with `explain`, every option weighed (with `nb`'s rows and reason).
+  void SharesOf(const Workload& x, double x_target, model::PartitionIndex p,
+                const model::Partition& part, const Assessed& a, ShareRow& row, Pick& best,
+                NodeIndex node = 0, std::vector<SloOption>* explain = nullptr,
+                const Neighbours* nb = nullptr) {
+    const bool only_admissible = options.admission && explain == nullptr;
     const Set& others = a.others;
     const double x_lost = a.x_lost, util = a.util;
     const bool pushes = a.pushes;
     const int n = a.members;
     if (pushes && only_admissible) return;  // no share of this partition is admissible
     const auto fits = [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); };
-    ShareRow& row = ShareRowOf(xa, gpu.model, part.profile);
     const PredictionView::Bounds& bounds = row.bounds;
     // No share predicts more than the best profiled one, nor is surer than the surest: if even
     // that bound misses the target, no share is admissible.
@@ -547,6 +579,40 @@ struct SloAware::Impl {
         explain->push_back(std::move(o));
       }
     }
+  }
+
+  // The best of x's options on the empty partition `p` (score −1: none), as ScorePartition's
+  // loop would pick it from nothing. Every empty partition of one (model, profile, memory)
+  // offers x the same (no members, util 0), so it is kept per x and rebased onto `p`.
+  struct EmptyMemo {
+    AppId app = -1;
+    double target = 0;
+    int64_t memory_mib = -1;
+    std::optional<std::pair<uint64_t, int>> assessed_for;
+    std::vector<std::optional<std::pair<int64_t, Pick>>> picks;  // [model · slots + profile + 1]
+  } empty_memo;
+  Pick EmptyPick(const Workload& x, AppId xa, double x_target, model::PartitionIndex p,
+                 const model::Partition& part, model::GpuModelId gpu_model) {
+    EmptyMemo& m = empty_memo;
+    if (m.app != xa || m.target != x_target || m.memory_mib != x.gpu.memory_mib ||
+        m.assessed_for != assessed_for) {
+      m = {xa, x_target, x.gpu.memory_mib, assessed_for, {}};
+      m.picks.resize(model::AllGpuModels().size() * kProfileSlots);
+    }
+    const bool kept = part.profile + 1 >= 0 && part.profile + 1 < kProfileSlots && gpu_model >= 0 &&
+                      static_cast<size_t>(gpu_model) < model::AllGpuModels().size();
+    std::optional<std::pair<int64_t, Pick>>* slot =
+        kept ? &m.picks[static_cast<size_t>(gpu_model) * kProfileSlots + (part.profile + 1)]
+             : nullptr;
+    Pick pick;
+    if (slot && *slot && (*slot)->first == part.memory_mib) {
+      pick = (*slot)->second;
+    } else {
+      SharesOf(x, x_target, p, part, Assessed{}, ShareRowOf(xa, gpu_model, part.profile), pick);
+      if (slot) *slot = std::pair{part.memory_mib, pick};
+    }
+    pick.partition = p;
+    return pick;
   }
 
   // x alone on an instance of `profile` (-1: MIG off) of the idle GPU `g`, after a reshape.
@@ -660,8 +726,8 @@ struct SloAware::Impl {
                                  std::vector<SloOption>* explain, bool admissible_only = false) {
     const model::Node& n = c.node(node);
     view.BeginNode();
-    PrepareAssessed(c);
     const AppId xa = view.AppOf(x.app);
+    PrepareAssessed(c, xa);
     const double x_target = std::min(x.slo_qps, XCeiling(x, c));
     Pick best;
     for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
@@ -689,11 +755,37 @@ struct SloAware::Impl {
                      {}};
   }
 
-  void Learn(const ClusterState& c) {
+  bool Learns() const {
+    return options.observe && learner != nullptr && view.telemetry() != nullptr;
+  }
+  bool Replaces() const { return options.replace && can_move && view.telemetry() != nullptr; }
+
+  std::vector<Eviction> AfterCycle(const ClusterState& c) {
+    if (!Learns() && !Replaces()) return {};
+    const uint64_t generation = view.predictor().generation();
+    changes.Update(c, view.telemetry(),
+                   generation != loop_generation || c.gpu_count() != loop_gpus);
+    for (WorkloadId id : changes.gone()) {
+      watch.erase(id);
+      tracks.erase(id);
+      unsettled.erase(id);
+    }
+    Learn(c, changes.visit());
+    // An observation refits the predictor: every judgement of a target may move, now and (a
+    // workload of an application new to it is now predictable) at the next pass.
+    if (view.predictor().generation() != generation) changes.VisitAll(c);
+    loop_generation = generation;
+    loop_gpus = c.gpu_count();
+    return Moves(c, changes.visit());
+  }
+
+  void Learn(const ClusterState& c, const std::vector<WorkloadId>& visit) {
     const telemetry::Telemetry* telemetry = view.telemetry();
-    if (!options.observe || learner == nullptr || telemetry == nullptr) return;
-    std::erase_if(watch, [&](const auto& entry) { return c.Find(entry.first) == nullptr; });
-    for (const auto& [id, pw] : c.placed()) {
+    if (!Learns()) return;
+    for (WorkloadId id : visit) {
+      const model::PlacedWorkload* placed = c.Find(id);
+      if (placed == nullptr) continue;
+      const model::PlacedWorkload& pw = *placed;
       // Decided already (observed, or not alone): one integer lookup, before any by name.
       if (auto known = watch.find(id); known != watch.end() && !known->second) continue;
       const Workload& w = pw.workload;
@@ -726,74 +818,100 @@ struct SloAware::Impl {
     }
   }
 
-  std::vector<Eviction> Moves(const ClusterState& c) {
+  std::vector<Eviction> Moves(const ClusterState& c, const std::vector<WorkloadId>& visit) {
     std::vector<Eviction> out;
-    const telemetry::Telemetry* telemetry = view.telemetry();
-    if (!options.replace || !can_move || telemetry == nullptr) return out;
-    std::erase_if(tracks, [&](const auto& entry) { return c.Find(entry.first) == nullptr; });
-    const std::optional<uint64_t> sample = telemetry->Version();
-    const double at = clock != nullptr ? clock->Now() : 0;
-    const uint64_t generation = view.predictor().generation();
-    for (const auto& [id, pw] : c.placed()) {
-      const Workload& w = pw.workload;
-      if (pw.placement.slices.size() != 1) continue;
-      const uint64_t node_version = c.node(pw.placement.node).version;
-      if (auto known = tracks.find(id); known != tracks.end()) {
-        const Track& t = known->second;
-        if (t.moves >= options.max_moves) continue;
-        if (t.fine && sample && t.fine_sample == *sample && t.fine_node == node_version &&
-            t.fine_generation == generation && t.fine_gpus == c.gpu_count()) {
-          continue;  // nothing it was judged on moved
-        }
+    if (!Replaces()) return out;
+    std::vector<WorkloadId> ids = visit;
+    if (!unsettled.empty()) {
+      ids.insert(ids.end(), unsettled.begin(), unsettled.end());
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    }
+    for (WorkloadId id : ids) {
+      const model::PlacedWorkload* placed = c.Find(id);
+      if (placed == nullptr) continue;
+      Judge(id, *placed, c, out);
+      auto t = tracks.find(id);
+      if (t != tracks.end() && !t->second.fine && t->second.moves < options.max_moves) {
+        unsettled.insert(id);
+      } else {
+        unsettled.erase(id);
       }
-      if (!Predictable(w)) continue;
-      Track& t = tracks[id];
-      if (t.moves >= options.max_moves) continue;
-      const std::optional<double> qps = telemetry->WorkloadQps(w.name);
-      // At or above its SLO it is at or above its target: no ceiling to work out.
-      const double target =
-          qps && *qps < w.slo_qps ? std::min(w.slo_qps, XCeiling(w, c)) : w.slo_qps;
-      t.fine = !qps || *qps >= target || !sample;
-      if (t.fine) {
-        t.below.reset();
-        t.fine_node = node_version;
-        t.fine_sample = sample.value_or(0);
-        t.fine_generation = generation;
-        t.fine_gpus = c.gpu_count();
-        continue;
-      }
-      // Below target on a sample taken after its node last changed: the first sighting since
-      // the change notes the versions; a newer sample, the node unchanged, decides.
-      const std::pair<uint64_t, uint64_t> now{c.node(pw.placement.node).version, *sample};
-      if (!t.below || t.below->first != now.first) {
-        t.below = now;
-        t.below_at = at;
-        continue;
-      }
-      if (t.below->second == now.second) continue;
-      // A rate over a window still reaches back before the sighting (and the change before
-      // it) until a whole window has passed.
-      if (at - t.below_at < qps_window_s) continue;
-      if (t.nowhere == c.version()) continue;
-      skip = pw.placement.slices[0].partition;
-      std::optional<Candidate> best;
-      for (NodeIndex n = 0; n < c.node_count() && !best; ++n) {
-        if (!PredictingFilter(w, n, c, true, percents, options.reshape).ok()) continue;
-        best = Offer(w, n, c, nullptr, /*admissible_only=*/true);
-      }
-      skip.reset();
-      if (!best) {
-        t.nowhere = c.version();
-        continue;
-      }
-      ++t.moves;
-      ++moved;
-      out.push_back({id, true,
-                     fmt::format("runs at {:.2f} QPS, below its target {:.2f}; node {} is "
-                                 "predicted to keep it",
-                                 *qps, target, c.node(best->placement.node).name)});
     }
     return out;
+  }
+
+  // Whether the running workload `id` should move (an eviction in `out`).
+  void Judge(WorkloadId id, const model::PlacedWorkload& pw, const ClusterState& c,
+             std::vector<Eviction>& out) {
+    const telemetry::Telemetry* telemetry = view.telemetry();
+    const std::optional<uint64_t> sample = telemetry->Version();
+    const uint64_t generation = view.predictor().generation();
+    const Workload& w = pw.workload;
+    if (pw.placement.slices.size() != 1) return;
+    const uint64_t node_version = c.node(pw.placement.node).version;
+    if (auto known = tracks.find(id); known != tracks.end()) {
+      const Track& t = known->second;
+      if (t.moves >= options.max_moves) return;
+      if (t.fine && sample && t.fine_sample == *sample && t.fine_node == node_version &&
+          t.fine_generation == generation && t.fine_gpus == c.gpu_count()) {
+        return;  // nothing it was judged on moved
+      }
+    }
+    if (!Predictable(w)) return;
+    Track& t = tracks[id];
+    if (t.moves >= options.max_moves) return;
+    const std::optional<double> qps = telemetry->WorkloadQps(w.name);
+    // At or above its SLO it is at or above its target: no ceiling to work out.
+    const double target = qps && *qps < w.slo_qps ? std::min(w.slo_qps, XCeiling(w, c)) : w.slo_qps;
+    t.fine = !qps || *qps >= target || !sample;
+    if (t.fine) {
+      t.below.reset();
+      t.fine_node = node_version;
+      t.fine_sample = sample.value_or(0);
+      t.fine_generation = generation;
+      t.fine_gpus = c.gpu_count();
+      return;
+    }
+    // Below target on a sample taken after its node last changed: the first sighting since
+    // the change notes the versions; a newer sample, the node unchanged, decides.
+    const double at = clock != nullptr ? clock->Now() : 0;
+    const std::pair<uint64_t, uint64_t> now{node_version, *sample};
+    if (!t.below || t.below->first != now.first) {
+      t.below = now;
+      t.below_at = at;
+      return;
+    }
+    if (t.below->second == now.second) return;
+    // A rate over a window still reaches back before the sighting (and the change before
+    // it) until a whole window has passed.
+    if (at - t.below_at < qps_window_s) return;
+    if (t.nowhere == c.version()) return;
+    const std::optional<Candidate> best = Elsewhere(w, pw, c);
+    if (!best) {
+      t.nowhere = c.version();
+      return;
+    }
+    ++t.moves;
+    ++moved;
+    out.push_back({id, true,
+                   fmt::format("runs at {:.2f} QPS, below its target {:.2f}; node {} is "
+                               "predicted to keep it",
+                               *qps, target, c.node(best->placement.node).name)});
+  }
+
+  // The first node, in cluster order, predicted to admit `w` at its target away from the
+  // partition it runs on.
+  std::optional<Candidate> Elsewhere(const Workload& w, const model::PlacedWorkload& pw,
+                                     const ClusterState& c) {
+    skip = pw.placement.slices[0].partition;
+    std::optional<Candidate> best;
+    for (NodeIndex n = 0; n < c.node_count() && !best; ++n) {
+      if (!PredictingFilter(w, n, c, true, percents, options.reshape).ok()) continue;
+      best = Offer(w, n, c, nullptr, /*admissible_only=*/true);
+    }
+    skip.reset();
+    return best;
   }
 };
 
@@ -804,8 +922,7 @@ SloAware::SloAware(const predict::Predictor& predictor, const telemetry::Telemet
                                    clock, qps_window_s)) {}
 
 CycleActions SloAware::AfterCycle(const ClusterState& c) {
-  impl_->Learn(c);
-  return {.evictions = impl_->Moves(c)};
+  return {.evictions = impl_->AfterCycle(c)};
 }
 
 int SloAware::observations() const { return impl_->observed; }

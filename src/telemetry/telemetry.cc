@@ -47,7 +47,7 @@ void StaticTelemetry::AddBandwidthSample(std::string_view key, double t, double 
 
 void StaticTelemetry::Forget(std::string_view name) {
   const std::string key(name);
-  qps_.erase(key);
+  const bool had_qps = qps_.erase(key) > 0;
   const bool had_util = util_.erase(key) > 0;
   mem_.erase(key);
   power_.erase(key);
@@ -56,8 +56,33 @@ void StaticTelemetry::Forget(std::string_view name) {
   series_.erase(key);
   sm_series_.erase(key);
   bandwidth_series_.erase(key);
-  ++version_;
-  if (had_util) util_version_ = version_;
+  if (had_util) {
+    LogUtilization(name);
+  } else {
+    ++version_;
+  }
+  if (had_qps) qps_log_.Add(version_, name);
+}
+
+void StaticTelemetry::LogUtilization(std::string_view uuid) {
+  util_version_ = ++version_;
+  util_log_.Add(version_, uuid);
+}
+
+void ChangeLog::Add(uint64_t version, std::string_view key) {
+  if (log_.size() == capacity_) {
+    floor_ = log_.front().first;
+    log_.pop_front();
+  }
+  log_.emplace_back(version, key);
+}
+
+bool ChangeLog::Since(uint64_t since, std::vector<std::string_view>* changed) const {
+  if (since < floor_) return false;
+  for (auto it = log_.rbegin(); it != log_.rend() && it->first > since; ++it) {
+    changed->push_back(it->second);
+  }
+  return true;
 }
 
 std::optional<double> StaticTelemetry::Utilization(std::string_view uuid) const {

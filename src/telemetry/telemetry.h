@@ -11,6 +11,7 @@
 // memory only, never the network.
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,6 +70,34 @@ class Telemetry {
   // The same promise for Utilization alone: while it stays the same value, every Utilization
   // lookup returns what it returned before, whatever else changed. Default: Version().
   virtual std::optional<uint64_t> UtilizationVersion() const { return Version(); }
+  // The uuids whose Utilization may have changed since UtilizationVersion was `since`,
+  // appended to `changed` (views valid until the next change); false when that is not known,
+  // and then any lookup may differ. Lets a cache keyed by uuid drop only what moved. Default:
+  // false.
+  virtual bool UtilizationChangedSince(uint64_t /*since*/,
+                                       std::vector<std::string_view>* /*changed*/) const {
+    return false;
+  }
+  // The same for WorkloadQps, by workload name, since Version was `since`.
+  virtual bool WorkloadQpsChangedSince(uint64_t /*since*/,
+                                       std::vector<std::string_view>* /*changed*/) const {
+    return false;
+  }
+};
+
+// The keys changed at each version, newest last, at most `capacity` of them: what a
+// telemetry's *ChangedSince answers from.
+class ChangeLog {
+ public:
+  explicit ChangeLog(size_t capacity) : capacity_(capacity) {}
+  void Add(uint64_t version, std::string_view key);
+  // Appends the keys changed at versions > since; false if some may have been dropped.
+  bool Since(uint64_t since, std::vector<std::string_view>* changed) const;
+
+ private:
+  size_t capacity_;
+  std::deque<std::pair<uint64_t, std::string>> log_;
+  uint64_t floor_ = 0;  // changes at versions ≤ floor_ have been dropped
 };
 
 // Heterogeneous lookup so the hot path hashes a string_view without building a string.
@@ -86,8 +115,7 @@ class StaticTelemetry final : public Telemetry {
     auto it = util_.find(uuid);
     if (it != util_.end() && it->second == u) return;  // unchanged: the version holds
     util_[std::string(uuid)] = u;
-    ++version_;
-    util_version_ = version_;
+    LogUtilization(uuid);
   }
   void SetMemoryUsedMib(std::string_view uuid, double mib) {
     mem_[std::string(uuid)] = mib;
@@ -103,7 +131,7 @@ class StaticTelemetry final : public Telemetry {
     auto it = qps_.find(workload);
     if (it != qps_.end() && it->second == qps) return;
     qps_[std::string(workload)] = qps;
-    ++version_;
+    qps_log_.Add(++version_, workload);
   }
   // Appends to the memory series (t ascending) and sets the current memory in use.
   void AddMemorySample(std::string_view uuid, double t, double mib);
@@ -127,8 +155,20 @@ class StaticTelemetry final : public Telemetry {
   std::optional<uint64_t> Version() const override { return version_; }
   // Moves only with a utilisation (SetUtilization, Forget of a uuid that had one).
   std::optional<uint64_t> UtilizationVersion() const override { return util_version_; }
+  // From a log of the last kChangeLog changes of each.
+  bool UtilizationChangedSince(uint64_t since,
+                               std::vector<std::string_view>* changed) const override {
+    return util_log_.Since(since, changed);
+  }
+  bool WorkloadQpsChangedSince(uint64_t since,
+                               std::vector<std::string_view>* changed) const override {
+    return qps_log_.Since(since, changed);
+  }
+  static constexpr size_t kChangeLog = size_t{1} << 14;
 
  private:
+  // A utilisation changed: moves both versions and logs the uuid under the new one.
+  void LogUtilization(std::string_view uuid);
   // Sets map[key] = v, bumping the version only when the value changes.
   void Set(UuidMap<double>& map, std::string_view key, double v) {
     auto it = map.find(key);
@@ -138,6 +178,7 @@ class StaticTelemetry final : public Telemetry {
   }
   uint64_t version_ = 0;       // bumped by every change
   uint64_t util_version_ = 0;  // version_ at the last change to util_
+  ChangeLog util_log_{kChangeLog}, qps_log_{kChangeLog};
   UuidMap<double> util_, mem_, power_, qps_, sm_activity_, sm_clock_;
   UuidMap<Series> series_, sm_series_, bandwidth_series_;
 };

@@ -20,7 +20,7 @@ namespace tessera::policy {
 namespace {
 
 constexpr const char* kModels[] = {"A30-24GB", "A100-40GB", "H100-80GB", "V100-32GB"};
-constexpr int kApps = 6;
+constexpr int kAppCount = 6;
 
 // Synthetic profile over every (model, profile, MPS %) configuration: app i runs at
 // base_i · (compute share)^e_i · (MPS share)^0.5, and about half the cells are observed, so
@@ -29,7 +29,7 @@ predict::Predictor SyntheticPredictor() {
   Rng rng(7);
   predict::ProfileMatrix m;
   predict::InterferenceMatrices im;
-  for (int i = 0; i < kApps; ++i) {
+  for (int i = 0; i < kAppCount; ++i) {
     const std::string app = fmt::format("app{}", i);
     const double base = 20.0 + 15.0 * i, e = 0.2 + 0.1 * i;
     for (const char* name : kModels) {
@@ -48,7 +48,7 @@ predict::Predictor SyntheticPredictor() {
         }
       }
     }
-    for (int j = 0; j < kApps; ++j) {
+    for (int j = 0; j < kAppCount; ++j) {
       EXPECT_TRUE(im.Observe("mps", app, fmt::format("app{}", j), 0.05 * (1 + (i + j) % 4)));
     }
   }
@@ -127,7 +127,7 @@ TEST(ThesisPoliciesPropertyTest, NoPlacementEverBreaksAnInvariant) {
           Workload w;
           w.id = seq * 100 + step + 1;
           w.name = fmt::format("w{}", w.id);
-          w.app = fmt::format("app{}", draw.Below(kApps + 1));  // app6 is unknown
+          w.app = fmt::format("app{}", draw.Below(kAppCount + 1));  // app6 is unknown
           w.slo_qps = draw.Uniform(5, 80);
           w.cpu_milli = 1000;
           w.memory_mib = 2048;

@@ -223,6 +223,47 @@ TEST(StaticTelemetryTest, UtilizationVersionMovesOnlyWithAUtilization) {
   EXPECT_EQ(t.Utilization("GPU-a"), std::nullopt);
 }
 
+// The logs behind UtilizationChangedSince and WorkloadQpsChangedSince: each names the keys
+// changed after a version, newest first, and says it cannot once older changes were dropped.
+TEST(StaticTelemetryTest, ChangedSinceNamesWhatMovedUntilTheLogOverflows) {
+  StaticTelemetry t;
+  t.SetUtilization("GPU-a", 0.5);
+  t.SetWorkloadQps("pod-1", 3);
+  const uint64_t util = *t.UtilizationVersion();
+  const uint64_t all = *t.Version();
+  t.SetUtilization("GPU-b", 0.1);
+  t.SetUtilization("GPU-b", 0.1);  // unchanged: not logged
+  t.SetWorkloadQps("pod-2", 4);
+  t.Forget("GPU-a");
+  t.Forget("pod-1");
+  std::vector<std::string_view> changed;
+  ASSERT_TRUE(t.UtilizationChangedSince(util, &changed));
+  EXPECT_EQ(changed, (std::vector<std::string_view>{"GPU-a", "GPU-b"}));
+  changed.clear();
+  ASSERT_TRUE(t.WorkloadQpsChangedSince(all, &changed));
+  EXPECT_EQ(changed, (std::vector<std::string_view>{"pod-1", "pod-2"}));
+  changed.clear();
+  ASSERT_TRUE(t.WorkloadQpsChangedSince(*t.Version(), &changed));
+  EXPECT_TRUE(changed.empty());
+
+  const uint64_t before = *t.UtilizationVersion();
+  for (size_t i = 0; i < StaticTelemetry::kChangeLog; ++i) {
+    t.SetUtilization("GPU-c", static_cast<double>(i + 1));
+  }
+  EXPECT_TRUE(t.UtilizationChangedSince(before, &changed));  // exactly full: still whole
+  EXPECT_EQ(changed.size(), StaticTelemetry::kChangeLog);
+  t.SetUtilization("GPU-c", 0);
+  changed.clear();
+  EXPECT_FALSE(t.UtilizationChangedSince(before, &changed));
+  EXPECT_TRUE(t.UtilizationChangedSince(*t.UtilizationVersion() - 1, &changed));
+  // The base class promises nothing.
+  struct Bare final : Telemetry {
+    std::optional<double> Utilization(std::string_view) const override { return std::nullopt; }
+  } bare;
+  EXPECT_FALSE(bare.UtilizationChangedSince(0, &changed));
+  EXPECT_FALSE(bare.WorkloadQpsChangedSince(0, &changed));
+}
+
 // The SM-activity and bandwidth series (Kube-Knots' CBP correlates them), by uuid or by a
 // workload's name; SM samples also set the current activity, and Forget drops both.
 TEST(StaticTelemetryTest, SmActivityAndBandwidthSeriesByUuidOrWorkload) {
