@@ -125,6 +125,13 @@ class Policy {
   // whose offers cost less than a Placement's allocation overrides it, so that the nodes that
   // lose allocate nothing (fgd and frag-pack do).
   virtual bool ScoreInto(const Workload& w, NodeIndex node, const ClusterState& c, Candidate& out);
+  // A number no score Score would give `w` on `node` exceeds (nullopt: none known), cheaper to
+  // work out than the score: the core skips a node whose ceiling is below the best score it
+  // already has (never one that could tie, and never while it records every node's score).
+  // Called for nodes Filter passed, in the same state Score would see. Default: nullopt.
+  virtual std::optional<double> ScoreCeiling(const Workload&, NodeIndex, const ClusterState&) {
+    return std::nullopt;
+  }
 
   // Policies that decide many placements at once (Kuhn-Munkres, min-cost flow) return them
   // here; called once per cycle, before any per-workload scoring, which the core skips for the

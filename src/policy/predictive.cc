@@ -241,6 +241,32 @@ struct Predictive::Impl {
   // holds: what reshaping an idle GPU of `gpu_model` offers x.
   Alone BestReshape(const Workload& x, model::GpuModelId gpu_model, bool whole);
 
+  // Predictive::ScoreCeiling. Scaled(util, inner) with inner ≤ 1 (each of the set score's
+  // terms is ≤ 1 and it is a weighted mean of them; in floating point ≤ 1 + a few ulps, hence
+  // the margin).
+  double Ceiling(const Workload& x, NodeIndex node, const ClusterState& c) {
+    constexpr double kMargin = 1 + 1e-12;
+    const model::Node& n = c.node(node);
+    view.BeginNode();
+    const std::vector<int>& pcts = options.mps_percents;
+    double ceiling = -1;
+    for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
+      const model::Gpu& gpu = c.gpu(g);
+      if (!gpu.available || !x.gpu.AllowsModel(gpu.model)) continue;
+      if (gpu.idle()) return SetSum::Scaled(0, 1) * kMargin;  // its own best, or a reshape
+      for (int slot = 0; slot < gpu.partition_count; ++slot) {
+        const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
+        const model::Partition& part = c.partition(p);
+        if (std::none_of(pcts.begin(), pcts.end(),
+                         [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); })) {
+          continue;
+        }
+        ceiling = std::max(ceiling, SetSum::Scaled(view.CachedUtil(p, c), 1) * kMargin);
+      }
+    }
+    return ceiling;
+  }
+
   // Reshape GPU g to MIG off (profile −1) or to the layout Layouts() names for `profile`.
   static ReshapeTo ReshapeOf(GpuIndex g, int profile, const ClusterState& c);
   // The node's best offer (and, for Explain, every option). The hot loop keeps the best as
@@ -563,6 +589,12 @@ std::optional<Candidate> Predictive::Score(const Workload& w, NodeIndex node,
                                            const ClusterState& c) {
   if (!impl_->Predictable(w)) return impl_->view.FirstFitOffer(w, node, c);
   return impl_->Offer(w, node, c, nullptr);
+}
+
+std::optional<double> Predictive::ScoreCeiling(const Workload& w, NodeIndex node,
+                                               const ClusterState& c) {
+  if (!impl_->Predictable(w)) return std::nullopt;
+  return impl_->Ceiling(w, node, c);
 }
 
 std::vector<PartitionOption> Predictive::Options(const Workload& w, NodeIndex node,

@@ -121,6 +121,10 @@ class Predictive final : public Policy {
   std::string_view name() const override { return "predictive"; }
   Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
+  // 100 · (1 − util) of the node's best partition with room (100 with an idle GPU it may
+  // reshape): a set score is that factor times a mean of terms ≤ 1.
+  std::optional<double> ScoreCeiling(const Workload& w, NodeIndex node,
+                                     const ClusterState& c) override;
   std::string Explain(const Workload& w, const ClusterState& c) override;
 
   // Every option on `node`, best first (what Explain prints).

@@ -116,6 +116,11 @@ std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w,
       count_reason(reason);
       continue;
     }
+    if (found && !hooks_.scored) {
+      // A node that cannot reach the best offer so far cannot win or tie: not scored.
+      const std::optional<double> ceiling = policy_.ScoreCeiling(w, n, cluster_);
+      if (ceiling && *ceiling < best_.score) continue;
+    }
     if (!policy_.ScoreInto(w, n, cluster_, scratch_)) {
       count_reason("no offer from the policy");
       continue;

@@ -291,6 +291,66 @@ class CountingFirstFit : public policy::Policy {
   policy::FirstFit inner_;
 };
 
+// First fit's placement with a fixed score and ceiling per node, counting Score calls.
+class CeilingPolicy : public policy::Policy {
+ public:
+  CeilingPolicy(std::vector<double> scores, std::vector<double> ceilings)
+      : scores_(std::move(scores)), ceilings_(std::move(ceilings)) {}
+  std::string_view name() const override { return "ceiling"; }
+  policy::Feasibility Filter(const Workload& w, model::NodeIndex n,
+                             const ClusterState& c) const override {
+    return inner_.Filter(w, n, c);
+  }
+  std::optional<Candidate> Score(const Workload& w, model::NodeIndex n,
+                                 const ClusterState& c) override {
+    scored.push_back(n);
+    std::optional<Candidate> offer = inner_.Score(w, n, c);
+    if (offer) offer->score = scores_[n];
+    return offer;
+  }
+  std::optional<double> ScoreCeiling(const Workload&, model::NodeIndex n,
+                                     const ClusterState&) override {
+    return ceilings_[n];
+  }
+  std::vector<model::NodeIndex> scored;
+
+ private:
+  std::vector<double> scores_, ceilings_;
+  policy::FirstFit inner_;
+};
+
+// The core skips a node whose ceiling is below the best offer so far, and only such a node:
+// one that could tie is scored (the tie rules stay as they were), and so is every node while
+// the `scored` hook records each node's offer.
+TEST_F(SchedulerTest, ANodeWhoseCeilingIsBelowTheBestSoFarIsNotScored) {
+  const auto v100 = *FindGpuModel("V100-32GB");
+  ASSERT_TRUE(c_.AddNode(UniformNode("n2", v100, 1, 8000, 65536)));
+  ASSERT_TRUE(c_.AddNode(UniformNode("n3", v100, 1, 8000, 65536)));
+  // n0 offers 50. n1 (ceiling 40 < 50) is skipped; n2 (ceiling 50) may tie and is scored;
+  // n3 (ceiling 90) is scored and wins with 70.
+  CeilingPolicy p({50, 30, 50, 70}, {60, 40, 50, 90});
+  Scheduler s(c_, p, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(1, 500, 1)));
+  s.RunCycle();
+  EXPECT_EQ(p.scored, (std::vector<model::NodeIndex>{0, 2, 3}));
+  ASSERT_EQ(bound_.size(), 1u);
+  EXPECT_EQ(bound_[0].second, 3);
+  // With every offer recorded, every node is scored.
+  CeilingPolicy recorded({50, 30, 50, 70}, {60, 40, 50, 90});
+  ClusterState other = c_;
+  ASSERT_TRUE(other.Remove(1));  // the copy starts empty again
+  Hooks hooks = hooks_;
+  int offers = 0;
+  hooks.scored = [&](const Workload&, const Candidate&, std::span<const Offer> o) {
+    offers = static_cast<int>(o.size());
+  };
+  Scheduler r(other, recorded, clock_, rng_, hooks);
+  ASSERT_TRUE(r.Submit(Share(2, 500, 2)));
+  r.RunCycle();
+  EXPECT_EQ(recorded.scored, (std::vector<model::NodeIndex>{0, 1, 2, 3}));
+  EXPECT_EQ(offers, 4);
+}
+
 TEST_F(SchedulerTest, KeptFilterVerdictsAreAskedAgainOnlyOfNodesThatChanged) {
   const auto v100 = *FindGpuModel("V100-32GB");
   ASSERT_TRUE(c_.AddNode(UniformNode("n2", v100, 1, 8000, 65536)));
