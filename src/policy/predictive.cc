@@ -106,9 +106,87 @@ struct SetSum {
   static double Scaled(double util, double inner) { return 100.0 * (1.0 - util) * inner; }
 };
 
+// The best MPS share for x on an existing partition: its score, share and memory; score −1
+// when no share fits (scores are ≥ 0). `explain` (may be null) receives every option weighed.
+struct Best {  // score −1 when no share fits (scores are ≥ 0)
+  double score = -1;
+  int percent = 0;
+  int64_t memory_mib = 0;
+};
+// What a partition's members contribute to x's score whatever share x gets: their part of
+// the set score with x beside them, and the fraction x loses to them. It depends on x only
+// through its application, so it is kept per (application, partition): a stream of mixed
+// applications reads it once per partition state and application, not once per decision.
+// The partition's util is kept beside them: one cache line read per partition scored. An
+// entry holds while the partition's version does (0: never filled) and, for all entries,
+// the predictor's generation (Impl::terms_generation).
+struct alignas(64) Terms {
+  uint64_t partition_version = 0;
+  SetSum others;
+  double x_lost = 0;
+  AppId app = -1;
+  bool util_valid = false;
+  bool util_has_telemetry = false;  // `util_telemetry` is a version (else: no telemetry)
+  uint64_t util_telemetry = 0;      // the telemetry version `util` was read under
+  double util = 0;
+};
+static_assert(sizeof(Terms) == 64);
+// x's isolated rate at each of options.mps_percents on a (GPU model, profile), kept per
+// (model, profile) for the last application asked (dropped with the generation, as terms).
+struct IsoRow {
+  AppId app = -1;
+  std::vector<double> iso;
+};
+// x's set score before the utilisation factor alone on a partition of (model, profile) at
+// each share (NaN: no prediction), kept per (model, profile) for the last (application,
+// target) asked, dropped with the generation: an empty partition's offer is then one
+// multiplication a share, and the same numbers as the general path.
+struct AloneRow {
+  AppId app = -1;
+  double target = 0;
+  std::vector<double> inner;
+};
+// x alone on an instance of `profile` (-1: MIG off) of an empty GPU of `gpu_model`.
+struct Alone {
+  double score = -1;
+  int profile = -1;
+  int percent = 100;
+};
+// BestAlone per (model, profile) for one workload (its app, SLO and GPU memory) under the
+// predictor's generation: the same for every idle GPU of that model the nodes offer.
+struct AloneMemo {
+  AppId app = -1;
+  double slo = 0;
+  int64_t memory_mib = 0;
+  uint64_t generation = 0;
+  bool valid = false;
+  std::vector<std::optional<Alone>> by_config;
+  // BestReshape by (model, whole GPU allowed).
+  std::vector<std::optional<Alone>> by_model;
+};
+
+// The slot of (GPU model, profile) in the per-configuration tables, or -1 for a pair past them
+// (none in the catalogue): the tables hold one more row, never kept, for those.
+constexpr int kProfileSlots = 16;  // profile + 1 < this (PredictionView's bound)
+int ConfigSlot(model::GpuModelId gpu_model, int profile) {
+  if (gpu_model < 0 || static_cast<size_t>(gpu_model) >= model::AllGpuModels().size() ||
+      profile + 1 < 0 || profile + 1 >= kProfileSlots) {
+    return -1;
+  }
+  return gpu_model * kProfileSlots + (profile + 1);
+}
+
 }  // namespace predictive_detail
 
+using predictive_detail::Alone;
+using predictive_detail::AloneMemo;
+using predictive_detail::AloneRow;
+using predictive_detail::Best;
+using predictive_detail::ConfigSlot;
+using predictive_detail::IsoRow;
+using predictive_detail::kProfileSlots;
 using predictive_detail::SetSum;
+using predictive_detail::Terms;
 
 SetScore ScoreSet(const std::vector<MemberScore>& members, double util) {
   SetSum sum;
@@ -139,34 +217,11 @@ struct Predictive::Impl {
     return w.gpu.count == 1 && w.gpu.mig_profile.empty() && w.slo_qps > 0 && AppOf(w.app) >= 0;
   }
 
-  // The best MPS share for x on an existing partition: its score, share and memory; score −1
-  // when no share fits (scores are ≥ 0). `explain` (may be null) receives every option weighed.
-  struct Best {
-    double score = -1;
-    int percent = 0;
-    int64_t memory_mib = 0;
-  };
+  // The best MPS share for x on an existing partition (Best); `explain` (may be null) receives
+  // every option weighed.
   Best ScorePartition(const Workload& x, AppId xa, NodeIndex node, model::PartitionIndex p,
                       const ClusterState& c, std::vector<PartitionOption>* explain);
 
-  // What a partition's members contribute to x's score whatever share x gets: their part of
-  // the set score with x beside them, and the fraction x loses to them. It depends on x only
-  // through its application, so it is kept per (application, partition): a stream of mixed
-  // applications reads it once per partition state and application, not once per decision.
-  // The partition's util is kept beside them: one cache line read per partition scored. An
-  // entry holds while the partition's version does (0: never filled) and, for all entries,
-  // the predictor's generation `terms_generation`.
-  struct alignas(64) Terms {
-    uint64_t partition_version = 0;
-    SetSum others;
-    double x_lost = 0;
-    AppId app = -1;
-    bool util_valid = false;
-    bool util_has_telemetry = false;  // `util_telemetry` is a version (else: no telemetry)
-    uint64_t util_telemetry = 0;      // the telemetry version `util` was read under
-    double util = 0;
-  };
-  static_assert(sizeof(Terms) == 64);
   // [xa + 1][partition index]: one table per application scored (slot 0: an unknown one), so a
   // decision reads its application's entries in partition order.
   std::vector<std::vector<Terms>> terms;
@@ -182,34 +237,8 @@ struct Predictive::Impl {
   }
   Terms& FillTerms(Terms& t, AppId xa, model::PartitionIndex p, const ClusterState& c);
 
-  // x's isolated rate at each of options.mps_percents on a (GPU model, profile), kept per
-  // (model, profile) for the last application asked (dropped with the generation, as terms).
-  struct IsoRow {
-    AppId app = -1;
-    std::vector<double> iso;
-  };
-  static constexpr int kProfileSlots = 16;  // profile + 1 < this (PredictionView's bound)
-  std::vector<IsoRow> iso_rows;
-  const std::vector<double>& IsoRowOf(AppId xa, model::GpuModelId gpu_model, int profile) {
-    const bool cached = profile + 1 >= 0 && profile + 1 < kProfileSlots && gpu_model >= 0 &&
-                        static_cast<size_t>(gpu_model) * kProfileSlots < iso_rows.size() - 1;
-    // The last row serves a profile past the table (none in the catalogue), never kept.
-    IsoRow& r = cached ? iso_rows[static_cast<size_t>(gpu_model) * kProfileSlots + (profile + 1)]
-                       : iso_rows.back();
-    if (cached && r.app == xa && r.iso.size() == options.mps_percents.size()) return r.iso;
-    return FillIsoRow(r, xa, gpu_model, profile);
-  }
-  const std::vector<double>& FillIsoRow(IsoRow& r, AppId xa, model::GpuModelId gpu_model,
-                                        int profile);
-  // x's set score before the utilisation factor alone on a partition of (model, profile) at
-  // each share (NaN: no prediction), kept per (model, profile) for the last (application,
-  // target) asked, dropped with the generation: an empty partition's offer is then one
-  // multiplication a share, and the same numbers as the general path.
-  struct AloneRow {
-    AppId app = -1;
-    double target = 0;
-    std::vector<double> inner;
-  };
+  std::vector<IsoRow> iso_rows;  // [ConfigSlot], then one row never kept
+  const std::vector<double>& IsoRowOf(AppId xa, model::GpuModelId gpu_model, int profile);
   std::vector<AloneRow> alone_rows;
   const std::vector<double>& AloneRowOf(AppId xa, double target, model::GpuModelId gpu_model,
                                         int profile);
@@ -217,55 +246,15 @@ struct Predictive::Impl {
   static MemberScore Breakdown(WorkloadId id, const std::string& app, double slo, double iso,
                                double lost);
 
-  // x alone on an instance of `profile` (-1: MIG off) of an empty GPU of `gpu_model`.
-  struct Alone {
-    double score = -1;
-    int profile = -1;
-    int percent = 100;
-  };
   Alone BestAlone(const Workload& x, model::GpuModelId gpu_model, int profile);
-  // BestAlone per (model, profile) for one workload (its app, SLO and GPU memory) under the
-  // predictor's generation: the same for every idle GPU of that model the nodes offer.
-  struct AloneMemo {
-    AppId app = -1;
-    double slo = 0;
-    int64_t memory_mib = 0;
-    uint64_t generation = 0;
-    bool valid = false;
-    std::vector<std::optional<Alone>> by_config;
-    // BestReshape by (model, whole GPU allowed).
-    std::vector<std::optional<Alone>> by_model;
-  } alone_memo;
+  AloneMemo alone_memo;
   Alone BestAloneMemo(const Workload& x, model::GpuModelId gpu_model, int profile);
   // The best of BestAloneMemo over the whole GPU (when `whole`) and every profile a layout
   // holds: what reshaping an idle GPU of `gpu_model` offers x.
   Alone BestReshape(const Workload& x, model::GpuModelId gpu_model, bool whole);
 
-  // Predictive::ScoreCeiling. Scaled(util, inner) with inner ≤ 1 (each of the set score's
-  // terms is ≤ 1 and it is a weighted mean of them; in floating point ≤ 1 + a few ulps, hence
-  // the margin).
-  double Ceiling(const Workload& x, NodeIndex node, const ClusterState& c) {
-    constexpr double kMargin = 1 + 1e-12;
-    const model::Node& n = c.node(node);
-    view.BeginNode();
-    const std::vector<int>& pcts = options.mps_percents;
-    double ceiling = -1;
-    for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
-      const model::Gpu& gpu = c.gpu(g);
-      if (!gpu.available || !x.gpu.AllowsModel(gpu.model)) continue;
-      if (gpu.idle()) return SetSum::Scaled(0, 1) * kMargin;  // its own best, or a reshape
-      for (int slot = 0; slot < gpu.partition_count; ++slot) {
-        const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
-        const model::Partition& part = c.partition(p);
-        if (std::none_of(pcts.begin(), pcts.end(),
-                         [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); })) {
-          continue;
-        }
-        ceiling = std::max(ceiling, SetSum::Scaled(view.CachedUtil(p, c), 1) * kMargin);
-      }
-    }
-    return ceiling;
-  }
+  // Predictive::ScoreCeiling.
+  double Ceiling(const Workload& x, NodeIndex node, const ClusterState& c);
 
   // Reshape GPU g to MIG off (profile −1) or to the layout Layouts() names for `profile`.
   static ReshapeTo ReshapeOf(GpuIndex g, int profile, const ClusterState& c);
@@ -275,10 +264,9 @@ struct Predictive::Impl {
                                  std::vector<PartitionOption>* explain);
 };
 
-Predictive::Impl::Best Predictive::Impl::ScorePartition(const Workload& x, AppId xa, NodeIndex node,
-                                                        model::PartitionIndex p,
-                                                        const ClusterState& c,
-                                                        std::vector<PartitionOption>* explain) {
+Best Predictive::Impl::ScorePartition(const Workload& x, AppId xa, NodeIndex node,
+                                      model::PartitionIndex p, const ClusterState& c,
+                                      std::vector<PartitionOption>* explain) {
   const model::Partition& part = c.partition(p);
   // Most partitions of a busy cluster have no room: say so before any prediction is read.
   const std::vector<int>& pcts = options.mps_percents;
@@ -367,8 +355,8 @@ void Predictive::Impl::PrepareTables(const ClusterState& c, AppId xa) {
   if (alone_rows.empty()) alone_rows.resize(iso_rows.size());
 }
 
-Predictive::Impl::Terms& Predictive::Impl::FillTerms(Terms& t, AppId xa, model::PartitionIndex p,
-                                                     const ClusterState& c) {
+Terms& Predictive::Impl::FillTerms(Terms& t, AppId xa, model::PartitionIndex p,
+                                   const ClusterState& c) {
   t.app = xa;
   t.others = {};
   t.x_lost = 0;
@@ -383,8 +371,11 @@ Predictive::Impl::Terms& Predictive::Impl::FillTerms(Terms& t, AppId xa, model::
   return t;
 }
 
-const std::vector<double>& Predictive::Impl::FillIsoRow(IsoRow& r, AppId xa,
-                                                        model::GpuModelId gpu_model, int profile) {
+const std::vector<double>& Predictive::Impl::IsoRowOf(AppId xa, model::GpuModelId gpu_model,
+                                                      int profile) {
+  const int slot = ConfigSlot(gpu_model, profile);
+  IsoRow& r = slot >= 0 ? iso_rows[static_cast<size_t>(slot)] : iso_rows.back();
+  if (slot >= 0 && r.app == xa && r.iso.size() == options.mps_percents.size()) return r.iso;
   r.app = xa;
   r.iso.clear();
   for (int pct : options.mps_percents) r.iso.push_back(Isolated(xa, gpu_model, profile, pct));
@@ -394,11 +385,9 @@ const std::vector<double>& Predictive::Impl::FillIsoRow(IsoRow& r, AppId xa,
 const std::vector<double>& Predictive::Impl::AloneRowOf(AppId xa, double target,
                                                         model::GpuModelId gpu_model, int profile) {
   const std::vector<double>& isos = IsoRowOf(xa, gpu_model, profile);
-  const bool cached = profile + 1 >= 0 && profile + 1 < kProfileSlots && gpu_model >= 0 &&
-                      static_cast<size_t>(gpu_model) * kProfileSlots < alone_rows.size() - 1;
-  AloneRow& r = cached ? alone_rows[static_cast<size_t>(gpu_model) * kProfileSlots + (profile + 1)]
-                       : alone_rows.back();
-  if (cached && r.app == xa && r.target == target && r.inner.size() == isos.size()) {
+  const int slot = ConfigSlot(gpu_model, profile);
+  AloneRow& r = slot >= 0 ? alone_rows[static_cast<size_t>(slot)] : alone_rows.back();
+  if (slot >= 0 && r.app == xa && r.target == target && r.inner.size() == isos.size()) {
     return r.inner;
   }
   r.app = xa;
@@ -430,8 +419,7 @@ MemberScore Predictive::Impl::Breakdown(WorkloadId id, const std::string& app, d
   return m;
 }
 
-Predictive::Impl::Alone Predictive::Impl::BestAloneMemo(const Workload& x,
-                                                        model::GpuModelId gpu_model, int profile) {
+Alone Predictive::Impl::BestAloneMemo(const Workload& x, model::GpuModelId gpu_model, int profile) {
   AloneMemo& m = alone_memo;
   const uint64_t generation = view.predictor().generation();
   // BestAlone reads x only through its application's handle, its SLO and its memory.
@@ -446,18 +434,14 @@ Predictive::Impl::Alone Predictive::Impl::BestAloneMemo(const Workload& x,
     m.by_config.assign(model::AllGpuModels().size() * kProfileSlots, std::nullopt);
     m.by_model.assign(model::AllGpuModels().size() * 2, std::nullopt);
   }
-  if (gpu_model < 0 || profile + 1 < 0 || profile + 1 >= kProfileSlots ||
-      static_cast<size_t>(gpu_model) >= model::AllGpuModels().size()) {
-    return BestAlone(x, gpu_model, profile);
-  }
-  std::optional<Alone>& kept =
-      m.by_config[static_cast<size_t>(gpu_model) * kProfileSlots + (profile + 1)];
+  const int slot = ConfigSlot(gpu_model, profile);
+  if (slot < 0) return BestAlone(x, gpu_model, profile);
+  std::optional<Alone>& kept = m.by_config[static_cast<size_t>(slot)];
   if (!kept) kept = BestAlone(x, gpu_model, profile);
   return *kept;
 }
 
-Predictive::Impl::Alone Predictive::Impl::BestReshape(const Workload& x,
-                                                      model::GpuModelId gpu_model, bool whole) {
+Alone Predictive::Impl::BestReshape(const Workload& x, model::GpuModelId gpu_model, bool whole) {
   std::optional<Alone>* kept = nullptr;
   if (gpu_model >= 0 && static_cast<size_t>(gpu_model) < model::AllGpuModels().size()) {
     BestAloneMemo(x, gpu_model, -1);  // validates the memo for x
@@ -476,8 +460,7 @@ Predictive::Impl::Alone Predictive::Impl::BestReshape(const Workload& x,
   return alone;
 }
 
-Predictive::Impl::Alone Predictive::Impl::BestAlone(const Workload& x, model::GpuModelId gpu_model,
-                                                    int profile) {
+Alone Predictive::Impl::BestAlone(const Workload& x, model::GpuModelId gpu_model, int profile) {
   const AppId xa = AppOf(x.app);
   const model::GpuModel& m = model::GetGpuModel(gpu_model);
   const int64_t partition_memory = profile < 0 ? m.memory_mib : m.mig_profiles[profile].memory_mib;
@@ -567,6 +550,32 @@ std::optional<Candidate> Predictive::Impl::Offer(const Workload& x, NodeIndex no
                    {x.id, node, {{best.partition, best.percent * 10, best.memory_mib}}},
                    std::move(reshape),
                    {}};
+}
+
+// Scaled(util, inner) with inner ≤ 1 (each of the set score's
+// terms is ≤ 1 and it is a weighted mean of them; in floating point ≤ 1 + a few ulps, hence
+// the margin).
+double Predictive::Impl::Ceiling(const Workload& x, NodeIndex node, const ClusterState& c) {
+  constexpr double kMargin = 1 + 1e-12;
+  const model::Node& n = c.node(node);
+  view.BeginNode();
+  const std::vector<int>& pcts = options.mps_percents;
+  double ceiling = -1;
+  for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
+    const model::Gpu& gpu = c.gpu(g);
+    if (!gpu.available || !x.gpu.AllowsModel(gpu.model)) continue;
+    if (gpu.idle()) return SetSum::Scaled(0, 1) * kMargin;  // its own best, or a reshape
+    for (int slot = 0; slot < gpu.partition_count; ++slot) {
+      const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
+      const model::Partition& part = c.partition(p);
+      if (std::none_of(pcts.begin(), pcts.end(),
+                       [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); })) {
+        continue;
+      }
+      ceiling = std::max(ceiling, SetSum::Scaled(view.CachedUtil(p, c), 1) * kMargin);
+    }
+  }
+  return ceiling;
 }
 
 ReshapeTo Predictive::Impl::ReshapeOf(GpuIndex g, int profile, const ClusterState& c) {
