@@ -12,16 +12,23 @@
 //  - BM_PredictiveScoreAllPartitionsCold: every partition changed since: no cached term holds.
 //  - BM_SloAwareScoreAllNodes / …Cold / …AllPartitionsCold: the same for slo-aware (default
 //    options), for an SLO no node can admit (25 QPS: the pod waits) and one every node can (8).
+//  - BM_PredictiveDecision, BM_SloAwareDecision: the decision as the scheduler core makes it
+//    (sched::Scheduler, lowest-node ties: kept Filter verdicts, score ceilings, nodes scored
+//    highest ceiling first) — a cycle that selects a node, reserves it and undoes the
+//    reservation because the driver refuses the bind, so the chosen node changes every time.
 #include <benchmark/benchmark.h>
 #include <fmt/core.h>
 
 #include <cmath>
 
+#include "base/clock.h"
+#include "base/error.h"
 #include "base/rng.h"
 #include "model/cluster.h"
 #include "policy/predictive.h"
 #include "policy/slo_aware.h"
 #include "predict/config_key.h"
+#include "sched/scheduler.h"
 
 namespace tessera {
 namespace {
@@ -164,6 +171,24 @@ void ScoreAllNodesCold(benchmark::State& state, double slo, int nodes, bool ever
   state.counters["feasible_nodes"] = feasible;
 }
 
+template <typename P>
+void Decide(benchmark::State& state, double slo, int nodes) {
+  const predict::Predictor predictor = MakePredictor();
+  std::unique_ptr<Setup> s = Build(nodes);
+  P p(predictor, &s->telemetry);
+  ManualClock clock;
+  Rng rng(1);
+  sched::Hooks hooks;
+  hooks.bind = [](const model::Workload&, const model::Placement&,
+                  const model::Environment&) -> Expected<void> { return Fail("refused"); };
+  sched::Scheduler core(s->cluster, p, clock, rng, hooks);
+  if (!core.Submit(Incoming(slo))) std::abort();
+  core.RunCycle();  // warm the caches
+  int refused = 0;
+  for (auto _ : state) refused = core.RunCycle().bind_failures;
+  if (refused != 1) state.SkipWithError("the cycle made no decision");
+}
+
 // Arg 0: the number of nodes (8 GPUs each, 20 workloads a node); 5,000 is kube-scheduler's
 // published scalability target. The test suite's sanitized smoke run keeps to 1,000.
 #if defined(__SANITIZE_ADDRESS__)
@@ -185,6 +210,10 @@ void BM_PredictiveScoreAllPartitionsCold(benchmark::State& state) {
 BENCHMARK(BM_PredictiveScoreAllPartitionsCold)
     ->ArgsProduct({kNodes})
     ->Unit(benchmark::kMicrosecond);
+void BM_PredictiveDecision(benchmark::State& state) {
+  Decide<policy::Predictive>(state, 25, static_cast<int>(state.range(0)));
+}
+BENCHMARK(BM_PredictiveDecision)->ArgsProduct({kNodes})->Unit(benchmark::kMicrosecond);
 // Args: the SLO, then the nodes. At 25 QPS no node is admissible for slo-aware (the pod would
 // wait); at 8 every node is.
 void BM_SloAwareScoreAllNodes(benchmark::State& state) {
@@ -206,6 +235,10 @@ void BM_SloAwareScoreAllPartitionsCold(benchmark::State& state) {
 BENCHMARK(BM_SloAwareScoreAllPartitionsCold)
     ->ArgsProduct({{25, 8}, kNodes})
     ->Unit(benchmark::kMicrosecond);
+void BM_SloAwareDecision(benchmark::State& state) {  // at 8 QPS: a decision every cycle
+  Decide<policy::SloAware>(state, 8, static_cast<int>(state.range(0)));
+}
+BENCHMARK(BM_SloAwareDecision)->ArgsProduct({kNodes})->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace tessera

@@ -113,6 +113,10 @@ class Policy {
     // per node and calls Filter again only on nodes that changed since (policies that keep the
     // default Filter, whole-gpu and max declare it).
     bool node_local_filter = false;
+    // ScoreCeiling answers for the nodes of most workloads, cheaply (predictive): with the
+    // lowest-node tie rule, the core scores nodes highest ceiling first and stops at the first
+    // ceiling below the best offer — the same choice as the scan in node order.
+    bool score_ceilings = false;
   };
   virtual OfferInputs OffersDependOn() const { return {}; }
 

@@ -287,7 +287,9 @@ void PredictionView::BeginNode() {
       telemetry_->UtilizationChangedSince(*util_synced_, &util_changed_)) {
     for (std::string_view uuid : util_changed_) {
       auto it = util_index_.find(uuid);
-      if (it != util_index_.end()) utils_[it->second].epoch = 0;
+      if (it == util_index_.end()) continue;
+      utils_[it->second].epoch = 0;
+      ++gpu_util_changes_[static_cast<size_t>(it->second) / model::kMaxPartitions];
     }
   } else {
     ++util_epoch_;
@@ -315,6 +317,7 @@ double PredictionView::CachedUtil(model::PartitionIndex p, const model::ClusterS
   if (!telemetry_ || !util_version_) return Util(part);
   if (utils_.size() < static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions) {
     utils_.resize(static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions);
+    gpu_util_changes_.resize(static_cast<size_t>(c.gpu_count()));
   }
   UtilCache& cache = utils_[p];
   if (cache.epoch == util_epoch_ &&
@@ -340,6 +343,20 @@ double PredictionView::CachedUtil(model::PartitionIndex p, const model::ClusterS
   cache.index_epoch = util_index_epoch_;
   cache.indexed_built = part.built;
   return cache.util;
+}
+
+std::optional<PredictionView::UtilStamp> PredictionView::UtilStampOf(model::GpuIndex first,
+                                                                     int count) const {
+  if (!telemetry_) return UtilStamp{};  // the fallback follows the partition alone
+  if (!util_version_) return std::nullopt;
+  UtilStamp stamp{util_epoch_, 0};
+  // Counters only grow, so their sum moves whenever one of them does.
+  for (model::GpuIndex g = first; g < first + count; ++g) {
+    if (static_cast<size_t>(g) < gpu_util_changes_.size()) {
+      stamp.changes += gpu_util_changes_[static_cast<size_t>(g)];
+    }
+  }
+  return stamp;
 }
 
 const std::vector<std::vector<std::optional<PredictionView::LayoutChoice>>>&

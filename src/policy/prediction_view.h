@@ -155,6 +155,16 @@ class PredictionView {
   // Util, and whether the value is the telemetry's (else the fallback from the partition).
   std::pair<double, bool> UtilAndSource(const model::Partition& part) const;
   double CachedUtil(model::PartitionIndex p, const model::ClusterState& c);
+  // What CachedUtil's answers for the partitions of GPUs [first, first + count) were read under:
+  // while it is unchanged (and the partitions' versions hold), each returns what it returned
+  // before. Read after BeginNode. nullopt: no promise (a telemetry without a utilisation
+  // version), so CachedUtil is not cached either.
+  struct UtilStamp {
+    uint64_t epoch = 0;
+    uint64_t changes = 0;
+    bool operator==(const UtilStamp&) const = default;
+  };
+  std::optional<UtilStamp> UtilStampOf(model::GpuIndex first, int count) const;
 
   struct LayoutChoice {
     model::MigLayout layout;
@@ -198,7 +208,8 @@ class PredictionView {
     bool from_telemetry = false;
   };
   std::vector<UtilCache> utils_;
-  std::vector<Member> scratch_members_;  // Members' previous entry while it rebuilds one
+  std::vector<uint64_t> gpu_util_changes_;  // [GPU]: entries of its partitions BeginNode dropped
+  std::vector<Member> scratch_members_;     // Members' previous entry while it rebuilds one
 
   // (model, profile + 1, MPS %) -> ConfigId, -1 absent, -2 not looked up yet; and the
   // profiled shares around it (Bracket), {-2, -2} not looked up yet, {-1, -1} none.

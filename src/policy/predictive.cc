@@ -3,10 +3,12 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "model/mig.h"
 #include "policy/fit.h"
+#include "policy/node_rooms.h"
 #include "policy/prediction_view.h"
 #include "predict/config_key.h"
 
@@ -145,6 +147,7 @@ struct AloneRow {
   AppId app = -1;
   double target = 0;
   std::vector<double> inner;
+  double best = -1;  // the largest of `inner` (−1: all NaN)
 };
 // x alone on an instance of `profile` (-1: MIG off) of an empty GPU of `gpu_model`.
 struct Alone {
@@ -163,6 +166,8 @@ struct AloneMemo {
   std::vector<std::optional<Alone>> by_config;
   // BestReshape by (model, whole GPU allowed).
   std::vector<std::optional<Alone>> by_model;
+  // Predictive::Impl::IdleCeiling by model.
+  std::vector<std::optional<double>> idle_ceiling;
 };
 
 // The slot of (GPU model, profile) in the per-configuration tables, or -1 for a pair past them
@@ -240,8 +245,7 @@ struct Predictive::Impl {
   std::vector<IsoRow> iso_rows;  // [ConfigSlot], then one row never kept
   const std::vector<double>& IsoRowOf(AppId xa, model::GpuModelId gpu_model, int profile);
   std::vector<AloneRow> alone_rows;
-  const std::vector<double>& AloneRowOf(AppId xa, double target, model::GpuModelId gpu_model,
-                                        int profile);
+  const AloneRow& AloneRowOf(AppId xa, double target, model::GpuModelId gpu_model, int profile);
 
   static MemberScore Breakdown(WorkloadId id, const std::string& app, double slo, double iso,
                                double lost);
@@ -255,6 +259,9 @@ struct Predictive::Impl {
 
   // Predictive::ScoreCeiling.
   double Ceiling(const Workload& x, NodeIndex node, const ClusterState& c);
+  NodeRoomsCache rooms;
+  // The most x scores on an idle GPU of `gpu_model`: alone on any partition or reshape.
+  double IdleCeiling(const Workload& x, AppId xa, model::GpuModelId gpu_model);
 
   // Reshape GPU g to MIG off (profile −1) or to the layout Layouts() names for `profile`.
   static ReshapeTo ReshapeOf(GpuIndex g, int profile, const ClusterState& c);
@@ -282,7 +289,7 @@ Best Predictive::Impl::ScorePartition(const Workload& x, AppId xa, NodeIndex nod
     // Nobody on the partition scores or slows x: x's score alone (AloneRowOf) times the
     // utilisation factor, the same numbers as the general path below.
     const double util = view.CachedUtil(p, c);
-    const std::vector<double>& inner = AloneRowOf(xa, x_target, gpu.model, part.profile);
+    const std::vector<double>& inner = AloneRowOf(xa, x_target, gpu.model, part.profile).inner;
     for (size_t i = first_fit; i < pcts.size(); ++i) {
       if (std::isnan(inner[i]) || (i > first_fit && !ShareFits(part, pcts[i], x.gpu.memory_mib))) {
         continue;
@@ -382,23 +389,23 @@ const std::vector<double>& Predictive::Impl::IsoRowOf(AppId xa, model::GpuModelI
   return r.iso;
 }
 
-const std::vector<double>& Predictive::Impl::AloneRowOf(AppId xa, double target,
-                                                        model::GpuModelId gpu_model, int profile) {
+const AloneRow& Predictive::Impl::AloneRowOf(AppId xa, double target, model::GpuModelId gpu_model,
+                                             int profile) {
   const std::vector<double>& isos = IsoRowOf(xa, gpu_model, profile);
   const int slot = ConfigSlot(gpu_model, profile);
   AloneRow& r = slot >= 0 ? alone_rows[static_cast<size_t>(slot)] : alone_rows.back();
-  if (slot >= 0 && r.app == xa && r.target == target && r.inner.size() == isos.size()) {
-    return r.inner;
-  }
+  if (slot >= 0 && r.app == xa && r.target == target && r.inner.size() == isos.size()) return r;
   r.app = xa;
   r.target = target;
   r.inner.clear();
+  r.best = -1;
   for (double iso : isos) {
     SetSum sum;
     sum.Add(target, std::max(0.0, iso * (1 - 0.0)));
     r.inner.push_back(std::isnan(iso) ? iso : sum.Inner());
+    if (!std::isnan(iso)) r.best = std::max(r.best, r.inner.back());
   }
-  return r.inner;
+  return r;
 }
 
 MemberScore Predictive::Impl::Breakdown(WorkloadId id, const std::string& app, double slo,
@@ -433,6 +440,7 @@ Alone Predictive::Impl::BestAloneMemo(const Workload& x, model::GpuModelId gpu_m
     m.valid = true;
     m.by_config.assign(model::AllGpuModels().size() * kProfileSlots, std::nullopt);
     m.by_model.assign(model::AllGpuModels().size() * 2, std::nullopt);
+    m.idle_ceiling.assign(model::AllGpuModels().size(), std::nullopt);
   }
   const int slot = ConfigSlot(gpu_model, profile);
   if (slot < 0) return BestAlone(x, gpu_model, profile);
@@ -552,30 +560,55 @@ std::optional<Candidate> Predictive::Impl::Offer(const Workload& x, NodeIndex no
                    {}};
 }
 
-// Scaled(util, inner) with inner ≤ 1 (each of the set score's
-// terms is ≤ 1 and it is a weighted mean of them; in floating point ≤ 1 + a few ulps, hence
-// the margin).
+// A bound on each of the node's partitions with room, over the node: 100 · (1 − util) on an
+// occupied one (its set score is that factor times a mean of terms ≤ 1: in floating point ≤ 1
+// + a few ulps, hence the margin), x's best score alone on an empty one (the same numbers its
+// offer is made of), and on an idle GPU x's best alone on any partition its model can have.
+// The node's side is kept per node (NodeRooms); x's side per workload and configuration
+// (AloneRowOf, IdleCeiling), so a node the core skips costs a few loads.
 double Predictive::Impl::Ceiling(const Workload& x, NodeIndex node, const ClusterState& c) {
-  constexpr double kMargin = 1 + 1e-12;
-  const model::Node& n = c.node(node);
-  view.BeginNode();
-  const std::vector<int>& pcts = options.mps_percents;
+  const NodeRooms& r = rooms.Of(node, c, view, options.mps_percents);
+  const AppId xa = AppOf(x.app);
+  PrepareTables(c, xa);
   double ceiling = -1;
-  for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
-    const model::Gpu& gpu = c.gpu(g);
-    if (!gpu.available || !x.gpu.AllowsModel(gpu.model)) continue;
-    if (gpu.idle()) return SetSum::Scaled(0, 1) * kMargin;  // its own best, or a reshape
-    for (int slot = 0; slot < gpu.partition_count; ++slot) {
-      const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
-      const model::Partition& part = c.partition(p);
-      if (std::none_of(pcts.begin(), pcts.end(),
-                       [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); })) {
-        continue;
-      }
-      ceiling = std::max(ceiling, SetSum::Scaled(view.CachedUtil(p, c), 1) * kMargin);
-    }
+  for (const NodeRooms::Idle& idle : r.idle) {
+    if (x.gpu.AllowsModel(idle.model)) ceiling = std::max(ceiling, IdleCeiling(x, xa, idle.model));
+  }
+  const double x_target = Target(x.slo_qps);
+  for (const NodeRooms::Empty& e : r.empties) {
+    if (x.gpu.memory_mib > e.memory_mib || !x.gpu.AllowsModel(e.model)) continue;
+    const double best = AloneRowOf(xa, x_target, e.model, e.profile).best;
+    ceiling = std::max(ceiling, SetSum::Scaled(e.util, best) * kCeilingMargin);
+  }
+  // On an occupied partition the set score's mean of terms is at most (Σ members' terms + 1) /
+  // (members + 1), x's own term being ≤ 1: read from the partition's kept terms while 100 ·
+  // (1 − util), the bound without them, can still beat the best so far.
+  for (const NodeRooms::Occupied& o : r.occupied) {  // lowest util first
+    if (SetSum::Scaled(o.util, 1) * kCeilingMargin <= ceiling) break;
+    if (x.gpu.memory_mib > o.memory_mib || !x.gpu.AllowsModel(o.model)) continue;
+    const SetSum& others = TermsOf(xa, o.partition, c).others;
+    const double inner = (others.sum1 + others.sum2 + 1) / (others.neg + others.pos + 1);
+    ceiling = std::max(ceiling, SetSum::Scaled(o.util, inner) * kCeilingMargin);
   }
   return ceiling;
+}
+
+double Predictive::Impl::IdleCeiling(const Workload& x, AppId xa, model::GpuModelId gpu_model) {
+  BestAloneMemo(x, gpu_model, -1);  // validates the memo for x
+  std::optional<double>& kept = alone_memo.idle_ceiling[static_cast<size_t>(gpu_model)];
+  if (kept) return *kept;
+  // Its partitions as they are, or reshaped: x alone on the whole GPU or on any profile, at
+  // the utilisation factor's best (1). AloneRow and BestAlone read the same predictions; both
+  // are taken, so the bound holds whichever the offer comes from.
+  const double x_target = Target(x.slo_qps);
+  double inner = -1, alone = -1;
+  const int profiles = static_cast<int>(model::GetGpuModel(gpu_model).mig_profiles.size());
+  for (int profile = -1; profile < profiles; ++profile) {
+    inner = std::max(inner, AloneRowOf(xa, x_target, gpu_model, profile).best);
+    alone = std::max(alone, BestAloneMemo(x, gpu_model, profile).score);
+  }
+  kept = std::max(SetSum::Scaled(0, inner), alone) * kCeilingMargin;
+  return *kept;
 }
 
 ReshapeTo Predictive::Impl::ReshapeOf(GpuIndex g, int profile, const ClusterState& c) {

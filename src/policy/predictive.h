@@ -119,6 +119,7 @@ class Predictive final : public Policy {
   ~Predictive() override;
 
   std::string_view name() const override { return "predictive"; }
+  OfferInputs OffersDependOn() const override { return {.score_ceilings = true}; }
   Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
   // 100 · (1 − util) of the node's best partition with room (100 with an idle GPU it may

@@ -9,6 +9,7 @@
 
 #include "model/mig.h"
 #include "policy/fit.h"
+#include "policy/node_rooms.h"
 #include "policy/placed_changes.h"
 #include "policy/prediction_view.h"
 #include "predict/config_key.h"
@@ -722,6 +723,54 @@ struct SloAware::Impl {
     return p;
   }
 
+  // SloAware::ScoreCeiling: over the node's partitions with room, 100 · (1 − util) on an
+  // occupied one (the set score is that factor times a mean of terms ≤ 1), x's pick on an
+  // empty one (EmptyPick: exactly its offer there), and on an idle GPU the reshape's; the
+  // node's side kept per node (NodeRooms), x's per workload.
+  NodeRoomsCache rooms;
+  double NodeCeiling(const Workload& x, NodeIndex node, const ClusterState& c) {
+    const NodeRooms& r = rooms.Of(node, c, view, percents);
+    const AppId xa = view.AppOf(x.app);
+    PrepareAssessed(c, xa);
+    const double x_target = std::min(x.slo_qps, XCeiling(x, c));
+    double ceiling = -1;
+    for (const NodeRooms::Idle& idle : r.idle) {
+      if (options.reshape && x.gpu.AllowsModel(idle.model) &&
+          model::GetGpuModel(idle.model).mig_capable()) {
+        ceiling = std::max(ceiling, BestReshape(x, node, idle.gpu, c, nullptr).score);
+      }
+    }
+    for (const NodeRooms::Empty& e : r.empties) {
+      if (x.gpu.memory_mib > e.memory_mib || !x.gpu.AllowsModel(e.model)) continue;
+      const Pick pick = EmptyPick(x, xa, x_target, e.partition, c.partition(e.partition), e.model);
+      ceiling = std::max(ceiling, pick.score);
+    }
+    ceiling *= kCeilingMargin;
+    // On an occupied partition the mean of terms is at most (Σ members' terms + 1) / (members +
+    // 1), x's own term being ≤ 1, and under admission a partition where x would push a member
+    // below its target offers nothing: read from its kept assessment while 100 · (1 − util),
+    // the bound without it, can still beat the best so far.
+    for (const NodeRooms::Occupied& o : r.occupied) {  // lowest util first
+      if (100.0 * (1 - std::min(o.util, 0.95)) * kCeilingMargin <= ceiling) break;
+      if (x.gpu.memory_mib > o.memory_mib || !x.gpu.AllowsModel(o.model) ||
+          (options.admission && !MayAdmit(xa, x_target, o.model, o.profile))) {
+        continue;
+      }
+      const Assessed& a = AssessedOf(xa, o.partition, c);
+      if (options.admission && a.pushes) continue;
+      const Set& others = a.others;
+      const double inner = (others.s1 + others.s2 + 1) / (others.neg + others.pos + 1);
+      ceiling = std::max(ceiling, 100.0 * (1 - a.util) * inner * kCeilingMargin);
+    }
+    return ceiling;
+  }
+  // Whether any share of a partition of (model, profile) could admit x: SharesOf's first test,
+  // with no loss and no co-runner (each only lowers the bound).
+  bool MayAdmit(AppId xa, double x_target, model::GpuModelId m, int profile) {
+    const PredictionView::Bounds& b = ShareRowOf(xa, m, profile).bounds;
+    return Lower(b.max_isolated, b.min_sigma, 0, 0) >= x_target;
+  }
+
   std::optional<Candidate> Offer(const Workload& x, NodeIndex node, const ClusterState& c,
                                  std::vector<SloOption>* explain, bool admissible_only = false) {
     const model::Node& n = c.node(node);
@@ -908,6 +957,8 @@ struct SloAware::Impl {
     std::optional<Candidate> best;
     for (NodeIndex n = 0; n < c.node_count() && !best; ++n) {
       if (!PredictingFilter(w, n, c, true, percents, options.reshape).ok()) continue;
+      // No option at all (under admission: none admissible) where the ceiling is below 0.
+      if (NodeCeiling(w, n, c) < 0) continue;
       best = Offer(w, n, c, nullptr, /*admissible_only=*/true);
     }
     skip.reset();
@@ -931,7 +982,13 @@ int SloAware::moves() const { return impl_->moved; }
 SloAware::~SloAware() = default;
 
 Policy::OfferInputs SloAware::OffersDependOn() const {
-  return {.slo_value = impl_->options.admission};
+  return {.slo_value = impl_->options.admission, .score_ceilings = true};
+}
+
+std::optional<double> SloAware::ScoreCeiling(const Workload& w, NodeIndex node,
+                                             const ClusterState& c) {
+  if (!impl_->Predictable(w)) return std::nullopt;
+  return impl_->NodeCeiling(w, node, c);
 }
 
 Feasibility SloAware::Filter(const Workload& w, NodeIndex node, const ClusterState& c) const {

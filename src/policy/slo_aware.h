@@ -118,6 +118,10 @@ class SloAware final : public Policy {
 
   std::string_view name() const override { return "slo-aware"; }
   OfferInputs OffersDependOn() const override;
+  // 100 · (1 − util) of the node's best occupied partition with room, x's offer on its best
+  // empty partition or reshaped idle GPU: a set score is that factor times a mean of terms ≤ 1.
+  std::optional<double> ScoreCeiling(const Workload& w, NodeIndex node,
+                                     const ClusterState& c) override;
   Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
   std::string Explain(const Workload& w, const ClusterState& c) override;

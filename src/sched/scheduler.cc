@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace tessera::sched {
 
@@ -88,51 +90,35 @@ std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w,
                                                        std::string& why) {
   bool found = false;
   int ties = 0;
-  // Filter reasons are a handful of static strings: a flat list, compared by address first,
-  // keeps the hot loop free of allocations and string comparisons.
   reasons_.clear();
   offers_.clear();
-  auto count_reason = [this](std::string_view reason) {
-    for (auto& [r, count] : reasons_) {
-      if ((r.data() == reason.data() && r.size() == reason.size()) || r == reason) {
-        ++count;
-        return;
+  if (options_.tie_break == TieBreak::kFirst && !hooks_.scored &&
+      policy_.OffersDependOn().score_ceilings) {
+    found = SelectByCeiling(w, verdicts);
+  } else {
+    for (model::NodeIndex n = 0; n < cluster_.node_count(); ++n) {
+      if (const std::string_view reason = FilterReason(w, n, verdicts); !reason.empty()) {
+        CountReason(reason);
+        continue;
       }
-    }
-    reasons_.emplace_back(reason, 1);
-  };
-  for (model::NodeIndex n = 0; n < cluster_.node_count(); ++n) {
-    std::string_view reason;
-    if (verdicts) {
-      Verdict& v = (*verdicts)[n];
-      if (v.version != cluster_.node(n).version) {
-        v = {cluster_.node(n).version, policy_.Filter(w, n, cluster_).reason};
+      if (found && !hooks_.scored) {
+        // A node that cannot reach the best offer so far cannot win or tie: not scored.
+        const std::optional<double> ceiling = policy_.ScoreCeiling(w, n, cluster_);
+        if (ceiling && *ceiling < best_.score) continue;
       }
-      reason = v.reason;
-    } else {
-      reason = policy_.Filter(w, n, cluster_).reason;
-    }
-    if (!reason.empty()) {
-      count_reason(reason);
-      continue;
-    }
-    if (found && !hooks_.scored) {
-      // A node that cannot reach the best offer so far cannot win or tie: not scored.
-      const std::optional<double> ceiling = policy_.ScoreCeiling(w, n, cluster_);
-      if (ceiling && *ceiling < best_.score) continue;
-    }
-    if (!policy_.ScoreInto(w, n, cluster_, scratch_)) {
-      count_reason("no offer from the policy");
-      continue;
-    }
-    if (hooks_.scored) offers_.push_back({n, scratch_.score});
-    if (!found || scratch_.score > best_.score) {
-      std::swap(best_, scratch_);
-      found = true;
-      ties = 1;
-    } else if (scratch_.score == best_.score && options_.tie_break == TieBreak::kRandom &&
-               rng_.Below(++ties) == 0) {
-      std::swap(best_, scratch_);  // reservoir sampling: each tied node wins with equal chance
+      if (!policy_.ScoreInto(w, n, cluster_, scratch_)) {
+        CountReason("no offer from the policy");
+        continue;
+      }
+      if (hooks_.scored) offers_.push_back({n, scratch_.score});
+      if (!found || scratch_.score > best_.score) {
+        std::swap(best_, scratch_);
+        found = true;
+        ties = 1;
+      } else if (scratch_.score == best_.score && options_.tie_break == TieBreak::kRandom &&
+                 rng_.Below(++ties) == 0) {
+        std::swap(best_, scratch_);  // reservoir sampling: each tied node wins with equal chance
+      }
     }
   }
   if (found) return std::move(best_);
@@ -141,6 +127,46 @@ std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w,
   for (const auto& [reason, count] : reasons_) why += fmt::format(" {} {},", count, reason);
   if (why.back() == ',') why.pop_back();
   return std::nullopt;
+}
+
+bool Scheduler::SelectByCeiling(const Workload& w, std::vector<Verdict>* verdicts) {
+  // The feasible nodes with their ceilings (none, or NaN: scored first), then a max-heap: the
+  // highest ceiling on top, the lower node among equal ones.
+  by_ceiling_.clear();
+  for (model::NodeIndex n = 0; n < cluster_.node_count(); ++n) {
+    if (const std::string_view reason = FilterReason(w, n, verdicts); !reason.empty()) {
+      CountReason(reason);
+      continue;
+    }
+    const std::optional<double> ceiling = policy_.ScoreCeiling(w, n, cluster_);
+    by_ceiling_.emplace_back(
+        ceiling && !std::isnan(*ceiling) ? *ceiling : std::numeric_limits<double>::infinity(), n);
+  }
+  const auto below = [](const std::pair<double, model::NodeIndex>& a,
+                        const std::pair<double, model::NodeIndex>& b) {
+    return a.first < b.first || (a.first == b.first && a.second > b.second);
+  };
+  std::make_heap(by_ceiling_.begin(), by_ceiling_.end(), below);
+  bool found = false;
+  model::NodeIndex best_node = -1;
+  while (!by_ceiling_.empty()) {
+    std::pop_heap(by_ceiling_.begin(), by_ceiling_.end(), below);
+    const auto [ceiling, n] = by_ceiling_.back();
+    by_ceiling_.pop_back();
+    // No node left could beat or tie the best offer.
+    if (found && ceiling < best_.score) break;
+    if (!policy_.ScoreInto(w, n, cluster_, scratch_)) {
+      CountReason("no offer from the policy");
+      continue;
+    }
+    if (!found || scratch_.score > best_.score ||
+        (scratch_.score == best_.score && n < best_node)) {
+      std::swap(best_, scratch_);
+      best_node = n;
+      found = true;
+    }
+  }
+  return found;
 }
 
 bool Scheduler::ReserveAndBind(const Workload& w, const model::Placement& p, CycleStats& stats,

@@ -27,7 +27,10 @@
 // reason (Policy::Filter's contract makes this exact). For a policy whose Filter reads only the
 // node (OfferInputs::node_local_filter), each request shape's verdicts are kept per node under
 // the node's version, so a workload's scoring calls Filter only on nodes that changed since its
-// shape last visited them.
+// shape last visited them. A node whose Policy::ScoreCeiling is below the best offer so far is
+// not scored; for a policy whose ceilings are cheap (OfferInputs::score_ceilings) under the
+// lowest-node tie rule, the nodes are scored highest ceiling first, so that the search usually
+// ends after a few nodes (the same choice as the scan in node order).
 // Not thread-safe: one driver thread calls it.
 
 #include <functional>
@@ -156,6 +159,33 @@ class Scheduler {
   // shape's kept Filter verdicts, or null to call Filter on every node.
   std::optional<policy::Candidate> SelectNode(const Workload& w, std::vector<Verdict>* verdicts,
                                               std::string& why);
+  // SelectNode's search for a policy that declares OfferInputs::score_ceilings, under the
+  // lowest-node tie rule: the feasible nodes scored highest ceiling first (the lower node among
+  // equal ceilings) until the next ceiling is below the best offer; true with the choice in
+  // best_ — the highest score, the lowest node among ties, as the scan in node order.
+  bool SelectByCeiling(const Workload& w, std::vector<Verdict>* verdicts);
+  // Filter's reason for node `n` (empty: it passes), from `verdicts` where kept. Defined here,
+  // as CountReason, so that the node loops inline them.
+  std::string_view FilterReason(const Workload& w, model::NodeIndex n,
+                                std::vector<Verdict>* verdicts) {
+    if (!verdicts) return policy_.Filter(w, n, cluster_).reason;
+    Verdict& v = (*verdicts)[n];
+    if (v.version != cluster_.node(n).version) {
+      v = {cluster_.node(n).version, policy_.Filter(w, n, cluster_).reason};
+    }
+    return v.reason;
+  }
+  // One more node refused for `reason`. Filter reasons are a handful of static strings: a flat
+  // list, compared by address first, keeps the hot loop free of allocations and comparisons.
+  void CountReason(std::string_view reason) {
+    for (auto& [r, count] : reasons_) {
+      if ((r.data() == reason.data() && r.size() == reason.size()) || r == reason) {
+        ++count;
+        return;
+      }
+    }
+    reasons_.emplace_back(reason, 1);
+  }
   // Reserve + bind (or park behind a reshape). True if the workload left the queue.
   bool Commit(const Workload& w, policy::Candidate cand, CycleStats& stats);
   // Places what it can; true when everything left is known not to fit the cluster as it is.
@@ -201,6 +231,7 @@ class Scheduler {
   std::vector<std::pair<std::string_view, int>> reasons_;
   std::vector<Offer> offers_;         // collected only for Hooks::scored
   policy::Candidate scratch_, best_;  // ScoreInto's buffers: losing nodes allocate nothing
+  std::vector<std::pair<double, model::NodeIndex>> by_ceiling_;  // (ceiling, node), best first
   // Filter verdicts per request shape and node (VerdictsFor); dropped whole when they would
   // exceed kMaxVerdicts entries.
   static constexpr size_t kMaxVerdicts = size_t{1} << 21;

@@ -155,6 +155,7 @@ class Physics final : public GroundTruth {
     double gpu_duty() const { return gpu_s * qps; }
     double fixed_duty() const { return fixed_s * qps; }
   };
+  // Kept per (application, configuration) for the catalogue's own applications.
   Isolated IsolatedRate(const AppSpec& app, model::GpuModelId gpu, int profile,
                         int32_t milli) const;
   RunRate RateIn(const model::PlacedWorkload& pw, const model::ClusterState& cluster) const;
@@ -200,6 +201,12 @@ class Physics final : public GroundTruth {
   std::vector<double> network_load_;
   mutable std::unordered_map<model::WorkloadId, double> noise_;  // NoiseFactor's, ≤ kMaxNoise
   static constexpr size_t kMaxNoise = size_t{1} << 20;
+  Isolated ComputeIsolated(const AppSpec& app, model::GpuModelId gpu, int profile,
+                           int32_t milli) const;
+  // IsolatedRate's answers for catalog_.apps, by (app index, model, profile, milli) packed in
+  // 64 bits; ≤ kMaxNoise entries (dropped whole beyond). The measured points are looked up by
+  // their string key, which dominated the simulator's re-rating before.
+  mutable std::unordered_map<uint64_t, Isolated> isolated_;
 };
 
 }  // namespace tessera::sim

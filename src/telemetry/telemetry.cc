@@ -47,15 +47,17 @@ void StaticTelemetry::AddBandwidthSample(std::string_view key, double t, double 
 
 void StaticTelemetry::Forget(std::string_view name) {
   const std::string key(name);
-  const bool had_qps = qps_.erase(key) > 0;
-  const bool had_util = util_.erase(key) > 0;
-  mem_.erase(key);
-  power_.erase(key);
-  sm_activity_.erase(key);
-  sm_clock_.erase(key);
-  series_.erase(key);
-  sm_series_.erase(key);
-  bandwidth_series_.erase(key);
+  // An empty map (most runs keep only a few of them) is not hashed into.
+  const auto erase = [&key](auto& map) { return !map.empty() && map.erase(key) > 0; };
+  const bool had_qps = erase(qps_);
+  const bool had_util = erase(util_);
+  erase(mem_);
+  erase(power_);
+  erase(sm_activity_);
+  erase(sm_clock_);
+  erase(series_);
+  erase(sm_series_);
+  erase(bandwidth_series_);
   if (had_util) {
     LogUtilization(name);
   } else {

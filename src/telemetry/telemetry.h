@@ -112,10 +112,7 @@ using UuidMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 class StaticTelemetry final : public Telemetry {
  public:
   void SetUtilization(std::string_view uuid, double u) {
-    auto it = util_.find(uuid);
-    if (it != util_.end() && it->second == u) return;  // unchanged: the version holds
-    util_[std::string(uuid)] = u;
-    LogUtilization(uuid);
+    if (Put(util_, uuid, u)) LogUtilization(uuid);  // unchanged: the version holds
   }
   void SetMemoryUsedMib(std::string_view uuid, double mib) {
     mem_[std::string(uuid)] = mib;
@@ -128,10 +125,7 @@ class StaticTelemetry final : public Telemetry {
   void SetSmActivity(std::string_view uuid, double a) { Set(sm_activity_, uuid, a); }
   void SetSmClockMhz(std::string_view uuid, double mhz) { Set(sm_clock_, uuid, mhz); }
   void SetWorkloadQps(std::string_view workload, double qps) {
-    auto it = qps_.find(workload);
-    if (it != qps_.end() && it->second == qps) return;
-    qps_[std::string(workload)] = qps;
-    qps_log_.Add(++version_, workload);
+    if (Put(qps_, workload, qps)) qps_log_.Add(++version_, workload);
   }
   // Appends to the memory series (t ascending) and sets the current memory in use.
   void AddMemorySample(std::string_view uuid, double t, double mib);
@@ -169,12 +163,21 @@ class StaticTelemetry final : public Telemetry {
  private:
   // A utilisation changed: moves both versions and logs the uuid under the new one.
   void LogUtilization(std::string_view uuid);
+  // Sets map[key] = v with one lookup (a string is built only for a new key); false when it
+  // held v already.
+  static bool Put(UuidMap<double>& map, std::string_view key, double v) {
+    auto it = map.find(key);
+    if (it == map.end()) {
+      map.emplace(std::string(key), v);
+      return true;
+    }
+    if (it->second == v) return false;
+    it->second = v;
+    return true;
+  }
   // Sets map[key] = v, bumping the version only when the value changes.
   void Set(UuidMap<double>& map, std::string_view key, double v) {
-    auto it = map.find(key);
-    if (it != map.end() && it->second == v) return;
-    map[std::string(key)] = v;
-    ++version_;
+    if (Put(map, key, v)) ++version_;
   }
   uint64_t version_ = 0;       // bumped by every change
   uint64_t util_version_ = 0;  // version_ at the last change to util_

@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,6 +93,8 @@ TEST_P(ScoringCacheProperty, AKeptPolicyOffersWhatAFreshOneOffers) {
   }
   Predictive predictive(predictor, &telemetry);
   SloAware slo_aware(predictor, &telemetry);
+  // Without admission a partition where x pushes a member below its target still offers.
+  SloAware no_admission(predictor, &telemetry, {.admission = false});
   model::WorkloadId next_id = 1;
   std::vector<model::WorkloadId> placed;
   std::optional<ClusterState> snapshot;  // an older copy, scored again later
@@ -111,7 +114,8 @@ TEST_P(ScoringCacheProperty, AKeptPolicyOffersWhatAFreshOneOffers) {
   // A new incoming workload each time: an id names one workload (slo-aware keeps x's ceiling
   // by id, as the core and the Kubernetes driver give every workload its own).
   model::WorkloadId next_x = 1'000'000;
-  int skipped = 0;  // nodes the ceilings spared
+  int skipped = 0;             // nodes the ceilings spared, in node order
+  int best_first_skipped = 0;  // and highest ceiling first
   auto compare_all = [&](const ClusterState& s, int step) {
     const model::Workload x = random_workload(next_x++);
     Predictive fresh_predictive(predictor, &telemetry);
@@ -131,6 +135,42 @@ TEST_P(ScoringCacheProperty, AKeptPolicyOffersWhatAFreshOneOffers) {
       if (kept && (!pruned || kept->score > pruned->score)) pruned = kept;
     }
     ExpectSame(pruned, exhaustive, fmt::format("seed {} step {} choice", GetParam(), step));
+    // As the core visits a policy that declares its ceilings (OfferInputs::score_ceilings):
+    // highest ceiling first, until a ceiling is below the best offer; ties to the lower node.
+    const auto choose_best_first = [&](Policy& policy) {
+      std::vector<std::pair<double, model::NodeIndex>> order;
+      for (model::NodeIndex n = 0; n < s.node_count(); ++n) {
+        if (policy.Filter(x, n, s).ok()) order.emplace_back(*policy.ScoreCeiling(x, n, s), n);
+      }
+      std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+      });
+      std::optional<Candidate> best;
+      for (size_t i = 0; i < order.size(); ++i) {
+        if (best && order[i].first < best->score) {
+          best_first_skipped += static_cast<int>(order.size() - i);
+          break;
+        }
+        const std::optional<Candidate> offer = policy.Score(x, order[i].second, s);
+        if (offer &&
+            (!best || offer->score > best->score ||
+             (offer->score == best->score && offer->placement.node < best->placement.node))) {
+          best = offer;
+        }
+      }
+      return best;
+    };
+    ExpectSame(choose_best_first(predictive), exhaustive,
+               fmt::format("seed {} step {} best first", GetParam(), step));
+    std::optional<Candidate> slo_exhaustive;
+    for (model::NodeIndex n = 0; n < s.node_count(); ++n) {
+      if (!slo_aware.Filter(x, n, s).ok()) continue;
+      const std::optional<Candidate> offer = fresh_slo_aware.Score(x, n, s);
+      if (offer && (!slo_exhaustive || offer->score > slo_exhaustive->score))
+        slo_exhaustive = offer;
+    }
+    ExpectSame(choose_best_first(slo_aware), slo_exhaustive,
+               fmt::format("seed {} step {} slo-aware best first", GetParam(), step));
     for (model::NodeIndex n = 0; n < s.node_count(); ++n) {
       const std::string where = fmt::format("seed {} step {} node {}", GetParam(), step, n);
       ASSERT_EQ(predictive.Filter(x, n, s).ok(), fresh_predictive.Filter(x, n, s).ok()) << where;
@@ -143,7 +183,13 @@ TEST_P(ScoringCacheProperty, AKeptPolicyOffersWhatAFreshOneOffers) {
         if (offer) EXPECT_LE(offer->score, *ceiling) << where;
       }
       if (slo_aware.Filter(x, n, s).ok()) {
-        ExpectSame(slo_aware.Score(x, n, s), fresh_slo_aware.Score(x, n, s), where + " slo-aware");
+        const std::optional<Candidate> offer = slo_aware.Score(x, n, s);
+        ExpectSame(offer, fresh_slo_aware.Score(x, n, s), where + " slo-aware");
+        const std::optional<double> ceiling = slo_aware.ScoreCeiling(x, n, s);
+        ASSERT_TRUE(ceiling.has_value()) << where;
+        if (offer) EXPECT_LE(offer->score, *ceiling) << where << " slo-aware";
+        const std::optional<Candidate> any = no_admission.Score(x, n, s);
+        if (any) EXPECT_LE(any->score, *no_admission.ScoreCeiling(x, n, s)) << where;
       }
     }
   };
@@ -210,7 +256,10 @@ TEST_P(ScoringCacheProperty, AKeptPolicyOffersWhatAFreshOneOffers) {
     if (snapshot && rng.Below(10) == 0) compare_all(*snapshot, step);
     if (HasFatalFailure() || HasFailure()) return;
   }
-  EXPECT_GT(skipped, 0);  // the comparison above is not vacuous
+  EXPECT_GT(skipped, 0);  // the comparisons above are not vacuous
+  EXPECT_GT(best_first_skipped, 0);
+  std::printf("seed %d: nodes skipped in node order %d, highest ceiling first %d\n", GetParam(),
+              skipped, best_first_skipped);
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, ScoringCacheProperty, ::testing::Values(1, 2, 3, 4));

@@ -291,12 +291,14 @@ class CountingFirstFit : public policy::Policy {
   policy::FirstFit inner_;
 };
 
-// First fit's placement with a fixed score and ceiling per node, counting Score calls.
+// First fit's placement with a fixed score and ceiling per node, counting Score calls;
+// `declares` sets OfferInputs::score_ceilings.
 class CeilingPolicy : public policy::Policy {
  public:
-  CeilingPolicy(std::vector<double> scores, std::vector<double> ceilings)
-      : scores_(std::move(scores)), ceilings_(std::move(ceilings)) {}
+  CeilingPolicy(std::vector<double> scores, std::vector<double> ceilings, bool declares = false)
+      : scores_(std::move(scores)), ceilings_(std::move(ceilings)), declares_(declares) {}
   std::string_view name() const override { return "ceiling"; }
+  OfferInputs OffersDependOn() const override { return {.score_ceilings = declares_}; }
   policy::Feasibility Filter(const Workload& w, model::NodeIndex n,
                              const ClusterState& c) const override {
     return inner_.Filter(w, n, c);
@@ -316,6 +318,7 @@ class CeilingPolicy : public policy::Policy {
 
  private:
   std::vector<double> scores_, ceilings_;
+  bool declares_;
   policy::FirstFit inner_;
 };
 
@@ -349,6 +352,40 @@ TEST_F(SchedulerTest, ANodeWhoseCeilingIsBelowTheBestSoFarIsNotScored) {
   r.RunCycle();
   EXPECT_EQ(recorded.scored, (std::vector<model::NodeIndex>{0, 1, 2, 3}));
   EXPECT_EQ(offers, 4);
+}
+
+// A policy that declares cheap ceilings has its nodes scored highest ceiling first (the lower
+// node first among equal ceilings) until a ceiling is below the best offer; the choice is the
+// scan's: the highest score, the lowest node among ties.
+TEST_F(SchedulerTest, DeclaredCeilingsAreScoredHighestFirstAndChooseAsTheScanDoes) {
+  const auto v100 = *FindGpuModel("V100-32GB");
+  ASSERT_TRUE(c_.AddNode(UniformNode("n2", v100, 1, 8000, 65536)));
+  ASSERT_TRUE(c_.AddNode(UniformNode("n3", v100, 1, 8000, 65536)));
+  // Order n1 (90), n3 (90), n2 (70), n0 (50): n1 offers 60, n3 ties it (n1 stays, the lower
+  // node), n2 beats it with 65, and n0's ceiling 50 < 65 ends the search. The scan picks n2 too.
+  CeilingPolicy p({50, 60, 65, 60}, {50, 90, 70, 90}, true);
+  Scheduler s(c_, p, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(1, 250, 1)));
+  s.RunCycle();
+  EXPECT_EQ(p.scored, (std::vector<model::NodeIndex>{1, 3, 2}));
+  ASSERT_EQ(bound_.size(), 1u);
+  EXPECT_EQ(bound_[0].second, 2);
+  // A tie at the top found in the wrong order: n3 (ceiling 90) offers 70 first, n1 (80) ties
+  // it and wins as the lower node; n0 and n2 (10 < 70) are not scored.
+  CeilingPolicy q({5, 70, 5, 70}, {10, 80, 10, 90}, true);
+  Scheduler t(c_, q, clock_, rng_, hooks_);
+  ASSERT_TRUE(t.Submit(Share(2, 250, 2)));
+  t.RunCycle();
+  EXPECT_EQ(q.scored, (std::vector<model::NodeIndex>{3, 1}));
+  ASSERT_EQ(bound_.size(), 2u);
+  EXPECT_EQ(bound_[1].second, 1);
+  // With the random tie rule the nodes are scanned in order, as for a policy that does not
+  // declare: n0 (50) first, n1 (40 < 50) skipped.
+  CeilingPolicy r({50, 30, 50, 70}, {60, 40, 50, 90}, true);
+  Scheduler u(c_, r, clock_, rng_, hooks_, {.tie_break = TieBreak::kRandom});
+  ASSERT_TRUE(u.Submit(Share(3, 250, 3)));
+  u.RunCycle();
+  EXPECT_EQ(r.scored, (std::vector<model::NodeIndex>{0, 2, 3}));
 }
 
 TEST_F(SchedulerTest, KeptFilterVerdictsAreAskedAgainOnlyOfNodesThatChanged) {

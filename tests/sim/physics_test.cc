@@ -63,6 +63,25 @@ class PhysicsTest : public ::testing::Test {
   Physics physics_{Catalog(), 1, {.noise_sd = 0}};
 };
 
+// Isolated rates are kept for the catalogue's applications by their index: an application of
+// another catalogue under the same key, measured differently, gets its own. Best rates on an
+// A100-40GB: "measured" 100 queries/s on the whole GPU (its roofline: 4 + 2 + 4 ms), the
+// other 500 measured on 1g.5gb; and the kept 1g.5gb rate of "measured" stays its 30.
+TEST_F(PhysicsTest, KeptIsolatedRatesAreTheCatalogueApplicationsOwn) {
+  const std::vector<model::GpuModelId> a100 = {*model::FindGpuModel("A100-40GB")};
+  const AppSpec& ours = physics_.catalog().apps[1];
+  ASSERT_EQ(ours.key, "measured");
+  AppSpec other = ours;
+  other.measured = {{"A100-40GB/1g.5gb/100", 500}};
+  EXPECT_NEAR(physics_.BestIsolatedQps(other, a100), 500, 1e-9);
+  EXPECT_NEAR(physics_.BestIsolatedQps(ours, a100), 100, 1e-9);
+  EXPECT_NEAR(physics_.BestIsolatedQps(ours, a100), 100, 1e-9);
+  EXPECT_NEAR(physics_.BestIsolatedQps(other, a100), 500, 1e-9);
+  Put(1, "measured", 2, ClusterState::PartitionOf(2, 0), 1000);
+  EXPECT_NEAR(Qps(1), 30, 1e-9);
+  EXPECT_NEAR(Qps(1), 30, 1e-9);
+}
+
 TEST_F(PhysicsTest, IsolatedRooflineOnEveryKindOfSlice) {
   Put(1, "x", 0, ClusterState::PartitionOf(0, 0), 1000);
   EXPECT_NEAR(Qps(1), 100, 1e-9);  // 4 + 2 + 4 ms
