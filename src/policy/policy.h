@@ -132,7 +132,8 @@ class Policy {
   // A number no score Score would give `w` on `node` exceeds (nullopt: none known), cheaper to
   // work out than the score: the core skips a node whose ceiling is below the best score it
   // already has (never one that could tie, and never while it records every node's score).
-  // Called for nodes Filter passed, in the same state Score would see. Default: nullopt.
+  // Called for nodes Filter passed, in the same state Score would see. −∞: Score would make no
+  // offer (the core counts the node refused without scoring it). Default: nullopt.
   virtual std::optional<double> ScoreCeiling(const Workload&, NodeIndex, const ClusterState&) {
     return std::nullopt;
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -733,17 +734,19 @@ struct SloAware::Impl {
     const AppId xa = view.AppOf(x.app);
     PrepareAssessed(c, xa);
     const double x_target = std::min(x.slo_qps, XCeiling(x, c));
-    double ceiling = -1;
+    // −∞ until some option is possible: Policy::ScoreCeiling's "no offer".
+    double ceiling = -std::numeric_limits<double>::infinity();
     for (const NodeRooms::Idle& idle : r.idle) {
       if (options.reshape && x.gpu.AllowsModel(idle.model) &&
           model::GetGpuModel(idle.model).mig_capable()) {
-        ceiling = std::max(ceiling, BestReshape(x, node, idle.gpu, c, nullptr).score);
+        const Pick pick = BestReshape(x, node, idle.gpu, c, nullptr);
+        if (pick.score >= 0) ceiling = std::max(ceiling, pick.score);
       }
     }
     for (const NodeRooms::Empty& e : r.empties) {
       if (x.gpu.memory_mib > e.memory_mib || !x.gpu.AllowsModel(e.model)) continue;
       const Pick pick = EmptyPick(x, xa, x_target, e.partition, c.partition(e.partition), e.model);
-      ceiling = std::max(ceiling, pick.score);
+      if (pick.score >= 0) ceiling = std::max(ceiling, pick.score);
     }
     ceiling *= kCeilingMargin;
     // On an occupied partition the mean of terms is at most (Σ members' terms + 1) / (members +
@@ -758,6 +761,10 @@ struct SloAware::Impl {
       }
       const Assessed& a = AssessedOf(xa, o.partition, c);
       if (options.admission && a.pushes) continue;
+      if (options.admission) {  // SharesOf's own first test: no share can reach the target
+        const PredictionView::Bounds& b = ShareRowOf(xa, o.model, o.profile).bounds;
+        if (!(Lower(b.max_isolated, b.min_sigma, a.x_lost, a.members) >= x_target)) continue;
+      }
       const Set& others = a.others;
       const double inner = (others.s1 + others.s2 + 1) / (others.neg + others.pos + 1);
       ceiling = std::max(ceiling, 100.0 * (1 - a.util) * inner * kCeilingMargin);

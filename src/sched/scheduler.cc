@@ -139,6 +139,10 @@ bool Scheduler::SelectByCeiling(const Workload& w, std::vector<Verdict>* verdict
       continue;
     }
     const std::optional<double> ceiling = policy_.ScoreCeiling(w, n, cluster_);
+    if (ceiling && *ceiling == -std::numeric_limits<double>::infinity()) {
+      CountReason("no offer from the policy");  // the policy knows it has none here
+      continue;
+    }
     by_ceiling_.emplace_back(
         ceiling && !std::isnan(*ceiling) ? *ceiling : std::numeric_limits<double>::infinity(), n);
   }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <span>
 #include <utility>
 
@@ -379,6 +380,16 @@ TEST_F(SchedulerTest, DeclaredCeilingsAreScoredHighestFirstAndChooseAsTheScanDoe
   EXPECT_EQ(q.scored, (std::vector<model::NodeIndex>{3, 1}));
   ASSERT_EQ(bound_.size(), 2u);
   EXPECT_EQ(bound_[1].second, 1);
+  // A ceiling of −∞ says the node has no offer: it is counted refused and never scored, even
+  // before any offer (n0 and n2 here); n3 (90) then n1 (80) are scored, n1 wins.
+  const double none = -std::numeric_limits<double>::infinity();
+  CeilingPolicy v({5, 70, 5, 70}, {none, 80, none, 90}, true);
+  Scheduler x(c_, v, clock_, rng_, hooks_);
+  ASSERT_TRUE(x.Submit(Share(4, 250, 4)));
+  x.RunCycle();
+  EXPECT_EQ(v.scored, (std::vector<model::NodeIndex>{3, 1}));
+  ASSERT_EQ(bound_.size(), 3u);
+  EXPECT_EQ(bound_[2].second, 1);
   // With the random tie rule the nodes are scanned in order, as for a policy that does not
   // declare: n0 (50) first, n1 (40 < 50) skipped.
   CeilingPolicy r({50, 30, 50, 70}, {60, 40, 50, 90}, true);
