@@ -1,32 +1,62 @@
 #include "policy/node_rooms.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace tessera::policy {
 
+const std::vector<int>& NodeRoomsCache::Descending(const std::vector<int>& percents) {
+  if (percents_ != percents) {
+    percents_ = percents;
+    descending_ = percents;
+    std::sort(descending_.begin(), descending_.end(), std::greater<>());
+  }
+  return descending_;
+}
+
+NodeRoomsCache::Entry& NodeRoomsCache::EntryOf(model::NodeIndex node,
+                                               const model::ClusterState& c) {
+  if (entries_.size() < static_cast<size_t>(c.node_count())) entries_.resize(c.node_count());
+  return entries_[static_cast<size_t>(node)];
+}
+
 const NodeRooms& NodeRoomsCache::Of(model::NodeIndex node, const model::ClusterState& c,
                                     PredictionView& view, const std::vector<int>& percents) {
-  const model::Node& n = c.node(node);
+  Entry& e = EntryOf(node, c);
   view.BeginNode();
-  if (entries_.size() < static_cast<size_t>(c.node_count())) entries_.resize(c.node_count());
-  Entry& e = entries_[static_cast<size_t>(node)];
+  const model::Node& n = c.node(node);
   const std::optional<PredictionView::UtilStamp> stamp = view.UtilStampOf(n.first_gpu, n.gpu_count);
-  if (!stamp || e.node_version != n.version || e.util != *stamp) {
-    Fill(e.rooms, n, c, view, percents);
-    // Read after the fill: CachedUtil may have moved the epoch while it read.
+  if (!stamp || e.node_version != n.version || e.util != stamp) {
+    Fill(e.rooms, n, c, view, Descending(percents), true);
+    // Read after the fill: CachedUtil may have moved the epoch while it read. Without a stamp
+    // nothing is kept (not even the shape: node versions start at 1).
     const std::optional<PredictionView::UtilStamp> after =
         view.UtilStampOf(n.first_gpu, n.gpu_count);
     e.node_version = after ? n.version : 0;
-    e.util = after.value_or(PredictionView::UtilStamp{});
+    e.util = after;
+  }
+  return e.rooms;
+}
+
+const NodeRooms& NodeRoomsCache::ShapeOf(model::NodeIndex node, const model::ClusterState& c,
+                                         PredictionView& view, const std::vector<int>& percents) {
+  Entry& e = EntryOf(node, c);
+  const model::Node& n = c.node(node);
+  if (e.node_version != n.version) {
+    Fill(e.rooms, n, c, view, Descending(percents), false);
+    e.node_version = n.version;
+    e.util.reset();
   }
   return e.rooms;
 }
 
 void NodeRoomsCache::Fill(NodeRooms& rooms, const model::Node& n, const model::ClusterState& c,
-                          PredictionView& view, const std::vector<int>& percents) {
+                          PredictionView& view, const std::vector<int>& descending, bool utils) {
   rooms.occupied.clear();
   rooms.empties.clear();
   rooms.idle.clear();
+  // No share fits where the smallest one's milli are not free (ShareFits).
+  const int least = descending.empty() ? 0 : descending.back();
   for (model::GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
     const model::Gpu& gpu = c.gpu(g);
     if (!gpu.available) continue;
@@ -39,12 +69,17 @@ void NodeRoomsCache::Fill(NodeRooms& rooms, const model::Node& n, const model::C
     for (int slot = 0; slot < gpu.partition_count; ++slot) {
       const model::PartitionIndex p = model::ClusterState::PartitionOf(g, slot);
       const model::Partition& part = c.partition(p);
+      if (least * 10 > part.free_milli()) continue;
+      // A larger share gives at least as much memory: the largest that fits gives the most.
       int64_t most = -1;
-      for (int pct : percents) {
-        if (ShareFits(part, pct, 0)) most = std::max(most, part.memory_mib * pct / 100);
+      for (int pct : descending) {
+        if (ShareFits(part, pct, 0)) {
+          most = part.memory_mib * pct / 100;
+          break;
+        }
       }
       if (most < 0) continue;
-      const double util = view.CachedUtil(p, c);
+      const double util = utils ? view.CachedUtil(p, c) : 0.0;
       if (!part.empty()) {
         rooms.occupied.push_back({util, most, p, gpu.model, part.profile});
         continue;
@@ -60,8 +95,10 @@ void NodeRoomsCache::Fill(NodeRooms& rooms, const model::Node& n, const model::C
       }
     }
   }
-  std::stable_sort(rooms.occupied.begin(), rooms.occupied.end(),
-                   [](const auto& a, const auto& b) { return a.util < b.util; });
+  if (utils) {
+    std::stable_sort(rooms.occupied.begin(), rooms.occupied.end(),
+                     [](const auto& a, const auto& b) { return a.util < b.util; });
+  }
 }
 
 }  // namespace tessera::policy

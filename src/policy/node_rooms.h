@@ -55,15 +55,27 @@ class NodeRoomsCache {
   // a partition, 1..100; the same at every call); calls view.BeginNode() first.
   const NodeRooms& Of(model::NodeIndex node, const model::ClusterState& c, PredictionView& view,
                       const std::vector<int>& percents);
+  // The same rooms without their utilisations: every field but `util` as Of gives it, and
+  // `occupied` in no particular order. Kept while the node's version holds alone (a
+  // utilisation moving does not refill it); valid until the next call for this node. Does not
+  // call view.BeginNode().
+  const NodeRooms& ShapeOf(model::NodeIndex node, const model::ClusterState& c,
+                           PredictionView& view, const std::vector<int>& percents);
 
  private:
+  // With `utils`, reads each partition's utilisation and sorts `occupied` by it. `descending`:
+  // the policy's shares, largest first.
   static void Fill(NodeRooms& rooms, const model::Node& n, const model::ClusterState& c,
-                   PredictionView& view, const std::vector<int>& percents);
+                   PredictionView& view, const std::vector<int>& descending, bool utils);
+  const std::vector<int>& Descending(const std::vector<int>& percents);
+  std::vector<int> percents_, descending_;  // the shares asked with, and sorted
   struct Entry {
     uint64_t node_version = 0;  // 0: never filled (node versions start at 1)
-    PredictionView::UtilStamp util;
+    // What the utilisations were read under; nullopt: not read (a shape only).
+    std::optional<PredictionView::UtilStamp> util;
     NodeRooms rooms;
   };
+  Entry& EntryOf(model::NodeIndex node, const model::ClusterState& c);
   std::vector<Entry> entries_;  // [node]
 };
 

@@ -104,6 +104,8 @@ class Policy {
   // knots-pp and resource-aware live state. Default: nothing (offers follow the request shape
   // alone).
   struct OfferInputs {
+    // Offers follow the SLO's value, not only whether there is one: two workloads are one
+    // request shape only when their SLOs are equal.
     bool slo_value = false;
     // Offers follow live state the cluster's version does not capture (telemetry, a
     // rescheduling period): the core never skips a cycle as fruitless for this policy.
@@ -117,6 +119,13 @@ class Policy {
     // lowest-node tie rule, the core scores nodes highest ceiling first and stops at the first
     // ceiling below the best offer — the same choice as the scan in node order.
     bool score_ceilings = false;
+    // With slo_value: where a workload has no offer on any node, none with a higher SLO and
+    // the rest of the request equal has one either (in that state, or after binds only took
+    // resources away), and Filter does not read the SLO's value — so its reason is the same.
+    // The core lets a failure stand for the higher SLOs of its shape for the rest of the
+    // cycle (slo-aware under admission: a higher SLO is a higher target, the predictions and
+    // the neighbours' terms the same).
+    bool slo_monotone = false;
   };
   virtual OfferInputs OffersDependOn() const { return {}; }
 

@@ -43,6 +43,9 @@ Feasibility PredictingFilter(const model::Workload& w, model::NodeIndex node,
   if (w.memory_mib > n.free_memory_mib()) return Feasibility::No("not enough memory");
   if (!predictable) return NodeFits(w, node, c);
   bool any_gpu = false;
+  // A share of p % needs p × 10 milli free and x's memory free: a partition short of either
+  // for the smallest share has none.
+  const int least = percents.empty() ? 0 : *std::min_element(percents.begin(), percents.end());
   for (model::GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
     const model::Gpu& gpu = c.gpu(g);
     if (!gpu.available || !w.gpu.AllowsModel(gpu.model)) continue;
@@ -53,6 +56,7 @@ Feasibility PredictingFilter(const model::Workload& w, model::NodeIndex node,
     }
     for (int slot = 0; slot < gpu.partition_count; ++slot) {
       const model::Partition& part = c.partition(model::ClusterState::PartitionOf(g, slot));
+      if (least * 10 > part.free_milli() || w.gpu.memory_mib > part.free_memory_mib()) continue;
       for (int pct : percents) {
         if (ShareFits(part, pct, w.gpu.memory_mib)) return Feasibility::Yes();
       }

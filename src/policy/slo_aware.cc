@@ -125,11 +125,11 @@ struct SloAware::Impl {
     std::optional<std::pair<uint64_t, uint64_t>> below;
     double below_at = 0;  // clock time of that sighting
     std::optional<uint64_t> nowhere;
-    // At or above its target (or unmeasured) when last judged, under these versions of its
-    // node, the telemetry's snapshot and the predictor, and this many GPUs (its ceiling's
-    // models): judged alike until one moves.
+    // At or above its target (or unmeasured) when last judged, under this predictor generation
+    // and this many GPUs (its ceiling's models): judged alike until one of them or its QPS
+    // (PlacedChanges::QpsMayHaveMoved) moves.
     bool fine = false;
-    uint64_t fine_node = 0, fine_sample = 0, fine_generation = 0;
+    uint64_t fine_generation = 0;
     int fine_gpus = 0;
   };
   std::unordered_map<WorkloadId, Track> tracks;
@@ -430,13 +430,25 @@ struct SloAware::Impl {
     return s;
   }
   static constexpr int kProfileSlots = 16;  // profile + 1 < this (PredictionView's bound)
-  std::vector<ShareRow> share_rows;         // the last row: a profile past the table, never kept
+  // [xa + 1][model · kProfileSlots + profile + 1], each filled on first use (a stream of mixed
+  // applications reads each row once per predictor generation); `share_spill` for a profile or
+  // model past the table, never kept.
+  std::vector<std::vector<ShareRow>> share_rows;
+  ShareRow share_spill;
   ShareRow& ShareRowOf(AppId xa, model::GpuModelId m, int profile) {
-    const bool kept = profile + 1 >= 0 && profile + 1 < kProfileSlots && m >= 0 &&
-                      static_cast<size_t>(m) * kProfileSlots < share_rows.size() - 1;
-    ShareRow& r = kept ? share_rows[static_cast<size_t>(m) * kProfileSlots + (profile + 1)]
-                       : share_rows.back();
-    if (kept && r.app == xa) return r;
+    const size_t models = model::AllGpuModels().size();
+    const bool kept = xa >= -1 && profile + 1 >= 0 && profile + 1 < kProfileSlots && m >= 0 &&
+                      static_cast<size_t>(m) < models;
+    ShareRow* row = &share_spill;
+    if (kept) {
+      const size_t slot = static_cast<size_t>(xa + 1);
+      if (share_rows.size() <= slot) share_rows.resize(slot + 1);
+      std::vector<ShareRow>& table = share_rows[slot];
+      if (table.empty()) table.resize(models * kProfileSlots);
+      row = &table[static_cast<size_t>(m) * kProfileSlots + static_cast<size_t>(profile + 1)];
+      if (row->app == xa) return *row;
+    }
+    ShareRow& r = *row;
     r.app = xa;
     r.bounds = view.SharesBounds(xa, m, profile);
     r.at.clear();
@@ -452,7 +464,8 @@ struct SloAware::Impl {
     const size_t partitions = static_cast<size_t>(c.gpu_count()) * model::kMaxPartitions;
     if (assessed_for != key) {
       for (std::vector<Assessed>& table : assessed) table.assign(partitions, Assessed{});
-      share_rows.assign(model::AllGpuModels().size() * kProfileSlots + 1, ShareRow{});
+      share_rows.clear();
+      admit_bounds.clear();
       assessed_for = key;
     }
     const size_t slot = static_cast<size_t>(xa + 1);
@@ -460,7 +473,8 @@ struct SloAware::Impl {
     if (assessed[slot].size() != partitions) assessed[slot].assign(partitions, Assessed{});
   }
 
-  Assessed& AssessedOf(AppId xa, model::PartitionIndex p, const ClusterState& c) {
+  // x's assessment on partition p without its util (which AssessedOf reads).
+  Assessed& Assessment(AppId xa, model::PartitionIndex p, const ClusterState& c) {
     Assessed& a = assessed[static_cast<size_t>(xa + 1)][p];
     const model::Partition& part = c.partition(p);
     if (a.app != xa || a.partition_version != part.version) {
@@ -474,6 +488,11 @@ struct SloAware::Impl {
       a.members = static_cast<int>(members.size());
       a.pushes = nb.pushes;
     }
+    return a;
+  }
+  Assessed& AssessedOf(AppId xa, model::PartitionIndex p, const ClusterState& c) {
+    Assessed& a = Assessment(xa, p, c);
+    const model::Partition& part = c.partition(p);
     // An empty partition is idle whatever the telemetry last saw (it lags the pod that just
     // left); a busy one keeps 5 % of the score so that its options still rank by their members.
     const uint32_t epoch = UtilEpoch();
@@ -729,26 +748,46 @@ struct SloAware::Impl {
   // empty one (EmptyPick: exactly its offer there), and on an idle GPU the reshape's; the
   // node's side kept per node (NodeRooms), x's per workload.
   NodeRoomsCache rooms;
+  // x's side of NodeCeiling — its application, its target, its tables sized — for the
+  // decision in progress: the core asks every node in one cluster state.
+  struct CeilingFor {
+    model::WorkloadId id = 0;
+    uint64_t cluster = 0, generation = 0;
+    int gpus = -1;
+    AppId xa = -1;
+    double target = 0;
+  } ceiling_for;
   double NodeCeiling(const Workload& x, NodeIndex node, const ClusterState& c) {
-    const NodeRooms& r = rooms.Of(node, c, view, percents);
-    const AppId xa = view.AppOf(x.app);
-    PrepareAssessed(c, xa);
-    const double x_target = std::min(x.slo_qps, XCeiling(x, c));
+    CeilingFor& d = ceiling_for;
+    if (d.id != x.id || d.cluster != c.version() || d.gpus != c.gpu_count() ||
+        d.generation != view.predictor().generation()) {
+      d = {x.id, c.version(), view.predictor().generation(), c.gpu_count(), view.AppOf(x.app), 0};
+      PrepareAssessed(c, d.xa);
+      d.target = std::min(x.slo_qps, XCeiling(x, c));
+    }
+    const AppId xa = d.xa;
+    const double x_target = d.target;
+    const NodeRooms& shape = rooms.ShapeOf(node, c, view, percents);
     // −∞ until some option is possible: Policy::ScoreCeiling's "no offer".
     double ceiling = -std::numeric_limits<double>::infinity();
-    for (const NodeRooms::Idle& idle : r.idle) {
+    for (const NodeRooms::Idle& idle : shape.idle) {
       if (options.reshape && x.gpu.AllowsModel(idle.model) &&
           model::GetGpuModel(idle.model).mig_capable()) {
         const Pick pick = BestReshape(x, node, idle.gpu, c, nullptr);
         if (pick.score >= 0) ceiling = std::max(ceiling, pick.score);
       }
     }
-    for (const NodeRooms::Empty& e : r.empties) {
+    for (const NodeRooms::Empty& e : shape.empties) {
       if (x.gpu.memory_mib > e.memory_mib || !x.gpu.AllowsModel(e.model)) continue;
       const Pick pick = EmptyPick(x, xa, x_target, e.partition, c.partition(e.partition), e.model);
       if (pick.score >= 0) ceiling = std::max(ceiling, pick.score);
     }
     ceiling *= kCeilingMargin;
+    if (shape.occupied.empty() ||
+        (options.admission && !(AdmitBound(xa, node, shape, c) >= x_target))) {
+      return ceiling;  // no occupied partition could admit x
+    }
+    const NodeRooms& r = rooms.Of(node, c, view, percents);  // the shape, with utilisations
     // On an occupied partition the mean of terms is at most (Σ members' terms + 1) / (members +
     // 1), x's own term being ≤ 1, and under admission a partition where x would push a member
     // below its target offers nothing: read from its kept assessment while 100 · (1 − util),
@@ -776,6 +815,39 @@ struct SloAware::Impl {
   bool MayAdmit(AppId xa, double x_target, model::GpuModelId m, int profile) {
     const PredictionView::Bounds& b = ShareRowOf(xa, m, profile).bounds;
     return Lower(b.max_isolated, b.min_sigma, 0, 0) >= x_target;
+  }
+
+  // Under admission, the highest target at which some occupied partition of a node could admit
+  // a workload of application xa — the largest over the node's rooms of the least of MayAdmit's
+  // and SharesOf's first bounds, −∞ where x would push a member — kept per (application, node)
+  // while the node's version and the assessments' keys hold: a target above it makes every
+  // occupied partition skip, so NodeCeiling need not walk them. The rooms' set of occupied
+  // partitions does not follow utilisation, only the node's version.
+  struct AdmitEntry {
+    uint64_t node_version = 0;  // 0: never filled
+    double most = 0;
+  };
+  std::vector<std::vector<AdmitEntry>> admit_bounds;  // [xa + 1][node]; dropped with `assessed`
+  double AdmitBound(AppId xa, NodeIndex node, const NodeRooms& r, const ClusterState& c) {
+    const size_t slot = static_cast<size_t>(xa + 1);
+    if (admit_bounds.size() <= slot) admit_bounds.resize(slot + 1);
+    std::vector<AdmitEntry>& table = admit_bounds[slot];
+    if (table.size() < static_cast<size_t>(c.node_count())) table.resize(c.node_count());
+    AdmitEntry& e = table[static_cast<size_t>(node)];
+    const uint64_t version = c.node(node).version;
+    if (e.node_version == version) return e.most;
+    double most = -std::numeric_limits<double>::infinity();
+    for (const NodeRooms::Occupied& o : r.occupied) {
+      const Assessed& a = Assessment(xa, o.partition, c);
+      if (a.pushes) continue;
+      const PredictionView::Bounds& b = ShareRowOf(xa, o.model, o.profile).bounds;
+      const double alone = Lower(b.max_isolated, b.min_sigma, 0, 0);
+      const double shared = Lower(b.max_isolated, b.min_sigma, a.x_lost, a.members);
+      if (std::isnan(alone) || std::isnan(shared)) continue;
+      most = std::max(most, std::min(alone, shared));
+    }
+    e = {version, most};
+    return most;
   }
 
   std::optional<Candidate> Offer(const Workload& x, NodeIndex node, const ClusterState& c,
@@ -909,9 +981,11 @@ struct SloAware::Impl {
     if (auto known = tracks.find(id); known != tracks.end()) {
       const Track& t = known->second;
       if (t.moves >= options.max_moves) return;
-      if (t.fine && sample && t.fine_sample == *sample && t.fine_node == node_version &&
-          t.fine_generation == generation && t.fine_gpus == c.gpu_count()) {
-        return;  // nothing it was judged on moved
+      // Judged fine on its QPS and target: it stays fine while neither moved (its node moving
+      // does not, until the telemetry says so).
+      if (t.fine && !changes.QpsMayHaveMoved(id) && t.fine_generation == generation &&
+          t.fine_gpus == c.gpu_count()) {
+        return;
       }
     }
     if (!Predictable(w)) return;
@@ -923,8 +997,6 @@ struct SloAware::Impl {
     t.fine = !qps || *qps >= target || !sample;
     if (t.fine) {
       t.below.reset();
-      t.fine_node = node_version;
-      t.fine_sample = sample.value_or(0);
       t.fine_generation = generation;
       t.fine_gpus = c.gpu_count();
       return;
@@ -989,7 +1061,9 @@ int SloAware::moves() const { return impl_->moved; }
 SloAware::~SloAware() = default;
 
 Policy::OfferInputs SloAware::OffersDependOn() const {
-  return {.slo_value = impl_->options.admission, .score_ceilings = true};
+  return {.slo_value = impl_->options.admission,
+          .score_ceilings = true,
+          .slo_monotone = impl_->options.admission};
 }
 
 std::optional<double> SloAware::ScoreCeiling(const Workload& w, NodeIndex node,

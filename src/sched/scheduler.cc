@@ -23,8 +23,13 @@ std::string RequestShape(const Workload& w, policy::Policy::OfferInputs inputs) 
                                   w.gpu.milli, w.gpu.memory_mib, w.gpu.mig_profile);
   for (model::GpuModelId m : w.gpu.models) shape += fmt::format("{},", m);
   // The exact value (shortest round trip): two SLOs are one shape only when they are equal.
-  if (inputs.slo_value) shape += fmt::format("|slo={}", w.slo_qps);
+  if (inputs.slo_value) shape += fmt::format("{}{}", kSloPart, w.slo_qps);
   return shape;
+}
+
+std::string_view WithoutSlo(std::string_view shape) {
+  const size_t at = shape.rfind(kSloPart);
+  return at == std::string_view::npos ? shape : shape.substr(0, at);
 }
 
 Expected<void> Scheduler::Submit(Workload w) {
@@ -313,6 +318,11 @@ void Scheduler::CommitBatch(std::vector<policy::Candidate> batch, CycleStats& st
 bool Scheduler::PlaceEach(const std::vector<Queue::iterator>& order, CycleStats& stats) {
   // Shapes that found no node this cycle, with the reason, until a reshape or resize.
   std::unordered_map<std::string, std::string> failed;
+  // For a policy whose failures stand for higher SLOs (OfferInputs::slo_monotone): per shape
+  // without its SLO, the lowest SLO that found no node this cycle, and its reason.
+  const policy::Policy::OfferInputs inputs = policy_.OffersDependOn();
+  const bool monotone = inputs.slo_value && inputs.slo_monotone;
+  std::unordered_map<std::string_view, std::pair<double, std::string>> lowest_failed;
   const bool drop = options_.drop_unschedulable;
   const size_t n = order.empty() ? pending_.size() : order.size();
   Queue::iterator next = pending_.begin();
@@ -322,7 +332,13 @@ bool Scheduler::PlaceEach(const std::vector<Queue::iterator>& order, CycleStats&
     // Every shape still queued has failed: nothing further can be placed this cycle.
     if (!drop && !failed.empty() && failed.size() == shapes_.size()) break;
     const Workload& w = q->workload;
-    const auto known = failed.find(q->shape);
+    auto known = failed.find(q->shape);
+    if (known == failed.end() && monotone) {
+      auto low = lowest_failed.find(WithoutSlo(q->shape));
+      if (low != lowest_failed.end() && w.slo_qps >= low->second.first) {
+        known = failed.emplace(q->shape, low->second.second).first;
+      }
+    }
     if (known != failed.end() && !drop) continue;
     ++stats.attempted;
     std::string why;
@@ -335,7 +351,16 @@ bool Scheduler::PlaceEach(const std::vector<Queue::iterator>& order, CycleStats&
     if (!best) {
       ++stats.unschedulable;
       last_reason_[w.id] = why;
-      if (known == failed.end()) failed.emplace(q->shape, why);
+      if (known == failed.end()) {
+        failed.emplace(q->shape, why);
+        // Keyed by a view of `failed`'s own copy of the shape (its nodes never move; both
+        // maps are cleared together), not of the queue's, which may drop the workload.
+        if (monotone) {
+          const std::string_view base = WithoutSlo(failed.find(q->shape)->first);
+          auto [low, fresh] = lowest_failed.try_emplace(base, w.slo_qps, why);
+          if (!fresh && w.slo_qps < low->second.first) low->second = {w.slo_qps, why};
+        }
+      }
       if (hooks_.unschedulable) hooks_.unschedulable(w, why, drop);
       if (drop) {
         ++stats.dropped;
@@ -346,7 +371,10 @@ bool Scheduler::PlaceEach(const std::vector<Queue::iterator>& order, CycleStats&
     if (hooks_.scored) hooks_.scored(w, *best, offers_);
     const bool changes_cluster_shape = best->reshape.has_value() || !best->resizes.empty();
     if (Commit(w, std::move(*best), stats)) Dequeue(q);
-    if (changes_cluster_shape) failed.clear();
+    if (changes_cluster_shape) {
+      lowest_failed.clear();
+      failed.clear();
+    }
   }
   // Fruitless when every shape still queued found no node in the state the cycle ends in
   // (binds after a failure only took resources away).

@@ -97,6 +97,10 @@ enum class TieBreak { kFirst, kRandom };
 // the policy declares in OfferInputs (the SLO value). Equal shapes are interchangeable for
 // feasibility.
 std::string RequestShape(const Workload& w, policy::Policy::OfferInputs inputs = {});
+// RequestShape's last part when it holds the SLO's value, and a shape without it (the whole
+// shape when it has none).
+inline constexpr std::string_view kSloPart = "|slo=";
+std::string_view WithoutSlo(std::string_view shape);
 
 struct SchedulerOptions {
   bool drop_unschedulable = false;  // fail a workload that fits nowhere instead of requeueing

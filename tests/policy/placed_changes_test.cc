@@ -55,13 +55,20 @@ TEST_F(PlacedChangesTest, VisitsTheNodesThatChangedTheQpsThatMovedAndReportsWhoL
   changes_.Update(c_, &t_, false);
   EXPECT_EQ(changes_.visit(), (Ids{3, 4}));
 
+  // Visited for their node, not their QPS: the log answered and named neither.
+  EXPECT_FALSE(changes_.QpsMayHaveMoved(3));
+  EXPECT_FALSE(changes_.QpsMayHaveMoved(4));
+
   t_.SetWorkloadQps("pod-2", 10);   // a QPS on node 0, which did not change
   t_.SetUtilization("GPU-x", 0.5);  // not a QPS
   changes_.Update(c_, &t_, false);
   EXPECT_EQ(changes_.visit(), Ids{2});
+  EXPECT_TRUE(changes_.QpsMayHaveMoved(2));
+  EXPECT_FALSE(changes_.QpsMayHaveMoved(1));
   t_.SetWorkloadQps("pod-2", 10);  // the same value: no change
   changes_.Update(c_, &t_, false);
   EXPECT_EQ(changes_.visit(), Ids{});
+  EXPECT_FALSE(changes_.QpsMayHaveMoved(2));
 
   ASSERT_TRUE(c_.Remove(3));
   t_.SetWorkloadQps("pod-3", 5);  // a workload that left: not visited
@@ -72,6 +79,27 @@ TEST_F(PlacedChangesTest, VisitsTheNodesThatChangedTheQpsThatMovedAndReportsWhoL
   changes_.Update(c_, &t_, true);  // the caller says everything moved
   EXPECT_EQ(changes_.visit(), (Ids{1, 2, 4}));
   EXPECT_EQ(changes_.gone(), Ids{});
+  EXPECT_TRUE(changes_.QpsMayHaveMoved(1));  // the log was not read: anything may have
+}
+
+// The names the log is matched by are made as workloads arrive on a node, and rebuilt from
+// the nodes when entries of departed workloads pile up: a QPS change of a workload that has
+// stayed on its node through many arrivals and departures beside it is still seen.
+TEST_F(PlacedChangesTest, ALongStayingWorkloadsQpsIsSeenAfterTheNamesAreRebuilt) {
+  Put(1, 0);
+  changes_.Update(c_, &t_, false);
+  // 3,000 workloads come and go beside it (node 0 changes at every pass): more names than
+  // 2 × placed + 1,024, so the map of names is rebuilt at least once.
+  for (WorkloadId id = 100; id < 3100; ++id) {
+    Put(id, 1);
+    changes_.Update(c_, &t_, false);
+    ASSERT_TRUE(c_.Remove(id));
+    changes_.Update(c_, &t_, false);
+  }
+  t_.SetWorkloadQps("pod-1", 7);
+  changes_.Update(c_, &t_, false);
+  EXPECT_EQ(changes_.visit(), Ids{1});
+  EXPECT_TRUE(changes_.QpsMayHaveMoved(1));
 }
 
 // A workload that moves from one node to another between passes is visited, not gone.

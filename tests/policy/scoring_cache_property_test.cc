@@ -116,6 +116,7 @@ TEST_P(ScoringCacheProperty, AKeptPolicyOffersWhatAFreshOneOffers) {
   model::WorkloadId next_x = 1'000'000;
   int skipped = 0;             // nodes the ceilings spared, in node order
   int best_first_skipped = 0;  // and highest ceiling first
+  int refused = 0;             // slo-aware's nodes without an offer, a higher SLO tried
   auto compare_all = [&](const ClusterState& s, int step) {
     const model::Workload x = random_workload(next_x++);
     Predictive fresh_predictive(predictor, &telemetry);
@@ -190,6 +191,16 @@ TEST_P(ScoringCacheProperty, AKeptPolicyOffersWhatAFreshOneOffers) {
         if (offer) EXPECT_LE(offer->score, *ceiling) << where << " slo-aware";
         const std::optional<Candidate> any = no_admission.Score(x, n, s);
         if (any) EXPECT_LE(any->score, *no_admission.ScoreCeiling(x, n, s)) << where;
+        // A higher SLO, the rest equal, has no offer where this one has none
+        // (OfferInputs::slo_monotone), and the filter did not read it.
+        if (!offer) {
+          model::Workload higher = x;
+          higher.id = next_x++;
+          higher.slo_qps = x.slo_qps * rng.Uniform(1, 2);
+          ASSERT_TRUE(slo_aware.Filter(higher, n, s).ok()) << where;
+          EXPECT_FALSE(slo_aware.Score(higher, n, s).has_value()) << where << " higher SLO";
+          ++refused;
+        }
       }
     }
   };
@@ -258,8 +269,11 @@ TEST_P(ScoringCacheProperty, AKeptPolicyOffersWhatAFreshOneOffers) {
   }
   EXPECT_GT(skipped, 0);  // the comparisons above are not vacuous
   EXPECT_GT(best_first_skipped, 0);
-  std::printf("seed %d: nodes skipped in node order %d, highest ceiling first %d\n", GetParam(),
-              skipped, best_first_skipped);
+  EXPECT_GT(refused, 0);
+  std::printf(
+      "seed %d: nodes skipped in node order %d, highest ceiling first %d; no offer, a higher "
+      "SLO tried %d\n",
+      GetParam(), skipped, best_first_skipped, refused);
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, ScoringCacheProperty, ::testing::Values(1, 2, 3, 4));

@@ -399,6 +399,70 @@ TEST_F(SchedulerTest, DeclaredCeilingsAreScoredHighestFirstAndChooseAsTheScanDoe
   EXPECT_EQ(r.scored, (std::vector<model::NodeIndex>{0, 2, 3}));
 }
 
+// First fit's placement where the workload's SLO is at most the node's limit (a higher SLO has
+// fewer offers), counting Score calls per workload; `declares` sets slo_monotone.
+class SloLimitPolicy : public policy::Policy {
+ public:
+  SloLimitPolicy(std::vector<double> limits, bool declares)
+      : limits_(std::move(limits)), declares_(declares) {}
+  std::string_view name() const override { return "slo-limit"; }
+  OfferInputs OffersDependOn() const override {
+    return {.slo_value = true, .slo_monotone = declares_};
+  }
+  policy::Feasibility Filter(const Workload& w, model::NodeIndex n,
+                             const ClusterState& c) const override {
+    return inner_.Filter(w, n, c);
+  }
+  std::optional<Candidate> Score(const Workload& w, model::NodeIndex n,
+                                 const ClusterState& c) override {
+    scored.push_back(w.id);
+    if (w.slo_qps > limits_[n]) return std::nullopt;
+    return inner_.Score(w, n, c);
+  }
+  std::vector<WorkloadId> scored;  // one entry per node scored
+
+ private:
+  std::vector<double> limits_;
+  bool declares_;
+  policy::FirstFit inner_;
+};
+
+// A policy whose failures stand for higher SLOs (slo_monotone) has a workload of the same
+// shape and a higher SLO than one that found no node this cycle refused without scoring; a
+// lower SLO is still tried, and lowers the bar when it fails too.
+TEST_F(SchedulerTest, AFailureStandsForHigherSlosOfItsShapeWhenThePolicySaysSo) {
+  auto slo = [](WorkloadId id, double qps) {
+    Workload w = Share(id, 100, static_cast<double>(id));
+    w.app = "resnet";
+    w.slo_qps = qps;
+    return w;
+  };
+  // Limits 5 (n0) and 3 (n1). Queue: 10 fails (both nodes scored), 12 is refused unscored,
+  // 4 binds on n0, 8 fails (scored: below 10), 9 is refused unscored (8 failed first).
+  for (const bool declares : {true, false}) {
+    ClusterState c = c_;
+    SloLimitPolicy p({5, 3}, declares);
+    Scheduler s(c, p, clock_, rng_, hooks_);
+    for (auto [id, qps] : {std::pair{1, 10.0}, {2, 12.0}, {3, 4.0}, {4, 8.0}, {5, 9.0}}) {
+      ASSERT_TRUE(s.Submit(slo(id, qps)));
+    }
+    bound_.clear();
+    s.RunCycle();
+    ASSERT_EQ(bound_.size(), 1u);
+    EXPECT_EQ(bound_[0], (std::pair<WorkloadId, model::NodeIndex>{3, 0}));
+    const std::vector<WorkloadId> expected =
+        declares ? std::vector<WorkloadId>{1, 1, 3, 3, 4, 4}
+                 : std::vector<WorkloadId>{1, 1, 2, 2, 3, 3, 4, 4, 5, 5};
+    EXPECT_EQ(p.scored, expected) << "declares " << declares;
+    EXPECT_EQ(s.LastReason(1), "0/2 nodes are available: 2 no offer from the policy");
+    // Tried, the higher SLOs get the reason of the failure that stood for them; skipped, they
+    // keep their last one (none yet), as a skipped equal shape does.
+    EXPECT_EQ(s.LastReason(2), declares ? "" : s.LastReason(1));
+    EXPECT_EQ(s.LastReason(5), declares ? "" : s.LastReason(4));
+    EXPECT_EQ(s.pending().size(), 4u);
+  }
+}
+
 TEST_F(SchedulerTest, KeptFilterVerdictsAreAskedAgainOnlyOfNodesThatChanged) {
   const auto v100 = *FindGpuModel("V100-32GB");
   ASSERT_TRUE(c_.AddNode(UniformNode("n2", v100, 1, 8000, 65536)));
