@@ -162,6 +162,15 @@ std::vector<OnlineService> DefaultServices(int gpus) {
 
 std::span<const std::string_view> OnlineOfflinePolicies() { return kOnlineOfflinePolicies; }
 
+double OversoldGpu(std::span<const OfflineTimes> jobs) {
+  double exclusive = 0, real = 0;
+  for (const OfflineTimes& j : jobs) {
+    exclusive += j.exclusive_s;
+    real += j.real_s;
+  }
+  return real > 0 ? exclusive / real : 0;
+}
+
 double SojournRate(const QueueObservation& q) { return q.mu - std::min(q.lambda, 0.99 * q.mu); }
 
 double MeanLatency(std::span<const QueueObservation> qs, double host_s) {
@@ -281,8 +290,17 @@ std::vector<TimelinePoint> Timeline(const EngineResult& result,
 // the offline jobs' completions, evictions and executions, the GPUs' activity.
 OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenario& scenario,
                            const std::map<model::WorkloadId, const OnlineService*>& service_of,
-                           int gpus) {
+                           int gpus, const Physics& physics, const model::GpuModel& gpu) {
   OnlineOfflineRun run;
+  std::vector<OfflineTimes> finished;
+  double memory_held = 0;  // MiB·s
+  // A workload's footprint from its first start to its end (or the run's).
+  auto hold = [&](const WorkloadOutcome& o) {
+    const AppSpec* app = physics.catalog().Find(o.workload.app);
+    if (!app || !o.start_s) return;
+    memory_held += static_cast<double>(app->footprint_mib) *
+                   std::max(0.0, o.end_s.value_or(result.stop_s) - *o.start_s);
+  };
   const double host_s = scenario.host_latency_ms / 1000;
   std::vector<QueueObservation> all;
   std::vector<std::vector<QueueObservation>> by_hour(
@@ -290,6 +308,7 @@ OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenar
   int64_t ticks = 0, overloaded = 0;
   double jct_sum = 0;
   for (const WorkloadOutcome& o : result.workloads) {
+    hold(o);
     if (auto it = service_of.find(o.workload.id); it != service_of.end()) {
       for (const LoadSample& s : o.load) {
         const double lambda = it->second->load.QpsAt(s.t);
@@ -308,6 +327,12 @@ OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenar
     if (o.end_s && !o.failed) {
       ++run.offline_jobs_done;
       jct_sum += *o.end_s - o.workload.arrival_s;
+      const AppSpec* app = physics.catalog().Find(o.workload.app);
+      const double alone = app ? physics.IsolatedQps(*app, gpu.id, -1, 1000) : 0;
+      if (alone > 0 && o.start_s) {
+        finished.push_back(
+            {static_cast<double>(o.workload.queries) / alone, *o.end_s - *o.start_s});
+      }
     }
   }
   run.online_latency_mean_ms = 1000 * MeanLatency(all, host_s);
@@ -317,6 +342,8 @@ OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenar
   const double gpu_time = gpus * std::max(1.0, result.stop_s);
   run.gpu_util_mean = result.gpu_util_integral / gpu_time;
   run.sm_activity_mean = result.sm_activity_integral / gpu_time;
+  run.oversold_gpu = OversoldGpu(finished);
+  run.gpu_memory_mean = memory_held / (gpu_time * static_cast<double>(gpu.memory_mib));
   run.timeline = Timeline(result, by_hour, host_s);
   return run;
 }
@@ -363,7 +390,8 @@ Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy_name,
     if (!added) return std::unexpected(added.error());
     offline_jobs = *added;
   }
-  OnlineOfflineRun run = Summarize((*world)->engine->Run(), scenario, *service_of, gpus);
+  OnlineOfflineRun run = Summarize((*world)->engine->Run(), scenario, *service_of, gpus,
+                                   (*world)->physics, model::GetGpuModel(*gpu));
   run.policy = std::string(policy_name);
   run.seed = seed;
   run.offline_jobs = offline_jobs;
@@ -380,9 +408,11 @@ const report::MetricTable<OnlineOfflineRun>& OnlineOfflineTable() {
           {"overloaded_share", &Run::overloaded_share, ""},
           {"gpu_util_mean", &Run::gpu_util_mean, "GPU %", 100, 1, 8},
           {"sm_activity_mean", &Run::sm_activity_mean, "SM %", 100, 1, 8},
+          {"gpu_memory_mean", &Run::gpu_memory_mean, "mem %", 100, 1, 8},
           {"offline_jct_mean_s", &Run::offline_jct_mean_s, "JCT s", 1, 0, 10},
           {"offline_jobs_done", &Run::offline_jobs_done, "jobs", 1, 1, 9},
           {"offline_jobs", &Run::offline_jobs, ""},
+          {"oversold_gpu", &Run::oversold_gpu, "oversold", 1, 3, 9},
           {"evictions", &Run::evictions, "evicted", 1, 1, 9},
           {"executions", &Run::executions, "executions", 1, 1, 10},
           {"lost_iterations", &Run::lost_iterations, ""}}};

@@ -106,8 +106,23 @@ struct OnlineOfflineRun {
   double evictions = 0;   // offline runs a policy stopped (requeued from their checkpoint)
   double executions = 0;  // offline runs started: first starts + restarts after evictions
   double lost_iterations = 0;
+  // 001's oversold GPU (eq. 3, OversoldGpu): how much of a GPU the finished offline jobs got.
+  double oversold_gpu = 0;
+  // GPU memory in use over GPU memory, time-mean over GPUs and the run: each workload holds its
+  // app's footprint while bound (services for the whole run, jobs from start to end).
+  double gpu_memory_mean = 0;
   std::vector<TimelinePoint> timeline;  // hourly
 };
+
+// Seed 001's oversold GPU (§7.1, eq. 3) over finished offline jobs: the time they would have
+// taken alone over the time they took, Σ T_sep / Σ T_real. 001 prints the ratio the other way
+// up but defines the metric in [0, 1], 1 when the jobs got the speed they have alone, which
+// only this way up gives (docs/results.md). T_real runs from a job's first start to its end.
+struct OfflineTimes {
+  double exclusive_s = 0;  // T_sep: its iterations at its exclusive speed on its GPU model
+  double real_s = 0;       // T_real
+};
+double OversoldGpu(std::span<const OfflineTimes> jobs);
 
 [[nodiscard]] Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy,
                                                           const OnlineOfflineScenario& scenario,

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "model/gpu_model.h"
 #include "sim/embedded_apps.h"
 
 namespace tessera::sim {
@@ -30,6 +31,16 @@ TEST(LatencyModelTest, TheDayWeighsQueuesByTheirRequestsAndCapsOverload) {
   const QueueObservation over{.weight = 1, .lambda = 120, .mu = 100};
   EXPECT_DOUBLE_EQ(SojournRate(over), 1);
   EXPECT_DOUBLE_EQ(MeanLatency(std::span(&over, 1), 0.01), 1.01);
+}
+
+// 001 eq. 3 by hand: jobs of 100 s and 50 s alone that took 200 s and 50 s got 150 / 250 of a
+// GPU; a job that got its exclusive speed counts 1, and no finished job gives 0.
+TEST(OversoldGpuTest, ExclusiveTimeOverRealTime) {
+  const std::vector<OfflineTimes> jobs = {{.exclusive_s = 100, .real_s = 200},
+                                          {.exclusive_s = 50, .real_s = 50}};
+  EXPECT_DOUBLE_EQ(OversoldGpu(jobs), 0.6);
+  EXPECT_DOUBLE_EQ(OversoldGpu(std::span(jobs).subspan(1)), 1.0);
+  EXPECT_DOUBLE_EQ(OversoldGpu({}), 0.0);
 }
 
 TEST(OnlineOfflineTest, DefaultServicesShareTheGpusAndFollow001sRange) {
@@ -77,6 +88,15 @@ TEST_F(OnlineOfflineRunTest, OnlineOnlyRunsNoOfflineWorkAndSharingRaisesUtilisat
   EXPECT_GT(alone.online_latency_mean_ms, scenario_.host_latency_ms);
   EXPECT_GE(alone.online_latency_p99_ms, alone.online_latency_mean_ms);
   ASSERT_EQ(alone.timeline.size(), 6u);
+  // The services hold their footprints all day: memory in use is theirs over the 4 GPUs'.
+  double footprints = 0;
+  for (const OnlineService& s : DefaultServices(4)) {
+    footprints += s.replicas * static_cast<double>(catalog_.Find(s.app)->footprint_mib);
+  }
+  const double t4_memory =
+      static_cast<double>(model::GetGpuModel(*model::FindGpuModel("T4")).memory_mib);
+  EXPECT_NEAR(alone.gpu_memory_mean, footprints / (4 * t4_memory), 1e-9);
+  EXPECT_EQ(alone.oversold_gpu, 0);  // no offline job
   for (std::string_view p : {"ts", "pb-ts", "muxflow", "muxflow-S-M"}) {
     SCOPED_TRACE(p);
     const OnlineOfflineRun shared = RunPolicy(p);
@@ -86,6 +106,10 @@ TEST_F(OnlineOfflineRunTest, OnlineOnlyRunsNoOfflineWorkAndSharingRaisesUtilisat
     EXPECT_GT(shared.gpu_util_mean, alone.gpu_util_mean);
     // Nobody serves the services faster than they run alone.
     EXPECT_GE(shared.online_latency_mean_ms, alone.online_latency_mean_ms - 1e-9);
+    // Sharing, the jobs get part of a GPU, and their memory adds to the services'.
+    EXPECT_GT(shared.oversold_gpu, 0);
+    EXPECT_LE(shared.oversold_gpu, 1.04);  // at most its exclusive speed, with the ±4 % noise
+    EXPECT_GT(shared.gpu_memory_mean, alone.gpu_memory_mean);
   }
 }
 
