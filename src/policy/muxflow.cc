@@ -6,6 +6,7 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "model/gpu_model.h"
 #include "policy/flow/flow.h"
 #include "policy/prediction_view.h"
 #include "predict/predictor.h"
@@ -100,6 +101,8 @@ std::vector<OptionInfo> MuxflowOptionList() {
       {"max_hold_s", "7200", "longest Overlimit hold"},
       {"history_s", "7200", "window counting Overlimit entries (001: 2 h)"},
       {"interference_kind", "\"mps\"", "interference matrix the matching weights read"},
+      {"reference_gpu", "\"\"",
+       "GPU model whose exclusive throughput the weights divide by (\"\": the edge's own)"},
   };
 }
 
@@ -115,8 +118,13 @@ Expected<MuxflowOptions> ParseMuxflowOptions(const nlohmann::json& options) {
         ReadOption(kName, options, "min_offline_percent", o.min_offline_percent),
         ReadOption(kName, options, "resize_step", o.resize_step),
         ReadOption(kName, options, "interference_kind", o.interference_kind),
+        ReadOption(kName, options, "reference_gpu", o.reference_gpu),
         ReadMonitor(options, o.monitor)}) {
     if (!read) return std::unexpected(read.error());
+  }
+  if (!o.reference_gpu.empty() && !model::FindGpuModel(o.reference_gpu)) {
+    return Fail("policy {}: option 'reference_gpu': unknown GPU model '{}'", kName,
+                o.reference_gpu);
   }
   auto within = [&](const char* key, double v, double lo, double hi) -> Expected<void> {
     if (v >= lo && v <= hi) return {};
@@ -156,9 +164,12 @@ struct Muxflow::Impl {
              {.interference_kind = options.interference_kind, .interpolate = true}),
         telemetry(telemetry),
         clock(clock),
-        can_move(can_move) {}
+        can_move(can_move) {
+    if (!options.reference_gpu.empty()) reference = model::FindGpuModel(options.reference_gpu);
+  }
 
   MuxflowOptions options;
+  std::optional<model::GpuModelId> reference;  // options.reference_gpu's model
   PredictionView view;
   const telemetry::Telemetry* telemetry;
   const Clock& clock;
@@ -273,8 +284,10 @@ struct Muxflow::Impl {
     double norm = percent / 100.0;
     if (app >= 0) {
       const double at = view.Isolated(app, m, -1, percent);
-      const double full = view.Isolated(app, m, -1, 100);
-      if (std::isfinite(at) && std::isfinite(full) && full > 0) norm = std::min(1.0, at / full);
+      const double full = view.Isolated(app, reference ? *reference : m, -1, 100);
+      if (std::isfinite(at) && std::isfinite(full) && full > 0) {
+        norm = reference ? at / full : std::min(1.0, at / full);
+      }
     }
     return std::max(0.0, norm * (1.0 - view.Lost(app, service)));
   }

@@ -64,6 +64,11 @@ struct MuxflowOptions {
   int resize_step = 5;           // percentage points
   SysMonitorOptions monitor;
   std::string interference_kind = "mps";
+  // The throughput a job's normalised throughput divides by: empty, its exclusive throughput
+  // on the GPU of the edge (001 §5 read literally: the weight of any GPU is at most 1); a GPU
+  // model's name, its exclusive throughput on that model (001's profiler runs on dedicated
+  // GPUs of one kind), so a faster GPU weighs more. Both readings in docs/results.md.
+  std::string reference_gpu;
 };
 
 std::vector<OptionInfo> MuxflowOptionList();

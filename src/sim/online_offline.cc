@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -122,13 +123,14 @@ Expected<AppCatalog> OnlineOfflineCatalog(const AppCatalog& catalog,
   return out;
 }
 
-Expected<predict::Predictor> OnlineOfflinePredictor(const Physics& physics, const std::string& gpu,
+Expected<predict::Predictor> OnlineOfflinePredictor(const Physics& physics,
+                                                    const std::vector<std::string>& gpus,
                                                     uint64_t seed) {
   ProfilerOptions profiling;
   for (const AppSpec& a : physics.catalog().apps) profiling.full_apps.push_back(a.key);
   profiling.full_runs = 3;
-  profiling.interference_gpu = gpu;
-  Expected<ProfileSamples> samples = Profiler(physics, profiling).Sample({gpu}, seed);
+  profiling.interference_gpu = gpus.front();
+  Expected<ProfileSamples> samples = Profiler(physics, profiling).Sample(gpus, seed);
   if (!samples) return std::unexpected(samples.error());
   return predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference(), {},
                                     CatalogFeatures(physics.catalog()));
@@ -136,12 +138,25 @@ Expected<predict::Predictor> OnlineOfflinePredictor(const Physics& physics, cons
 
 namespace {
 
-model::ClusterState MakeCluster(const OnlineOfflineScenario& s, model::GpuModelId gpu) {
+// The scenario's GPU models: its `gpu` first, then `second_gpu` if any (checked by the caller).
+std::vector<model::GpuModelId> ModelsOf(const OnlineOfflineScenario& s) {
+  std::vector<model::GpuModelId> models = {*model::FindGpuModel(s.gpu)};
+  if (!s.second_gpu.empty()) models.push_back(*model::FindGpuModel(s.second_gpu));
+  return models;
+}
+
+// Nodes named by their model ("t4-00", "a10-01"); with two models the odd nodes take the second.
+model::ClusterState MakeCluster(const OnlineOfflineScenario& s,
+                                std::span<const model::GpuModelId> models) {
   model::ClusterState cluster;
   for (int n = 0; n < s.nodes; ++n) {
+    const model::GpuModelId gpu = models[static_cast<size_t>(n) % models.size()];
+    std::string name = model::GetGpuModel(gpu).name;
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     TESSERA_CHECK(cluster
-                      .AddNode(model::UniformNode(fmt::format("t4-{:02}", n), gpu, s.gpus_per_node,
-                                                  64000, int64_t{128} << 10))
+                      .AddNode(model::UniformNode(fmt::format("{}-{:02}", name, n), gpu,
+                                                  s.gpus_per_node, 64000, int64_t{128} << 10))
                       .has_value());
   }
   return cluster;
@@ -211,8 +226,8 @@ namespace {
 
 // The services first, at t = 0, one replica per GPU; the service of each replica's id.
 Expected<std::map<model::WorkloadId, const OnlineService*>> AddServices(
-    std::span<const OnlineService> services, model::GpuModelId gpu, World& world,
-    model::WorkloadId& next_id) {
+    std::span<const OnlineService> services, std::span<const model::GpuModelId> models,
+    World& world, model::WorkloadId& next_id) {
   std::map<model::WorkloadId, const OnlineService*> service_of;
   for (const OnlineService& s : services) {
     for (int r = 0; r < s.replicas; ++r) {
@@ -222,7 +237,7 @@ Expected<std::map<model::WorkloadId, const OnlineService*>> AddServices(
       w.app = s.app;
       w.klass = model::WorkloadClass::kOnline;
       w.queries = kServiceQueries;
-      w.gpu = {.count = 1, .milli = 1000, .models = {gpu}};
+      w.gpu = {.count = 1, .milli = 1000, .models = {models.begin(), models.end()}};
       w.arrival_s = 0;
       world.physics.SetOfferedLoad(w.id, s.load);
       service_of[w.id] = &s;
@@ -235,8 +250,10 @@ Expected<std::map<model::WorkloadId, const OnlineService*>> AddServices(
 // The offline trace: its own stream, so every policy of a seed sees the same jobs. Returns how
 // many were added.
 Expected<int> AddOfflineJobs(const OnlineOfflineScenario& scenario, uint64_t seed,
-                             const AppCatalog& full_catalog, model::GpuModelId gpu, World& world,
+                             const AppCatalog& full_catalog,
+                             std::span<const model::GpuModelId> models, World& world,
                              model::WorkloadId& next_id) {
+  const model::GpuModelId gpu = models.front();  // the trace's durations are on this model
   const AppCatalog& catalog = world.physics.catalog();
   Rng trace(seed ^ 0x0ff11e5ULL);
   double t = 0;
@@ -255,7 +272,10 @@ Expected<int> AddOfflineJobs(const OnlineOfflineScenario& scenario, uint64_t see
     w.klass = model::WorkloadClass::kOffline;
     w.queries = std::max<int64_t>(1, std::llround(duration * rate));
     w.checkpoint_queries = std::max<int64_t>(1, std::llround(scenario.checkpoint_s * rate));
-    w.gpu = {.count = 1, .milli = 1000, .memory_mib = app.footprint_mib, .models = {gpu}};
+    w.gpu = {.count = 1,
+             .milli = 1000,
+             .memory_mib = app.footprint_mib,
+             .models = {models.begin(), models.end()}};
     w.arrival_s = t;
     if (auto ok = world.engine->Add(std::move(w)); !ok) return std::unexpected(ok.error());
   }
@@ -290,8 +310,12 @@ std::vector<TimelinePoint> Timeline(const EngineResult& result,
 // the offline jobs' completions, evictions and executions, the GPUs' activity.
 OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenario& scenario,
                            const std::map<model::WorkloadId, const OnlineService*>& service_of,
-                           int gpus, const Physics& physics, const model::GpuModel& gpu) {
+                           int gpus, const Physics& physics, const model::ClusterState& cluster) {
   OnlineOfflineRun run;
+  double memory_mib = 0;  // the cluster's
+  for (model::GpuIndex g = 0; g < cluster.gpu_count(); ++g) {
+    memory_mib += static_cast<double>(model::GetGpuModel(cluster.gpu(g).model).memory_mib);
+  }
   std::vector<OfflineTimes> finished;
   double memory_held = 0;  // MiB·s
   // A workload's footprint from its first start to its end (or the run's).
@@ -328,7 +352,12 @@ OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenar
       ++run.offline_jobs_done;
       jct_sum += *o.end_s - o.workload.arrival_s;
       const AppSpec* app = physics.catalog().Find(o.workload.app);
-      const double alone = app ? physics.IsolatedQps(*app, gpu.id, -1, 1000) : 0;
+      // T_sep on the model of the GPU it finished on (the nodes are uniform).
+      const double alone =
+          app && o.node >= 0
+              ? physics.IsolatedQps(*app, cluster.gpu(cluster.node(o.node).first_gpu).model, -1,
+                                    1000)
+              : 0;
       if (alone > 0 && o.start_s) {
         finished.push_back(
             {static_cast<double>(o.workload.queries) / alone, *o.end_s - *o.start_s});
@@ -343,7 +372,7 @@ OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenar
   run.gpu_util_mean = result.gpu_util_integral / gpu_time;
   run.sm_activity_mean = result.sm_activity_integral / gpu_time;
   run.oversold_gpu = OversoldGpu(finished);
-  run.gpu_memory_mean = memory_held / (gpu_time * static_cast<double>(gpu.memory_mib));
+  run.gpu_memory_mean = memory_held / (std::max(1.0, result.stop_s) * memory_mib);
   run.timeline = Timeline(result, by_hour, host_s);
   return run;
 }
@@ -355,8 +384,14 @@ Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy_name,
                                             const AppCatalog& full_catalog) {
   Expected<Variant> variant = VariantOf(policy_name);
   if (!variant) return std::unexpected(variant.error());
-  const std::optional<model::GpuModelId> gpu = model::FindGpuModel(scenario.gpu);
-  if (!gpu) return Fail("experiment online-offline: unknown GPU model '{}'", scenario.gpu);
+  for (const std::string& m : {scenario.gpu, scenario.second_gpu}) {
+    if (!m.empty() && !model::FindGpuModel(m)) {
+      return Fail("experiment online-offline: unknown GPU model '{}'", m);
+    }
+  }
+  const std::vector<model::GpuModelId> models = ModelsOf(scenario);
+  std::vector<std::string> model_names = {scenario.gpu};
+  if (!scenario.second_gpu.empty()) model_names.push_back(scenario.second_gpu);
   const int gpus = scenario.nodes * scenario.gpus_per_node;
   const std::vector<OnlineService> services =
       scenario.services.empty() ? DefaultServices(gpus) : scenario.services;
@@ -369,7 +404,7 @@ Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy_name,
       .seed = seed,
       .predictor = [&](const Physics& physics,
                        const model::ClusterState&) -> Expected<predict::Predictor> {
-        return OnlineOfflinePredictor(physics, scenario.gpu, seed);
+        return OnlineOfflinePredictor(physics, model_names, seed);
       },
       .always_predict = true,
       .can_move = true,
@@ -378,20 +413,20 @@ Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy_name,
                  .telemetry_interval_s = kCycleIntervalS,
                  .load_interval_s = kLoadIntervalS}};
   options.physics.sharing = variant->sharing;
-  auto world = World::Build(*catalog, MakeCluster(scenario, *gpu), options);
+  auto world = World::Build(*catalog, MakeCluster(scenario, models), options);
   if (!world) return std::unexpected(world.error());
 
   model::WorkloadId next_id = 1;
-  auto service_of = AddServices(services, *gpu, **world, next_id);
+  auto service_of = AddServices(services, models, **world, next_id);
   if (!service_of) return std::unexpected(service_of.error());
   int offline_jobs = 0;
   if (variant->offline) {
-    Expected<int> added = AddOfflineJobs(scenario, seed, full_catalog, *gpu, **world, next_id);
+    Expected<int> added = AddOfflineJobs(scenario, seed, full_catalog, models, **world, next_id);
     if (!added) return std::unexpected(added.error());
     offline_jobs = *added;
   }
   OnlineOfflineRun run = Summarize((*world)->engine->Run(), scenario, *service_of, gpus,
-                                   (*world)->physics, model::GetGpuModel(*gpu));
+                                   (*world)->physics, (*world)->cluster);
   run.policy = std::string(policy_name);
   run.seed = seed;
   run.offline_jobs = offline_jobs;
@@ -494,10 +529,22 @@ std::string OnlineOfflineHtml(size_t seeds, std::span<const OnlineOfflineRun> me
   return html + "</div>\n" + report::PageClose();
 }
 
-Expected<void> CheckOnlineOfflinePolicies(const ExperimentArgs& args) {
+Expected<OnlineOfflineScenario> OnlineOfflineScenarioOf(std::string_view reading) {
+  OnlineOfflineScenario scenario;
+  if (reading.empty() || reading == "cluster=t4") return scenario;
+  if (reading == "cluster=t4-a10") {
+    scenario.second_gpu = "A10";
+    return scenario;
+  }
+  return Fail("--reading: '{}' is not one of cluster=t4|t4-a10 (experiment online-offline)",
+              reading);
+}
+
+Expected<void> CheckOnlineOfflineArgs(const ExperimentArgs& args) {
   for (const std::string& policy : args.policies) {
     if (auto v = VariantOf(policy); !v) return std::unexpected(v.error());
   }
+  if (auto s = OnlineOfflineScenarioOf(args.reading); !s) return std::unexpected(s.error());
   return {};
 }
 
@@ -505,7 +552,9 @@ Expected<ExperimentOutput> RunOnlineOfflineExperiment(const ExperimentArgs& args
                                                       const Experiment& experiment) {
   Expected<AppCatalog> catalog = CatalogOf(args);
   if (!catalog) return std::unexpected(catalog.error());
-  const OnlineOfflineScenario scenario;
+  Expected<OnlineOfflineScenario> read = OnlineOfflineScenarioOf(args.reading);
+  if (!read) return std::unexpected(read.error());
+  const OnlineOfflineScenario& scenario = *read;
   auto means = MeansPerPolicy<OnlineOfflineRun>(
       args, experiment,
       [&](const std::string& policy, uint64_t seed) {
@@ -515,10 +564,11 @@ Expected<ExperimentOutput> RunOnlineOfflineExperiment(const ExperimentArgs& args
   if (!means) return std::unexpected(means.error());
   ExperimentOutput out{.json = OnlineOfflineJson(args.seeds.size(), *means)};
   out.table = fmt::format(
-                  "experiment online-offline: {} x {} {}, 24 h, 3 online services on every GPU, "
-                  "{} offline training jobs (Philly-like), {} seed(s)\n\n",
-                  scenario.nodes, scenario.gpus_per_node, scenario.gpu, scenario.offline_jobs,
-                  args.seeds.size()) +
+                  "experiment online-offline: {} x {} {}{}, 24 h, 3 online services on every "
+                  "GPU, {} offline training jobs (Philly-like), {} seed(s)\n\n",
+                  scenario.nodes, scenario.gpus_per_node, scenario.gpu,
+                  scenario.second_gpu.empty() ? "" : " and " + scenario.second_gpu + " (half each)",
+                  scenario.offline_jobs, args.seeds.size()) +
               OnlineOfflineTable().Text(*means);
   return WithReport(std::move(out), args.out, OnlineOfflineHtml(args.seeds.size(), *means));
 }
@@ -601,7 +651,7 @@ Expected<Explanation> ExplainOnlineOffline(const ExplainArgs& f) {
                     .seed = f.seed,
                     .predictor = [&](const Physics& physics,
                                      const model::ClusterState&) -> Expected<predict::Predictor> {
-                      return OnlineOfflinePredictor(physics, "T4", f.seed);
+                      return OnlineOfflinePredictor(physics, {"T4"}, f.seed);
                     },
                     .always_predict = true,
                     .start_s = kEvening});

@@ -1,7 +1,8 @@
 #pragma once
 // The online-offline experiment (seed 001, MuxFlow §7): online inference services
-// with a daily load hold every GPU of a T4 cluster for a simulated day, while offline training
-// jobs from a Philly-like trace fill what the services leave. Policies:
+// with a daily load hold every GPU of a T4 cluster (001's testbed; or half T4, half A10, as
+// 001's internal clusters) for a simulated day, while offline training jobs from a Philly-like
+// trace fill what the services leave. Policies:
 //
 //   online-only   the services alone: the latency baseline (001: "Online-only")
 //   ts            offline jobs time-share the services' GPUs, no MPS, no protection (Gandiva)
@@ -52,7 +53,10 @@ struct OnlineService {
 struct OnlineOfflineScenario {
   int nodes = 16;
   int gpus_per_node = 8;
-  std::string gpu = "T4";
+  std::string gpu = "T4";  // the offline trace's durations are exclusive run times on it
+  // Non-empty: every odd node has GPUs of this model instead (001 §6, ≈205: the internal
+  // clusters mix T4 and A10; `--reading cluster=t4-a10`). Services and jobs may run on either.
+  std::string second_gpu;
   double horizon_s = 86400;
   // Offline trace (Philly-like; see docs/results.md): Poisson submissions over the first
   // `submit_window_s`, exclusive run time log-normal with this median and σ, capped; one GPU
@@ -77,10 +81,12 @@ std::vector<OnlineService> DefaultServices(int gpus);
 [[nodiscard]] Expected<AppCatalog> OnlineOfflineCatalog(const AppCatalog& catalog,
                                                         std::span<const OnlineService> services);
 // muxflow's speed predictor: CF over what the Profiler measured of every app of `physics` on
-// `gpu`, alone on every configuration (3 runs each) and in pairs at 50 % MPS.
-[[nodiscard]] Expected<predict::Predictor> OnlineOfflinePredictor(const Physics& physics,
-                                                                  const std::string& gpu,
-                                                                  uint64_t seed);
+// each of `gpus`, alone on every configuration (3 runs each), and in pairs at 50 % MPS on the
+// first (001 §6 trains a predictor per GPU type; ours is one model over both).
+[[nodiscard]] Expected<predict::Predictor> OnlineOfflinePredictor(
+    const Physics& physics, const std::vector<std::string>& gpus, uint64_t seed);
+// The scenario `--reading` names: "" or "cluster=t4" (001's testbed, all T4), "cluster=t4-a10".
+[[nodiscard]] Expected<OnlineOfflineScenario> OnlineOfflineScenarioOf(std::string_view reading);
 
 // The experiment's policies, in report order.
 std::span<const std::string_view> OnlineOfflinePolicies();
@@ -138,8 +144,9 @@ OnlineOfflineRun MeanOf(std::span<const OnlineOfflineRun> runs);
 // and SM activity.
 nlohmann::json OnlineOfflineJson(size_t seeds, std::span<const OnlineOfflineRun> means);
 std::string OnlineOfflineHtml(size_t seeds, std::span<const OnlineOfflineRun> means);
-// A usage error for a --policy that names none of the arms (or options that are not an object).
-[[nodiscard]] Expected<void> CheckOnlineOfflinePolicies(const ExperimentArgs& args);
+// A usage error for a --policy that names none of the arms (or options that are not an object),
+// or a --reading that names no scenario.
+[[nodiscard]] Expected<void> CheckOnlineOfflineArgs(const ExperimentArgs& args);
 // `tessera simulate --experiment online-offline` (registered in experiments.cc).
 [[nodiscard]] Expected<ExperimentOutput> RunOnlineOfflineExperiment(const ExperimentArgs& args,
                                                                     const Experiment& experiment);

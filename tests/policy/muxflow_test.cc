@@ -37,13 +37,18 @@ double Normalised(int job, int percent) {
   return kIso[job][k] / kIso[job][3];
 }
 
-predict::Predictor MuxflowPredictor() {
+// With `a10`, every job also runs on an A10 at twice its T4 throughput, share for share.
+predict::Predictor MuxflowPredictor(bool a10 = false) {
   predict::ProfileMatrix m;
   predict::InterferenceMatrices im;
   for (int j = 0; j < 4; ++j) {
     for (int k = 0; k < 4; ++k) {
       m.Observe(m.AddRow(fmt::format("j{}", j)),
                 m.AddCol(predict::ConfigKey("T4", "whole", kPercents[k])), kIso[j][k]);
+      if (a10) {
+        m.Observe(m.AddRow(fmt::format("j{}", j)),
+                  m.AddCol(predict::ConfigKey("A10", "whole", kPercents[k])), 2 * kIso[j][k]);
+      }
     }
     for (int s = 0; s < 3; ++s) {
       EXPECT_TRUE(im.Observe("mps", fmt::format("j{}", j), fmt::format("s{}", s), F(j, s)));
@@ -182,6 +187,35 @@ TEST_F(MuxflowTest, MatchesLikeTheSeedsExampleAndExplains) {
   EXPECT_FALSE(m.PlaceBatch(pending, c_).has_value());
   clock_.Set(900);
   EXPECT_TRUE(m.PlaceBatch(pending, c_).has_value());
+}
+
+// 001 §5's weight divides by the job's exclusive throughput; on a T4 + A10 cluster, which one
+// is a reading (docs/results.md). j1 beside s0 at 50 % loses F(1, 0) = 0.10. Its own GPU's:
+// 80 / 100 on the T4 and 160 / 200 on the A10 — both 0.8 · 0.9 = 0.72, a tie the first GPU
+// wins. The T4's as reference: 160 / 100 · 0.9 = 1.44 on the A10, which the matching takes.
+TEST_F(MuxflowTest, AReferenceGpuMakesAFasterGpuWeighMore) {
+  predictor_ = MuxflowPredictor(/*a10=*/true);
+  for (const char* gpu : {"T4", "A10"}) {
+    ASSERT_TRUE(c_.AddNode(model::UniformNode(fmt::format("{}-0", gpu), *model::FindGpuModel(gpu),
+                                              1, 64000, 1 << 20)));
+  }
+  PlaceService(0, 1, 0, 0.5);
+  PlaceService(1, 2, 0, 0.5);
+  const Workload j = Job(10, 1);
+  const Workload* pending[] = {&j};
+  for (const std::string reference : {"", "T4"}) {
+    SCOPED_TRACE(reference);
+    Muxflow m = Make({.reference_gpu = reference});
+    m.AfterCycle(c_);
+    auto batch = m.PlaceBatch(pending, c_);
+    ASSERT_TRUE(batch.has_value());
+    ASSERT_EQ(batch->size(), 1u);
+    const GpuIndex on = reference.empty() ? 0 : 1;
+    EXPECT_EQ(batch->front().placement.slices.at(0).partition, ClusterState::PartitionOf(on, 0));
+    EXPECT_NEAR(m.LastMatch(j.id)->weight, reference.empty() ? 0.72 : 1.44, 1e-9);
+    EXPECT_NEAR(m.LastMatch(j.id)->next, 0.72, 1e-9);
+  }
+  EXPECT_FALSE(ParseMuxflowOptions({{"reference_gpu", "T5"}}).has_value());
 }
 
 TEST_F(MuxflowTest, MatchingIsOptimalOnSmallRandomInstances) {

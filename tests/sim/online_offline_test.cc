@@ -113,6 +113,37 @@ TEST_F(OnlineOfflineRunTest, OnlineOnlyRunsNoOfflineWorkAndSharingRaisesUtilisat
   }
 }
 
+TEST(OnlineOfflineScenarioTest, TheReadingNamesTheCluster) {
+  EXPECT_EQ(OnlineOfflineScenarioOf("")->second_gpu, "");
+  EXPECT_EQ(OnlineOfflineScenarioOf("cluster=t4")->second_gpu, "");
+  EXPECT_EQ(OnlineOfflineScenarioOf("cluster=t4-a10")->second_gpu, "A10");
+  auto bad = OnlineOfflineScenarioOf("cluster=a100");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("'cluster=a100' is not one of cluster=t4|t4-a10"),
+            std::string::npos);
+}
+
+// Half T4, half A10 (001 ≈205): node 0 holds T4s, node 1 A10s; the services' memory is over
+// both models' memory, and a job's exclusive time is on the GPU it ran on.
+TEST_F(OnlineOfflineRunTest, AMixedClusterRunsOnBothModels) {
+  scenario_.second_gpu = "A10";
+  const OnlineOfflineRun alone = RunPolicy("online-only");
+  double footprints = 0;
+  for (const OnlineService& s : DefaultServices(4)) {
+    footprints += s.replicas * static_cast<double>(catalog_.Find(s.app)->footprint_mib);
+  }
+  auto memory = [](const char* m) {
+    return static_cast<double>(model::GetGpuModel(*model::FindGpuModel(m)).memory_mib);
+  };
+  EXPECT_NEAR(alone.gpu_memory_mean, footprints / (2 * memory("T4") + 2 * memory("A10")), 1e-9);
+  const OnlineOfflineRun shared = RunPolicy("muxflow");
+  EXPECT_EQ(shared.offline_jobs_done, 30);
+  EXPECT_GT(shared.oversold_gpu, 0);
+  EXPECT_LE(shared.oversold_gpu, 1.04);
+  scenario_.second_gpu = "B200X";
+  EXPECT_FALSE(RunOnlineOffline("muxflow", scenario_, 1, catalog_));
+}
+
 TEST_F(OnlineOfflineRunTest, TimeSharingSlowsTheServicesMoreThanPriorityOrMps) {
   const double ts = RunPolicy("ts").online_latency_mean_ms;
   EXPECT_GT(ts, RunPolicy("pb-ts").online_latency_mean_ms);
