@@ -358,11 +358,32 @@ void Drmaestro::BuildClasses(Cycle& y) const {
     }
     return std::max<int64_t>(0, k);
   };
+  // Eq. 5: each resource normalised by the cluster's largest free amount, summed.
+  double max_cpu = 0, max_memory = 0;
+  for (NodeIndex n = 0; n < c.node_count(); ++n) {
+    if (!y.nodes[n].ready) continue;
+    max_cpu = std::max(max_cpu, static_cast<double>(y.nodes[n].free_cpu));
+    max_memory = std::max(max_memory, static_cast<double>(y.nodes[n].free_memory));
+  }
+  const auto summed = [&](NodeIndex n) -> int64_t {
+    double supply = 0, demand = 0;
+    if (min_cpu != std::numeric_limits<int64_t>::max() && max_cpu > 0) {
+      supply += static_cast<double>(y.nodes[n].free_cpu) / max_cpu;
+      demand += static_cast<double>(min_cpu) / max_cpu;
+    }
+    if (min_memory != std::numeric_limits<int64_t>::max() && max_memory > 0) {
+      supply += static_cast<double>(y.nodes[n].free_memory) / max_memory;
+      demand += static_cast<double>(min_memory) / max_memory;
+    }
+    const auto jobs = static_cast<int64_t>(y.jobs.size());
+    if (demand <= 0) return jobs;
+    return std::clamp<int64_t>(static_cast<int64_t>(std::floor(supply / demand + 1e-9)), 0, jobs);
+  };
   std::map<std::tuple<int, bool, model::GpuModelId, int>, int> class_index;
   y.classes_of_shape.resize(y.shapes.size());
   y.machine_slots.assign(static_cast<size_t>(c.node_count()), 0);
   for (NodeIndex n = 0; n < c.node_count(); ++n) {
-    if (y.nodes[n].ready) y.machine_slots[n] = slots(n);
+    if (y.nodes[n].ready) y.machine_slots[n] = options_.summed_supply ? summed(n) : slots(n);
   }
   for (size_t s = 0; s < y.shapes.size(); ++s) {
     if (!y.shapes[s].fits) continue;
@@ -749,6 +770,8 @@ std::vector<OptionInfo> DrmaestroOptionList() {
       {"unscheduled_preference", "2.0", "P of the arc to unscheduled, before + W"},
       {"load_buckets", "10", "network-load classes of machines when network_aware"},
       {"max_postpone_cycles", "30", "network_aware postpones a job at most this many cycles"},
+      {"summed_supply", "false",
+       "002 eq. 5 as written: a machine's CPU and memory summed, normalised by the largest"},
   };
 }
 
@@ -762,6 +785,7 @@ Expected<std::unique_ptr<Policy>> MakeDrmaestro(const PolicyContext& context,
         ReadOption("drmaestro", options, "unscheduled_preference", o.unscheduled_preference),
         ReadOption("drmaestro", options, "load_buckets", o.load_buckets),
         ReadOption("drmaestro", options, "max_postpone_cycles", o.max_postpone_cycles),
+        ReadOption("drmaestro", options, "summed_supply", o.summed_supply),
         OptionWithin("drmaestro", "remote_preference", o.remote_preference, 0, 1e3),
         OptionWithin("drmaestro", "unscheduled_preference", o.unscheduled_preference, 0, 1e3),
         OptionWithin("drmaestro", "load_buckets", o.load_buckets, 1, 1000),

@@ -59,6 +59,11 @@ struct DrmaestroOptions {
   double unscheduled_preference = 2.0;
   int load_buckets = 10;
   int max_postpone_cycles = 30;
+  // 002 eq. 5 as written: a machine's supply is Σ over CPU and memory of its free amount over
+  // the cluster's largest, so spare memory can stand in for missing CPU; it takes as many jobs
+  // as that sum holds the cycle's smallest request, also summed. Off (ours): slots per resource,
+  // the smallest (docs/policies.md, "Departures from 002"; both run in docs/results.md).
+  bool summed_supply = false;
 };
 
 // 002 eq. 6. τ > 0; z in 1..10.
