@@ -211,8 +211,8 @@ void AddSimulate(CLI::App& app, Status* status) {
           ReadBy("reading") +
           "; thesis: slo=capped|literal, base=lower|mean, interference=X|offline, "
           "quarters=ch6|roofline, queries=Q, time=K, mig=free|fixed, docs/simulator.md; "
-          "overprovision: power=seed003|thesis; online-offline: cluster=t4|t4-a10, "
-          "docs/results.md)");
+          "overprovision: power=seed003|thesis; online-offline: cluster=t4|t4-a10; "
+          "disaggregation: scenario=simulation|prototype, docs/results.md)");
   sub->add_option("--out", args.out,
                   "Where the experiment writes its report: a directory (report.json, "
                   "report.html and the like), or the one file an experiment writes (" +

@@ -151,6 +151,34 @@ std::vector<DisaggregationScenario> DisaggregationScenarios(std::optional<int> n
   return {DisaggregationScenario{}, large};
 }
 
+std::vector<DisaggregationScenario> DisaggregationPrototypeScenarios() {
+  DisaggregationScenario small, large;
+  small.nodes = large.nodes = 4;
+  small.jobs = 128;
+  large.jobs = 512;
+  return {small, large};
+}
+
+Expected<std::vector<DisaggregationScenario>> DisaggregationScenariosOf(
+    const ExperimentArgs& args) {
+  const std::optional<int> nodes =
+      args.cluster_nodes_given ? std::optional<int>(args.cluster_nodes) : std::nullopt;
+  if (args.reading.empty() || args.reading == "scenario=simulation") {
+    return DisaggregationScenarios(nodes);
+  }
+  if (args.reading == "scenario=prototype") {
+    if (nodes) {
+      return Fail(
+          "--cluster-nodes does not apply to --reading scenario=prototype (002's four "
+          "machines)");
+    }
+    return DisaggregationPrototypeScenarios();
+  }
+  return Fail(
+      "--reading: '{}' is not one of scenario=simulation|prototype (experiment disaggregation)",
+      args.reading);
+}
+
 std::span<const std::string_view> DisaggregationPolicies() { return kDisaggregationPolicies; }
 
 policy::JobProfiles ProfileJobs(const AppCatalog& catalog, const std::vector<std::string>& apps,
@@ -252,9 +280,9 @@ Expected<ExperimentOutput> RunDisaggregationExperiment(const ExperimentArgs& arg
   Expected<AppCatalog> catalog = CatalogOf(args);
   if (!catalog) return std::unexpected(catalog.error());
   std::vector<DisaggregationRun> means;
-  const std::optional<int> nodes =
-      args.cluster_nodes_given ? std::optional<int>(args.cluster_nodes) : std::nullopt;
-  for (const DisaggregationScenario& scenario : DisaggregationScenarios(nodes)) {
+  Expected<std::vector<DisaggregationScenario>> scenarios = DisaggregationScenariosOf(args);
+  if (!scenarios) return std::unexpected(scenarios.error());
+  for (const DisaggregationScenario& scenario : *scenarios) {
     for (const std::string& policy : PoliciesOrDefault(args, experiment)) {
       Expected<DisaggregationRun> mean = MeanOverSeeds<DisaggregationRun>(
           args, "disaggregation " + scenario.Label() + ": " + policy,

@@ -1,5 +1,6 @@
 #pragma once
-// The disaggregation experiment (seed 002, Experiments 4–5): Rodinia-like batch jobs
+// The disaggregation experiment (seed 002, Experiments 4–5; Experiment 2's four-machine
+// prototype runs by reading): Rodinia-like batch jobs
 // on a cluster of K80 nodes whose CPUs are half taken by a warm-up of CPU-only jobs, so that a
 // scheduler confined to local GPUs leaves the GPUs of the busy nodes idle, and one that may
 // place a job's GPU on another node than its CPU (a remote slice, over the network) does not.
@@ -58,6 +59,13 @@ struct DisaggregationScenario {
 // 002's two simulated scenarios: 16 nodes with 512 jobs, 128 nodes with 4,096; given a node
 // count, one scenario of that many nodes with 002's 32 jobs a node.
 std::vector<DisaggregationScenario> DisaggregationScenarios(std::optional<int> nodes = {});
+// 002's prototype runs (Experiment 2, Tables 2–3: four machines, 128 and 512 jobs, the same
+// warm-up and arrival rate): `--reading scenario=prototype`.
+std::vector<DisaggregationScenario> DisaggregationPrototypeScenarios();
+// The scenarios `args` names: its --reading ("" or scenario=simulation: 002's simulated pair, or
+// one of --cluster-nodes; scenario=prototype: the prototype's pair, without --cluster-nodes).
+[[nodiscard]] Expected<std::vector<DisaggregationScenario>> DisaggregationScenariosOf(
+    const ExperimentArgs& args);
 // drmaestro{"disaggregate":false}, drmaestro, drmaestro{"network_aware":true}, first-fit, best-fit.
 std::span<const std::string_view> DisaggregationPolicies();
 

@@ -59,6 +59,7 @@ Expected<void> CheckDisaggregationNodes(const ExperimentArgs& args) {
     return Fail("--cluster-nodes {}: the disaggregation experiment runs at most {} nodes",
                 args.cluster_nodes, kMaxNodes);
   }
+  if (auto s = DisaggregationScenariosOf(args); !s) return std::unexpected(s.error());
   return {};
 }
 Expected<void> PackingFits(const ExperimentArgs& args) { return CheckRunFits(args, false); }
@@ -148,7 +149,7 @@ const Experiment kExperiments[] = {
     {.name = "disaggregation",
      .summary = "Rodinia-like jobs on K80 nodes, GPUs local or remote (seed 002)",
      .default_seeds = "3",
-     .reads = {"apps", "out", "cluster-nodes"},
+     .reads = {"apps", "out", "cluster-nodes", "reading"},
      .default_policies = Names<DisaggregationPolicies>,
      .check = CheckDisaggregationNodes,
      .run = RunDisaggregationExperiment,

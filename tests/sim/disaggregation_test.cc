@@ -92,5 +92,34 @@ TEST(DisaggregationScenariosTest, Seed002sTwoSimulatedScenarios) {
   EXPECT_EQ(s[0].gpu, "K80");
 }
 
+// 002's prototype (Experiment 2, Tables 2–3): four machines, 128 and then 512 jobs, by reading.
+TEST(DisaggregationScenariosTest, TheReadingNamesTheSimulationOrThePrototype) {
+  ExperimentArgs args;
+  auto simulated = DisaggregationScenariosOf(args);
+  ASSERT_TRUE(simulated) << simulated.error().message;
+  EXPECT_EQ(simulated->size(), 2u);
+  args.reading = "scenario=prototype";
+  auto prototype = DisaggregationScenariosOf(args);
+  ASSERT_TRUE(prototype) << prototype.error().message;
+  ASSERT_EQ(prototype->size(), 2u);
+  EXPECT_EQ((*prototype)[0].Label(), "nodes=4,jobs=128");
+  EXPECT_EQ((*prototype)[1].Label(), "nodes=4,jobs=512");
+  EXPECT_EQ((*prototype)[1].warmup_s, 2000);  // the same warm-up as the simulation
+  args.cluster_nodes_given = true;
+  args.cluster_nodes = 8;
+  auto both = DisaggregationScenariosOf(args);
+  ASSERT_FALSE(both);
+  EXPECT_NE(both.error().message.find("--cluster-nodes does not apply"), std::string::npos);
+  args.reading = "scenario=simulation";
+  auto eight = DisaggregationScenariosOf(args);
+  ASSERT_TRUE(eight);
+  ASSERT_EQ(eight->size(), 1u);
+  EXPECT_EQ((*eight)[0].Label(), "nodes=8,jobs=256");
+  args.reading = "scenario=testbed";
+  auto bad = DisaggregationScenariosOf(args);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("'scenario=testbed' is not one of"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tessera::sim
