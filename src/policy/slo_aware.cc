@@ -185,6 +185,11 @@ struct SloAware::Impl {
   double Lower(double iso, double sigma, double lost, int co_runners) const {
     return LowerWith(iso, lost, Spread(sigma, co_runners));
   }
+  // The highest lower bound any share of a (model, profile) row could give x: its best share,
+  // alone, nothing lost. Whatever co-runners or loss there are only lower it.
+  double AloneBound(const PredictionView::Bounds& b) const {
+    return Lower(b.max_isolated, b.min_sigma, 0, 0);
+  }
   // Its two parts: the relative spread, and the bound from it.
   double Spread(double sigma, int co_runners) const {
     return std::sqrt(sigma * sigma +
@@ -648,8 +653,7 @@ struct SloAware::Impl {
     const PredictionView::Bounds bounds = view.SharesBounds(xa, gpu.model, profile);
     // As in ScorePartition: when only an admissible option counts, a profile whose best
     // profiled share cannot reach the target offers nothing.
-    if (options.admission && explain == nullptr &&
-        !(Lower(bounds.max_isolated, bounds.min_sigma, 0, 0) >= x_target)) {
+    if (options.admission && explain == nullptr && !(AloneBound(bounds) >= x_target)) {
       return;
     }
     bool admitted = false;
@@ -814,7 +818,7 @@ struct SloAware::Impl {
   // with no loss and no co-runner (each only lowers the bound).
   bool MayAdmit(AppId xa, double x_target, model::GpuModelId m, int profile) {
     const PredictionView::Bounds& b = ShareRowOf(xa, m, profile).bounds;
-    return Lower(b.max_isolated, b.min_sigma, 0, 0) >= x_target;
+    return AloneBound(b) >= x_target;
   }
 
   // Under admission, the highest target at which some occupied partition of a node could admit
@@ -841,7 +845,7 @@ struct SloAware::Impl {
       const Assessed& a = Assessment(xa, o.partition, c);
       if (a.pushes) continue;
       const PredictionView::Bounds& b = ShareRowOf(xa, o.model, o.profile).bounds;
-      const double alone = Lower(b.max_isolated, b.min_sigma, 0, 0);
+      const double alone = AloneBound(b);
       const double shared = Lower(b.max_isolated, b.min_sigma, a.x_lost, a.members);
       if (std::isnan(alone) || std::isnan(shared)) continue;
       most = std::max(most, std::min(alone, shared));
