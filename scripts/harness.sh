@@ -18,11 +18,13 @@ stop_servers() {
 trap stop_servers EXIT
 trap 'exit 130' INT TERM
 
-# A loopback port nobody answers on (bash only: a fresh Debian has no python3).
+# A loopback port nobody answers on (bash only: a fresh Debian has no python3), in 20000–31999:
+# below the kernel's ephemeral range (32768–60999), where the tests' outgoing connections take
+# their local ports and could hold one picked there by the time a server binds it.
 free_port() {
   local p
   for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 40000))
+    p=$((20000 + RANDOM % 12000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
   done
   return 1

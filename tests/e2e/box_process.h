@@ -40,7 +40,8 @@ class Child {
 // must not outlive it).
 void KillAllChildren();
 
-// A loopback port nothing listens on now.
+// A loopback port free to bind now, in 20000–31999: below the kernel's ephemeral range, where
+// outgoing connections would take it from under a daemon about to bind it.
 int FreePort();
 // Whether GET http://127.0.0.1:port/path answers 200.
 bool HttpOk(int port, const std::string& path);
