@@ -352,11 +352,11 @@ bool Scheduler::PlaceEach(const std::vector<Queue::iterator>& order, CycleStats&
       ++stats.unschedulable;
       last_reason_[w.id] = why;
       if (known == failed.end()) {
-        failed.emplace(q->shape, why);
+        const auto added = failed.emplace(q->shape, why).first;
         // Keyed by a view of `failed`'s own copy of the shape (its nodes never move; both
         // maps are cleared together), not of the queue's, which may drop the workload.
         if (monotone) {
-          const std::string_view base = WithoutSlo(failed.find(q->shape)->first);
+          const std::string_view base = WithoutSlo(added->first);
           auto [low, fresh] = lowest_failed.try_emplace(base, w.slo_qps, why);
           if (!fresh && w.slo_qps < low->second.first) low->second = {w.slo_qps, why};
         }

@@ -310,7 +310,7 @@ std::vector<TimelinePoint> Timeline(const EngineResult& result,
 // the offline jobs' completions, evictions and executions, the GPUs' activity.
 OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenario& scenario,
                            const std::map<model::WorkloadId, const OnlineService*>& service_of,
-                           int gpus, const Physics& physics, const model::ClusterState& cluster) {
+                           const Physics& physics, const model::ClusterState& cluster) {
   OnlineOfflineRun run;
   double memory_mib = 0;  // the cluster's
   for (model::GpuIndex g = 0; g < cluster.gpu_count(); ++g) {
@@ -368,7 +368,7 @@ OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenar
   run.online_latency_p99_ms = 1000 * LatencyQuantile(all, host_s, 0.99);
   run.overloaded_share = ticks > 0 ? static_cast<double>(overloaded) / ticks : 0;
   run.offline_jct_mean_s = run.offline_jobs_done > 0 ? jct_sum / run.offline_jobs_done : 0;
-  const double gpu_time = gpus * std::max(1.0, result.stop_s);
+  const double gpu_time = cluster.gpu_count() * std::max(1.0, result.stop_s);
   run.gpu_util_mean = result.gpu_util_integral / gpu_time;
   run.sm_activity_mean = result.sm_activity_integral / gpu_time;
   run.oversold_gpu = OversoldGpu(finished);
@@ -425,7 +425,7 @@ Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy_name,
     if (!added) return std::unexpected(added.error());
     offline_jobs = *added;
   }
-  OnlineOfflineRun run = Summarize((*world)->engine->Run(), scenario, *service_of, gpus,
+  OnlineOfflineRun run = Summarize((*world)->engine->Run(), scenario, *service_of,
                                    (*world)->physics, (*world)->cluster);
   run.policy = std::string(policy_name);
   run.seed = seed;
