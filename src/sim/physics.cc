@@ -82,6 +82,8 @@ Physics::Isolated Physics::ComputeIsolated(const AppSpec& app, model::GpuModelId
     const double measured_t = 1.0 / it->second;
     out.fixed_s = std::min(app.fixed_s, 0.95 * measured_t);
     out.gpu_s = measured_t - out.fixed_s;
+  } else if (compute_share > 0 && compute_share < options_.fixed_floor_share) {
+    out.fixed_s *= options_.fixed_floor_share / compute_share;
   }
   out.qps = 1.0 / (out.gpu_s + out.fixed_s);
   return out;

@@ -60,7 +60,7 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
       return Fail(
           "--reading: '{}' is not one of slo=capped|literal, base=lower|mean, "
           "interference=X|offline (X in 0..1), quarters=ch6|roofline, queries=Q (Q in 0.1..10), "
-          "time=K (K in 1..1000), mig=free|fixed",
+          "time=K (K in 1..1000), mig=free|fixed, subquarter=linear|floor",
           item);
     };
     if (key == "slo" && (value == "capped" || value == "literal")) {
@@ -71,6 +71,8 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
       r.quarters_ch6 = value == "ch6";
     } else if (key == "queries") {
       if (!NumberIn(value, 0.1, 10, r.queries_scale)) return bad();
+    } else if (key == "subquarter" && (value == "linear" || value == "floor")) {
+      r.subquarter_floor = value == "floor";
     } else if (key == "mig" && (value == "free" || value == "fixed")) {
       r.mig_fixed = value == "fixed";
     } else if (key == "time") {
@@ -91,6 +93,7 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
 std::string ThesisReading::name() const {
   std::string time = time_scale == 1 ? "" : fmt::format(",time={:g}", time_scale);
   if (mig_fixed) time += ",mig=fixed";
+  if (subquarter_floor) time += ",subquarter=floor";
   return fmt::format("slo={},base={},interference={:g},quarters={},queries={:g}",
                      slo_upper == 1.0   ? "capped"
                      : slo_upper == 1.2 ? "literal"
@@ -374,6 +377,7 @@ PhysicsOptions ThesisPhysics(const ThesisReading& reading) {
   o.mps_front_kappa *= reading.interference;
   o.mps_sm_kappa *= reading.interference;
   o.mig_max *= reading.interference;
+  if (reading.subquarter_floor) o.fixed_floor_share = 0.25;
   return o;
 }
 

@@ -69,6 +69,12 @@ struct ThesisReading {
   // keeps the share Ch. 6.2 and 9.4 imply (MobileNets 0.99, SSDs 0.98, ResNets 0.63 of the
   // whole GPU; ThesisCatalog); "roofline": the catalogue as given.
   bool quarters_ch6 = true;
+  // Below a quarter of a GPU: "linear" (default) — the fixed part is the same on any slice, so
+  // an eighth costs a small engine about 2 % more than a quarter; "floor" — the fixed part
+  // stretches by 0.25 / share (PhysicsOptions::fixed_floor_share), the reading of Ch. 9.2.1's
+  // "stricter limits incurred a high percentage of failures due to insufficient memory and/or
+  // compute capacity" as a slowdown (docs/simulator.md, "Below a quarter").
+  bool subquarter_floor = false;
   // Each pod's queries × this factor (the catalogue's queries_min..max: a few minutes alone,
   // Ch. 8.3; Ch. 5.4.2's characterisation ran 270-22000 queries). Ch. 9 gives no pod length;
   // the default is fitted to max's makespan, 1.5 × predictive's (Ch. 9.3).
@@ -83,9 +89,9 @@ struct ThesisReading {
   // (Ch. 8.3). The emulated cluster compares with `fixed`.
   bool mig_fixed = false;
   // "slo=capped|literal,base=lower|mean,interference=X|offline,quarters=ch6|roofline,queries=Q,
-  // time=K,mig=free|fixed"; empty keeps every default. An Error names the bad key or value.
+  // time=K,mig=free|fixed,subquarter=linear|floor"; empty keeps every default. An Error names the bad key or value.
   [[nodiscard]] static Expected<ThesisReading> Parse(std::string_view text);
-  std::string name() const;  // the same form, every key (time and mig only when not default)
+  std::string name() const;  // the same form, every key (time, mig, subquarter only when not default)
 };
 
 // The ground truth of a reading: Ch. 6.4's Offline constants (MPS co-runners, and the MIG host

@@ -117,6 +117,28 @@ TEST_F(PhysicsTest, AMeasurementOverridesTheRoofline) {
   EXPECT_NEAR(physics_.Rate(*c_.Find(1), c_).gpu_busy, 1.0, 1e-12);
 }
 
+// fixed_floor_share 0.25: below a quarter of the SMs the 4 ms fixed part stretches by
+// 0.25 / share; at a quarter and above, and where a measurement exists, nothing changes.
+TEST_F(PhysicsTest, BelowTheFloorShareTheFixedPartStretches) {
+  Physics floor(Catalog(), 1, {.noise_sd = 0, .fixed_floor_share = 0.25});
+  // MPS 12.5 % of a whole A100: 4/0.125 + 2 + 4 × 2 = 42 ms (linear: 32 + 2 + 4 = 38 ms).
+  Put(1, "x", 0, ClusterState::PartitionOf(0, 0), 125);
+  EXPECT_NEAR(floor.Rate(*c_.Find(1), c_).qps, 1 / 0.042, 1e-9);
+  EXPECT_NEAR(Qps(1), 1 / 0.038, 1e-9);
+  ASSERT_TRUE(c_.Remove(1));
+  // MPS 25 %: exactly the floor, 16 + 2 + 4 = 22 ms either way.
+  Put(2, "x", 0, ClusterState::PartitionOf(0, 0), 250);
+  EXPECT_NEAR(floor.Rate(*c_.Find(2), c_).qps, 1 / 0.022, 1e-9);
+  ASSERT_TRUE(c_.Remove(2));
+  // 1g.5gb is 1/7 of the SMs: 28 + 16 + 4 × 7/4 = 51 ms (linear 48 ms).
+  Put(3, "x", 2, ClusterState::PartitionOf(2, 0), 1000);
+  EXPECT_NEAR(floor.Rate(*c_.Find(3), c_).qps, 1 / 0.051, 1e-9);
+  ASSERT_TRUE(c_.Remove(3));
+  // Measured there: the measurement stays the truth.
+  Put(4, "measured", 2, ClusterState::PartitionOf(2, 0), 1000);
+  EXPECT_NEAR(floor.Rate(*c_.Find(4), c_).qps, 30, 1e-9);
+}
+
 TEST_F(PhysicsTest, MpsNeighboursContendMigNeighboursBarely) {
   // Two x at 50% MPS on one whole A100: alone each takes 8 + 2 = 10 ms SM-bound + 4 ms fixed
   // (14 ms). The co-runner's fixed duty 4/14 loads the shared server to rho = 0.49 x 4/14 =

@@ -72,8 +72,18 @@ TEST(ThesisTest, ReadingParsesEveryKeyAndNamesABadOne) {
   ASSERT_TRUE(d);
   EXPECT_EQ(d->name(), "slo=capped,base=lower,interference=0.15,quarters=ch6,queries=0.7");
   EXPECT_DOUBLE_EQ(ThesisReading::Parse("interference=0.3")->interference, 0.3);
+  auto floor = ThesisReading::Parse("subquarter=floor");
+  ASSERT_TRUE(floor);
+  EXPECT_TRUE(floor->subquarter_floor);
+  EXPECT_FALSE(d->subquarter_floor);
+  EXPECT_EQ(floor->name(),
+            "slo=capped,base=lower,interference=0.15,quarters=ch6,queries=0.7,subquarter=floor");
+  EXPECT_DOUBLE_EQ(ThesisPhysics(*floor).fixed_floor_share, 0.25);
+  EXPECT_DOUBLE_EQ(ThesisPhysics(*d).fixed_floor_share, 0);
+  EXPECT_TRUE(ThesisReading::Parse("subquarter=linear"));
   for (const char* bad : {"slo=wide", "interference=2", "interference=x",
-                          "interference=", "colour=red", "slo", "time=0.5", "time=", "time=2000"}) {
+                          "interference=", "colour=red", "slo", "time=0.5", "time=", "time=2000",
+                          "subquarter=waves"}) {
     auto e = ThesisReading::Parse(bad);
     ASSERT_FALSE(e) << bad;
     EXPECT_NE(e.error().message.find(bad), std::string::npos) << e.error().message;
