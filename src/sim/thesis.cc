@@ -93,7 +93,7 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
 std::string ThesisReading::name() const {
   std::string time = time_scale == 1 ? "" : fmt::format(",time={:g}", time_scale);
   if (mig_fixed) time += ",mig=fixed";
-  if (subquarter_floor) time += ",subquarter=floor";
+  if (!subquarter_floor) time += ",subquarter=linear";
   return fmt::format("slo={},base={},interference={:g},quarters={},queries={:g}",
                      slo_upper == 1.0   ? "capped"
                      : slo_upper == 1.2 ? "literal"

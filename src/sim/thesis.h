@@ -62,19 +62,21 @@ struct ThesisReading {
   bool slo_base_mean = false;
   // Co-runners' pressure (the MPS kappas, Ch. 6.4's Offline fit) × this factor: Ch. 9's pods
   // serve SingleStream queries, one in flight (Ch. 5.4.2), not Offline's "as much interference
-  // as possible" (Ch. 6.4). 1 = Offline. The default is fitted to round robin's 62.05 % of low
-  // SLOs met (Ch. 9.4).
-  double interference = 0.15;
+  // as possible" (Ch. 6.4). 1 = Offline. The default is read from Ch. 6.3: four pods on four
+  // quarters of one GPU serve "an almost linear" total (Fig. 6.6); at 0.05 four engines on a
+  // V100's 25 % chunks keep 0.92-0.94 of four times one alone (at 0.15, the earlier fit to
+  // round robin's 62.05 % of low SLOs, 0.79-0.82). docs/simulator.md.
+  double interference = 0.05;
   // The six engines' quarter-GPU rates: "ch6" (default) scales their SM-bound part so a quarter
   // keeps the share Ch. 6.2 and 9.4 imply (MobileNets 0.99, SSDs 0.98, ResNets 0.63 of the
   // whole GPU; ThesisCatalog); "roofline": the catalogue as given.
   bool quarters_ch6 = true;
-  // Below a quarter of a GPU: "linear" (default) — the fixed part is the same on any slice, so
-  // an eighth costs a small engine about 2 % more than a quarter; "floor" — the fixed part
-  // stretches by 0.25 / share (PhysicsOptions::fixed_floor_share), the reading of Ch. 9.2.1's
-  // "stricter limits incurred a high percentage of failures due to insufficient memory and/or
-  // compute capacity" as a slowdown (docs/simulator.md, "Below a quarter").
-  bool subquarter_floor = false;
+  // Below a quarter of a GPU: "floor" (default) — the fixed part stretches by 0.25 / share
+  // (PhysicsOptions::fixed_floor_share), the reading of Ch. 9.2.1's "stricter limits incurred a
+  // high percentage of failures due to insufficient memory and/or compute capacity" as a
+  // slowdown; "linear" — the fixed part is the same on any slice, so an eighth costs a small
+  // engine about 2 % more than a quarter (docs/simulator.md, "Below a quarter").
+  bool subquarter_floor = true;
   // Each pod's queries × this factor (the catalogue's queries_min..max: a few minutes alone,
   // Ch. 8.3; Ch. 5.4.2's characterisation ran 270-22000 queries). Ch. 9 gives no pod length;
   // the default is fitted to max's makespan, 1.5 × predictive's (Ch. 9.3).

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""One reading of the thesis world changed at a time: the seventeen Ch. 9 figures for each.
+
+    tools/experiments/thesis_sweep.py build/tessera [--seeds 1-10] [READING ...]
+
+Runs `tessera simulate --seeds S --reading R --json` for the defaults and each READING (the
+`--reading` syntax: interference=0.15, subquarter=linear,interference=0.15, ...; a built-in list
+when none is given) and prints one markdown row each: the figures held, the attainment rows
+(low / high, pooled) of predictive, min, round robin and max, and every other figure out of
+range. `*` marks a figure out of range. docs/simulator.md, "One reading at a time", is its
+output.
+"""
+import argparse
+import json
+import subprocess
+import sys
+
+DEFAULT_READINGS = [
+    "interference=0", "interference=0.03", "interference=0.1", "interference=0.15",
+    "interference=offline", "subquarter=linear", "subquarter=linear,interference=0.15",
+    "queries=1", "queries=0.5", "slo=literal", "base=mean", "quarters=roofline",
+]
+SHORT = {"attainment low": "low", "attainment high": "high", "makespan": "m", "energy": "e",
+         "|diff|": "d"}
+POLICIES = ["predictive", "min", "round-robin", "max"]
+
+
+def run(binary, seeds, reading):
+    cmd = [binary, "simulate", "--seeds", seeds, "--json"]
+    if reading:
+        cmd += ["--reading", reading]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["reproduction"]
+
+
+def row(reading, figures):
+    held = sum(f["held"] for f in figures)
+    by = {(f["figure"], f["policy"]): f for f in figures}
+
+    def cell(figure, policy):
+        f = by[(figure, policy)]
+        return f"{f['ours']:.2f}" + ("" if f["held"] else "\\*")
+
+    cells = []
+    for p in POLICIES:
+        text = f"{cell('attainment low', p)} / {cell('attainment high', p)}"
+        others = [f"{SHORT[f['figure']]} {f['ours']:.2f}\\*" for f in figures
+                  if f["policy"] == p and not f["held"] and not f["figure"].startswith("attain")]
+        cells.append(", ".join([text] + others))
+    return f"| {reading or 'none (defaults)'} | {held} | " + " | ".join(cells) + " |"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("binary")
+    ap.add_argument("--seeds", default="1-10")
+    ap.add_argument("readings", nargs="*")
+    args = ap.parse_args()
+    readings = [""] + (args.readings or DEFAULT_READINGS)
+    print("| reading changed | figures held | predictive | min | round robin | max |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in readings:
+        try:
+            print(row(r, run(args.binary, args.seeds, r)), flush=True)
+        except subprocess.CalledProcessError as e:
+            sys.exit(f"thesis_sweep: --reading {r!r} failed: {e.stderr.strip()}")
+
+
+if __name__ == "__main__":
+    main()
