@@ -210,8 +210,8 @@ void AddSimulate(CLI::App& app, Status* status) {
       "two ways (" +
           ReadBy("reading") +
           "; thesis: slo=capped|literal, base=lower|mean, interference=X|offline, "
-          "quarters=ch6|roofline, queries=Q, time=K, mig=free|fixed, subquarter=linear|floor, "
-          "docs/simulator.md; "
+          "quarters=ch6|roofline, queries=Q, time=K, mig=free|fixed, "
+          "subquarter=fail|floor|linear, docs/simulator.md; "
           "overprovision: power=seed003|thesis; online-offline: cluster=t4|t4-a10; "
           "disaggregation: scenario=simulation|prototype, docs/results.md)");
   sub->add_option("--out", args.out,

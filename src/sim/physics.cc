@@ -82,11 +82,33 @@ Physics::Isolated Physics::ComputeIsolated(const AppSpec& app, model::GpuModelId
     const double measured_t = 1.0 / it->second;
     out.fixed_s = std::min(app.fixed_s, 0.95 * measured_t);
     out.gpu_s = measured_t - out.fixed_s;
-  } else if (compute_share > 0 && compute_share < options_.fixed_floor_share) {
-    out.fixed_s *= options_.fixed_floor_share / compute_share;
+  } else if (SmallShareRuleHolds(m)) {
+    if (compute_share < options_.fail_below_share) {
+      out.too_small = true;
+      out.qps = 0;
+      return out;
+    }
+    if (compute_share > 0 && compute_share < options_.fixed_floor_share) {
+      out.fixed_s *= options_.fixed_floor_share / compute_share;
+    }
   }
   out.qps = 1.0 / (out.gpu_s + out.fixed_s);
   return out;
+}
+
+bool Physics::SmallShareRuleHolds(const model::GpuModel& m) const {
+  const std::vector<std::string>& only = options_.small_share_models;
+  return only.empty() || std::find(only.begin(), only.end(), m.name) != only.end();
+}
+
+bool Physics::TooSmall(model::GpuModelId gpu, int profile, int32_t milli) const {
+  if (options_.fail_below_share <= 0) return false;
+  const model::GpuModel& m = model::GetGpuModel(gpu);
+  double share = milli / 1000.0;
+  if (profile >= 0) {
+    share *= static_cast<double>(m.mig_profiles[profile].compute_slices) / m.mig_compute_slices;
+  }
+  return share < options_.fail_below_share && SmallShareRuleHolds(m);
 }
 
 double Physics::BestIsolatedQps(const AppSpec& app,
@@ -261,6 +283,11 @@ RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterSta
 
   // Alone on its slice, then slowed by what the others on its GPU do, shared as they share.
   const Isolated self = IsolatedRate(*app, gpu.model, part.profile, s.milli);
+  if (self.too_small) {
+    return {0, 0, true,
+            fmt::format("compute limit {:.1f} % of the GPU, below the {:.0f} % its engines need",
+                        100 * self.compute_share, 100 * options_.fail_below_share)};
+  }
   const CoRunners co = CoRunnersOf(pw, part, c);
   const SharedTime shared = ShareTime(*app, self, gpu, s.best_effort, co);
   const double busy_gpu = shared.gpu_s, time_share = shared.time_share;

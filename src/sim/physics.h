@@ -28,9 +28,9 @@
 //  - Offered load (SetOfferedLoad): an online service serves min(λ(now), capacity) queries/s;
 //    its engine-active and SM duties scale by u = served / capacity, as a co-runner too (from
 //    its isolated capacity: first order). capacity_qps is what its request queue sees.
-//  - Fixed-part floor (`fixed_floor_share`, off by default): on a slice with less than that
-//    share of the GPU's SMs the fixed part stretches by floor / share (its kernels need more
-//    waves); measured configurations are not stretched.
+//  - Small slices (off by default): a slice with less than `fail_below_share` of the GPU's SMs
+//    fails at start (Ch. 9.2.1); or, with `fixed_floor_share`, its fixed part stretches by
+//    floor / share (its kernels need more waves). Measured configurations are exempt.
 //  - MIG instances are isolated but for the shared host path: at most `mig_max` (3%) slowdown.
 //  - A workload whose footprint exceeds its memory limit (its MPS pinned-memory reservation,
 //    or what is left of its partition) fails at start, as in the thesis's "errors".
@@ -86,13 +86,17 @@ struct PhysicsOptions {
   };
   std::map<std::string, MpsConstants> mps_by_gpu;
   double mig_max = 0.03;
-  // Below this share of a GPU's SMs (MIG slices × MPS threads) the fixed part's small kernels
-  // no longer run in one wave: it stretches by floor / share. 0 (default) keeps the fixed part
-  // the same on any slice. The thesis world's `subquarter=floor` reading sets 0.25: Ch. 6.2
-  // profiled down to a quarter, where small engines keep "as close as 1 %"; Ch. 9.2.1 found
-  // "stricter limits" than 25 % fail "due to insufficient memory and/or compute capacity".
-  // Measured configurations are the truth and are not stretched.
+  // Below a share of a GPU's SMs (MIG slices × MPS threads) the thesis found its engines fail:
+  // "stricter limits [than 25 %] incurred a high percentage of failures due to insufficient
+  // memory and/or compute capacity" (Ch. 9.2.1). With `fail_below_share` > 0 a slice below it
+  // fails at start and its isolated rate is 0 (the profiling campaign leaves it out, as the
+  // thesis's grid of whole, half and quarter GPUs did, Ch. 6.1). With `fixed_floor_share` > 0 a
+  // slice below that share runs instead, its fixed part (small kernels that fill a quarter in
+  // one wave) stretched by floor / share. Both hold only on `small_share_models` (catalog names;
+  // empty: every model) and never where the catalogue has a measurement. 0 (default): off.
+  double fail_below_share = 0;
   double fixed_floor_share = 0;
+  std::vector<std::string> small_share_models;
   double cpu_slowdown = 20.0;  // a CPU-only run of an app: fixed + 20 × GPU time per query
   // Fraction of the fixed part during which a kernel executes (GR_ENGINE_ACTIVE). 1: the
   // fixed part is latency-bound GPU work (Ch. 6.2, 9.3: `max` has the highest utilisation);
@@ -150,6 +154,9 @@ class Physics final : public GroundTruth {
   // whose SLO is above this cannot meet it under any placement (docs/simulator.md "What can be
   // met").
   double BestIsolatedQps(const AppSpec& app, std::span<const model::GpuModelId> models) const;
+  // Whether a slice of this configuration is below `fail_below_share` on a model the rule holds
+  // for: every application without a measurement there fails on it.
+  bool TooSmall(model::GpuModelId gpu, int profile, int32_t milli) const;
 
  private:
   friend class Profiler;
@@ -162,12 +169,14 @@ class Physics final : public GroundTruth {
     double fixed_s;
     double memory_fraction;  // of the SM-bound part
     double compute_share;    // of the GPU's SMs: MIG slices × MPS threads
+    bool too_small = false;  // below fail_below_share: it fails there (qps 0)
     double gpu_duty() const { return gpu_s * qps; }
     double fixed_duty() const { return fixed_s * qps; }
   };
   // Kept per (application, configuration) for the catalogue's own applications.
   Isolated IsolatedRate(const AppSpec& app, model::GpuModelId gpu, int profile,
                         int32_t milli) const;
+  bool SmallShareRuleHolds(const model::GpuModel& m) const;
   RunRate RateIn(const model::PlacedWorkload& pw, const model::ClusterState& cluster) const;
   // What the others on a workload's GPU do, each from its isolated behaviour at the utilisation
   // its offered load leaves it (no fixed point: interference is first order).

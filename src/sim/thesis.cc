@@ -60,7 +60,7 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
       return Fail(
           "--reading: '{}' is not one of slo=capped|literal, base=lower|mean, "
           "interference=X|offline (X in 0..1), quarters=ch6|roofline, queries=Q (Q in 0.1..10), "
-          "time=K (K in 1..1000), mig=free|fixed, subquarter=linear|floor",
+          "time=K (K in 1..1000), mig=free|fixed, subquarter=fail|floor|linear",
           item);
     };
     if (key == "slo" && (value == "capped" || value == "literal")) {
@@ -71,8 +71,10 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
       r.quarters_ch6 = value == "ch6";
     } else if (key == "queries") {
       if (!NumberIn(value, 0.1, 10, r.queries_scale)) return bad();
-    } else if (key == "subquarter" && (value == "linear" || value == "floor")) {
-      r.subquarter_floor = value == "floor";
+    } else if (key == "subquarter" && (value == "fail" || value == "floor" || value == "linear")) {
+      r.subquarter = value == "fail"    ? ThesisReading::SubQuarter::kFail
+                     : value == "floor" ? ThesisReading::SubQuarter::kFloor
+                                        : ThesisReading::SubQuarter::kLinear;
     } else if (key == "mig" && (value == "free" || value == "fixed")) {
       r.mig_fixed = value == "fixed";
     } else if (key == "time") {
@@ -93,7 +95,8 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
 std::string ThesisReading::name() const {
   std::string time = time_scale == 1 ? "" : fmt::format(",time={:g}", time_scale);
   if (mig_fixed) time += ",mig=fixed";
-  if (!subquarter_floor) time += ",subquarter=linear";
+  if (subquarter == SubQuarter::kFloor) time += ",subquarter=floor";
+  if (subquarter == SubQuarter::kLinear) time += ",subquarter=linear";
   return fmt::format("slo={},base={},interference={:g},quarters={},queries={:g}",
                      slo_upper == 1.0   ? "capped"
                      : slo_upper == 1.2 ? "literal"
@@ -377,7 +380,11 @@ PhysicsOptions ThesisPhysics(const ThesisReading& reading) {
   o.mps_front_kappa *= reading.interference;
   o.mps_sm_kappa *= reading.interference;
   o.mig_max *= reading.interference;
-  if (reading.subquarter_floor) o.fixed_floor_share = 0.25;
+  // Ch. 9.2.1 is about the thesis's two GPUs; thesis-scale's A100s and H100s keep their 1g
+  // instances (a seventh of the SMs, as many SMs as the A30's quarter).
+  o.small_share_models = {"V100-32GB", "A30-24GB"};
+  if (reading.subquarter == ThesisReading::SubQuarter::kFail) o.fail_below_share = 0.25;
+  if (reading.subquarter == ThesisReading::SubQuarter::kFloor) o.fixed_floor_share = 0.25;
   return o;
 }
 

@@ -139,6 +139,41 @@ TEST_F(PhysicsTest, BelowTheFloorShareTheFixedPartStretches) {
   EXPECT_NEAR(floor.Rate(*c_.Find(4), c_).qps, 30, 1e-9);
 }
 
+// fail_below_share 0.25: a slice with less than a quarter of the SMs fails at start and its
+// isolated rate is 0; a quarter runs; a measurement is the truth; a model outside
+// small_share_models keeps the roofline.
+TEST_F(PhysicsTest, BelowTheFailShareASliceFails) {
+  Physics fail(Catalog(), 1, {.noise_sd = 0, .fail_below_share = 0.25});
+  const model::GpuModelId a100 = *model::FindGpuModel("A100-40GB");
+  Put(1, "x", 0, ClusterState::PartitionOf(0, 0), 125);
+  const RunRate r = fail.Rate(*c_.Find(1), c_);
+  EXPECT_TRUE(r.fails);
+  EXPECT_EQ(r.qps, 0);
+  EXPECT_NE(r.failure.find("12.5 % of the GPU"), std::string::npos) << r.failure;
+  EXPECT_TRUE(fail.TooSmall(a100, -1, 125));
+  EXPECT_EQ(fail.IsolatedQps(fail.catalog().apps[0], a100, -1, 125), 0);
+  ASSERT_TRUE(c_.Remove(1));
+  // A quarter: 16 + 2 + 4 = 22 ms, as without the rule.
+  Put(2, "x", 0, ClusterState::PartitionOf(0, 0), 250);
+  EXPECT_FALSE(fail.Rate(*c_.Find(2), c_).fails);
+  EXPECT_NEAR(fail.Rate(*c_.Find(2), c_).qps, 1 / 0.022, 1e-9);
+  EXPECT_FALSE(fail.TooSmall(a100, -1, 250));
+  ASSERT_TRUE(c_.Remove(2));
+  // 1g.5gb, a seventh: fails for "x"; "measured" has a measurement there, 30/s.
+  Put(3, "x", 2, ClusterState::PartitionOf(2, 0), 1000);
+  EXPECT_TRUE(fail.Rate(*c_.Find(3), c_).fails);
+  ASSERT_TRUE(c_.Remove(3));
+  Put(4, "measured", 2, ClusterState::PartitionOf(2, 0), 1000);
+  EXPECT_NEAR(fail.Rate(*c_.Find(4), c_).qps, 30, 1e-9);
+  ASSERT_TRUE(c_.Remove(4));
+  // The rule only on the V100: the A100's eighth runs, 32 + 2 + 4 = 38 ms.
+  Physics v100_only(Catalog(), 1,
+                    {.noise_sd = 0, .fail_below_share = 0.25, .small_share_models = {"V100-32GB"}});
+  Put(5, "x", 0, ClusterState::PartitionOf(0, 0), 125);
+  EXPECT_NEAR(v100_only.Rate(*c_.Find(5), c_).qps, 1 / 0.038, 1e-9);
+  EXPECT_FALSE(v100_only.TooSmall(a100, -1, 125));
+}
+
 TEST_F(PhysicsTest, MpsNeighboursContendMigNeighboursBarely) {
   // Two x at 50% MPS on one whole A100: alone each takes 8 + 2 = 10 ms SM-bound + 4 ms fixed
   // (14 ms). The co-runner's fixed duty 4/14 loads the shared server to rho = 0.49 x 4/14 =

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "predict/predictor_cache.h"
 #include "shipped_catalog.h"
@@ -72,15 +73,25 @@ TEST(ThesisTest, ReadingParsesEveryKeyAndNamesABadOne) {
   ASSERT_TRUE(d);
   EXPECT_EQ(d->name(), "slo=capped,base=lower,interference=0.05,quarters=ch6,queries=0.7");
   EXPECT_DOUBLE_EQ(ThesisReading::Parse("interference=0.3")->interference, 0.3);
-  auto linear = ThesisReading::Parse("subquarter=linear");
-  ASSERT_TRUE(linear);
-  EXPECT_FALSE(linear->subquarter_floor);
-  EXPECT_TRUE(d->subquarter_floor);
-  EXPECT_EQ(linear->name(),
-            "slo=capped,base=lower,interference=0.05,quarters=ch6,queries=0.7,subquarter=linear");
-  EXPECT_DOUBLE_EQ(ThesisPhysics(*linear).fixed_floor_share, 0);
-  EXPECT_DOUBLE_EQ(ThesisPhysics(*d).fixed_floor_share, 0.25);
-  EXPECT_TRUE(ThesisReading::Parse("subquarter=floor")->subquarter_floor);
+  using SubQuarter = ThesisReading::SubQuarter;
+  EXPECT_EQ(d->subquarter, SubQuarter::kFail);
+  EXPECT_DOUBLE_EQ(ThesisPhysics(*d).fail_below_share, 0.25);
+  EXPECT_DOUBLE_EQ(ThesisPhysics(*d).fixed_floor_share, 0);
+  for (const auto& [text, kind, fail, floor] :
+       {std::tuple{"subquarter=floor", SubQuarter::kFloor, 0.0, 0.25},
+        std::tuple{"subquarter=linear", SubQuarter::kLinear, 0.0, 0.0},
+        std::tuple{"subquarter=fail", SubQuarter::kFail, 0.25, 0.0}}) {
+    auto r = ThesisReading::Parse(text);
+    ASSERT_TRUE(r) << text;
+    EXPECT_EQ(r->subquarter, kind) << text;
+    EXPECT_DOUBLE_EQ(ThesisPhysics(*r).fail_below_share, fail) << text;
+    EXPECT_DOUBLE_EQ(ThesisPhysics(*r).fixed_floor_share, floor) << text;
+    const std::vector<std::string> thesis_gpus = {"V100-32GB", "A30-24GB"};
+    EXPECT_EQ(ThesisPhysics(*r).small_share_models, thesis_gpus) << text;
+  }
+  EXPECT_EQ(ThesisReading::Parse("subquarter=floor")->name(),
+            "slo=capped,base=lower,interference=0.05,quarters=ch6,queries=0.7,subquarter=floor");
+  EXPECT_EQ(ThesisReading::Parse("subquarter=fail")->name(), d->name());
   for (const char* bad : {"slo=wide", "interference=2", "interference=x",
                           "interference=", "colour=red", "slo", "time=0.5", "time=", "time=2000",
                           "subquarter=waves"}) {
@@ -309,9 +320,11 @@ TEST(ThesisTest, UnprofiledEnginesOnTheScaleClusterKeepOneOrTwoCells) {
       EXPECT_GE(cells, 1) << engine;
       EXPECT_LE(cells, 2) << engine;
     } else {
-      // 4 models (A30, A100, H100, V100, MIG off on this cluster) x whole x 3 MPS shares, at
-      // least; the MIG profiles' columns too.
-      EXPECT_GE(cells, 12) << engine;
+      // Every configuration measured: one node, so A30s only — whole, 1g.6gb, 2g.12gb and
+      // 4g.24gb at MPS 100/50/25 %, less the three below a quarter of the GPU (1g at 50 and
+      // 25 %, 2g at 25 %: subquarter=fail), 12 − 3.
+      EXPECT_EQ(cells, 9) << engine;
+      EXPECT_EQ(m.cols(), 9) << engine;
     }
   }
 }

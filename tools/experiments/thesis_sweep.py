@@ -17,7 +17,8 @@ import sys
 
 DEFAULT_READINGS = [
     "interference=0", "interference=0.03", "interference=0.1", "interference=0.15",
-    "interference=offline", "subquarter=linear", "subquarter=linear,interference=0.15",
+    "interference=offline", "subquarter=floor", "subquarter=linear",
+    "subquarter=linear,interference=0.15",
     "queries=1", "queries=0.5", "slo=literal", "base=mean", "quarters=roofline",
 ]
 SHORT = {"attainment low": "low", "attainment high": "high", "makespan": "m", "energy": "e",
