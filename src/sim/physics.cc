@@ -22,6 +22,15 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
 // would predict an unbounded wait.
 constexpr double kMaxFrontLoad = 0.9;
 
+// A slice's share of its GPU's SMs: its MIG instance's compute slices × its MPS thread share.
+double SmShare(const model::GpuModel& m, int profile, int32_t milli) {
+  double share = milli / 1000.0;
+  if (profile >= 0) {
+    share *= static_cast<double>(m.mig_profiles[profile].compute_slices) / m.mig_compute_slices;
+  }
+  return share;
+}
+
 }  // namespace
 
 std::map<std::string, PhysicsOptions::MpsConstants> MeasuredMpsConstants() {
@@ -58,11 +67,11 @@ Physics::Isolated Physics::ComputeIsolated(const AppSpec& app, model::GpuModelId
                                            int32_t milli) const {
   const model::GpuModel& m = model::GetGpuModel(gpu);
   const model::GpuModel& ref = model::GetGpuModel(reference_);
-  double compute_share = milli / 1000.0, bandwidth_share = 1;
+  const double compute_share = SmShare(m, profile, milli);
+  double bandwidth_share = 1;
   std::string profile_name = "whole";
   if (profile >= 0) {
     const model::MigProfile& p = m.mig_profiles[profile];
-    compute_share *= static_cast<double>(p.compute_slices) / m.mig_compute_slices;
     bandwidth_share = static_cast<double>(p.memory_slices) / m.mig_memory_slices;
     profile_name = p.name;
   }
@@ -104,11 +113,7 @@ bool Physics::SmallShareRuleHolds(const model::GpuModel& m) const {
 bool Physics::TooSmall(model::GpuModelId gpu, int profile, int32_t milli) const {
   if (options_.fail_below_share <= 0) return false;
   const model::GpuModel& m = model::GetGpuModel(gpu);
-  double share = milli / 1000.0;
-  if (profile >= 0) {
-    share *= static_cast<double>(m.mig_profiles[profile].compute_slices) / m.mig_compute_slices;
-  }
-  return share < options_.fail_below_share && SmallShareRuleHolds(m);
+  return SmShare(m, profile, milli) < options_.fail_below_share && SmallShareRuleHolds(m);
 }
 
 double Physics::BestIsolatedQps(const AppSpec& app,
@@ -285,7 +290,7 @@ RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterSta
   const Isolated self = IsolatedRate(*app, gpu.model, part.profile, s.milli);
   if (self.too_small) {
     return {0, 0, true,
-            fmt::format("compute limit {:.1f} % of the GPU, below the {:.0f} % its engines need",
+            fmt::format("compute limit {:.1f} % of the GPU, below the {:.0f} % a slice needs here",
                         100 * self.compute_share, 100 * options_.fail_below_share)};
   }
   const CoRunners co = CoRunnersOf(pw, part, c);

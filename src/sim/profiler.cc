@@ -174,8 +174,9 @@ Expected<ProfileSamples> Profiler::Sample(const std::vector<std::string>& gpu_mo
   // A configuration every engine fails on is not measured (the thesis's grid stopped at a
   // quarter, Ch. 6.1; below it runs failed, Ch. 9.2.1).
   std::vector<Config> configs = Enumerate(*ids, options_.mps_percents);
-  std::erase_if(configs,
-                [&](const Config& c) { return physics_.TooSmall(c.model, c.profile, c.percent * 10); });
+  std::erase_if(configs, [&](const Config& c) {
+    return physics_.TooSmall(c.model, c.profile, c.percent * 10);
+  });
   if (configs.empty()) return Fail("profiler: no GPU models to profile");
   Expected<model::GpuModelId> pair_gpu = CheckOptions(physics_.catalog(), options_);
   if (!pair_gpu) return std::unexpected(pair_gpu.error());

@@ -94,9 +94,11 @@ struct ThesisReading {
   // (Ch. 8.3). The emulated cluster compares with `fixed`.
   bool mig_fixed = false;
   // "slo=capped|literal,base=lower|mean,interference=X|offline,quarters=ch6|roofline,queries=Q,
-  // time=K,mig=free|fixed,subquarter=fail|floor|linear"; empty keeps every default. An Error names the bad key or value.
+  // time=K,mig=free|fixed,subquarter=fail|floor|linear"; empty keeps every default. An Error names
+  // the bad key or value.
   [[nodiscard]] static Expected<ThesisReading> Parse(std::string_view text);
-  std::string name() const;  // the same form, every key (time, mig, subquarter only when not default)
+  // The same form, every key (time, mig and subquarter only when not the default).
+  std::string name() const;
 };
 
 // The ground truth of a reading: Ch. 6.4's Offline constants (MPS co-runners, and the MIG host

@@ -92,9 +92,9 @@ TEST(ThesisTest, ReadingParsesEveryKeyAndNamesABadOne) {
   EXPECT_EQ(ThesisReading::Parse("subquarter=floor")->name(),
             "slo=capped,base=lower,interference=0.05,quarters=ch6,queries=0.7,subquarter=floor");
   EXPECT_EQ(ThesisReading::Parse("subquarter=fail")->name(), d->name());
-  for (const char* bad : {"slo=wide", "interference=2", "interference=x",
-                          "interference=", "colour=red", "slo", "time=0.5", "time=", "time=2000",
-                          "subquarter=waves"}) {
+  for (const char* bad :
+       {"slo=wide", "interference=2", "interference=x", "interference=", "colour=red", "slo",
+        "time=0.5", "time=", "time=2000", "subquarter=waves"}) {
     auto e = ThesisReading::Parse(bad);
     ASSERT_FALSE(e) << bad;
     EXPECT_NE(e.error().message.find(bad), std::string::npos) << e.error().message;
