@@ -34,6 +34,18 @@ std::vector<Config> Enumerate(const std::vector<model::GpuModelId>& models,
   return out;
 }
 
+// Enumerate's configurations less those every engine fails on: not measured (the thesis's grid
+// stopped at a quarter, Ch. 6.1; below it runs failed, Ch. 9.2.1).
+std::vector<Config> MeasuredConfigs(const Physics& physics,
+                                    const std::vector<model::GpuModelId>& models,
+                                    const std::vector<int>& percents) {
+  std::vector<Config> configs = Enumerate(models, percents);
+  std::erase_if(configs, [&](const Config& c) {
+    return physics.TooSmall(c.model, c.profile, c.percent * 10);
+  });
+  return configs;
+}
+
 bool Listed(const std::vector<std::string>& list, const std::string& key) {
   return std::find(list.begin(), list.end(), key) != list.end();
 }
@@ -121,8 +133,8 @@ Profiler::Profiler(const Physics& physics, ProfilerOptions options)
 
 std::vector<std::string> Profiler::Configs(const std::vector<model::GpuModelId>& models) const {
   std::vector<std::string> out;
-  for (Config& c : Enumerate(models, options_.mps_percents)) {
-    if (!physics_.TooSmall(c.model, c.profile, c.percent * 10)) out.push_back(std::move(c.key));
+  for (Config& c : MeasuredConfigs(physics_, models, options_.mps_percents)) {
+    out.push_back(std::move(c.key));
   }
   return out;
 }
@@ -171,12 +183,7 @@ Expected<ProfileSamples> Profiler::Sample(const std::vector<std::string>& gpu_mo
                                           uint64_t seed) const {
   Expected<std::vector<model::GpuModelId>> ids = ResolveModels(gpu_models);
   if (!ids) return std::unexpected(ids.error());
-  // A configuration every engine fails on is not measured (the thesis's grid stopped at a
-  // quarter, Ch. 6.1; below it runs failed, Ch. 9.2.1).
-  std::vector<Config> configs = Enumerate(*ids, options_.mps_percents);
-  std::erase_if(configs, [&](const Config& c) {
-    return physics_.TooSmall(c.model, c.profile, c.percent * 10);
-  });
+  const std::vector<Config> configs = MeasuredConfigs(physics_, *ids, options_.mps_percents);
   if (configs.empty()) return Fail("profiler: no GPU models to profile");
   Expected<model::GpuModelId> pair_gpu = CheckOptions(physics_.catalog(), options_);
   if (!pair_gpu) return std::unexpected(pair_gpu.error());
