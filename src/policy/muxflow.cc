@@ -177,8 +177,8 @@ struct Muxflow::Impl {
   std::vector<std::optional<SysMonitor>> monitors;  // by GpuIndex
   std::vector<double> max_clock;                    // highest SM clock seen, by GpuIndex
   // Telemetry version the monitors last read, and the one the resizes last read.
-  std::optional<uint64_t> monitored, resized;
-  bool monitored_once = false, resized_once = false;
+  std::optional<uint64_t> monitored, resized, evicted;
+  bool monitored_once = false, resized_once = false, evicted_once = false;
   std::optional<double> next_round;  // next matching round (nullopt: at the first call)
   std::unordered_map<WorkloadId, MuxflowMatch> matches;
 
@@ -273,6 +273,12 @@ struct Muxflow::Impl {
     const int64_t cap = OfflineMemoryCap(part.memory_mib, options.memory_quota);
     const int64_t need = w.gpu.memory_mib > 0 ? w.gpu.memory_mib : cap;
     if (need > cap || need > part.free_memory_mib()) return std::nullopt;
+    if (telemetry == nullptr) return need;
+    // What the GPU holds now, beyond what is reserved: a service's cache may have grown.
+    const std::optional<double> used = telemetry->MemoryUsedMib(part.uuid);
+    if (used && static_cast<double>(need) > static_cast<double>(part.memory_mib) - *used) {
+      return std::nullopt;
+    }
     return need;
   }
 
@@ -308,7 +314,7 @@ struct Muxflow::Impl {
         continue;
       }
       if (!OfflineMemory(w, c.partition(o->partition))) {
-        why = "the offline memory quota is too small";
+        why = "the offline memory quota, or what the GPU's memory in use leaves, is too small";
         continue;
       }
       if (!OfflinePercent(*o, c)) {
@@ -471,12 +477,14 @@ struct Muxflow::Impl {
     return out;
   }
 
-  // SysMonitor's evictions: every offline job of a GPU in Overlimit, once per telemetry sample.
+  // SysMonitor's evictions: every offline job of a GPU in Overlimit, once per telemetry sample
+  // (the monitors may have read the sample already while this cycle placed work: the last
+  // eviction pass's version, not theirs, says whether this sample was acted on).
   std::vector<Eviction> Evictions(const ClusterState& c) {
-    const std::optional<uint64_t> before = monitored;
-    const bool first = !monitored_once;
     UpdateMonitors(c);
-    if (!first && monitored == before && monitored) return {};  // nothing new was read
+    if (evicted_once && monitored && evicted == monitored) return {};  // acted on already
+    evicted_once = true;
+    evicted = monitored;
     std::vector<Eviction> out;
     for (GpuIndex g = 0; g < static_cast<GpuIndex>(monitors.size()); ++g) {
       if (!monitors[g] || !monitors[g]->evicts_offline()) continue;

@@ -13,8 +13,9 @@
 //    per-process reading: NVML's process utilisation), else, while no offline job is there,
 //    the GPU's own SmActivity. Unknown: no offline job is placed there and none resized.
 //  - A memory quota (`memory_quota`, §6: 40 %): an offline job gets at most that share of the
-//    device's memory (its request, else the whole quota); an online service that states no
-//    memory reserves the rest.
+//    device's memory (its request, else the whole quota), and only while the telemetry's memory
+//    in use leaves that much free (a service's cache may hold more than it reserved); an
+//    online service that states no memory reserves the rest.
 //  - SysMonitor (§4.1, policy/sys_monitor.h): one state machine per online GPU, fed from
 //    telemetry whenever its version changes (GPU utilisation, the service's SM activity as
 //    dynamic SM reads it — the GPU's total is near 100 % by design once a job fills the rest —

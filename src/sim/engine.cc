@@ -235,6 +235,7 @@ std::vector<WorkloadUsage> Engine::RunningUsage(double now) {
         .placement = &pw->placement,
         .use = truth_.UsageAt(outcomes_[r.index].workload, std::max(0.0, now - r.run_start)),
         .order = r.index};
+    x.activity = x.use && truth_.UsageStatesActivity(outcomes_[r.index].workload);
     if (x.use && now < r.run_start) x.use = UsagePoint{};  // a crashed container holds nothing
     if (x.use) {
       x.growth_mib = x.use->memory_mib - r.last_memory;
@@ -250,6 +251,7 @@ void Engine::PublishUsage(double now, const UsageSample& sample) {
     if (!x.use) continue;
     const std::string& name = outcomes_[index_of_.at(x.id)].workload.name;
     options_.telemetry->AddMemorySample(name, now, x.use->memory_mib);
+    if (!x.activity) continue;  // its SM activity is its offered load's (PublishTelemetry)
     options_.telemetry->AddSmActivitySample(name, now, x.use->sm);
     options_.telemetry->AddBandwidthSample(name, now, x.use->bandwidth);
   }
@@ -257,6 +259,7 @@ void Engine::PublishUsage(double now, const UsageSample& sample) {
     if (!p.traced) continue;
     const std::string& uuid = cluster_.partition(index).uuid;
     options_.telemetry->AddMemorySample(uuid, now, std::max(0.0, p.sum.memory_mib));
+    if (!p.activity) continue;
     options_.telemetry->AddSmActivitySample(uuid, now, std::clamp(p.sum.sm, 0.0, 1.0));
     options_.telemetry->AddBandwidthSample(uuid, now, std::clamp(p.sum.bandwidth, 0.0, 1.0));
   }
@@ -404,7 +407,12 @@ void Engine::RecordLoad() {
   const double now = clock_.Now();
   for (const auto& [id, r] : running_) {
     WorkloadOutcome& o = outcomes_[r.index];
-    if (truth_.HasOfferedLoad(o.workload)) o.load.push_back({now, r.capacity, r.qps});
+    if (!truth_.HasOfferedLoad(o.workload)) continue;
+    if (now < r.resume_at) {
+      o.load.push_back({now, 0, 0});  // its container is not back yet: it serves nothing
+    } else {
+      o.load.push_back({now, r.capacity, r.qps});
+    }
   }
   const double gpus = std::max(1, cluster_.gpu_count());
   load_ticks_.push_back({now, total_util_ / gpus, total_load_ / gpus});
@@ -480,6 +488,7 @@ EngineResult Engine::Run() {
       }
       case Kind::kUsage:
         SampleUsage();
+        if (options_.cycle_after_usage) RequestCycle();
         break;
       case Kind::kLoad:
         record_load = LoadTick();

@@ -69,6 +69,10 @@ struct EngineOptions {
   // nothing before its container is back: the kubelet's crash back-off, 10 s doubling with each
   // crash up to 300 s, and back to 10 s once a run lasted 600 s (Kubernetes, "Pod Lifecycle").
   double usage_interval_s = 1.0;
+  // A usage sample also runs a scheduling cycle, so that a policy guarding against what the
+  // samples show (muxflow's SysMonitor: seed 001 §4.1 samples at "the millisecond level") acts
+  // on each one, not only when an event or a pending workload runs a cycle.
+  bool cycle_after_usage = false;
   double oom_relaunch_s = 10.0;
   double oom_relaunch_max_s = 300.0;
   double oom_backoff_reset_s = 600.0;
@@ -81,7 +85,8 @@ struct EngineOptions {
 // An online service's state at a load tick: the rate its request queue is served at.
 struct LoadSample {
   double t = 0;
-  double capacity_qps = 0;  // RunRate::capacity_qps: what it could serve there now
+  double capacity_qps = 0;  // RunRate::capacity_qps: what it could serve there now; 0 while
+                            // its container is down (an OOM relaunch's back-off, a move)
   double served_qps = 0;    // min(offered, capacity)
 };
 

@@ -47,6 +47,9 @@ class GroundTruth {
                                             double /*since_start_s*/) const {
     return std::nullopt;
   }
+  // Whether that trajectory states SM and bandwidth activity too; false for one that states
+  // memory only (UsageTrajectory::memory_only), whose activity the engine does not publish.
+  virtual bool UsageStatesActivity(const model::Workload& /*w*/) const { return true; }
 };
 
 }  // namespace tessera::sim

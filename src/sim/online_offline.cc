@@ -25,7 +25,6 @@ namespace {
 // A service never finishes within the day: more queries than any replica can serve.
 constexpr int64_t kServiceQueries = int64_t{1} << 50;
 constexpr double kLoadIntervalS = 60;
-constexpr double kCycleIntervalS = 10;  // a cycle also runs on every event and load tick
 constexpr double kBucketS = 3600;
 // Without dynamic SM, 001's ablation keeps a fixed offline share; its Fig. 8 example is 40 %.
 constexpr int kFixedSmPercent = 40;
@@ -108,13 +107,34 @@ Expected<Variant> VariantOf(std::string_view spec) {
 }  // namespace
 
 Expected<AppCatalog> OnlineOfflineCatalog(const AppCatalog& catalog,
-                                          std::span<const OnlineService> services) {
+                                          std::span<const OnlineService> services,
+                                          const ServiceMemory& memory, std::string_view gpu) {
   AppCatalog out;
   out.reference_gpu = catalog.reference_gpu;
+  const std::optional<model::GpuModelId> model = model::FindGpuModel(gpu);
+  if (memory.resident && !model) {
+    return Fail("experiment online-offline: unknown GPU model '{}'", gpu);
+  }
   for (const OnlineService& s : services) {
     const AppSpec* app = catalog.Find(s.app);
     if (!app) return Fail("experiment online-offline: service {} needs app '{}'", s.name, s.app);
-    if (!out.Find(app->key)) out.apps.push_back(*app);
+    if (out.Find(app->key)) continue;
+    out.apps.push_back(*app);
+    if (!memory.resident) continue;
+    const double gpu_mib = static_cast<double>(model::GetGpuModel(*model).memory_mib);
+    const double resident =
+        std::max(static_cast<double>(app->footprint_mib), memory.resident_share * gpu_mib);
+    UsageTrajectory& u = out.apps.back().usage;
+    const bool once = memory.burst_once_at_s.has_value();
+    u = {.phases = {{.duration_s = 1, .use = {.memory_mib = resident}}},
+         .burst = UsageBurst{
+             .period_s = once ? *memory.burst_once_at_s + memory.burst_s : memory.burst_period_s,
+             .duration_s = memory.burst_s,
+             .peak = {.memory_mib = resident + memory.burst_share * gpu_mib},
+             .ramp_s = memory.burst_ramp_s,
+             .staggered = !once,
+             .repeat = !once},
+         .memory_only = true};
   }
   if (catalog.training.empty()) {
     return Fail("experiment online-offline: the catalogue lists no `training` apps");
@@ -123,14 +143,19 @@ Expected<AppCatalog> OnlineOfflineCatalog(const AppCatalog& catalog,
   return out;
 }
 
-Expected<predict::Predictor> OnlineOfflinePredictor(const Physics& physics,
-                                                    const std::vector<std::string>& gpus,
-                                                    uint64_t seed) {
+Expected<ProfileSamples> OnlineOfflineSamples(const Physics& physics,
+                                              const std::vector<std::string>& gpus, uint64_t seed) {
   ProfilerOptions profiling;
   for (const AppSpec& a : physics.catalog().apps) profiling.full_apps.push_back(a.key);
   profiling.full_runs = 3;
   profiling.interference_gpu = gpus.front();
-  Expected<ProfileSamples> samples = Profiler(physics, profiling).Sample(gpus, seed);
+  return Profiler(physics, profiling).Sample(gpus, seed);
+}
+
+Expected<predict::Predictor> OnlineOfflinePredictor(const Physics& physics,
+                                                    const std::vector<std::string>& gpus,
+                                                    uint64_t seed) {
+  Expected<ProfileSamples> samples = OnlineOfflineSamples(physics, gpus, seed);
   if (!samples) return std::unexpected(samples.error());
   return predict::Predictor::Create(samples->TakeProfile(), samples->TakeInterference(), {},
                                     CatalogFeatures(physics.catalog()));
@@ -176,6 +201,24 @@ std::vector<OnlineService> DefaultServices(int gpus) {
 }
 
 std::span<const std::string_view> OnlineOfflinePolicies() { return kOnlineOfflinePolicies; }
+
+OnlineOfflineScenario ShortBurstScenario() {
+  OnlineOfflineScenario s;
+  s.nodes = 1;
+  s.gpus_per_node = 2;
+  s.horizon_s = 240;
+  s.offline_jobs = 2;
+  s.submit_window_s = 2;
+  s.duration_median_s = 40;
+  s.duration_sigma = 0;
+  s.duration_max_s = 40;
+  s.checkpoint_s = 10;
+  s.sample_interval_s = 1;
+  s.service_memory.burst_once_at_s = 10;
+  s.service_memory.burst_ramp_s = 40;
+  s.service_memory.burst_s = 50;
+  return s;
+}
 
 double OversoldGpu(std::span<const OfflineTimes> jobs) {
   double exclusive = 0, real = 0;
@@ -224,12 +267,15 @@ double LatencyQuantile(std::span<const QueueObservation> qs, double host_s, doub
 
 namespace {
 
-// The services first, at t = 0, one replica per GPU; the service of each replica's id.
-Expected<std::map<model::WorkloadId, const OnlineService*>> AddServices(
-    std::span<const OnlineService> services, std::span<const model::GpuModelId> models,
-    World& world, model::WorkloadId& next_id) {
-  std::map<model::WorkloadId, const OnlineService*> service_of;
-  for (const OnlineService& s : services) {
+// The services first, at t = 0, one replica per GPU, appended to `out`, each one's offered load
+// set in `physics`; the service of each replica's id (an index into `services`).
+std::map<model::WorkloadId, size_t> AddServices(std::span<const OnlineService> services,
+                                                std::span<const model::GpuModelId> models,
+                                                Physics& physics, model::WorkloadId& next_id,
+                                                std::vector<model::Workload>& out) {
+  std::map<model::WorkloadId, size_t> service_of;
+  for (size_t i = 0; i < services.size(); ++i) {
+    const OnlineService& s = services[i];
     for (int r = 0; r < s.replicas; ++r) {
       model::Workload w;
       w.id = next_id++;
@@ -239,22 +285,22 @@ Expected<std::map<model::WorkloadId, const OnlineService*>> AddServices(
       w.queries = kServiceQueries;
       w.gpu = {.count = 1, .milli = 1000, .models = {models.begin(), models.end()}};
       w.arrival_s = 0;
-      world.physics.SetOfferedLoad(w.id, s.load);
-      service_of[w.id] = &s;
-      if (auto ok = world.engine->Add(std::move(w)); !ok) return std::unexpected(ok.error());
+      physics.SetOfferedLoad(w.id, s.load);
+      service_of[w.id] = i;
+      out.push_back(std::move(w));
     }
   }
   return service_of;
 }
 
-// The offline trace: its own stream, so every policy of a seed sees the same jobs. Returns how
-// many were added.
-Expected<int> AddOfflineJobs(const OnlineOfflineScenario& scenario, uint64_t seed,
-                             const AppCatalog& full_catalog,
-                             std::span<const model::GpuModelId> models, World& world,
-                             model::WorkloadId& next_id) {
+// The offline trace: its own stream, so every policy of a seed sees the same jobs; appended to
+// `out`.
+void AddOfflineJobs(const OnlineOfflineScenario& scenario, uint64_t seed,
+                    const AppCatalog& full_catalog, std::span<const model::GpuModelId> models,
+                    const Physics& physics, model::WorkloadId& next_id,
+                    std::vector<model::Workload>& out) {
   const model::GpuModelId gpu = models.front();  // the trace's durations are on this model
-  const AppCatalog& catalog = world.physics.catalog();
+  const AppCatalog& catalog = physics.catalog();
   Rng trace(seed ^ 0x0ff11e5ULL);
   double t = 0;
   for (int j = 0; j < scenario.offline_jobs; ++j) {
@@ -264,7 +310,7 @@ Expected<int> AddOfflineJobs(const OnlineOfflineScenario& scenario, uint64_t see
     const double duration = std::min(
         scenario.duration_max_s,
         scenario.duration_median_s * std::exp(scenario.duration_sigma * trace.Normal(0, 1)));
-    const double rate = world.physics.IsolatedQps(app, gpu, -1, 1000);  // iterations/s alone
+    const double rate = physics.IsolatedQps(app, gpu, -1, 1000);  // iterations/s alone
     model::Workload w;
     w.id = next_id++;
     w.name = fmt::format("job-{}", j);
@@ -277,9 +323,8 @@ Expected<int> AddOfflineJobs(const OnlineOfflineScenario& scenario, uint64_t see
              .memory_mib = app.footprint_mib,
              .models = {models.begin(), models.end()}};
     w.arrival_s = t;
-    if (auto ok = world.engine->Add(std::move(w)); !ok) return std::unexpected(ok.error());
+    out.push_back(std::move(w));
   }
-  return scenario.offline_jobs;
 }
 
 // The hourly timeline: each bucket's request-weighted latency and its GPUs' mean activity.
@@ -309,7 +354,8 @@ std::vector<TimelinePoint> Timeline(const EngineResult& result,
 // The run's figures from the engine's outcomes: the services' latency from their load samples,
 // the offline jobs' completions, evictions and executions, the GPUs' activity.
 OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenario& scenario,
-                           const std::map<model::WorkloadId, const OnlineService*>& service_of,
+                           std::span<const OnlineService> services,
+                           const std::map<model::WorkloadId, size_t>& service_of,
                            const Physics& physics, const model::ClusterState& cluster) {
   OnlineOfflineRun run;
   double memory_mib = 0;  // the cluster's
@@ -329,13 +375,18 @@ OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenar
   std::vector<QueueObservation> all;
   std::vector<std::vector<QueueObservation>> by_hour(
       static_cast<size_t>(std::ceil(scenario.horizon_s / kBucketS)));
-  int64_t ticks = 0, overloaded = 0;
+  int64_t ticks = 0, overloaded = 0, down = 0;
   double jct_sum = 0;
   for (const WorkloadOutcome& o : result.workloads) {
     hold(o);
     if (auto it = service_of.find(o.workload.id); it != service_of.end()) {
       for (const LoadSample& s : o.load) {
-        const double lambda = it->second->load.QpsAt(s.t);
+        if (s.capacity_qps <= 0) {  // down: its requests fail, they have no latency
+          ++ticks;
+          ++down;
+          continue;
+        }
+        const double lambda = services[it->second].load.QpsAt(s.t);
         const QueueObservation q{lambda * kLoadIntervalS, lambda, s.capacity_qps};
         all.push_back(q);
         const auto bucket = static_cast<size_t>(s.t / kBucketS);
@@ -343,6 +394,7 @@ OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenar
         ++ticks;
         overloaded += lambda >= 0.99 * s.capacity_qps;
       }
+      run.online_oom_kills += o.oom_kills;
       continue;
     }
     if (o.start_s) run.executions += 1 + o.moves;
@@ -367,11 +419,15 @@ OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenar
   run.online_latency_mean_ms = 1000 * MeanLatency(all, host_s);
   run.online_latency_p99_ms = 1000 * LatencyQuantile(all, host_s, 0.99);
   run.overloaded_share = ticks > 0 ? static_cast<double>(overloaded) / ticks : 0;
+  run.online_down_share = ticks > 0 ? static_cast<double>(down) / ticks : 0;
   run.offline_jct_mean_s = run.offline_jobs_done > 0 ? jct_sum / run.offline_jobs_done : 0;
   const double gpu_time = cluster.gpu_count() * std::max(1.0, result.stop_s);
   run.gpu_util_mean = result.gpu_util_integral / gpu_time;
   run.sm_activity_mean = result.sm_activity_integral / gpu_time;
   run.oversold_gpu = OversoldGpu(finished);
+  // With services' trajectories the engine's samples hold every GPU's use (offline jobs at what
+  // they reserve); without, the footprints.
+  if (result.gpu_memory_integral > 0) memory_held = result.gpu_memory_integral;
   run.gpu_memory_mean = memory_held / (std::max(1.0, result.stop_s) * memory_mib);
   run.timeline = Timeline(result, by_hour, host_s);
   return run;
@@ -379,9 +435,10 @@ OnlineOfflineRun Summarize(const EngineResult& result, const OnlineOfflineScenar
 
 }  // namespace
 
-Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy_name,
-                                            const OnlineOfflineScenario& scenario, uint64_t seed,
-                                            const AppCatalog& full_catalog) {
+Expected<OnlineOfflineWorld> BuildOnlineOfflineWorld(std::string_view policy_name,
+                                                     const OnlineOfflineScenario& scenario,
+                                                     uint64_t seed,
+                                                     const AppCatalog& full_catalog) {
   Expected<Variant> variant = VariantOf(policy_name);
   if (!variant) return std::unexpected(variant.error());
   for (const std::string& m : {scenario.gpu, scenario.second_gpu}) {
@@ -390,46 +447,61 @@ Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy_name,
     }
   }
   const std::vector<model::GpuModelId> models = ModelsOf(scenario);
-  std::vector<std::string> model_names = {scenario.gpu};
-  if (!scenario.second_gpu.empty()) model_names.push_back(scenario.second_gpu);
+  OnlineOfflineWorld out;
+  out.gpus = {scenario.gpu};
+  if (!scenario.second_gpu.empty()) out.gpus.push_back(scenario.second_gpu);
   const int gpus = scenario.nodes * scenario.gpus_per_node;
-  const std::vector<OnlineService> services =
-      scenario.services.empty() ? DefaultServices(gpus) : scenario.services;
-  Expected<AppCatalog> catalog = OnlineOfflineCatalog(full_catalog, services);
+  out.services = scenario.services.empty() ? DefaultServices(gpus) : scenario.services;
+  Expected<AppCatalog> catalog =
+      OnlineOfflineCatalog(full_catalog, out.services, scenario.service_memory, scenario.gpu);
   if (!catalog) return std::unexpected(catalog.error());
 
-  const std::string muxflow = "muxflow" + variant->options.dump();
+  out.policy = "muxflow" + variant->options.dump();
   WorldOptions options{
-      .policy = muxflow,
+      .policy = out.policy,
       .seed = seed,
       .predictor = [&](const Physics& physics,
                        const model::ClusterState&) -> Expected<predict::Predictor> {
-        return OnlineOfflinePredictor(physics, model_names, seed);
+        return OnlineOfflinePredictor(physics, out.gpus, seed);
       },
       .always_predict = true,
       .can_move = true,
-      .engine = {.cycle_interval_s = kCycleIntervalS,
+      .engine = {.cycle_interval_s = scenario.sample_interval_s,
                  .horizon_s = scenario.horizon_s,
-                 .telemetry_interval_s = kCycleIntervalS,
+                 .telemetry_interval_s = scenario.sample_interval_s,
+                 .usage_interval_s = scenario.sample_interval_s,
+                 .cycle_after_usage = true,
                  .load_interval_s = kLoadIntervalS}};
   options.physics.sharing = variant->sharing;
   auto world = World::Build(*catalog, MakeCluster(scenario, models), options);
   if (!world) return std::unexpected(world.error());
+  out.world = std::move(*world);
 
   model::WorkloadId next_id = 1;
-  auto service_of = AddServices(services, models, **world, next_id);
-  if (!service_of) return std::unexpected(service_of.error());
-  int offline_jobs = 0;
+  out.service_of = AddServices(out.services, models, out.world->physics, next_id, out.workloads);
   if (variant->offline) {
-    Expected<int> added = AddOfflineJobs(scenario, seed, full_catalog, models, **world, next_id);
-    if (!added) return std::unexpected(added.error());
-    offline_jobs = *added;
+    AddOfflineJobs(scenario, seed, full_catalog, models, out.world->physics, next_id,
+                   out.workloads);
+    out.offline_jobs = scenario.offline_jobs;
   }
-  OnlineOfflineRun run = Summarize((*world)->engine->Run(), scenario, *service_of,
-                                   (*world)->physics, (*world)->cluster);
+  return out;
+}
+
+Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy_name,
+                                            const OnlineOfflineScenario& scenario, uint64_t seed,
+                                            const AppCatalog& full_catalog) {
+  Expected<OnlineOfflineWorld> built =
+      BuildOnlineOfflineWorld(policy_name, scenario, seed, full_catalog);
+  if (!built) return std::unexpected(built.error());
+  World& world = *built->world;
+  for (model::Workload& w : built->workloads) {
+    if (auto ok = world.engine->Add(std::move(w)); !ok) return std::unexpected(ok.error());
+  }
+  OnlineOfflineRun run = Summarize(world.engine->Run(), scenario, built->services,
+                                   built->service_of, world.physics, world.cluster);
   run.policy = std::string(policy_name);
   run.seed = seed;
-  run.offline_jobs = offline_jobs;
+  run.offline_jobs = built->offline_jobs;
   return run;
 }
 
@@ -449,6 +521,8 @@ const report::MetricTable<OnlineOfflineRun>& OnlineOfflineTable() {
           {"offline_jobs", &Run::offline_jobs, ""},
           {"oversold_gpu", &Run::oversold_gpu, "oversold", 1, 3, 9},
           {"evictions", &Run::evictions, "evicted", 1, 1, 9},
+          {"online_oom_kills", &Run::online_oom_kills, "svc OOM", 1, 1, 8},
+          {"online_down_share", &Run::online_down_share, ""},
           {"executions", &Run::executions, "executions", 1, 1, 10},
           {"lost_iterations", &Run::lost_iterations, ""}}};
   return table;
@@ -531,13 +605,28 @@ std::string OnlineOfflineHtml(size_t seeds, std::span<const OnlineOfflineRun> me
 
 Expected<OnlineOfflineScenario> OnlineOfflineScenarioOf(std::string_view reading) {
   OnlineOfflineScenario scenario;
-  if (reading.empty() || reading == "cluster=t4") return scenario;
-  if (reading == "cluster=t4-a10") {
-    scenario.second_gpu = "A10";
-    return scenario;
+  size_t at = 0;
+  while (at < reading.size()) {
+    size_t end = reading.find(',', at);
+    if (end == std::string_view::npos) end = reading.size();
+    const std::string_view item = reading.substr(at, end - at);
+    at = end + 1;
+    if (item == "cluster=t4") {
+      scenario.second_gpu.clear();
+    } else if (item == "cluster=t4-a10") {
+      scenario.second_gpu = "A10";
+    } else if (item == "memory=resident") {
+      scenario.service_memory.resident = true;
+    } else if (item == "memory=footprint") {
+      scenario.service_memory.resident = false;
+    } else {
+      return Fail(
+          "--reading: '{}' is not one of cluster=t4|t4-a10, memory=resident|footprint "
+          "(experiment online-offline)",
+          item);
+    }
   }
-  return Fail("--reading: '{}' is not one of cluster=t4|t4-a10 (experiment online-offline)",
-              reading);
+  return scenario;
 }
 
 Expected<void> CheckOnlineOfflineArgs(const ExperimentArgs& args) {
@@ -628,7 +717,8 @@ Expected<Explanation> ExplainOnlineOffline(const ExplainArgs& f) {
   constexpr int kGpus = 4;
   constexpr double kEvening = 20 * 3600.0;
   const std::vector<OnlineService> services = DefaultServices(kGpus);
-  Expected<AppCatalog> catalog = OnlineOfflineCatalog(full, services);
+  // Its telemetry is set by hand below: no trajectory plays a part.
+  Expected<AppCatalog> catalog = OnlineOfflineCatalog(full, services, {.resident = false}, "T4");
   if (!catalog) return std::unexpected(catalog.error());
   const std::string app_key = f.app_set ? f.app : "train/resnet50";
   const AppSpec* app = catalog->Find(app_key);

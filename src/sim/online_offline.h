@@ -27,7 +27,10 @@
 // Deterministic for (policy, scenario, seed). Not thread-safe; runs share nothing.
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,6 +43,8 @@
 #include "sim/explain.h"
 #include "sim/load_curve.h"
 #include "sim/physics.h"
+#include "sim/profiler.h"
+#include "sim/world.h"
 
 namespace tessera::sim {
 
@@ -48,6 +53,27 @@ struct OnlineService {
   std::string app;   // key in the catalogue's `apps`
   DailyLoad load;    // per replica
   int replicas = 0;
+};
+
+// What a service replica holds on its GPU (docs/results.md, "Services' memory"). Resident
+// (`--reading memory=resident`, the default): the framework's cache, a stable share of the
+// scenario GPU's memory (001 §2, Fig. 2: "stable because the DL framework … caches"; 001 §7.5:
+// online-only GPUs hold 42 % in the deployment), bursting now and then (001 §4.1: "when the
+// GPU memory usage of the online workload bursts"): the cache grows by `burst_share` over
+// `burst_ramp_s`, holds for the rest of `burst_s` and goes back, once per `burst_period_s` per
+// replica at a phase drawn per replica. 001 gives neither the size nor the shape of a burst
+// (ours); the period is the one constant set from a result, 001's 1.5 % of offline executions
+// evicted (≈245). Footprint (`memory=footprint`): the app's footprint_mib, no bursts.
+struct ServiceMemory {
+  bool resident = true;
+  // Set: every replica bursts once, at this time of its run, and never again (a scripted
+  // scenario: the cluster box's); burst_period_s is then unused.
+  std::optional<double> burst_once_at_s;
+  double resident_share = 0.42;
+  double burst_share = 0.30;
+  double burst_ramp_s = 120;
+  double burst_s = 600;
+  double burst_period_s = 5 * 86400;
 };
 
 struct OnlineOfflineScenario {
@@ -68,6 +94,10 @@ struct OnlineOfflineScenario {
   double duration_max_s = 8 * 3600;
   double checkpoint_s = 600;  // a checkpoint every 10 min of exclusive progress
   double host_latency_ms = 10;
+  // How often the simulator samples the services' memory and telemetry and runs a cycle (10 s;
+  // the cluster box's short scenario samples every second, as its agents do).
+  double sample_interval_s = 10;
+  ServiceMemory service_memory;
   std::vector<OnlineService> services;  // empty: DefaultServices(nodes × gpus_per_node)
 };
 
@@ -77,15 +107,30 @@ struct OnlineOfflineScenario {
 std::vector<OnlineService> DefaultServices(int gpus);
 
 // The experiment's own catalogue: its services' apps and the `training` apps, all in `apps`,
-// nothing else, so the profiling campaign characterises exactly what runs.
+// nothing else, so the profiling campaign characterises exactly what runs. With resident
+// memory, each service app states it as a memory-only usage trajectory on `gpu`'s memory.
 [[nodiscard]] Expected<AppCatalog> OnlineOfflineCatalog(const AppCatalog& catalog,
-                                                        std::span<const OnlineService> services);
+                                                        std::span<const OnlineService> services,
+                                                        const ServiceMemory& memory,
+                                                        std::string_view gpu);
+// What the Profiler measures for muxflow's predictor (below), as samples: what the cluster box
+// hands `tessera schedule` as its --profile and --interference.
+[[nodiscard]] Expected<ProfileSamples> OnlineOfflineSamples(const Physics& physics,
+                                                            const std::vector<std::string>& gpus,
+                                                            uint64_t seed);
 // muxflow's speed predictor: CF over what the Profiler measured of every app of `physics` on
 // each of `gpus`, alone on every configuration (3 runs each), and in pairs at 50 % MPS on the
 // first (001 §6 trains a predictor per GPU type; ours is one model over both).
 [[nodiscard]] Expected<predict::Predictor> OnlineOfflinePredictor(
     const Physics& physics, const std::vector<std::string>& gpus, uint64_t seed);
-// The scenario `--reading` names: "" or "cluster=t4" (001's testbed, all T4), "cluster=t4-a10".
+// A scenario of minutes that one memory burst crosses, run by the simulator and by the cluster
+// box alike (docs/cluster-box.md): one node of 2 T4s with a service each, 2 offline jobs of
+// 40 s alone arriving in the first 2 s (checkpoints every 10 s), every service bursting once at
+// 10 s by +30 % of the T4 over a 40-s ramp for 50 s, sampled every second, 240 s long. Its policy
+// should run its rounds and holds at this scale: muxflow{"period_s":5,"base_hold_s":10}.
+OnlineOfflineScenario ShortBurstScenario();
+// The scenario `--reading` names, comma-separated: cluster=t4 (001's testbed, all T4; the
+// default) or cluster=t4-a10; memory=resident (the default) or memory=footprint.
 [[nodiscard]] Expected<OnlineOfflineScenario> OnlineOfflineScenarioOf(std::string_view reading);
 
 // The experiment's policies, in report order.
@@ -104,13 +149,17 @@ struct OnlineOfflineRun {
   double online_latency_mean_ms = 0;
   double online_latency_p99_ms = 0;
   double overloaded_share = 0;  // of replica-ticks with λ ≥ 0.99 μ
-  double gpu_util_mean = 0;     // over GPUs and the horizon
+  // Of replica-ticks with the replica's container down (relaunching after an OOM kill): its
+  // requests fail and are left out of the latency.
+  double online_down_share = 0;
+  double gpu_util_mean = 0;  // over GPUs and the horizon
   double sm_activity_mean = 0;
   double offline_jct_mean_s = 0;  // finished jobs: end − submission
   double offline_jobs_done = 0;
   double offline_jobs = 0;
-  double evictions = 0;   // offline runs a policy stopped (requeued from their checkpoint)
-  double executions = 0;  // offline runs started: first starts + restarts after evictions
+  double evictions = 0;         // offline runs a policy stopped (requeued from their checkpoint)
+  double online_oom_kills = 0;  // service replicas that crashed out of memory (and relaunched)
+  double executions = 0;        // offline runs started: first starts + restarts after evictions
   double lost_iterations = 0;
   // 001's oversold GPU (eq. 3, OversoldGpu): how much of a GPU the finished offline jobs got.
   double oversold_gpu = 0;
@@ -130,6 +179,20 @@ struct OfflineTimes {
 };
 double OversoldGpu(std::span<const OfflineTimes> jobs);
 
+// One policy variant's world for a scenario and seed, its workloads not added to the engine yet:
+// what RunOnlineOffline runs, and what the cluster box runs on its emulated cluster.
+struct OnlineOfflineWorld {
+  std::unique_ptr<World> world;                    // its physics knows every service's offered load
+  std::vector<model::Workload> workloads;          // the services (arrival 0), then the jobs
+  std::vector<OnlineService> services;             // the scenario's, or DefaultServices
+  std::map<model::WorkloadId, size_t> service_of;  // a replica's service (into `services`)
+  std::vector<std::string> gpus;                   // the GPU models, the scenario's first
+  std::string policy;                              // the registered one: "muxflow{…}"
+  int offline_jobs = 0;
+};
+[[nodiscard]] Expected<OnlineOfflineWorld> BuildOnlineOfflineWorld(
+    std::string_view policy, const OnlineOfflineScenario& scenario, uint64_t seed,
+    const AppCatalog& catalog);
 [[nodiscard]] Expected<OnlineOfflineRun> RunOnlineOffline(std::string_view policy,
                                                           const OnlineOfflineScenario& scenario,
                                                           uint64_t seed, const AppCatalog& catalog);

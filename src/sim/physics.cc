@@ -333,7 +333,20 @@ double Physics::GpuPower(model::GpuIndex g, double load, const model::ClusterSta
 std::optional<UsagePoint> Physics::UsageAt(const model::Workload& w, double since_start_s) const {
   const AppSpec* app = catalog_.Find(w.app);
   if (app == nullptr || app->usage.empty()) return std::nullopt;
-  return app->usage.At(since_start_s);
+  double offset = 0;
+  if (app->usage.burst && app->usage.burst->staggered) {
+    // A hash, not a generator: it is asked at every usage sample (53 bits to [0, 1)).
+    const uint64_t h = Mix(seed_ ^ 0xb0257ULL ^ Mix(static_cast<uint64_t>(w.id)));
+    // On the clock, not the container's: a relaunched replica meets its burst when it was due.
+    offset = app->usage.burst->period_s * static_cast<double>(h >> 11) * 0x1.0p-53 +
+             (now_ - since_start_s);
+  }
+  return app->usage.At(since_start_s, offset);
+}
+
+bool Physics::UsageStatesActivity(const model::Workload& w) const {
+  const AppSpec* app = catalog_.Find(w.app);
+  return app == nullptr || !app->usage.memory_only;
 }
 
 }  // namespace tessera::sim

@@ -139,7 +139,10 @@ class Physics final : public GroundTruth {
   void SetTime(double t) override { now_ = t; }
   bool HasOfferedLoad(const model::Workload& w) const override { return offered_.contains(w.id); }
   // The application's `usage` trajectory (apps.yaml), the same for every instance of it.
+  // A staggered burst is shifted by U[0, period) drawn from (seed, the workload's id) and plays
+  // on the clock (SetTime), not from the workload's start: a relaunch does not move it.
   std::optional<UsagePoint> UsageAt(const model::Workload& w, double since_start_s) const override;
+  bool UsageStatesActivity(const model::Workload& w) const override;
 
   const AppCatalog& catalog() const { return catalog_; }
 

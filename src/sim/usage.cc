@@ -7,7 +7,7 @@
 
 namespace tessera::sim {
 
-UsagePoint UsageTrajectory::At(double t) const {
+UsagePoint UsageTrajectory::At(double t, double burst_offset_s) const {
   if (phases.empty()) return {};
   t = std::max(t, 0.0);
   double total = 0;
@@ -21,8 +21,14 @@ UsagePoint UsageTrajectory::At(double t) const {
     }
     in -= p.duration_s;
   }
-  if (burst && std::fmod(t, burst->period_s) >= burst->period_s - burst->duration_s) {
-    use.memory_mib = std::max(use.memory_mib, burst->peak.memory_mib);
+  if (!burst) return use;
+  const double shifted = burst->staggered ? t + burst_offset_s : t;
+  if (!burst->repeat && shifted >= burst->period_s) return use;
+  const double into = std::fmod(shifted, burst->period_s) - (burst->period_s - burst->duration_s);
+  if (into >= 0) {
+    const double ramp = burst->ramp_s > 0 ? std::min(1.0, into / burst->ramp_s) : 1.0;
+    const double peak = use.memory_mib + ramp * (burst->peak.memory_mib - use.memory_mib);
+    use.memory_mib = std::max(use.memory_mib, peak);
     use.sm = std::max(use.sm, burst->peak.sm);
     use.bandwidth = std::max(use.bandwidth, burst->peak.bandwidth);
   }
@@ -50,6 +56,7 @@ void AddUsage(const WorkloadUsage& x, double sign,
     }
     // A workload on several partitions holds its use spread evenly over them.
     p.traced = true;
+    p.activity = p.activity || x.activity;
     p.sum.memory_mib += sign * x.use->memory_mib / n;
     p.sum.sm += sign * x.use->sm / n;
     p.sum.bandwidth += sign * x.use->bandwidth / n;

@@ -42,6 +42,9 @@ struct UsageBurst {
   double period_s = 0;    // > duration_s
   double duration_s = 0;  // > 0
   UsagePoint peak;
+  double ramp_s = 0;       // 0 ≤ ramp_s ≤ duration_s; 0: a step
+  bool staggered = false;  // shifted per workload (At's offset_s)
+  bool repeat = true;      // false: only the first period's burst, [period − duration, period)
   bool operator==(const UsageBurst&) const = default;
 };
 
@@ -49,10 +52,12 @@ struct UsageTrajectory {
   std::vector<UsagePhase> phases;  // empty: the application states no trajectory
   bool loop = false;
   std::optional<UsageBurst> burst;
+  bool memory_only = false;  // sm and bandwidth are not the trajectory's to state
 
   bool empty() const { return phases.empty(); }
-  // The use `since_start_s` seconds after the workload started (clamped at 0).
-  UsagePoint At(double since_start_s) const;
+  // The use `since_start_s` seconds after the workload started (clamped at 0); a staggered
+  // burst is played `burst_offset_s` later in its period.
+  UsagePoint At(double since_start_s, double burst_offset_s = 0) const;
   // The most memory it ever holds.
   double PeakMemoryMib() const;
   bool operator==(const UsageTrajectory&) const = default;
@@ -66,6 +71,7 @@ struct WorkloadUsage {
   model::WorkloadId id = 0;
   const model::Placement* placement = nullptr;  // its slices; not owned
   std::optional<UsagePoint> use;  // nullopt: no trajectory (it holds what it reserved)
+  bool activity = true;           // its trajectory states SM and bandwidth activity
   double growth_mib = 0;          // with a trajectory: memory grown since its last sample
   size_t order = 0;               // the engine's index of it: breaks ties between growers
 };
@@ -73,7 +79,8 @@ struct WorkloadUsage {
 // What one partition's clients hold together.
 struct PartitionUsage {
   UsagePoint sum;
-  bool traced = false;  // some client has a trajectory
+  bool traced = false;    // some client has a trajectory
+  bool activity = false;  // some client's trajectory states SM and bandwidth activity
   // Its clients with a trajectory: (growth since the last sample, order, id).
   std::vector<std::tuple<double, size_t, model::WorkloadId>> growers;
 };

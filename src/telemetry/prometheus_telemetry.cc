@@ -295,8 +295,15 @@ std::optional<double> PrometheusTelemetry::MemoryUsedMib(std::string_view uuid) 
 std::optional<double> PrometheusTelemetry::PowerWatts(std::string_view uuid) const {
   return Instant(uuid, &Values::power);
 }
-std::optional<double> PrometheusTelemetry::SmActivity(std::string_view uuid) const {
-  return Instant(uuid, &Values::sm_activity);
+std::optional<double> PrometheusTelemetry::SmActivity(std::string_view key) const {
+  if (auto a = Instant(key, &Values::sm_activity)) return a;
+  // A pod's own activity (muxflow reads a service's by its workload name): the last point of
+  // its tessera_pod_sm_active series.
+  auto s = Fresh();
+  if (!s) return std::nullopt;
+  auto it = s->by_workload.find(key);
+  if (it == s->by_workload.end() || it->second.sm_series.empty()) return std::nullopt;
+  return it->second.sm_series.back().value;
 }
 std::optional<double> PrometheusTelemetry::SmClockMhz(std::string_view uuid) const {
   return Instant(uuid, &Values::sm_clock);

@@ -98,7 +98,8 @@ class PrometheusTelemetry final : public Telemetry {
   std::optional<Series> SmActivitySeries(std::string_view key, double window_s) const override;
   std::optional<Series> BandwidthSeries(std::string_view key, double window_s) const override;
   std::optional<double> PowerWatts(std::string_view uuid) const override;
-  std::optional<double> SmActivity(std::string_view uuid) const override;
+  // By a partition's uuid; else by a workload's name, its pod series' last point.
+  std::optional<double> SmActivity(std::string_view key) const override;
   std::optional<double> SmClockMhz(std::string_view uuid) const override;
   std::optional<double> WorkloadQps(std::string_view workload) const override;
   std::string WhyNoQps(std::string_view workload) const override;

@@ -341,6 +341,53 @@ TEST_F(MuxflowTest, ACycleThatEvictsAndResizesLeavesTheEvictedOutOfItsResizes) {
   EXPECT_EQ(actions.resizes[0].slices.at(0).milli, 700);
 }
 
+// A memory burst read first by a placement (PlaceBatch feeds the monitors too) must still evict
+// at the cycle's end: the eviction pass keeps its own record of the samples it acted on.
+TEST_F(MuxflowTest, AnOverlimitSampleReadByAPlacementFirstStillEvicts) {
+  AddNodes(1, 2);
+  PlaceService(0, 1, 0, 0.3);
+  PlaceService(1, 2, 1, 0.3);
+  Muxflow m = Make();
+  ASSERT_TRUE(m.AfterCycle(c_).evictions.empty());
+  const Workload a = Job(10, 0);
+  ASSERT_TRUE(c_.Place(a, {a.id, 0, {{ClusterState::PartitionOf(0, 0), 700, 6144, true}}}));
+  // GPU 0's service cache grows: 0.96 of the T4's memory in use (≥ 0.95: Overlimit).
+  const double t4 = static_cast<double>(c_.partition(ClusterState::PartitionOf(0, 0)).memory_mib);
+  telemetry_.SetMemoryUsedMib(c_.gpu(0).uuid, 0.96 * t4);
+  const Workload b = Job(11, 1);
+  const Workload* pending[] = {&b};
+  m.PlaceBatch(pending, c_);  // a placement reads the sample first
+  const CycleActions actions = m.AfterCycle(c_);
+  ASSERT_EQ(actions.evictions.size(), 1u);
+  EXPECT_EQ(actions.evictions[0].workload, a.id);
+  EXPECT_NE(actions.evictions[0].reason.find("memory 0.960"), std::string::npos)
+      << actions.evictions[0].reason;
+  EXPECT_TRUE(m.AfterCycle(c_).evictions.empty());  // nothing new read: acted on already
+}
+
+// An offline job needs its memory free by what the GPU holds now, not only by what is
+// reserved: a service that reserved 60 % but whose cache holds 72 % leaves 28 % of the T4,
+// too little for a 6,144 MiB job (37.5 %); at 50 % in use it fits.
+TEST_F(MuxflowTest, AnOfflineJobNeedsTheMemoryTheGpuLeavesFreeNow) {
+  AddNodes(1, 1);
+  PlaceService(0, 1, 0, 0.3);
+  MuxflowOptions first_fit;
+  first_fit.matching = false;  // Filter answers for an offline job as it comes
+  Muxflow m = Make(first_fit);
+  ASSERT_TRUE(m.AfterCycle(c_).evictions.empty());
+  Workload job = Job(2, 0);
+  job.gpu.memory_mib = 6144;
+  const double t4 = static_cast<double>(c_.partition(ClusterState::PartitionOf(0, 0)).memory_mib);
+  telemetry_.SetMemoryUsedMib(c_.gpu(0).uuid, 0.72 * t4);
+  m.AfterCycle(c_);  // 0.72 < 0.8: still Healthy
+  ASSERT_EQ(m.Monitor(0)->state(), GpuHealth::kHealthy);
+  const Feasibility no = m.Filter(job, 0, c_);
+  EXPECT_FALSE(no.ok());
+  EXPECT_NE(no.reason.find("what the GPU's memory in use leaves"), std::string::npos) << no.reason;
+  telemetry_.SetMemoryUsedMib(c_.gpu(0).uuid, 0.5 * t4);
+  EXPECT_TRUE(m.Filter(job, 0, c_).ok());
+}
+
 TEST_F(MuxflowTest, FirstFitWithoutMatchingAndNothingOnAnUnknownGpu) {
   AddNodes(1, 2);
   PlaceService(0, 1, 0, 0.5);

@@ -212,6 +212,30 @@ TEST(UsageTrajectoryTest, PhasesHoldOrLoopAndBurstsTakeTheLargerValue) {
   EXPECT_EQ(u.PeakMemoryMib(), 3000);
 }
 
+// A ramped burst's memory rises linearly over ramp_s; a staggered one plays offset_s later in
+// its period; SM and bandwidth still step. Period 100, bursts over [80, 100), ramp 10 s.
+TEST(UsageTrajectoryTest, ARampedBurstRisesLinearlyAndAStaggeredOneIsShifted) {
+  UsageTrajectory u;
+  u.phases = {{1, {1000, 0.1, 0.05}}};
+  u.burst = UsageBurst{.period_s = 100, .duration_s = 20, .peak = {3000, 0.5, 0.2}, .ramp_s = 10};
+  EXPECT_EQ(u.At(79), (UsagePoint{1000, 0.1, 0.05}));
+  EXPECT_EQ(u.At(80), (UsagePoint{1000, 0.5, 0.2}));  // the ramp starts at the phase's memory
+  EXPECT_DOUBLE_EQ(u.At(85).memory_mib, 2000);        // half way: 1000 + 0.5 × 2000
+  EXPECT_DOUBLE_EQ(u.At(90).memory_mib, 3000);
+  EXPECT_DOUBLE_EQ(u.At(99).memory_mib, 3000);
+  EXPECT_EQ(u.At(100), (UsagePoint{1000, 0.1, 0.05}));
+  EXPECT_DOUBLE_EQ(u.At(55, 30).memory_mib, 1000);  // an offset is ignored unless staggered
+  u.burst->staggered = true;
+  EXPECT_DOUBLE_EQ(u.At(55, 30).memory_mib, 2000);  // 55 + 30 = 85: half way up
+  EXPECT_DOUBLE_EQ(u.At(85, 30).memory_mib, 1000);  // 115 mod 100 = 15: no burst
+  EXPECT_EQ(u.PeakMemoryMib(), 3000);
+  // Once: the first period's burst only.
+  u.burst->staggered = false;
+  u.burst->repeat = false;
+  EXPECT_DOUBLE_EQ(u.At(95).memory_mib, 3000);
+  EXPECT_DOUBLE_EQ(u.At(195).memory_mib, 1000);
+}
+
 // The usage block of one app on line 2 (flow style).
 std::string UsageApp(const std::string& usage) {
   return "apps:\n  - {key: a, compute_s: 1, memory_s: 0, fixed_s: 0, footprint_mib: 1, "

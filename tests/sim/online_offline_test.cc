@@ -82,6 +82,7 @@ TEST_F(OnlineOfflineRunTest, TheInferenceCatalogueKeepsTrainingApart) {
 }
 
 TEST_F(OnlineOfflineRunTest, OnlineOnlyRunsNoOfflineWorkAndSharingRaisesUtilisation) {
+  scenario_.service_memory.resident = false;  // memory=footprint: each service its footprint
   const OnlineOfflineRun alone = RunPolicy("online-only");
   EXPECT_EQ(alone.executions, 0);
   EXPECT_EQ(alone.offline_jobs, 0);
@@ -113,21 +114,73 @@ TEST_F(OnlineOfflineRunTest, OnlineOnlyRunsNoOfflineWorkAndSharingRaisesUtilisat
   }
 }
 
-TEST(OnlineOfflineScenarioTest, TheReadingNamesTheCluster) {
+TEST(OnlineOfflineScenarioTest, TheReadingNamesTheClusterAndTheServicesMemory) {
   EXPECT_EQ(OnlineOfflineScenarioOf("")->second_gpu, "");
+  EXPECT_TRUE(OnlineOfflineScenarioOf("")->service_memory.resident);
   EXPECT_EQ(OnlineOfflineScenarioOf("cluster=t4")->second_gpu, "");
   EXPECT_EQ(OnlineOfflineScenarioOf("cluster=t4-a10")->second_gpu, "A10");
+  auto both = OnlineOfflineScenarioOf("cluster=t4-a10,memory=footprint");
+  ASSERT_TRUE(both) << both.error().message;
+  EXPECT_EQ(both->second_gpu, "A10");
+  EXPECT_FALSE(both->service_memory.resident);
   auto bad = OnlineOfflineScenarioOf("cluster=a100");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("'cluster=a100' is not one of cluster=t4|t4-a10"),
             std::string::npos);
+  EXPECT_FALSE(OnlineOfflineScenarioOf("cluster=t4,memory=lots"));
+}
+
+// memory=resident with no bursts: every replica holds 42 % of its T4 (001 §7.5's online-only
+// GPUs) all day, whatever its footprint, and nothing offline runs: the mean is 0.42, but for
+// the engine's last sample, which it counts for one more usage interval (10 s of 6 h).
+TEST_F(OnlineOfflineRunTest, ResidentServicesHold42PercentOfTheirGpus) {
+  scenario_.service_memory.burst_share = 0;
+  EXPECT_NEAR(RunPolicy("online-only").gpu_memory_mean, 0.42 * (6 * 3600 + 10) / (6 * 3600), 1e-9);
+}
+
+// Every replica bursts once in the run (period 4 h < 6 h): +30 % of a T4 over 2 min. With an
+// offline job at its ~36 % on top of 42 %, the burst would take the GPU past 100 %. SysMonitor
+// (memory ≥ 95 %: Overlimit) evicts the job first and no service crashes; time-sharing, with
+// no monitor, loses the service itself to OOM (the grower's allocation fails).
+TEST_F(OnlineOfflineRunTest, SysMonitorEvictsBeforeABurstingServiceRunsOutOfMemory) {
+  scenario_.service_memory.burst_period_s = 4 * 3600;
+  const OnlineOfflineRun mux = RunPolicy("muxflow");
+  EXPECT_GT(mux.evictions, 0);
+  EXPECT_EQ(mux.online_oom_kills, 0);
+  EXPECT_EQ(mux.executions, 30 + mux.evictions);  // every job started once, plus its restarts
+  const OnlineOfflineRun ts = RunPolicy("ts");
+  EXPECT_EQ(ts.evictions, 0);
+  EXPECT_GT(ts.online_oom_kills, 0);
+  // The old world (memory=footprint): nothing bursts, nothing is evicted or crashes.
+  scenario_.service_memory.resident = false;
+  const OnlineOfflineRun old = RunPolicy("muxflow");
+  EXPECT_EQ(old.evictions, 0);
+  EXPECT_EQ(old.online_oom_kills, 0);
 }
 
 // Half T4, half A10 (001 ≈205): node 0 holds T4s, node 1 A10s; the services' memory is over
 // both models' memory, every job finishes, and each one's exclusive time is taken on the model
 // it ran on (the oversold GPU stays within 1 and the noise).
+// The cluster box's scenario (docs/cluster-box.md), by hand: both services burst once at 10 s,
+// +0.75 % of the T4 a second from 42 % + a job's 34–38 %: 95 % at ≈ 31 s, evicting both jobs
+// (SysMonitor's memory Overlimit), 100 % at ≈ 38 s, which no service reaches; the burst ends at
+// 60 s and both jobs come back and finish from their last checkpoint.
+TEST_F(OnlineOfflineRunTest, TheShortBurstScenarioEvictsBothJobsOnceAndFinishesThem) {
+  scenario_ = ShortBurstScenario();
+  const OnlineOfflineRun r = RunPolicy(R"(muxflow{"period_s":5,"base_hold_s":10})");
+  EXPECT_EQ(r.evictions, 2);
+  EXPECT_EQ(r.online_oom_kills, 0);
+  EXPECT_EQ(r.executions, 4);
+  EXPECT_EQ(r.offline_jobs_done, 2);
+  EXPECT_GT(r.lost_iterations, 0);  // the work since each job's last checkpoint
+  // One burst only: a run twice as long evicts no more.
+  scenario_.horizon_s = 480;
+  EXPECT_EQ(RunPolicy(R"(muxflow{"period_s":5,"base_hold_s":10})").evictions, 2);
+}
+
 TEST_F(OnlineOfflineRunTest, AMixedClusterCountsBothModelsAndFinishesItsJobs) {
   scenario_.second_gpu = "A10";
+  scenario_.service_memory.resident = false;
   const OnlineOfflineRun alone = RunPolicy("online-only");
   double footprints = 0;
   for (const OnlineService& s : DefaultServices(4)) {

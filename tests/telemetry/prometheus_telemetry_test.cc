@@ -123,6 +123,8 @@ TEST_F(PrometheusTelemetryTest, RefreshReadsSmBandwidthAndEachPodsOwnUse) {
   // A pod's own use, by its workload name; NaN samples are dropped, not zeros.
   EXPECT_EQ(telemetry_->MemoryUsed("default/web", 60), (Series{{90, 3072}, {95, 4096}}));
   EXPECT_EQ(telemetry_->SmActivitySeries("ml/train", 60), (Series{{95, 0.3}, {100, 0.5}}));
+  EXPECT_EQ(telemetry_->SmActivity("ml/train"), 0.5);  // a pod's now: its series' last point
+  EXPECT_EQ(telemetry_->SmActivity("default/web"), std::nullopt);  // it exports no SM series
   EXPECT_EQ(telemetry_->BandwidthSeries("ml/train", 60), std::nullopt);
   EXPECT_EQ(telemetry_->MemoryUsed("default/", 60), std::nullopt);  // no pod label: ignored
   EXPECT_EQ(telemetry_->Health().partitions, 3u);  // pods are not partitions
