@@ -77,8 +77,10 @@ if cur ~= ARGV[1] then return -1 end
 for i = 3, #KEYS do
   local a = 3 + (i - 3) * 2
   if redis.call('EXISTS', KEYS[i]) == 1 then
-    local um = redis.call('HINCRBY', KEYS[i], 'used_milli', -tonumber(ARGV[a]))
-    local umem = redis.call('HINCRBY', KEYS[i], 'used_memory_mib', -tonumber(ARGV[a + 1]))
+    -- 0 - x, not -x: Lua's -0 reaches Redis as "-0", which HINCRBY refuses as no integer (a
+    -- best-effort slice reserves 0 milli).
+    local um = redis.call('HINCRBY', KEYS[i], 'used_milli', 0 - tonumber(ARGV[a]))
+    local umem = redis.call('HINCRBY', KEYS[i], 'used_memory_mib', 0 - tonumber(ARGV[a + 1]))
     if redis.call('HGET', KEYS[i], 'present') == '0' and um == 0 and umem == 0 then
       redis.call('DEL', KEYS[i])
     end

@@ -2,6 +2,7 @@
 // and its page as Chromium renders it.
 #include "e2e/box_compare.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "chromium_page.h"
+#include "e2e/box_burst.h"
 
 namespace tessera::e2e {
 namespace {
@@ -173,6 +175,101 @@ TEST(BoxComparePage, ChromiumRendersEveryRunAndPod) {
   EXPECT_NE(dom.find("same_slices_but_ties"), std::string::npos);
   EXPECT_NE(dom.find("<h2>min seed 1 <small>(pods=20,slo=low)</small></h2>"), std::string::npos);
   EXPECT_EQ(dom.find("<script"), std::string::npos);
+  EXPECT_TRUE(rendered.screenshot) << "chromium wrote no screenshot";
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// muxflow's burst scenario compared (box_burst.h): the simulator's side runs here (it evicts
+// both jobs once, sim/online_offline_test.cc); a box that did the same on the GPUs swapped
+// between the two identical jobs agrees, with 2 swaps; one that evicted nothing does not.
+TEST(BoxBurstTest, ASwapOfIdenticalJobsAgreesAndAMissedEvictionFails) {
+  const RunSpec spec = BurstSpec(1, ::testing::TempDir(), "tessera", "exporter");
+  const json sim_only = CompareBurst(spec, RunResult{});
+  ASSERT_EQ(sim_only["jobs"].size(), 2u);
+  EXPECT_EQ(sim_only["sim"]["evictions"], 2);
+  EXPECT_EQ(sim_only["sim"]["jobs_done"], 2);
+  EXPECT_FALSE(sim_only["ok"].get<bool>());  // no box pods: nothing done there
+  RunResult box;
+  for (size_t i = 0; i < 2; ++i) {
+    const json& j = sim_only["jobs"][i];
+    BoxPod p;
+    p.workload.id = j["id"].get<int64_t>();
+    p.workload.app = "train/inception-v3";
+    p.workload.klass = model::WorkloadClass::kOffline;
+    p.name = fmt::format("p{:02}-train-inception-v3", p.workload.id);
+    p.start_s = 1;
+    p.end_s = 95;
+    p.moves = 1;
+    p.partition = sim_only["jobs"][1 - i]["sim"]["gpu"].get<std::string>();  // swapped
+    box.bindings["thesis/" + p.name] = 1;
+    box.bindings["thesis/" + p.name + "-m1"] = 1;
+    box.evictions.push_back("thesis/" + p.name);
+    box.pods.push_back(p);
+  }
+  BoxPod service;
+  service.workload.id = 1;
+  service.workload.klass = model::WorkloadClass::kOnline;
+  box.pods.push_back(service);
+  // The leader's log lines the comparison reads.
+  std::filesystem::create_directories(spec.dir + "/logs");
+  std::ofstream(spec.dir + "/logs/box-a.log")
+      << "[info] policy muxflow: pod thesis/p03 on n0-t4-00: evicted: SysMonitor Overlimit on "
+         "GPU-a: memory 0.952 ≥ 0.950\n"
+      << "[info] policy muxflow: pod thesis/p04 on n0-t4-00: evicted: SysMonitor Overlimit on "
+         "GPU-b: memory 0.951 ≥ 0.950\n";
+  // The two jobs are the same application: the apps in sim_only were read from no box pod.
+  const json r = CompareBurst(spec, box);
+  EXPECT_TRUE(r["ok"].get<bool>()) << r["checks"].dump();
+  EXPECT_EQ(r["swapped"], 2);
+  EXPECT_EQ(r["box"]["evictions"], 2);
+  // An eviction the API never saw (the pod was deleted some other way) fails two checks.
+  box.evictions.pop_back();
+  const json missed = CompareBurst(spec, box);
+  EXPECT_FALSE(missed["checks"]["evicted_through_the_api"].get<bool>());
+  EXPECT_FALSE(missed["ok"].get<bool>());
+  // A service that ran out of memory on the box fails the run.
+  box.evictions.push_back("thesis/p04");
+  box.pods.back().oom = 1;
+  EXPECT_FALSE(CompareBurst(spec, box)["checks"]["no_service_oom"].get<bool>());
+  std::error_code ec;
+  fs::remove_all(spec.dir, ec);
+}
+
+// The burst page as Chromium draws it: the checks, both sides and the eviction lines.
+TEST(BoxBurstPage, ChromiumRendersTheChecksJobsAndEvictions) {
+  const json report = {
+      {"date", "2026-12-01 23:00 UTC"},
+      {"runs",
+       json::array(
+           {{{"seed", 1},
+             {"checks", {{"same_gpus", true}, {"no_service_oom", false}}},
+             {"sim", {{"evictions", 2}, {"jobs_done", 2}, {"jobs", 2}, {"service_oom", 0}}},
+             {"box",
+              {{"evictions", 2},
+               {"jobs_done", 2},
+               {"jobs", 2},
+               {"service_oom", 1},
+               {"reasons", {"evicted: SysMonitor Overlimit on GPU-a: memory 0.952"}}}},
+             {"jobs", json::array({{{"id", 3},
+                                    {"sim", {{"gpu", "GPU-a"}, {"moves", 1}, {"end_s", 93.8}}},
+                                    {"box",
+                                     {{"pod", "p03-train-inception-v3"},
+                                      {"gpu", "GPU-b"},
+                                      {"moves", 1},
+                                      {"end_s", 95.9}}}}})}}})}};
+  std::string tmpl = (fs::temp_directory_path() / "tessera-burst-page-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = tmpl;
+  std::ofstream(dir / "burst.html") << BurstPage(report);
+  const testing::RenderedPage rendered = testing::RenderPage(dir / "burst.html", dir / "burst.png");
+  const std::string& dom = rendered.dom;
+  EXPECT_NE(dom.find("<h2>seed 1</h2>"), std::string::npos) << dom.substr(0, 3000);
+  EXPECT_NE(dom.find("<span class=\"bad\">no_service_oom</span>"), std::string::npos);
+  EXPECT_NE(dom.find("<td class=\"l\">p03-train-inception-v3</td><td class=\"l\">GPU-a</td>"),
+            std::string::npos);
+  EXPECT_NE(dom.find("SysMonitor Overlimit on GPU-a"), std::string::npos);
+  EXPECT_NE(dom.find("<td>93.8</td>"), std::string::npos);
   EXPECT_TRUE(rendered.screenshot) << "chromium wrote no screenshot";
   std::error_code ec;
   fs::remove_all(dir, ec);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <variant>
 
 #include "model/mig.h"
@@ -38,6 +39,15 @@ std::optional<int64_t> PinnedLimitMib(const std::string& v) {
   } catch (...) {
     return std::nullopt;
   }
+}
+
+// The SM clock a GPU reports: its maximum boost clock (NVIDIA's datasheets), held. The ground
+// truth has no clock model, so SysMonitor's clock drop reads 0 on the box as in the simulator.
+int BoostClockMhz(const std::string& model) {
+  static const std::map<std::string, int> kBoost = {
+      {"T4", 1590}, {"A10", 1695}, {"V100-32GB", 1530}, {"A30-24GB", 1440}};
+  const auto it = kBoost.find(model);
+  return it == kBoost.end() ? 1500 : it->second;
 }
 
 std::string FeatureText(const std::variant<double, std::string>& v) {
@@ -76,7 +86,7 @@ EmulatedKubelet::EmulatedKubelet(k8s::testing_support::FakeApiServer& api, sim::
 }
 
 void EmulatedKubelet::WriteFiles() {
-  for (model::NodeIndex n = 0; n < mirror_.node_count(); ++n) WriteNodeFile(n);
+  for (model::NodeIndex n = 0; n < mirror_.node_count(); ++n) WriteNodeFile(n, 0);
   WriteExporterFile();
 }
 
@@ -85,9 +95,14 @@ void EmulatedKubelet::Tick(double now) {
   ReplaceEvicted(now);
   CreateArrived(now);
   StartBound(now);
+  if (now - last_sample_ >= 1.0 && TimeVarying()) {
+    changed_ = true;
+    last_sample_ = now;
+  }
   if (changed_) {
-    Rerate();
-    for (model::NodeIndex n = 0; n < mirror_.node_count(); ++n) WriteNodeFile(n);
+    Rerate(now);
+    CheckMemory(now);
+    for (model::NodeIndex n = 0; n < mirror_.node_count(); ++n) WriteNodeFile(n, now);
     changed_ = false;
   }
   if (now - last_export_ >= 0.25) {
@@ -98,7 +113,8 @@ void EmulatedKubelet::Tick(double now) {
 
 bool EmulatedKubelet::AllDone(const std::set<int64_t>& may_wait) const {
   return std::all_of(pods_.begin(), pods_.end(), [&](const BoxPod& p) {
-    return p.end_s.has_value() || (!p.start_s && may_wait.contains(p.workload.id));
+    return p.end_s.has_value() || (!p.start_s && may_wait.contains(p.workload.id)) ||
+           physics_.HasOfferedLoad(p.workload);
   });
 }
 
@@ -135,6 +151,10 @@ void EmulatedKubelet::ReplaceEvicted(double now) {
     (void)mirror_.Remove(p.workload.id);
     rates_.erase(p.workload.id);
     ++p.moves;
+    if (const int64_t every = p.workload.checkpoint_queries; every > 0) {
+      // Its new container resumes from the last checkpoint: the rest is done again.
+      p.served = std::floor(p.served / static_cast<double>(every)) * static_cast<double>(every);
+    }
     p.served_before = p.served;
     p.api_name = fmt::format("{}-m{}", p.name, p.moves);
     CreatePod(p);
@@ -162,6 +182,7 @@ void EmulatedKubelet::CreatePod(const BoxPod& p) {
   for (const auto& [name, value] : w.features) {
     annotations["tessera.io/feature." + name] = FeatureText(value);
   }
+  if (w.klass == model::WorkloadClass::kOffline) annotations["tessera.io/class"] = "offline";
   json requests = {{"cpu", fmt::format("{}m", w.cpu_milli)},
                    {"memory", fmt::format("{}Mi", w.memory_mib)},
                    {"nvidia.com/gpu", fmt::format("{}", w.gpu.count)}};
@@ -217,6 +238,10 @@ bool EmulatedKubelet::Start(BoxPod& p, double now) {
     const model::Partition& pt = mirror_.partition(*part);
     model::Slice slice{.partition = *part};
     slice.milli = pct.empty() ? 1000 : static_cast<int32_t>(std::lround(std::stod(pct) * 10));
+    // An offline pod's MPS share is a cap in what the guaranteed clients leave, not a
+    // reservation (seed 001's best-effort device plugin): its class says which it is.
+    const json annotations = (*pod)["metadata"].value("annotations", json::object());
+    slice.best_effort = annotations.value("tessera.io/class", "") == "offline";
     const std::optional<int64_t> limit = PinnedLimitMib(pinned);
     slice.memory_mib = limit
                            ? *limit
@@ -248,8 +273,47 @@ void EmulatedKubelet::Fail(BoxPod& p, double now, const std::string& why) {
   api_.SetPodDone(options_.ns, p.api_name, false);
 }
 
-void EmulatedKubelet::Rerate() {
-  physics_.SetTime(0);
+bool EmulatedKubelet::TimeVarying() const {
+  return std::any_of(pods_.begin(), pods_.end(), [&](const BoxPod& p) {
+    return p.running() &&
+           (physics_.HasOfferedLoad(p.workload) || physics_.UsageAt(p.workload, 0).has_value());
+  });
+}
+
+double EmulatedKubelet::MemoryInUse(const BoxPod& p, const model::Client& c, double now) const {
+  if (p.start_s) {
+    if (auto use = physics_.UsageAt(p.workload, now - *p.start_s)) return use->memory_mib;
+  }
+  return static_cast<double>(c.memory_mib);
+}
+
+void EmulatedKubelet::CheckMemory(double now) {
+  for (model::GpuIndex g = 0; g < mirror_.gpu_count(); ++g) {
+    const double memory = static_cast<double>(model::GetGpuModel(mirror_.gpu(g).model).memory_mib);
+    double used = 0;
+    std::vector<BoxPod*> growing;
+    for (const model::Partition& pt : mirror_.partitions_of(g)) {
+      for (const model::Client& c : pt.clients) {
+        auto bp = std::find_if(pods_.begin(), pods_.end(),
+                               [&](const BoxPod& b) { return b.workload.id == c.workload; });
+        if (bp == pods_.end()) continue;
+        const double use = MemoryInUse(*bp, c, now);
+        used += use;
+        auto last = last_use_.find(c.workload);
+        if (last != last_use_.end() && use > last->second) growing.push_back(&*bp);
+        last_use_[c.workload] = use;
+      }
+    }
+    if (used <= memory) {
+      over_.erase(g);
+    } else if (over_.insert(g).second) {
+      for (BoxPod* p : growing) ++p->oom;  // the allocation that fails is a grower's
+    }
+  }
+}
+
+void EmulatedKubelet::Rerate(double now) {
+  physics_.SetTime(now);
   for (BoxPod& p : pods_) {
     if (!p.running()) continue;
     const model::PlacedWorkload* pw = mirror_.Find(p.workload.id);
@@ -265,7 +329,7 @@ void EmulatedKubelet::Rerate() {
   }
 }
 
-void EmulatedKubelet::WriteNodeFile(model::NodeIndex n) const {
+void EmulatedKubelet::WriteNodeFile(model::NodeIndex n, double now) const {
   const auto it = options_.node_files.find(mirror_.node(n).name);
   if (it == options_.node_files.end()) return;
   const model::Node& node = mirror_.node(n);
@@ -285,11 +349,13 @@ void EmulatedKubelet::WriteNodeFile(model::NodeIndex n) const {
         const auto r = rates_.find(c.workload);
         const double sm = r == rates_.end() ? 0 : r->second.sm_load;
         part_util += r == rates_.end() ? 0 : r->second.gpu_busy;
-        part_fb += static_cast<double>(c.memory_mib);
         load += sm;
         ++clients;
         const auto bp = std::find_if(pods_.begin(), pods_.end(),
                                      [&](const BoxPod& b) { return b.workload.id == c.workload; });
+        const double fb_used = bp != pods_.end() ? std::round(MemoryInUse(*bp, c, now))
+                                                 : static_cast<double>(c.memory_mib);
+        part_fb += fb_used;
         const std::optional<json> pod =
             bp != pods_.end() ? api_.Get("pods", options_.ns + "/" + bp->api_name) : std::nullopt;
         const std::string uid = pod ? (*pod)["metadata"].value("uid", "") : "";
@@ -297,7 +363,7 @@ void EmulatedKubelet::WriteNodeFile(model::NodeIndex n) const {
             "      - {{pid: {}, pod_uid: \"{}\"{}, script: {{points: [{{t: 0, fb_used_mib: {}, "
             "sm_active: {:.4f}}}]}}}}\n",
             1000 + c.workload, uid, pt.whole() ? "" : fmt::format(", partition: {}", pt.uuid),
-            c.memory_mib, std::min(1.0, sm));
+            fb_used, std::min(1.0, sm));
       }
       part_util = std::min(1.0, part_util);
       util = std::max(util, part_util);
@@ -319,8 +385,8 @@ void EmulatedKubelet::WriteNodeFile(model::NodeIndex n) const {
     } else {
       y += fmt::format(
           "    script: {{points: [{{t: 0, util: {:.4f}, fb_used_mib: {}, power_w: {:.1f}, "
-          "sm_active: {:.4f}}}]}}\n",
-          util, fb, power, load);
+          "sm_active: {:.4f}, sm_clock_mhz: {}}}]}}\n",
+          util, fb, power, load, BoostClockMhz(gm.name));
       y += clients > 0 ? fmt::format("    mps: {{server: running, clients: {}}}\n", clients)
                        : "    mps: {server: absent}\n";
     }

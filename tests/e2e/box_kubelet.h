@@ -11,6 +11,15 @@
 // Succeeded. A slice the kubelet cannot honour (a uuid not on the node, more compute or memory
 // than is free: a double booking) fails the pod with the reason.
 //
+// Seed 001's pods (the online-offline scenario): an offline workload's pod says so
+// (`tessera.io/class: offline`); an application with a usage trajectory (sim/usage.h: a service's
+// resident cache and its burst) holds what the trajectory says since its start, in the node file
+// per process and per GPU, rewritten every second while any such pod or any service with an
+// offered load runs (re-rated at the clock's time); a GPU whose memory in use passes its memory
+// counts an OOM against the pods there whose use grew (BoxPod::oom: the kubelet does not crash
+// them, the run reports it); an evicted pod that checkpoints comes back from its last checkpoint
+// (Workload::checkpoint_queries); services with an offered load serve until the run ends.
+//
 // Pods have a controller (an ownerReference to a ReplicaSet named after the pod), so the
 // scheduler's moves go through the Eviction API: an evicted pod stops serving at once, and the
 // kubelet, standing in for its ReplicaSet, creates its replacement (`<name>-m1`, …) with the
@@ -48,8 +57,9 @@ struct BoxPod {
   int moves = 0;             // times it was evicted and came back as its controller's new pod
   double served_before = 0;  // by its earlier pods: the current pod's counter starts after it
   double resume_at = 0;      // after a move, the new container serves nothing before this
-  bool ready = false;        // reported Ready (after resume_at): its server answers
-  bool placed = false;       // holds a slice in the mirror now
+  int oom = 0;  // times its GPU's memory in use passed the GPU's while it held a growing share
+  bool ready = false;   // reported Ready (after resume_at): its server answers
+  bool placed = false;  // holds a slice in the mirror now
   bool running() const { return placed && !end_s; }
   double achieved_qps() const {
     return start_s && end_s && !failed && *end_s > *start_s
@@ -78,7 +88,7 @@ class EmulatedKubelet {
   void Tick(double now);
   // Every pod ended, but for those in `may_wait` that never started (the simulator never
   // started them either: slo-aware's admission control keeps a pod whose SLO no slice meets
-  // waiting for good).
+  // waiting for good) and the services with an offered load, which serve until the run ends.
   bool AllDone(const std::set<int64_t>& may_wait = {}) const;
   const std::vector<BoxPod>& pods() const { return pods_; }
 
@@ -92,8 +102,14 @@ class EmulatedKubelet {
   // Reads the pod's binding and places it in the mirror; false while it is not bound yet.
   bool Start(BoxPod& pod, double now);
   void Fail(BoxPod& pod, double now, const std::string& why);
-  void Rerate();
-  void WriteNodeFile(model::NodeIndex n) const;
+  void Rerate(double now);
+  // What a pod holds on its GPU now: its trajectory's memory since its start, else its slice's.
+  double MemoryInUse(const BoxPod& p, const model::Client& c, double now) const;
+  // Counts an OOM against the growing pods of every GPU whose memory in use just passed its own.
+  void CheckMemory(double now);
+  // Whether some running pod's use or rate moves with time (a trajectory, an offered load).
+  bool TimeVarying() const;
+  void WriteNodeFile(model::NodeIndex n, double now) const;
   void WriteExporterFile() const;
 
   k8s::testing_support::FakeApiServer& api_;
@@ -105,6 +121,9 @@ class EmulatedKubelet {
   std::map<model::WorkloadId, sim::RunRate> rates_;
   bool changed_ = true;
   double last_export_ = -1;
+  double last_sample_ = -1;         // last periodic re-rate of time-varying pods
+  std::set<model::GpuIndex> over_;  // GPUs whose memory in use is past their memory now
+  std::map<model::WorkloadId, double> last_use_;  // memory in use at the last CheckMemory
 };
 
 // A pod name for a workload: "p07-onnx-resnet50" (Kubernetes names have no '/').

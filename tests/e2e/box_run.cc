@@ -17,6 +17,7 @@
 #include "predict/features.h"
 #include "sim/apps.h"
 #include "sim/embedded_apps.h"
+#include "sim/online_offline.h"
 #include "sim/thesis.h"
 #include "sim/world.h"
 
@@ -152,16 +153,27 @@ void StartNodeDaemons(Daemons& d, const RunSpec& spec, const KubeletOptions& ko)
             fmt::format("--web.listen-address=127.0.0.1:{}", p), "--log.level=warn"};
       },
       [](int p) { return HttpOk(p, "/-/ready"); });
+  // A policy that reads SysMonitor's metrics refuses to start before Prometheus holds them
+  // (muxflow: "has no series DCGM_FI_PROF_SM_ACTIVE"): wait for every agent's first scrape.
+  WaitUntil("prometheus's first scrape of the agents", d.Log("prometheus"), 60, [&] {
+    httplib::Client c("127.0.0.1", d.prometheus_port);
+    const auto r = c.Get("/api/v1/query?query=count(DCGM_FI_PROF_SM_ACTIVE)");
+    if (!r || r->status != 200) return false;
+    const auto j = nlohmann::json::parse(r->body, nullptr, false);
+    return !j.is_discarded() && !j["data"]["result"].empty() &&
+           std::stoi(j["data"]["result"][0]["value"][1].get<std::string>()) > 0;
+  });
 }
 
 // `tessera schedule`'s flags for this run (without --identity and --listen); for a policy that
 // predicts, the Profiler's samples written as the CSVs --profile and --interference read, and
 // the catalogue's features as --features reads them.
 std::vector<std::string> SchedulerArgs(const RunSpec& spec, const Daemons& d, sim::World& world,
-                                       const sim::ThesisScenario& scenario) {
+                                       const std::string& policy,
+                                       const std::function<sim::ProfileSamples()>& samples_of) {
   const int window = std::max(5, static_cast<int>(60 / spec.time_scale));
   std::vector<std::string> args = {
-      spec.tessera, "schedule", "--kubeconfig", spec.dir + "/kubeconfig", "--policy", spec.policy,
+      spec.tessera, "schedule", "--kubeconfig", spec.dir + "/kubeconfig", "--policy", policy,
       "--seed", std::to_string(spec.seed), "--store", "redis", "--redis",
       fmt::format("127.0.0.1:{}", d.redis_port), "--redis-prefix", "box:", "--prometheus",
       fmt::format("http://127.0.0.1:{}", d.prometheus_port), "--telemetry-interval", "1",
@@ -176,10 +188,9 @@ std::vector<std::string> SchedulerArgs(const RunSpec& spec, const Daemons& d, si
                   window),
       "--qps-min-age", std::to_string(window)};
   const std::optional<policy::PolicyInfo> info =
-      policy::FindPolicy(std::string_view(spec.policy).substr(0, spec.policy.find('{')));
+      policy::FindPolicy(std::string_view(policy).substr(0, policy.find('{')));
   if (info && info->needs_predictor) {
-    sim::ProfileSamples samples =
-        OrThrow(sim::ThesisSamples(world.physics, world.cluster, scenario, spec.seed));
+    sim::ProfileSamples samples = samples_of();
     const std::string profile = spec.dir + "/profile.csv";
     const std::string interference = spec.dir + "/interference.csv";
     OrThrow(samples.TakeProfile().SaveCsv(profile));
@@ -285,17 +296,36 @@ RunResult RunOnBox(const RunSpec& spec) {
   fs::create_directories(spec.dir + "/exporter");
 
   // The simulator's world for this run: the same catalogue, reading, cluster and pods.
-  sim::ThesisReading reading;
-  reading.time_scale = spec.time_scale;
-  reading.mig_fixed = true;  // the agents never change a GPU's MIG mode
-  result.reading = reading.name();
-  const sim::ThesisScenario& scenario = spec.scenario;
-  sim::AppCatalog catalog = sim::ThesisCatalog(
-      OrThrow(sim::ParseAppCatalog(std::string(sim::EmbeddedAppsYaml()), "data/apps.yaml")));
-  std::unique_ptr<sim::World> world =
-      OrThrow(sim::BuildThesisWorld(spec.policy, scenario, spec.seed, catalog, reading));
-  std::vector<model::Workload> workloads =
-      sim::ThesisWorkloads(scenario, spec.seed, world->physics, reading);
+  const sim::AppCatalog full =
+      OrThrow(sim::ParseAppCatalog(std::string(sim::EmbeddedAppsYaml()), "data/apps.yaml"));
+  std::unique_ptr<sim::World> world;
+  std::vector<model::Workload> workloads;
+  std::string policy = spec.policy;
+  std::function<sim::ProfileSamples()> samples_of;
+  std::vector<std::string> gpus;
+  if (spec.online_offline) {
+    sim::OnlineOfflineWorld built =
+        OrThrow(sim::BuildOnlineOfflineWorld(spec.policy, *spec.online_offline, spec.seed, full));
+    world = std::move(built.world);
+    workloads = std::move(built.workloads);
+    policy = built.policy;
+    gpus = built.gpus;
+    result.reading = "online-offline";
+    samples_of = [&] {
+      return OrThrow(sim::OnlineOfflineSamples(world->physics, gpus, spec.seed));
+    };
+  } else {
+    sim::ThesisReading reading;
+    reading.time_scale = spec.time_scale;
+    reading.mig_fixed = true;  // the agents never change a GPU's MIG mode
+    result.reading = reading.name();
+    const sim::AppCatalog catalog = sim::ThesisCatalog(full);
+    world = OrThrow(sim::BuildThesisWorld(spec.policy, spec.scenario, spec.seed, catalog, reading));
+    workloads = sim::ThesisWorkloads(spec.scenario, spec.seed, world->physics, reading);
+    samples_of = [&] {
+      return OrThrow(sim::ThesisSamples(world->physics, world->cluster, spec.scenario, spec.seed));
+    };
+  }
 
   Daemons d;
   d.dir = spec.dir;
@@ -319,7 +349,7 @@ RunResult RunOnBox(const RunSpec& spec) {
   StartNodeDaemons(d, spec, ko);
 
   WriteKubeconfig(api, spec.dir);
-  d.scheduler_args = SchedulerArgs(spec, d, *world, scenario);
+  d.scheduler_args = SchedulerArgs(spec, d, *world, policy, samples_of);
   d.StartScheduler("box-a");
   WaitUntil("a leading tessera schedule", d.Log("box-a"), 60,
             [&] { return !LeaseHolder(api).empty(); });
@@ -351,6 +381,7 @@ RunResult RunOnBox(const RunSpec& spec) {
   result.counters = LeaderCounters(d, LeaseHolder(api));
   result.pods = kubelet.pods();
   result.bindings = api.bindings();
+  result.evictions = api.evictions();
   result.bind_attempts = api.bind_attempts();
   return result;
 }

@@ -7,11 +7,13 @@
 // predicting policy is given) is the simulator's own (sim::BuildThesisWorld), with the same
 // time scale.
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "e2e/box_kubelet.h"
+#include "sim/online_offline.h"
 #include "sim/thesis.h"
 
 namespace tessera::e2e {
@@ -23,6 +25,10 @@ struct RunSpec {
   // 20 pods only, as the simulator runs it) or, with nodes > 0, thesis-scale's: that many nodes
   // of 8 GPUs and `pods` Poisson arrivals in the (scaled) hour.
   sim::ThesisScenario scenario;
+  // Set: this online-offline scenario instead (seed 001: services with a daily load and a
+  // memory burst, offline jobs; sim::ShortBurstScenario), `policy` a muxflow variant
+  // (sim/online_offline.h), read by both sides as it is; time_scale does not apply.
+  std::optional<sim::OnlineOfflineScenario> online_offline;
   double time_scale = 10;  // sim::ThesisReading::time_scale, read by both sides
   std::string tessera;     // the tessera binary
   std::string exporter;    // tests/tools/metrics_file_exporter
@@ -37,6 +43,7 @@ struct RunSpec {
 struct RunResult {
   std::vector<BoxPod> pods;
   std::map<std::string, int> bindings;  // successful bindings per pod (1 each, or a defect)
+  std::vector<std::string> evictions;   // pods evicted through the Eviction API, "ns/name
   int bind_attempts = 0;
   bool timed_out = false;
   std::vector<std::string> log;  // what the box did and saw, with times (faults, leaders)

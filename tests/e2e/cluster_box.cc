@@ -19,6 +19,7 @@
 #include <iostream>
 #include <optional>
 
+#include "e2e/box_burst.h"
 #include "e2e/box_compare.h"
 #include "e2e/box_process.h"
 
@@ -73,12 +74,18 @@ void KillTheBox(int sig) {
 // The command line: what to run (policies, seeds, scenario) and where.
 struct Flags {
   std::string policies = "max,min,predictive,slo-aware", seeds = "1-3", faults, out = "box-out";
-  std::string tessera = TESSERA_BIN, exporter = EXPORTER_BIN, slo = "low";
+  std::string tessera = TESSERA_BIN, exporter = EXPORTER_BIN, slo = "low", scenario = "thesis";
   int pods = 20, nodes = 0, unprofiled = 0;
   double time_scale = 10, timeout_s = 900;
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
+  app.add_option("--scenario", f.scenario,
+                 "thesis: the thesis's (or thesis-scale's) pods for --policy; burst: seed 001's "
+                 "short scenario for muxflow, a memory burst SysMonitor must evict for "
+                 "(sim::ShortBurstScenario; --policy, --pods, --nodes and --time-scale do not "
+                 "apply)")
+      ->check(CLI::IsMember({"thesis", "burst"}));
   app.add_option("--policy", f.policies, "Policies, comma-separated");
   app.add_option("--seeds", f.seeds, "Seeds: N (1..N) or A-B");
   app.add_option("--pods", f.pods,
@@ -147,6 +154,43 @@ nlohmann::json RunOne(const Flags& f, const std::string& policy, uint64_t seed) 
   return tessera::e2e::Compare(spec, box, sim);
 }
 
+// The burst scenario for each seed on both sides; its own report (burst.json, burst.html).
+int RunBurst(const Flags& f, const std::string& date) {
+  nlohmann::json report = {{"date", date}, {"runs", nlohmann::json::array()}};
+  bool ok = true;
+  std::cout << fmt::format("{:<6} {:>10} {:>10} {:>9} {:>9} {:>8} {:>8}  {}\n", "seed", "evict sim",
+                           "evict box", "done sim", "done box", "OOM sim", "OOM box", "checks");
+  const std::vector<uint64_t> seeds = *ParseSeeds(f.seeds);
+  for (uint64_t seed : seeds) {
+    tessera::e2e::RunSpec spec = tessera::e2e::BurstSpec(seed, f.out, f.tessera, f.exporter);
+    spec.faults = Split(f.faults);
+    spec.timeout_s = f.timeout_s;
+    std::filesystem::remove_all(spec.dir);
+    nlohmann::json r;
+    try {
+      r = tessera::e2e::CompareBurst(spec, tessera::e2e::RunOnBox(spec));
+    } catch (const std::exception& e) {
+      std::cerr << "cluster_box: burst seed " << seed << ": " << e.what() << "\n";
+      return 1;
+    }
+    std::string failed;
+    for (const auto& [k, v] : r["checks"].items()) {
+      if (!v.get<bool>()) failed += (failed.empty() ? "" : ",") + k;
+    }
+    std::cout << fmt::format("{:<6} {:>10} {:>10} {:>9} {:>9} {:>8} {:>8}  {}\n", seed,
+                             r["sim"]["evictions"].get<int>(), r["box"]["evictions"].get<int>(),
+                             r["sim"]["jobs_done"].get<int>(), r["box"]["jobs_done"].get<int>(),
+                             r["sim"]["service_oom"].get<int>(), r["box"]["service_oom"].get<int>(),
+                             failed.empty() ? "ok" : "FAILED " + failed);
+    ok = ok && r["ok"].get<bool>();
+    report["runs"].push_back(std::move(r));
+    std::ofstream(f.out + "/burst.json") << report.dump(2) << "\n";
+    std::ofstream(f.out + "/burst.html") << tessera::e2e::BurstPage(report);
+  }
+  std::cout << "wrote " << f.out << "/burst.json and " << f.out << "/burst.html\n";
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,6 +208,7 @@ int main(int argc, char** argv) {
   const std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  if (f.scenario == "burst") return RunBurst(f, date);
   nlohmann::json report = {{"date", date}, {"runs", nlohmann::json::array()}};
   bool ok = true;
   std::cout << fmt::format(

@@ -148,6 +148,23 @@ TEST_P(StoreContract, RemoveReleasesTheAccounting) {
   EXPECT_TRUE(Put(Place("c", "n", {{"MIG-n-0a", 600, 10480}})).applied);
 }
 
+// A best-effort slice (muxflow's offline job) reserves no compute: placing and removing it
+// moves only the memory (Redis: removing 0 milli must not send HINCRBY "-0", which it refuses).
+TEST_P(StoreContract, ABestEffortSliceReservesNoComputeAndIsRemovedCleanly) {
+  ASSERT_TRUE(store().PutInventory(TwoGpuNode("n")));
+  ASSERT_TRUE(Put(Place("svc", "n", {{"GPU-n-1", 1000, 9000}})).applied);
+  SliceRecord job{"GPU-n-1", 700, 6000};
+  job.best_effort = true;
+  ASSERT_TRUE(Put(Place("job", "n", {job})).applied);
+  EXPECT_EQ(Usage("GPU-n-1").used_milli, 1000);
+  EXPECT_EQ(Usage("GPU-n-1").used_memory_mib, 15000);
+  auto removed = store().RemovePlacement("job");
+  ASSERT_TRUE(removed) << removed.error().message;
+  EXPECT_TRUE(*removed);
+  EXPECT_EQ(Usage("GPU-n-1").used_milli, 1000);
+  EXPECT_EQ(Usage("GPU-n-1").used_memory_mib, 9000);
+}
+
 TEST_P(StoreContract, BadPlacementsAreErrorsNotRefusals) {
   ASSERT_TRUE(store().PutInventory(TwoGpuNode("n")));
   EXPECT_FALSE(store().PutPlacement(Place("z", "n", {{"GPU-n-1", 0, 0}})));
