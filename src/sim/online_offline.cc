@@ -215,8 +215,8 @@ OnlineOfflineScenario ShortBurstScenario() {
   s.checkpoint_s = 10;
   s.sample_interval_s = 1;
   s.service_memory.burst_once_at_s = 10;
-  s.service_memory.burst_ramp_s = 40;
-  s.service_memory.burst_s = 50;
+  s.service_memory.burst_ramp_s = 50;
+  s.service_memory.burst_s = 60;
   return s;
 }
 

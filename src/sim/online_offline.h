@@ -126,7 +126,7 @@ std::vector<OnlineService> DefaultServices(int gpus);
 // A scenario of minutes that one memory burst crosses, run by the simulator and by the cluster
 // box alike (docs/cluster-box.md): one node of 2 T4s with a service each, 2 offline jobs of
 // 40 s alone arriving in the first 2 s (checkpoints every 10 s), every service bursting once at
-// 10 s by +30 % of the T4 over a 40-s ramp for 50 s, sampled every second, 240 s long. Its policy
+// 10 s by +30 % of the T4 over a 50-s ramp for 60 s, sampled every second, 240 s long. Its policy
 // should run its rounds and holds at this scale: muxflow{"period_s":5,"base_hold_s":10}.
 OnlineOfflineScenario ShortBurstScenario();
 // The scenario `--reading` names, comma-separated: cluster=t4 (001's testbed, all T4; the

@@ -162,9 +162,9 @@ TEST_F(OnlineOfflineRunTest, SysMonitorEvictsBeforeABurstingServiceRunsOutOfMemo
 // both models' memory, every job finishes, and each one's exclusive time is taken on the model
 // it ran on (the oversold GPU stays within 1 and the noise).
 // The cluster box's scenario (docs/cluster-box.md), by hand: both services burst once at 10 s,
-// +0.75 % of the T4 a second from 42 % + a job's 34–38 %: 95 % at ≈ 31 s, evicting both jobs
-// (SysMonitor's memory Overlimit), 100 % at ≈ 38 s, which no service reaches; the burst ends at
-// 60 s and both jobs come back and finish from their last checkpoint.
+// +0.6 % of the T4 a second from 42 % + a job's 34–38 %: 95 % at ≈ 35 s, evicting both jobs
+// (SysMonitor's memory Overlimit) before they end at ≈ 47 s, 100 % ≈ 8 s later, which no service
+// reaches; the burst ends at 70 s and both jobs come back and finish from their checkpoint.
 TEST_F(OnlineOfflineRunTest, TheShortBurstScenarioEvictsBothJobsOnceAndFinishesThem) {
   scenario_ = ShortBurstScenario();
   const OnlineOfflineRun r = RunPolicy(R"(muxflow{"period_s":5,"base_hold_s":10})");
