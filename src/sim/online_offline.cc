@@ -127,13 +127,13 @@ Expected<AppCatalog> OnlineOfflineCatalog(const AppCatalog& catalog,
     UsageTrajectory& u = out.apps.back().usage;
     const bool once = memory.burst_once_at_s.has_value();
     u = {.phases = {{.duration_s = 1, .use = {.memory_mib = resident}}},
-         .burst = UsageBurst{
-             .period_s = once ? *memory.burst_once_at_s + memory.burst_s : memory.burst_period_s,
-             .duration_s = memory.burst_s,
-             .peak = {.memory_mib = resident + memory.burst_share * gpu_mib},
-             .ramp_s = memory.burst_ramp_s,
-             .staggered = !once,
-             .repeat = !once},
+         .burst = UsageBurst{.period_s = once ? *memory.burst_once_at_s + memory.burst_s
+                                              : memory.burst_period_s,
+                             .duration_s = memory.burst_s,
+                             .peak = {.memory_mib = resident + memory.burst_share * gpu_mib},
+                             .ramp_s = memory.burst_ramp_s,
+                             .staggered = !once,
+                             .repeat = !once},
          .memory_only = true};
   }
   if (catalog.training.empty()) {
@@ -709,6 +709,26 @@ void PublishActivity(const model::ClusterState& cluster, Physics& physics,
   }
 }
 
+// The explanation's world: one node of `gpus` T4s, the policy asked for, its predictor profiled
+// on the T4, the clock at `start_s`.
+Expected<std::unique_ptr<World>> ExplainWorld(const ExplainArgs& f, const AppCatalog& catalog,
+                                              model::GpuModelId t4, int gpus, double start_s) {
+  model::ClusterState node;
+  if (auto ok = node.AddNode(model::UniformNode("t4-00", t4, gpus, 64000, 128 << 10)); !ok) {
+    return std::unexpected(ok.error());
+  }
+  return World::Build(
+      catalog, std::move(node),
+      {.policy = f.policy,
+       .seed = f.seed,
+       .predictor = [&](const Physics& physics,
+                        const model::ClusterState&) -> Expected<predict::Predictor> {
+         return OnlineOfflinePredictor(physics, {"T4"}, f.seed);
+       },
+       .always_predict = true,
+       .start_s = start_s});
+}
+
 }  // namespace
 
 Expected<Explanation> ExplainOnlineOffline(const ExplainArgs& f) {
@@ -730,21 +750,8 @@ Expected<Explanation> ExplainOnlineOffline(const ExplainArgs& f) {
             "catalogue's `training` apps",
             f.spec.name, app_key)};
   }
-  model::ClusterState node;
   const model::GpuModelId t4 = *model::FindGpuModel("T4");
-  if (auto ok = node.AddNode(model::UniformNode("t4-00", t4, kGpus, 64000, 128 << 10)); !ok) {
-    return std::unexpected(ok.error());
-  }
-  auto world =
-      World::Build(*catalog, std::move(node),
-                   {.policy = f.policy,
-                    .seed = f.seed,
-                    .predictor = [&](const Physics& physics,
-                                     const model::ClusterState&) -> Expected<predict::Predictor> {
-                      return OnlineOfflinePredictor(physics, {"T4"}, f.seed);
-                    },
-                    .always_predict = true,
-                    .start_s = kEvening});
+  auto world = ExplainWorld(f, *catalog, t4, kGpus, kEvening);
   if (!world) return std::unexpected(world.error());
   model::ClusterState& cluster = (*world)->cluster;
   Physics& physics = (*world)->physics;
