@@ -274,11 +274,15 @@ struct Muxflow::Impl {
     const int64_t need = w.gpu.memory_mib > 0 ? w.gpu.memory_mib : cap;
     if (need > cap || need > part.free_memory_mib()) return std::nullopt;
     if (telemetry == nullptr) return need;
-    // What the GPU holds now, beyond what is reserved: a service's cache may have grown.
+    // What the GPU holds now, beyond what is reserved: a service's cache may have grown. The
+    // job must leave the GPU below SysMonitor's `unhealthy` memory: placed into a burst that
+    // is still growing (the sample is up to one interval old), it would be evicted at the next
+    // samples, or run the service out of memory before SysMonitor reads it.
     const std::optional<double> used = telemetry->MemoryUsedMib(part.uuid);
-    if (used && static_cast<double>(need) > static_cast<double>(part.memory_mib) - *used) {
-      return std::nullopt;
-    }
+    const double room =
+        std::min(1.0, options.monitor.memory.unhealthy) * static_cast<double>(part.memory_mib) -
+        used.value_or(0);
+    if (used && static_cast<double>(need) > room) return std::nullopt;
     return need;
   }
 

@@ -185,12 +185,13 @@ Expected<AppSpec> ParseApp(const std::string& file, const YAML::Node& n,
   TESSERA_FIELD(compute_s, "compute_s", true, 0.0);
   TESSERA_FIELD(memory_s, "memory_s", true, 0.0);
   TESSERA_FIELD(fixed_s, "fixed_s", true, 0.0);
+  TESSERA_FIELD(host_s, "host_s", false, 0.0);
   TESSERA_FIELD(footprint_mib, "footprint_mib", true, int64_t{0});
   TESSERA_FIELD(sensitivity, "sensitivity", false, 1.0);
   TESSERA_FIELD(queries_min, "queries_min", false, int64_t{1000});
   TESSERA_FIELD(queries_max, "queries_max", false, int64_t{1000});
 #undef TESSERA_FIELD
-  if (a.compute_s < 0 || a.memory_s < 0 || a.fixed_s < 0 ||
+  if (a.compute_s < 0 || a.memory_s < 0 || a.fixed_s < 0 || a.host_s < 0 ||
       a.compute_s + a.memory_s + a.fixed_s <= 0) {
     return At(file, n, fmt::format("app {}: times must be >= 0 and not all zero", a.key));
   }
@@ -247,6 +248,7 @@ void EmitApp(YAML::Emitter& out, const AppSpec& a) {
   out << YAML::Key << "compute_s" << YAML::Value << a.compute_s;
   out << YAML::Key << "memory_s" << YAML::Value << a.memory_s;
   out << YAML::Key << "fixed_s" << YAML::Value << a.fixed_s;
+  if (a.host_s > 0) out << YAML::Key << "host_s" << YAML::Value << a.host_s;
   out << YAML::Key << "footprint_mib" << YAML::Value << a.footprint_mib;
   out << YAML::Key << "sensitivity" << YAML::Value << a.sensitivity;
   out << YAML::Key << "queries_min" << YAML::Value << a.queries_min;

@@ -4,10 +4,13 @@
 // Each application is described by a roofline-style cost of one query on a share of a GPU:
 //   t(query) = compute_s / (compute share × relative compute)
 //            + memory_s  / (bandwidth share × relative bandwidth)
-//            + fixed_s
+//            + fixed_s + host_s
 // with shares and relative speeds measured against the catalogue's reference GPU (A100-40GB).
 // fixed_s is the part no GPU share speeds up (host work, launches, I/O): an application whose
-// fixed_s dominates loses almost nothing on a small slice (thesis Ch. 6.2). `measured` holds
+// fixed_s dominates loses almost nothing on a small slice (thesis Ch. 6.2). host_s (optional, 0
+// by default) is time on the host with no kernel of its own on the GPU — a training job's input
+// pipeline: it neither counts as engine activity nor waits on co-runners, so it sets how much of
+// the GPU the workload leaves to others while it runs (seed 001's trainers). `measured` holds
 // real throughputs (samples/s) by configuration key `<GPU>/<profile|whole>/<MPS %>`; where one
 // exists it is the truth and the roofline only fills the rest. `features` is what the application
 // declares about itself (predict/features.h): the predictor may read it, Physics never does.
@@ -52,6 +55,7 @@ struct AppSpec {
   double compute_s = 0;       // seconds per query, compute-bound part, whole reference GPU
   double memory_s = 0;        // seconds per query, bandwidth-bound part, full bandwidth
   double fixed_s = 0;         // seconds per query no GPU share speeds up
+  double host_s = 0;          // seconds per query on the host, the GPU idle for it
   int64_t footprint_mib = 0;  // GPU memory it needs; less than that and it fails
   double sensitivity = 1;     // scales how much co-runners' bandwidth demand slows it (0..2)
   int64_t queries_min = 0;    // work per job for experiment generators

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -104,11 +105,23 @@ Expected<Variant> VariantOf(std::string_view spec) {
       name);
 }
 
+// The training apps, `catalog.apps` from `first` on, get the host time that leaves `gpu` idle
+// 1 − duty of their step alone: host = step × (1 / duty − 1), the step its time on the GPU.
+void AddTrainerHostTime(AppCatalog& catalog, size_t first, model::GpuModelId gpu, double duty) {
+  const Physics alone(catalog, 0);
+  for (size_t i = first; i < catalog.apps.size(); ++i) {
+    AppSpec& app = catalog.apps[i];
+    const double step_s = 1 / alone.IsolatedQps(app, gpu, -1, 1000);
+    app.host_s = step_s * (1 / duty - 1);
+  }
+}
+
 }  // namespace
 
 Expected<AppCatalog> OnlineOfflineCatalog(const AppCatalog& catalog,
                                           std::span<const OnlineService> services,
-                                          const ServiceMemory& memory, std::string_view gpu) {
+                                          const ServiceMemory& memory, std::string_view gpu,
+                                          double trainer_duty) {
   AppCatalog out;
   out.reference_gpu = catalog.reference_gpu;
   const std::optional<model::GpuModelId> model = model::FindGpuModel(gpu);
@@ -139,7 +152,12 @@ Expected<AppCatalog> OnlineOfflineCatalog(const AppCatalog& catalog,
   if (catalog.training.empty()) {
     return Fail("experiment online-offline: the catalogue lists no `training` apps");
   }
+  const size_t first_training = out.apps.size();
   for (const AppSpec& t : catalog.training) out.apps.push_back(t);
+  if (trainer_duty < 1) {
+    if (!model) return Fail("experiment online-offline: unknown GPU model '{}'", gpu);
+    AddTrainerHostTime(out, first_training, *model, trainer_duty);
+  }
   return out;
 }
 
@@ -452,10 +470,16 @@ Expected<OnlineOfflineWorld> BuildOnlineOfflineWorld(std::string_view policy_nam
   if (!scenario.second_gpu.empty()) out.gpus.push_back(scenario.second_gpu);
   const int gpus = scenario.nodes * scenario.gpus_per_node;
   out.services = scenario.services.empty() ? DefaultServices(gpus) : scenario.services;
-  Expected<AppCatalog> catalog =
-      OnlineOfflineCatalog(full_catalog, out.services, scenario.service_memory, scenario.gpu);
+  Expected<AppCatalog> catalog = OnlineOfflineCatalog(
+      full_catalog, out.services, scenario.service_memory, scenario.gpu, scenario.trainer_duty);
   if (!catalog) return std::unexpected(catalog.error());
 
+  // On a mixed cluster a job's speed "when running separately" (001 §5's normalised
+  // throughput) is the one its trace states, exclusive on `scenario.gpu`, unless the variant
+  // names another reference (`{"reference_gpu":""}`: each GPU's own, 001 read literally).
+  if (!scenario.second_gpu.empty() && !variant->options.contains("reference_gpu")) {
+    variant->options["reference_gpu"] = scenario.gpu;
+  }
   out.policy = "muxflow" + variant->options.dump();
   WorldOptions options{
       .policy = out.policy,
@@ -603,6 +627,21 @@ std::string OnlineOfflineHtml(size_t seeds, std::span<const OnlineOfflineRun> me
   return html + "</div>\n" + report::PageClose();
 }
 
+namespace {
+// `trainer_duty=D`, 0 < D ≤ 1, or nothing.
+std::optional<double> TrainerDutyOf(std::string_view item) {
+  constexpr std::string_view kKey = "trainer_duty=";
+  if (!item.starts_with(kKey)) return std::nullopt;
+  const std::string_view text = item.substr(kKey.size());
+  double duty = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), duty);
+  if (ec != std::errc() || end != text.data() + text.size() || !(duty > 0 && duty <= 1)) {
+    return std::nullopt;
+  }
+  return duty;
+}
+}  // namespace
+
 Expected<OnlineOfflineScenario> OnlineOfflineScenarioOf(std::string_view reading) {
   OnlineOfflineScenario scenario;
   size_t at = 0;
@@ -619,10 +658,12 @@ Expected<OnlineOfflineScenario> OnlineOfflineScenarioOf(std::string_view reading
       scenario.service_memory.resident = true;
     } else if (item == "memory=footprint") {
       scenario.service_memory.resident = false;
+    } else if (auto duty = TrainerDutyOf(item)) {
+      scenario.trainer_duty = *duty;
     } else {
       return Fail(
-          "--reading: '{}' is not one of cluster=t4|t4-a10, memory=resident|footprint "
-          "(experiment online-offline)",
+          "--reading: '{}' is not one of cluster=t4|t4-a10, memory=resident|footprint, "
+          "trainer_duty=D with 0 < D <= 1 (experiment online-offline)",
           item);
     }
   }

@@ -93,6 +93,14 @@ struct OnlineOfflineScenario {
   double duration_sigma = 1.5;
   double duration_max_s = 8 * 3600;
   double checkpoint_s = 600;  // a checkpoint every 10 min of exclusive progress
+  // The share of a training step a job keeps a `gpu` busy alone; the rest of the step is host
+  // time (input pipeline, host-side work: AppSpec::host_s), which leaves the GPU to a
+  // time-sharing service. 001 §7.5 (≈283): MuxFlow without dynamic SM and matching raised the
+  // deployment's GPU utilisation from 26 % to 76 %, so a job on a GPU the service leaves 74 %
+  // idle keeps it busy 0.50 / 0.74 ≈ 0.68 of the time (`--reading trainer_duty=0.68`, the
+  // default; every GPU read as holding a job, so a lower bound). 1: the catalogue's steps as
+  // they are, nearly all on the GPU (`trainer_duty=1`, the world before 2026-12-02).
+  double trainer_duty = 0.68;
   double host_latency_ms = 10;
   // How often the simulator samples the services' memory and telemetry and runs a cycle (10 s;
   // the cluster box's short scenario samples every second, as its agents do).
@@ -108,11 +116,14 @@ std::vector<OnlineService> DefaultServices(int gpus);
 
 // The experiment's own catalogue: its services' apps and the `training` apps, all in `apps`,
 // nothing else, so the profiling campaign characterises exactly what runs. With resident
-// memory, each service app states it as a memory-only usage trajectory on `gpu`'s memory.
+// memory, each service app states it as a memory-only usage trajectory on `gpu`'s memory. A
+// `trainer_duty` below 1 gives each training app the host time that makes its step keep a
+// whole `gpu` busy that share of the time alone.
 [[nodiscard]] Expected<AppCatalog> OnlineOfflineCatalog(const AppCatalog& catalog,
                                                         std::span<const OnlineService> services,
                                                         const ServiceMemory& memory,
-                                                        std::string_view gpu);
+                                                        std::string_view gpu,
+                                                        double trainer_duty = 1);
 // What the Profiler measures for muxflow's predictor (below), as samples: what the cluster box
 // hands `tessera schedule` as its --profile and --interference.
 [[nodiscard]] Expected<ProfileSamples> OnlineOfflineSamples(const Physics& physics,
@@ -130,7 +141,8 @@ std::vector<OnlineService> DefaultServices(int gpus);
 // should run its rounds and holds at this scale: muxflow{"period_s":5,"base_hold_s":10}.
 OnlineOfflineScenario ShortBurstScenario();
 // The scenario `--reading` names, comma-separated: cluster=t4 (001's testbed, all T4; the
-// default) or cluster=t4-a10; memory=resident (the default) or memory=footprint.
+// default) or cluster=t4-a10; memory=resident (the default) or memory=footprint;
+// trainer_duty=D, 0 < D ≤ 1 (0.68, the default; 1 the world before).
 [[nodiscard]] Expected<OnlineOfflineScenario> OnlineOfflineScenarioOf(std::string_view reading);
 
 // The experiment's policies, in report order.

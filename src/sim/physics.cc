@@ -83,6 +83,7 @@ Physics::Isolated Physics::ComputeIsolated(const AppSpec& app, model::GpuModelId
   Isolated out{.qps = 0,
                .gpu_s = compute + memory,
                .fixed_s = app.fixed_s,
+               .host_s = app.host_s,
                .memory_fraction = compute + memory > 0 ? memory / (compute + memory) : 0,
                .compute_share = compute_share};
   const int pct = static_cast<int>(std::lround(milli / 10.0));
@@ -90,7 +91,8 @@ Physics::Isolated Physics::ComputeIsolated(const AppSpec& app, model::GpuModelId
     // The measurement is the truth; the roofline's fixed part stays (at most 95 % of it).
     const double measured_t = 1.0 / it->second;
     out.fixed_s = std::min(app.fixed_s, 0.95 * measured_t);
-    out.gpu_s = measured_t - out.fixed_s;
+    out.host_s = std::min(app.host_s, 0.95 * measured_t - out.fixed_s);
+    out.gpu_s = measured_t - out.fixed_s - out.host_s;
   } else if (SmallShareRuleHolds(m)) {
     if (compute_share < options_.fail_below_share) {
       out.too_small = true;
@@ -101,7 +103,7 @@ Physics::Isolated Physics::ComputeIsolated(const AppSpec& app, model::GpuModelId
       out.fixed_s *= options_.fixed_floor_share / compute_share;
     }
   }
-  out.qps = 1.0 / (out.gpu_s + out.fixed_s);
+  out.qps = 1.0 / (out.gpu_s + out.fixed_s + out.host_s);
   return out;
 }
 
@@ -252,10 +254,14 @@ Physics::SharedTime Physics::ShareTime(const AppSpec& app, const Isolated& self,
     out.fixed_s = (self.fixed_s - active_fixed) + active_fixed * stretch;
   } else {
     // It runs in the engine time the guaranteed clients leave.
-    const double left = options_.sharing == Sharing::kTimeSlice
-                            ? std::max(1.0 - co.guaranteed_active, 1.0 / co.sharers)
-                            : 1.0 - co.guaranteed_active * (1 + options_.ts_priority_overhead);
-    out.time_share = std::clamp(left, 0.0, 1.0);
+    const double left =
+        std::clamp(options_.sharing == Sharing::kTimeSlice
+                       ? std::max(1.0 - co.guaranteed_active, 1.0 / co.sharers)
+                       : 1.0 - co.guaranteed_active * (1 + options_.ts_priority_overhead),
+                   0.0, 1.0);
+    // Only its time on the engine waits for slices; its host time does not.
+    const double engine_s = self.gpu_s + self.fixed_s, alone_s = engine_s + self.host_s;
+    out.time_share = left > 0 ? alone_s / (self.host_s + engine_s / left) : 0.0;
   }
   return out;
 }
@@ -266,7 +272,8 @@ RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterSta
   if (!app) return {0, 0, true, "unknown application '" + w.app + "'"};
   const double noise = NoiseFactor(w.id);
   if (pw.placement.slices.empty()) {
-    const double t = app->fixed_s + options_.cpu_slowdown * (app->compute_s + app->memory_s);
+    const double t =
+        app->fixed_s + app->host_s + options_.cpu_slowdown * (app->compute_s + app->memory_s);
     return {noise / t, 0, false, "", 0, noise / t};
   }
   const model::Slice& s = pw.placement.slices.front();
@@ -296,7 +303,7 @@ RunRate Physics::RateIn(const model::PlacedWorkload& pw, const model::ClusterSta
   const CoRunners co = CoRunnersOf(pw, part, c);
   const SharedTime shared = ShareTime(*app, self, gpu, s.best_effort, co);
   const double busy_gpu = shared.gpu_s, time_share = shared.time_share;
-  double t = shared.fixed_s + busy_gpu;
+  double t = shared.fixed_s + busy_gpu + self.host_s;
   if (!part.whole()) {
     t *= 1 + options_.mig_max * std::min(1.0, co.mig_demand) * std::min(1.0, app->sensitivity);
   }

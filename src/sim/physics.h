@@ -24,7 +24,9 @@
 //    by 1 + `ts_priority_overhead` while anyone else runs (preemption at slice boundaries). A
 //    best-effort client gets the engine time the guaranteed ones leave: 1 − Σ their active
 //    fraction (× (1 + overhead) under priority), and at least 1/n of it under plain
-//    time-sharing, n the clients (round robin).
+//    time-sharing, n the clients (round robin); only its engine time waits for slices, its
+//    host time (AppSpec::host_s) does not. A client's active fraction excludes its host time,
+//    so a trainer with an input pipeline stretches a service by less than one without.
 //  - Offered load (SetOfferedLoad): an online service serves min(λ(now), capacity) queries/s;
 //    its engine-active and SM duties scale by u = served / capacity, as a co-runner too (from
 //    its isolated capacity: first order). capacity_qps is what its request queue sees.
@@ -165,11 +167,12 @@ class Physics final : public GroundTruth {
   friend class Profiler;
 
   // Noise-free isolated time per query of `app` on the configuration, split into its SM-bound
-  // part (compute + memory) and its fixed part.
+  // part (compute + memory), its fixed part and its host part.
   struct Isolated {
     double qps;
     double gpu_s;
     double fixed_s;
+    double host_s;           // on the host, the GPU idle for it (AppSpec::host_s)
     double memory_fraction;  // of the SM-bound part
     double compute_share;    // of the GPU's SMs: MIG slices × MPS threads
     bool too_small = false;  // below fail_below_share: it fails there (qps 0)

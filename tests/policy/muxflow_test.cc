@@ -367,7 +367,9 @@ TEST_F(MuxflowTest, AnOverlimitSampleReadByAPlacementFirstStillEvicts) {
 
 // An offline job needs its memory free by what the GPU holds now, not only by what is
 // reserved: a service that reserved 60 % but whose cache holds 72 % leaves 28 % of the T4,
-// too little for a 6,144 MiB job (37.5 %); at 50 % in use it fits.
+// too little for a 6,144 MiB job (37.5 %). Nor may the job take the GPU to SysMonitor's
+// unhealthy memory (90 %): at 55 % in use it would hold 92.5 % (a service's burst still growing
+// would pass Overlimit, or 100 %, before the next sample); at 50 % (87.5 %) it fits.
 TEST_F(MuxflowTest, AnOfflineJobNeedsTheMemoryTheGpuLeavesFreeNow) {
   AddNodes(1, 1);
   PlaceService(0, 1, 0, 0.3);
@@ -384,7 +386,12 @@ TEST_F(MuxflowTest, AnOfflineJobNeedsTheMemoryTheGpuLeavesFreeNow) {
   const Feasibility no = m.Filter(job, 0, c_);
   EXPECT_FALSE(no.ok());
   EXPECT_NE(no.reason.find("what the GPU's memory in use leaves"), std::string::npos) << no.reason;
+  telemetry_.SetMemoryUsedMib(c_.gpu(0).uuid, 0.55 * t4);
+  m.AfterCycle(c_);
+  ASSERT_EQ(m.Monitor(0)->state(), GpuHealth::kHealthy);
+  EXPECT_FALSE(m.Filter(job, 0, c_).ok());
   telemetry_.SetMemoryUsedMib(c_.gpu(0).uuid, 0.5 * t4);
+  m.AfterCycle(c_);
   EXPECT_TRUE(m.Filter(job, 0, c_).ok());
 }
 

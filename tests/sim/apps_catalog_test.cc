@@ -321,6 +321,28 @@ TEST(TrainingAppsTest, TheyAreParsedApartAndKeysAreUniqueAcrossBothLists) {
   EXPECT_NE(not_a_list.error().message.find("'training' must be a list"), std::string::npos);
 }
 
+// host_s is optional (0), must not be negative, and survives a save and a load.
+TEST(TrainingAppsTest, HostTimeIsOptionalNonNegativeAndSaved) {
+  const std::string head =
+      "apps:\n  - {key: a, compute_s: 1, memory_s: 0, fixed_s: 0, footprint_mib: 1}\n"
+      "training:\n  - {key: u, compute_s: 1, memory_s: 0, fixed_s: 0, ";
+  auto none = ParseAppCatalog(head + "footprint_mib: 1}\n", "apps.yaml");
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_EQ(none->training[0].host_s, 0);
+  auto some = ParseAppCatalog(head + "host_s: 0.25, footprint_mib: 1}\n", "apps.yaml");
+  ASSERT_TRUE(some) << some.error().message;
+  EXPECT_DOUBLE_EQ(some->training[0].host_s, 0.25);
+  auto bad = ParseAppCatalog(head + "host_s: -1, footprint_mib: 1}\n", "apps.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message.rfind("apps.yaml:4:", 0), 0u) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("times must be >= 0"), std::string::npos);
+  const std::string path = ::testing::TempDir() + "/host_s.yaml";
+  ASSERT_TRUE(SaveAppCatalog(*some, path));
+  auto back = LoadAppCatalog(path);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_DOUBLE_EQ(back->training[0].host_s, 0.25);
+}
+
 // Seed 003's engines live in `sharing`, apart from both; keys unique across all three.
 TEST(SharingAppsTest, TheyAreParsedApartAndKeysAreUniqueAcrossTheLists) {
   const std::string app = "{key: t, compute_s: 1, memory_s: 0, fixed_s: 0, footprint_mib: 1}";

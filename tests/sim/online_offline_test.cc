@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "model/cluster.h"
 #include "model/gpu_model.h"
 #include "sim/embedded_apps.h"
 
@@ -130,6 +131,52 @@ TEST(OnlineOfflineScenarioTest, TheReadingNamesTheClusterAndTheServicesMemory) {
   EXPECT_FALSE(OnlineOfflineScenarioOf("cluster=t4,memory=lots"));
 }
 
+TEST(OnlineOfflineScenarioTest, TheReadingNamesTheTrainersDutyCycle) {
+  EXPECT_DOUBLE_EQ(OnlineOfflineScenarioOf("")->trainer_duty, 0.68);  // 001 §7.5
+  EXPECT_DOUBLE_EQ(OnlineOfflineScenarioOf("trainer_duty=1")->trainer_duty, 1);
+  EXPECT_DOUBLE_EQ(OnlineOfflineScenarioOf("cluster=t4-a10,trainer_duty=0.5")->trainer_duty, 0.5);
+  for (const char* bad : {"trainer_duty=0", "trainer_duty=1.5", "trainer_duty=", "trainer_duty=x",
+                          "trainer_duty=0.5s", "trainer_duty=-0.5"}) {
+    SCOPED_TRACE(bad);
+    auto r = OnlineOfflineScenarioOf(bad);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("trainer_duty=D with 0 < D <= 1"), std::string::npos);
+  }
+}
+
+// 001 §7.5: 26 % → 76 % GPU utilisation; a job alone on a T4 at trainer_duty 0.68 keeps it
+// busy 68 % of the time, each app's step 1 / 0.68 its time on the GPU, the rest host time.
+TEST(OnlineOfflineCatalogTest, TrainersKeepTheirGpuBusyTheirDutyCycle) {
+  auto full = ParseAppCatalog(std::string(EmbeddedAppsYaml()), "data/apps.yaml");
+  ASSERT_TRUE(full) << full.error().message;
+  const std::vector<OnlineService> services = DefaultServices(3);
+  auto busy = OnlineOfflineCatalog(*full, services, {.resident = false}, "T4");
+  auto piped = OnlineOfflineCatalog(*full, services, {.resident = false}, "T4", 0.68);
+  ASSERT_TRUE(busy && piped);
+  const model::GpuModelId t4 = *model::FindGpuModel("T4");
+  const Physics before(*busy, 1, {.noise_sd = 0}), after(*piped, 1, {.noise_sd = 0});
+  for (const AppSpec& t : full->training) {
+    SCOPED_TRACE(t.key);
+    EXPECT_EQ(busy->Find(t.key)->host_s, 0);
+    const double engine_s = 1 / before.IsolatedQps(*busy->Find(t.key), t4, -1, 1000);
+    EXPECT_NEAR(piped->Find(t.key)->host_s, engine_s * (1 / 0.68 - 1), 1e-12);
+    EXPECT_NEAR(after.IsolatedQps(*piped->Find(t.key), t4, -1, 1000), 0.68 / engine_s, 1e-9);
+    model::ClusterState c;
+    ASSERT_TRUE(c.AddNode(model::UniformNode("n", t4, 1, 64000, 1 << 20)));
+    model::Workload w;
+    w.id = 1;
+    w.name = "job";
+    w.app = t.key;
+    w.queries = 100;
+    w.gpu = {.count = 1, .milli = 1000, .memory_mib = t.footprint_mib};
+    ASSERT_TRUE(c.Place(w, {1, 0, {{.partition = model::ClusterState::PartitionOf(0, 0)}}}));
+    Physics p(*piped, 1, {.noise_sd = 0});
+    EXPECT_NEAR(p.Rate(*c.Find(1), c).gpu_busy, 0.68, 1e-9);
+  }
+  // Services are left as they are.
+  for (const OnlineService& s : services) EXPECT_EQ(piped->Find(s.app)->host_s, 0);
+}
+
 // memory=resident with no bursts: every replica holds 42 % of its T4 (001 §7.5's online-only
 // GPUs) all day, whatever its footprint, and nothing offline runs: the mean is 0.42, but for
 // the engine's last sample, which it counts for one more usage interval (10 s of 6 h).
@@ -176,6 +223,22 @@ TEST_F(OnlineOfflineRunTest, TheShortBurstScenarioEvictsBothJobsOnceAndFinishesT
   // One burst only: a run twice as long evicts no more.
   scenario_.horizon_s = 480;
   EXPECT_EQ(RunPolicy(R"(muxflow{"period_s":5,"base_hold_s":10})").evictions, 2);
+}
+
+// On a mixed cluster muxflow's normalised throughput is taken against the trace's GPU (the
+// T4: the only exclusive speed the trace states), unless the variant names its own reference.
+TEST_F(OnlineOfflineRunTest, AMixedClusterWeighsJobsAgainstTheTracesGpu) {
+  scenario_.second_gpu = "A10";
+  auto world = BuildOnlineOfflineWorld("muxflow-M", scenario_, 1, catalog_);
+  ASSERT_TRUE(world) << world.error().message;
+  EXPECT_NE(world->policy.find(R"("reference_gpu":"T4")"), std::string::npos) << world->policy;
+  auto own = BuildOnlineOfflineWorld(R"(muxflow{"reference_gpu":""})", scenario_, 1, catalog_);
+  ASSERT_TRUE(own) << own.error().message;
+  EXPECT_NE(own->policy.find(R"("reference_gpu":"")"), std::string::npos) << own->policy;
+  scenario_.second_gpu.clear();  // one model: each GPU is its own reference
+  auto t4 = BuildOnlineOfflineWorld("muxflow", scenario_, 1, catalog_);
+  ASSERT_TRUE(t4) << t4.error().message;
+  EXPECT_EQ(t4->policy.find("reference_gpu"), std::string::npos) << t4->policy;
 }
 
 TEST_F(OnlineOfflineRunTest, AMixedClusterCountsBothModelsAndFinishesItsJobs) {

@@ -382,6 +382,7 @@ reference_gpu: A100-40GB
 apps:
   - {key: s, compute_s: 0.002, memory_s: 0.001, fixed_s: 0.002, footprint_mib: 1000}
   - {key: b, compute_s: 0.006, memory_s: 0, fixed_s: 0, footprint_mib: 1000}
+  - {key: h, compute_s: 0.006, memory_s: 0, fixed_s: 0, host_s: 0.004, footprint_mib: 1000}
 )";
 
 class SharingTest : public ::testing::Test {
@@ -398,8 +399,8 @@ class SharingTest : public ::testing::Test {
         c_.AddNode(model::UniformNode("n", *model::FindGpuModel("A100-40GB"), 1, 64000, 1 << 20)));
   }
   void Service() { ASSERT_TRUE(c_.Place(W(1, "s"), {1, 0, {{0, 1000, 20000}}})); }
-  void Job(int32_t milli) {
-    ASSERT_TRUE(c_.Place(W(2, "b"), {2, 0, {{0, milli, 10000, /*best_effort=*/true}}}));
+  void Job(int32_t milli, const char* app = "b") {
+    ASSERT_TRUE(c_.Place(W(2, app), {2, 0, {{0, milli, 10000, /*best_effort=*/true}}}));
   }
   // s offered a flat 50 QPS (u = 0.25 alone) beside b at `milli`, shared the given way.
   Physics Shared(PhysicsOptions::Sharing sharing, int32_t milli) {
@@ -463,6 +464,27 @@ TEST_F(SharingTest, TimeSlicingDoublesTheServicesTimeAndLeavesTheJobTheRest) {
   // b gets what s leaves: s alone is active 5 ms × 50 QPS = 25 % of the time: b 75 % of its
   // 6 ms iterations, 125 per second.
   EXPECT_NEAR(p.Rate(*c_.Find(2), c_).qps, 0.75 / 0.006, 1e-9);
+}
+
+// A job whose step is 6 ms on the GPU and 4 ms on the host (host_s) keeps the engine busy
+// 60 % of its time alone: a time-shared service waits out its slices only then.
+TEST_F(SharingTest, AJobsHostTimeLeavesTheEngineToATimeSharedService) {
+  Physics p = Make(PhysicsOptions::Sharing::kTimeSlice);
+  Service();
+  Job(1000, "h");
+  p.SetOfferedLoad(1, {.trough_qps = 50, .peak_qps = 50});
+  // Alone h runs 10 ms a step, 100 per second, engine-active 6 of 10 ms.
+  // s: 5 engine-active ms × (1 + 0.6) = 8 ms, 125 QPS.
+  EXPECT_NEAR(p.Rate(*c_.Find(1), c_).capacity_qps, 125, 1e-9);
+  // h: s leaves 75 % of the engine (as above), so its 6 ms of kernels take 8 ms, and its host
+  // 4 ms do not wait: 12 ms a step, 83.3 per second; busy 6 of those 12 ms.
+  const RunRate h = p.Rate(*c_.Find(2), c_);
+  EXPECT_NEAR(h.qps, 1000.0 / 12, 1e-9);
+  EXPECT_NEAR(h.gpu_busy, 0.5, 1e-9);
+  // Under MPS its SM-bound duty is 0.6, not 1: s's SM-bound 3 ms × (1 + 0.32 × 1 × 0.6).
+  Physics mps = Make(PhysicsOptions::Sharing::kMps);
+  mps.SetOfferedLoad(1, {.trough_qps = 50, .peak_qps = 50});
+  EXPECT_NEAR(mps.Rate(*c_.Find(1), c_).capacity_qps, 1000 / (2 + 3 * (1 + 0.32 * 0.6)), 1e-9);
 }
 
 TEST_F(SharingTest, PriorityTimeSlicingCostsTheServiceOnlyThePreemption) {
