@@ -204,16 +204,18 @@ void AddSimulate(CLI::App& app, Status* status) {
          "Arrived GPU load to inflate the pods to, x capacity (" + ReadBy("inflation") + ")")
       ->check(FiniteRange(0.01, 10.0))
       ->capture_default_str();
-  sub->add_option("--reading", args.reading,
-                  "KEY=VALUE,...: the reading of its seed the world takes where the seed reads "
-                  "two ways (" +
-                      ReadBy("reading") +
-                      "; thesis: slo=capped|literal, base=lower|mean, interference=X|offline, "
-                      "quarters=ch6|roofline, queries=Q, time=K, mig=free|fixed, "
-                      "subquarter=fail|floor|linear, docs/simulator.md; "
-                      "overprovision: power=seed003|thesis; online-offline: cluster=t4|t4-a10, "
-                      "memory=resident|footprint, trainer_duty=D; "
-                      "disaggregation: scenario=simulation|prototype, docs/results.md)");
+  sub->add_option(
+      "--reading", args.reading,
+      "KEY=VALUE,...: the reading of its seed the world takes where the seed reads "
+      "two ways (" +
+          ReadBy("reading") +
+          "; thesis: slo=capped|literal, base=lower|mean, interference=X|offline, "
+          "quarters=ch6|roofline, queries=Q, time=K, mig=free|fixed, "
+          "subquarter=fail|floor|linear, docs/simulator.md; "
+          "overprovision: power=seed003|thesis; online-offline: cluster=t4|t4-a10, "
+          "memory=resident|footprint, trainer_duty=D; "
+          "disaggregation: scenario=simulation|prototype, world=colocation|network-only, "
+          "docs/results.md)");
   sub->add_option("--out", args.out,
                   "Where the experiment writes its report: a directory (report.json, "
                   "report.html and the like), or the one file an experiment writes (" +

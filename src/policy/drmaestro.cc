@@ -46,7 +46,8 @@ struct NodeView {
   int64_t free_cpu = 0;
   int64_t free_memory = 0;
   bool ready = false;
-  double load = 0;  // network: Σ network_share of the remote streams through it (profiles)
+  double load = 0;  // network: Σ network_share of the remote streams through it and Σ
+                    // link_load of what runs there (profiles)
 };
 
 // A request shape: what decides where a job may go.
@@ -74,9 +75,10 @@ std::vector<NodeView> ViewNodes(const ClusterState& c, const JobProfiles* profil
   }
   if (profiles != nullptr) {
     for (const auto& [id, pw] : c.placed()) {
-      if (!pw.placement.has_remote()) continue;
       auto it = profiles->find(pw.workload.app);
       if (it == profiles->end()) continue;
+      nodes[pw.placement.node].load += it->second.link_load;
+      if (!pw.placement.has_remote()) continue;
       for (const auto& [cpu_node, gpu_node] : c.RemoteStreams(pw.placement)) {
         nodes[cpu_node].load += it->second.network_share;
         nodes[gpu_node].load += it->second.network_share;
@@ -224,7 +226,8 @@ std::optional<Candidate> Drmaestro::Score(const Workload& w, NodeIndex node,
   return Candidate{.score = 50, .placement = std::move(*p)};
 }
 
-double Drmaestro::Phi(const Job& j, model::GpuModelId gpu_model, bool remote, double load) const {
+double Drmaestro::Phi(const Job& j, model::GpuModelId gpu_model, bool remote, double load,
+                      double home_load) const {
   if (j.profile == nullptr || j.w->goal_s <= 0) return -1;
   double seconds = -1;
   if (gpu_model >= 0) {
@@ -236,12 +239,14 @@ double Drmaestro::Phi(const Job& j, model::GpuModelId gpu_model, bool remote, do
     }
   }
   if (seconds < 0) return -1;
-  double phi = static_cast<double>(j.w->queries) * seconds;
+  const double alone = static_cast<double>(j.w->queries) * seconds;
+  double factor = 1;
   if (remote) {
-    phi *= j.profile->remote_slowdown;
-    if (options_.network_aware) phi *= 1 + j.profile->network_sensitivity * load;
+    factor = j.profile->remote_slowdown;
+    if (options_.network_aware) factor *= 1 + j.profile->network_sensitivity * load;
   }
-  return phi;
+  if (options_.network_aware) factor += j.profile->local_sensitivity * std::min(home_load, 1.0);
+  return alone * factor;
 }
 
 int64_t Drmaestro::Cost(const Workload& w, double phi, double preference) const {
@@ -336,7 +341,7 @@ void Drmaestro::TakeBatch(std::span<const Workload* const> pending, Cycle& y) {
   }
   for (Job& j : y.jobs) {
     last_.jobs[j.line].unscheduled_cost =
-        Cost(*j.w, Phi(j, -1, false, 0), options_.unscheduled_preference) +
+        Cost(*j.w, Phi(j, -1, false, 0, 0), options_.unscheduled_preference) +
         j.waited * static_cast<int64_t>(kCostScale);
   }
 }
@@ -417,8 +422,8 @@ void Drmaestro::BuildClasses(Cycle& y) const {
   }
 }
 
-// Phase 1's network: each job's arcs to its shape's classes (a remote one postponed while it
-// would miss the goal, with network_aware) and to unscheduled, then the classes' machines.
+// Phase 1's network: each job's arcs to its shape's classes (one postponed while it would miss
+// the goal at its load, with network_aware) and to unscheduled, then the classes' machines.
 Drmaestro::HostNetwork Drmaestro::BuildHostNetwork(Cycle& y) const {
   HostNetwork net;
   const int J = static_cast<int>(y.jobs.size());
@@ -436,10 +441,12 @@ Drmaestro::HostNetwork Drmaestro::BuildHostNetwork(Cycle& y) const {
     const Job& j = y.jobs[k];
     for (int ci : y.classes_of_shape[j.shape]) {
       const Class& cl = y.classes[ci];
-      const double phi =
-          Phi(j, cl.gpu_model, !cl.local && j.w->gpu.count > 0, y.Midpoint(cl.bucket));
+      const double load = y.Midpoint(cl.bucket);
+      const double phi = Phi(j, cl.gpu_model, !cl.local && j.w->gpu.count > 0, load, load);
       const bool remote = !cl.local;
-      if (remote && options_.network_aware && phi >= 0 && phi > j.w->goal_s &&
+      // 002: "if the placement does not satisfy the task's SLO, the placement will be
+      // postponed" — a local one too where its link's load would make it miss.
+      if (options_.network_aware && phi >= 0 && phi > j.w->goal_s &&
           j.waited < options_.max_postpone_cycles) {
         y.postponed[k] = 1;
         continue;
@@ -531,7 +538,7 @@ void Drmaestro::HostsFromFlow(Cycle& y, const HostNetwork& net, const std::vecto
     if (n < 0) {
       ++last_.phase1.unscheduled;
       line.outcome = y.postponed[k]
-                         ? "unscheduled: postponed, every remote placement would miss its goal "
+                         ? "unscheduled: postponed, every placement left would miss its goal "
                            "at the network's load (network_aware)"
                          : "unscheduled: waiting was cheaper than any placement left to it";
       continue;
@@ -607,7 +614,8 @@ Drmaestro::GpuNetwork Drmaestro::BuildGpuNetwork(const Cycle& y) const {
     for (size_t si = 0; si < y.supplies.size(); ++si) {
       const Supply& s = y.supplies[si];
       if (s.node != home || !Takes(w, s.gpu_model)) continue;
-      add({t, net.supply0 + static_cast<int>(si), 1, Cost(w, Phi(j, s.gpu_model, false, 0), 1)}, 0);
+      const double phi = Phi(j, s.gpu_model, false, 0, y.Midpoint(y.BucketOf(y.nodes[home].load)));
+      add({t, net.supply0 + static_cast<int>(si), 1, Cost(w, phi, 1)}, 0);
     }
     if (options_.disaggregate) {
       for (const auto& [key, ai] : net.aggregator_index) {
@@ -615,7 +623,8 @@ Drmaestro::GpuNetwork Drmaestro::BuildGpuNetwork(const Cycle& y) const {
         if (!Takes(w, gpu_model)) continue;
         const double load =
             std::max(y.Midpoint(bucket), y.Midpoint(y.BucketOf(y.nodes[home].load)));
-        const double phi = Phi(j, gpu_model, true, load);
+        const double phi =
+            Phi(j, gpu_model, true, load, y.Midpoint(y.BucketOf(y.nodes[home].load)));
         if (options_.network_aware && phi >= 0 && phi > w.goal_s &&
             j.waited < options_.max_postpone_cycles) {
           continue;

@@ -20,15 +20,18 @@
 //   Ut(φ) = (τ − φ)/τ if φ ≤ τ, else (τ − φ)/τ · (10 − z)/9   (τ = Workload::goal_s, z = goal_z)
 //   placement: (1 − Ut(φ)) · P;  unscheduled: (1 − Ut(φ_local)) · `unscheduled_preference` + W,
 // φ the job's expected run time there: queries × its profile's seconds per query on the GPU
-// model (JobProfile, 002's offline "inference engine"), × remote_slowdown on a remote GPU, and ×
-// (1 + network_sensitivity · l) with `network_aware`, l the busier node's network load (Σ
-// network_share of the remote streams through it, by the profiles; a bucket's midpoint). A job
-// without a goal or a profile costs a neutral 1 − Ut = 1 (002: "unknown ... a neutral cost").
-// W, the waiting counter, grows by one each cycle a job of the batch is left unscheduled, and
-// orders the queue (CustomOrder: W, then arrival). Gang: a job with any sub-task unscheduled
-// stays unscheduled whole. `network_aware` also postpones: a remote arc whose φ misses the goal
-// is left out while W < `max_postpone_cycles` (after that the job may take it, so no job waits
-// forever while it fits). Phase-1 placements are checked one by one against the machine's real
+// model (JobProfile, 002's offline "inference engine"), × remote_slowdown on a remote GPU, and,
+// with `network_aware`, × (1 + network_sensitivity · l) on a remote GPU, l the busier node's
+// network load, plus local_sensitivity · l_home (its own node's link), local or remote. A node's
+// load is Σ network_share of the remote streams through it and Σ link_load of what runs there,
+// by the profiles; a bucket's midpoint. A job without a goal or a profile costs a neutral
+// 1 − Ut = 1 (002: "unknown ... a neutral cost"). W, the waiting counter, grows by one each
+// cycle a job of the batch is left unscheduled, and orders the queue (CustomOrder: W, then
+// arrival). Gang: a job with any sub-task unscheduled stays unscheduled whole. `network_aware`
+// also postpones (002: "if the placement does not satisfy the task's SLO, the placement will be
+// postponed"): an arc whose φ misses the goal — remote, or local on a loaded link — is left out
+// while W < `max_postpone_cycles` (after that the job may take it, so no job waits forever
+// while it fits). Phase-1 placements are checked one by one against the machine's real
 // free CPU and memory (slots are an estimate); one that no longer fits stays unscheduled.
 //
 // Remote slices (model::Slice::remote) hold a whole GPU of another node; the job's CPU and
@@ -121,8 +124,10 @@ class Drmaestro final : public Policy {
   struct HostNetwork;  // phase 1's flow network
   struct GpuNetwork;   // phase 2's
   // φ: the job's expected run time on `gpu_model` (-1: the fastest allowed), remote or not, at
-  // network load `load`; -1 when unknown (no goal or no profile).
-  double Phi(const Job& j, model::GpuModelId gpu_model, bool remote, double load) const;
+  // network load `load` on its stream and `home_load` on its own node's link; -1 when unknown
+  // (no goal or no profile).
+  double Phi(const Job& j, model::GpuModelId gpu_model, bool remote, double load,
+             double home_load) const;
   int64_t Cost(const Workload& w, double phi, double preference) const;
 
   // PlaceBatch's steps, in order: the batch; phase 1 (classes, its network, flows → machines);

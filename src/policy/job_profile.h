@@ -28,6 +28,11 @@ struct JobProfile {
   double remote_slowdown = 1;      // run time on a remote GPU / on a local one, network idle
   double network_sensitivity = 0;  // the remote run time grows × (1 + this × network load)
   double network_share = 0;        // the share of a link one of its remote streams keeps busy
+  // Where co-location reaches the node's link (seed 002's simulator, ≈430): the share of its
+  // node's link a running instance keeps busy (storage I/O, or an Iperf-like job's traffic), and
+  // how its run time, local or remote, grows with that link's load: × (1 + this × load) on top.
+  double link_load = 0;
+  double local_sensitivity = 0;
 };
 
 using JobProfiles = std::unordered_map<std::string, JobProfile>;  // by application key

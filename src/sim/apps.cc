@@ -237,6 +237,18 @@ Expected<AppSpec> ParseApp(const std::string& file, const YAML::Node& n,
     }
     a.remote = {.network_share = *share, .network_share_loaded = *loaded};
   }
+  if (const YAML::Node l = n["link"]) {
+    if (!l.IsMap()) return At(file, l, fmt::format("app {}: 'link' must be a map", a.key));
+    auto disk = Get<double>(file, l, "disk_share", false, 0.0);
+    if (!disk) return std::unexpected(disk.error());
+    auto load = Get<double>(file, l, "load", false, 0.0);
+    if (!load) return std::unexpected(load.error());
+    if (!(*disk >= 0 && *disk < 1) || !(*load >= 0 && *load <= 1)) {
+      return At(file, l,
+                fmt::format("app {}: link needs 0 <= disk_share < 1 and 0 <= load <= 1", a.key));
+    }
+    a.link = {.disk_share = *disk, .load = *load};
+  }
   return a;
 }
 
@@ -294,6 +306,12 @@ void EmitApp(YAML::Emitter& out, const AppSpec& a) {
     out << YAML::Key << "remote" << YAML::Value << YAML::Flow << YAML::BeginMap;
     out << YAML::Key << "network_share" << YAML::Value << a.remote.network_share;
     out << YAML::Key << "network_share_loaded" << YAML::Value << a.remote.network_share_loaded;
+    out << YAML::EndMap;
+  }
+  if (!a.link.empty()) {
+    out << YAML::Key << "link" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    if (a.link.disk_share > 0) out << YAML::Key << "disk_share" << YAML::Value << a.link.disk_share;
+    if (a.link.load > 0) out << YAML::Key << "load" << YAML::Value << a.link.load;
     out << YAML::EndMap;
   }
   out << YAML::EndMap;

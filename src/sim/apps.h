@@ -49,6 +49,18 @@ struct RemoteProfile {
   bool empty() const { return network_share == 0 && network_share_loaded == 0; }
 };
 
+// `link:` what a running instance does to its own node's network link besides remote-GPU
+// traffic (seed 002's co-location, the disaggregation experiment's default world): disk_share,
+// the share of its run alone spent on storage I/O, which on 002's testbed crosses the node's
+// InfiniBand link (its GPFS storage, ≈319–321) and so stretches as the link's other users load
+// it; load, the share of the link it keeps busy regardless (a network-intensive job, 002's Iperf
+// of Experiment 1: 1). Its disk I/O also loads the link, by disk_share. All zero: none.
+struct LinkUse {
+  double disk_share = 0;  // 0 ≤ d < 1
+  double load = 0;        // 0 ≤ load ≤ 1
+  bool empty() const { return disk_share == 0 && load == 0; }
+};
+
 struct AppSpec {
   std::string key;  // application key, e.g. "onnx/resnet50/ss"
   std::string description;
@@ -66,6 +78,7 @@ struct AppSpec {
   // footprint_mib from start to end and publishes no usage series.
   UsageTrajectory usage;
   RemoteProfile remote;  // `remote:` {network_share, network_share_loaded}
+  LinkUse link;          // `link:` {disk_share, load}
 
   // Fraction of a query's GPU time spent on memory traffic, on the reference GPU.
   double memory_fraction() const {

@@ -42,17 +42,22 @@ constexpr int64_t kJobCpuMilli = 8'000;         // ours
 constexpr int64_t kJobMemoryMib = 32 << 10;     // ours
 constexpr int64_t kWarmupMemoryMib = 64 << 10;  // ours
 const char kWarmupApp[] = "cpu/warmup";
+const char kIperfApp[] = "cpu/iperf";
 
 // The scenario's numbers are sane and the catalogue has its apps.
 Expected<void> CheckScenario(const DisaggregationScenario& scenario, const AppCatalog& catalog) {
   if (scenario.nodes < 2 || scenario.jobs < 1 || scenario.gpus_per_node < 1 ||
       !(scenario.arrival_rate > 0) || !(scenario.warmup_s >= 1) ||
-      !(scenario.slack_max >= scenario.slack_min) || !(scenario.slack_min >= 0)) {
+      !(scenario.slack_max >= scenario.slack_min) || !(scenario.slack_min >= 0) ||
+      scenario.iperf_every < 1 || !(scenario.iperf_min_s >= 1) ||
+      !(scenario.iperf_max_s >= scenario.iperf_min_s)) {
     return Fail("experiment disaggregation: bad scenario {}", scenario.Label());
   }
-  if (catalog.Find(kWarmupApp) == nullptr) {
-    return Fail("experiment disaggregation: the catalogue's `sharing` list has no app '{}'",
-                kWarmupApp);
+  for (const char* key : {kWarmupApp, kIperfApp}) {
+    if (key == kIperfApp && !scenario.colocation) continue;
+    if (catalog.Find(key) == nullptr) {
+      return Fail("experiment disaggregation: the catalogue's `sharing` list has no app '{}'", key);
+    }
   }
   if (scenario.apps.empty()) return Fail("experiment disaggregation: no apps");
   for (const std::string& key : scenario.apps) {
@@ -63,6 +68,30 @@ Expected<void> CheckScenario(const DisaggregationScenario& scenario, const AppCa
           "`remote` profile",
           key);
     }
+  }
+  return {};
+}
+
+// The Iperf-like jobs of the co-location world: one per `iperf_every` Rodinia jobs, Poisson at
+// arrival_rate / iperf_every from t = 0, each CPU-only (8 threads, 32 GiB, ours) for
+// U[iperf_min_s, iperf_max_s]; ids after `last`. Their own stream: the Rodinia jobs' is the same
+// in both worlds.
+Expected<void> AddIperfJobs(const DisaggregationScenario& scenario, uint64_t seed,
+                            model::WorkloadId last, World& world) {
+  Rng trace(seed ^ 0x69706572ULL);
+  double t = 0;
+  for (int i = 0; i < scenario.jobs / scenario.iperf_every; ++i) {
+    t += trace.Exponential(scenario.arrival_rate / scenario.iperf_every);
+    model::Workload w;
+    w.id = ++last;
+    w.name = fmt::format("iperf-{}", i);
+    w.app = kIperfApp;
+    w.klass = model::WorkloadClass::kOffline;
+    w.cpu_milli = kJobCpuMilli;
+    w.memory_mib = kJobMemoryMib;
+    w.queries = static_cast<int64_t>(trace.Uniform(scenario.iperf_min_s, scenario.iperf_max_s));
+    w.arrival_s = t;
+    if (auto ok = world.engine->Add(std::move(w)); !ok) return std::unexpected(ok.error());
   }
   return {};
 }
@@ -107,6 +136,9 @@ Expected<model::WorkloadId> AddJobs(const DisaggregationScenario& scenario, uint
     w.arrival_s = t;
     if (auto ok = world.engine->Add(std::move(w)); !ok) return std::unexpected(ok.error());
   }
+  if (scenario.colocation) {
+    if (auto ok = AddIperfJobs(scenario, seed, id, world); !ok) return std::unexpected(ok.error());
+  }
   return warmups;
 }
 
@@ -116,7 +148,7 @@ DisaggregationRun Summarize(const EngineResult& r, model::WorkloadId warmups) {
   double first = -1, last = 0;
   int counted = 0;
   for (const WorkloadOutcome& o : r.workloads) {
-    if (o.workload.id <= warmups) continue;
+    if (o.workload.id <= warmups || o.workload.app == kIperfApp) continue;
     if (first < 0 || o.workload.arrival_s < first) first = o.workload.arrival_s;
     run.pending_s_mean += o.pending_s();
     ++counted;
@@ -135,7 +167,7 @@ DisaggregationRun Summarize(const EngineResult& r, model::WorkloadId warmups) {
 }  // namespace
 
 std::string DisaggregationScenario::Label() const {
-  return fmt::format("nodes={},jobs={}", nodes, jobs);
+  return fmt::format("nodes={},jobs={}{}", nodes, jobs, colocation ? "" : ",network-only");
 }
 
 std::vector<DisaggregationScenario> DisaggregationScenarios(std::optional<int> nodes) {
@@ -163,35 +195,54 @@ Expected<std::vector<DisaggregationScenario>> DisaggregationScenariosOf(
     const ExperimentArgs& args) {
   const std::optional<int> nodes =
       args.cluster_nodes_given ? std::optional<int>(args.cluster_nodes) : std::nullopt;
-  if (args.reading.empty() || args.reading == "scenario=simulation") {
-    return DisaggregationScenarios(nodes);
-  }
-  if (args.reading == "scenario=prototype") {
-    if (nodes) {
+  bool prototype = false, colocation = true;
+  const std::string_view reading = args.reading;
+  for (size_t at = 0; at < reading.size();) {
+    size_t end = reading.find(',', at);
+    if (end == std::string_view::npos) end = reading.size();
+    const std::string_view item = reading.substr(at, end - at);
+    if (item == "scenario=simulation" || item == "scenario=prototype") {
+      prototype = item == "scenario=prototype";
+    } else if (item == "world=colocation" || item == "world=network-only") {
+      colocation = item == "world=colocation";
+    } else {
       return Fail(
-          "--cluster-nodes does not apply to --reading scenario=prototype (002's four "
-          "machines)");
+          "--reading: '{}' is not one of scenario=simulation|prototype, "
+          "world=colocation|network-only (experiment disaggregation)",
+          item);
     }
-    return DisaggregationPrototypeScenarios();
+    at = end + 1;
   }
-  return Fail(
-      "--reading: '{}' is not one of scenario=simulation|prototype (experiment disaggregation)",
-      args.reading);
+  if (prototype && nodes) {
+    return Fail(
+        "--cluster-nodes does not apply to --reading scenario=prototype (002's four machines)");
+  }
+  std::vector<DisaggregationScenario> scenarios =
+      prototype ? DisaggregationPrototypeScenarios() : DisaggregationScenarios(nodes);
+  for (DisaggregationScenario& s : scenarios) s.colocation = colocation;
+  return scenarios;
 }
 
 std::span<const std::string_view> DisaggregationPolicies() { return kDisaggregationPolicies; }
 
 policy::JobProfiles ProfileJobs(const AppCatalog& catalog, const std::vector<std::string>& apps,
-                                model::GpuModelId gpu) {
+                                model::GpuModelId gpu, bool colocation) {
   const Physics physics(catalog, 0, {.noise_sd = 0});
   policy::JobProfiles profiles;
   for (const std::string& key : apps) {
     const AppSpec* app = catalog.Find(key);
     if (app == nullptr) continue;
-    profiles[key] = {.seconds_per_query = {{gpu, 1 / physics.IsolatedQps(*app, gpu, -1, 1000)}},
-                     .remote_slowdown = app->remote.Slowdown(0),
-                     .network_sensitivity = app->remote.sensitivity(),
-                     .network_share = app->remote.network_share};
+    policy::JobProfile& p = profiles[key];
+    p.remote_slowdown = app->remote.Slowdown(0);
+    p.network_sensitivity = app->remote.sensitivity();
+    p.network_share = app->remote.network_share;
+    if (app->compute_s + app->memory_s > 0) {  // a CPU-only job has no GPU run time to profile
+      p.seconds_per_query = {{gpu, 1 / physics.IsolatedQps(*app, gpu, -1, 1000)}};
+    }
+    if (colocation) {
+      p.link_load = app->link.disk_share + app->link.load;
+      p.local_sensitivity = app->link.disk_share * PhysicsOptions{}.link_stretch;
+    }
   }
   return profiles;
 }
@@ -203,7 +254,9 @@ Expected<DisaggregationRun> RunDisaggregation(std::string_view policy_spec,
   if (!gpu) return Fail("experiment disaggregation: unknown GPU model '{}'", scenario.gpu);
   const AppCatalog catalog = SharingCatalog(full_catalog);
   if (auto ok = CheckScenario(scenario, catalog); !ok) return std::unexpected(ok.error());
-  const policy::JobProfiles profiles = ProfileJobs(catalog, scenario.apps, *gpu);
+  std::vector<std::string> profiled = scenario.apps;
+  if (scenario.colocation) profiled.push_back(kIperfApp);
+  const policy::JobProfiles profiles = ProfileJobs(catalog, profiled, *gpu, scenario.colocation);
   model::ClusterState cluster;
   for (int n = 0; n < scenario.nodes; ++n) {
     if (auto ok = cluster.AddNode(model::UniformNode(
@@ -212,9 +265,11 @@ Expected<DisaggregationRun> RunDisaggregation(std::string_view policy_spec,
       return std::unexpected(ok.error());
     }
   }
-  auto world = World::Build(
-      catalog, std::move(cluster),
-      {.policy = policy_spec, .seed = seed, .publish_telemetry = false, .job_profiles = &profiles});
+  WorldOptions options{
+      .policy = policy_spec, .seed = seed, .publish_telemetry = false, .job_profiles = &profiles};
+  options.physics.link_colocation = scenario.colocation;
+  options.engine.rerate_node_neighbours = scenario.colocation;
+  auto world = World::Build(catalog, std::move(cluster), options);
   if (!world) return std::unexpected(world.error());
   Engine& engine = *(*world)->engine;
 

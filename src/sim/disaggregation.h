@@ -53,7 +53,15 @@ struct DisaggregationScenario {
   std::vector<std::string> apps = {"rodinia/btree",      "rodinia/backprop", "rodinia/gaussian",
                                    "rodinia/hotspot",    "rodinia/lavamd",   "rodinia/nw",
                                    "rodinia/pathfinder", "rodinia/srad"};
-  std::string Label() const;  // "nodes=16,jobs=512"
+  // The world (`--reading world=`). colocation (default): seed 002's simulator re-rates every
+  // task of a machine as tasks come and go (≈430) — here through the node's network link
+  // (PhysicsOptions::link_colocation) — and network-intensive CPU jobs (`cpu/iperf`, 002's
+  // Iperf of Experiment 1) arrive beside the Rodinia ones. network-only: the earlier world, where
+  // only a remote run is slowed, by remote streams alone, and no Iperf-like jobs run.
+  bool colocation = true;
+  int iperf_every = 8;  // one Iperf-like job per this many Rodinia jobs, Poisson (ours)
+  double iperf_min_s = 75, iperf_max_s = 255;  // its run, uniform (ours: the Rodinia jobs')
+  std::string Label() const;  // "nodes=16,jobs=512" (",network-only" in that world)
 };
 
 // 002's two simulated scenarios: 16 nodes with 512 jobs, 128 nodes with 4,096; given a node
@@ -62,8 +70,9 @@ std::vector<DisaggregationScenario> DisaggregationScenarios(std::optional<int> n
 // 002's prototype runs (Experiment 2, Tables 2–3: four machines, 128 and 512 jobs, the same
 // warm-up and arrival rate): `--reading scenario=prototype`.
 std::vector<DisaggregationScenario> DisaggregationPrototypeScenarios();
-// The scenarios `args` names: its --reading ("" or scenario=simulation: 002's simulated pair, or
-// one of --cluster-nodes; scenario=prototype: the prototype's pair, without --cluster-nodes).
+// The scenarios `args` names: its --reading, comma-separated keys ("" or scenario=simulation:
+// 002's simulated pair, or one of --cluster-nodes; scenario=prototype: the prototype's pair,
+// without --cluster-nodes; world=colocation (default) or world=network-only).
 [[nodiscard]] Expected<std::vector<DisaggregationScenario>> DisaggregationScenariosOf(
     const ExperimentArgs& args);
 // drmaestro{"disaggregate":false}, drmaestro, drmaestro{"network_aware":true}, first-fit, best-fit.
@@ -83,9 +92,11 @@ struct DisaggregationRun {
 
 // What offline profiling (002's inference engine) tells drmaestro about `apps` of `catalog` (the
 // experiment's physics catalogue, sharing apps as its apps) on `gpu`: noise-free seconds per
-// query alone on a whole local GPU, and RemoteProfile's slowdown, sensitivity and share.
+// query alone on a whole local GPU, and RemoteProfile's slowdown, sensitivity and share; in the
+// co-location world also what each puts on its node's link (disk share + load) and how its run
+// grows with that link's load (disk share × PhysicsOptions::link_stretch).
 policy::JobProfiles ProfileJobs(const AppCatalog& catalog, const std::vector<std::string>& apps,
-                                model::GpuModelId gpu);
+                                model::GpuModelId gpu, bool colocation = false);
 
 [[nodiscard]] Expected<DisaggregationRun> RunDisaggregation(std::string_view policy,
                                                             const DisaggregationScenario& scenario,

@@ -137,6 +137,7 @@ void Engine::Bind(const model::Workload& w, const model::Placement& p) {
     r.network_nodes.push_back(cpu_node);
     r.network_nodes.push_back(gpu_node);
   }
+  if (options_.rerate_node_neighbours) r.network_nodes.push_back(p.node);
   if (!r.network_nodes.empty()) {
     RerateNetwork(r.network_nodes);  // before it joins remote_running_: the others' loads moved
     remote_running_.push_back(w.id);
@@ -161,7 +162,9 @@ void Engine::RerateNetwork(const std::vector<model::NodeIndex>& nodes) {
       return std::find(other.network_nodes.begin(), other.network_nodes.end(), n) !=
              other.network_nodes.end();
     });
-    if (shares) rerate_.insert(rerate_.end(), other.gpus.begin(), other.gpus.end());
+    if (!shares) continue;
+    rerate_.insert(rerate_.end(), other.gpus.begin(), other.gpus.end());
+    if (other.gpus.empty()) rerate_ids_.push_back(id);
   }
 }
 

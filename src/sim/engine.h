@@ -80,6 +80,11 @@ struct EngineOptions {
   // every this many seconds while any runs, their service rate recorded in
   // WorkloadOutcome::load — the load moves smoothly in minutes (seed 001 §2).
   double load_interval_s = 60.0;
+  // Seed 002's simulator (≈430): when a task starts or finishes, every running task of the
+  // machines it uses (its node and its remote GPUs' nodes) is re-rated, local ones too — for a
+  // truth whose co-location reaches past a GPU (PhysicsOptions::link_colocation). Off: only the
+  // workloads on its GPUs, and remote ones sharing its network links.
+  bool rerate_node_neighbours = false;
 };
 
 // An online service's state at a load tick: the rate its request queue is served at.
@@ -185,7 +190,8 @@ class Engine {
     int crashes_in_a_row = 0;  // the kubelet's back-off count
     uint64_t version = 0;
     std::vector<model::GpuIndex> gpus;
-    // With remote slices: its node and its remote GPUs' nodes, whose network it loads.
+    // With remote slices (or rerate_node_neighbours): its node and its remote GPUs' nodes,
+    // whose network it loads.
     std::vector<model::NodeIndex> network_nodes;
   };
 
@@ -249,7 +255,7 @@ class Engine {
   bool load_pending_ = false;                      // a kLoad event is queued
   std::vector<model::GpuIndex> rerate_;            // GPUs whose co-location changed
   std::vector<model::WorkloadId> rerate_ids_;      // GPU-less workloads just started
-  std::vector<model::WorkloadId> remote_running_;  // running with remote slices
+  std::vector<model::WorkloadId> remote_running_;  // running with network_nodes
   std::vector<double> gpu_util_;
   std::vector<double> gpu_power_;             // at its current SM load
   std::vector<double> gpu_load_;              // Σ clients' sm_load, capped at 1

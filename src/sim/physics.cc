@@ -145,8 +145,10 @@ double Physics::NoiseFactor(model::WorkloadId id) const {
 
 RunRate Physics::Rate(const model::PlacedWorkload& pw, const model::ClusterState& c) {
   RunRate r = RateIn(pw, c);
-  if (r.fails || !pw.placement.has_remote()) return r;
+  if (r.fails || pw.placement.slices.empty()) return r;
+  if (!pw.placement.has_remote() && !options_.link_colocation) return r;
   const double slowdown = RemoteSlowdown(pw, c);
+  if (slowdown == 1) return r;
   r.qps /= slowdown;
   r.capacity_qps /= slowdown;
   r.gpu_busy /= slowdown;  // the GPU waits on the network
@@ -168,25 +170,44 @@ const std::vector<double>& Physics::NetworkLoads(const model::ClusterState& c) {
       network_load_[static_cast<size_t>(gpu_node)] += app->remote.network_share;
     }
   }
+  if (!options_.link_colocation) return network_load_;
+  for (const auto& [id, pw] : c.placed()) {
+    const AppSpec* app = catalog_.Find(pw.workload.app);
+    if (app == nullptr || app->link.empty()) continue;
+    // Storage I/O only where the job has a GPU to feed; a network-intensive job's traffic always.
+    const double disk = pw.placement.slices.empty() ? 0.0 : app->link.disk_share;
+    network_load_[static_cast<size_t>(pw.placement.node)] += disk + app->link.load;
+  }
   return network_load_;
+}
+
+double Physics::OwnLinkLoad(const AppSpec& app, const model::PlacedWorkload& pw, model::NodeIndex n,
+                            const model::ClusterState& c) const {
+  double own = 0;
+  for (const auto& [cpu_node, gpu_node] : c.RemoteStreams(pw.placement)) {
+    own += ((cpu_node == n) + (gpu_node == n)) * app.remote.network_share;
+  }
+  if (options_.link_colocation && pw.placement.node == n) {
+    own += (pw.placement.slices.empty() ? 0.0 : app.link.disk_share) + app.link.load;
+  }
+  return own;
 }
 
 double Physics::RemoteSlowdown(const model::PlacedWorkload& pw, const model::ClusterState& c) {
   const AppSpec* app = catalog_.Find(pw.workload.app);
   if (app == nullptr) return 1;
   const std::vector<double>& load = NetworkLoads(c);
-  const auto streams = c.RemoteStreams(pw.placement);
-  // Its own streams are part of its profile (measured alone): count only the others'.
+  // Its own traffic is part of its profile (measured alone): count only the others'.
   const auto others = [&](model::NodeIndex n) {
-    double own = 0;
-    for (const auto& [cpu_node, gpu_node] : streams) own += (cpu_node == n) + (gpu_node == n);
-    return std::clamp(load[static_cast<size_t>(n)] - own * app->remote.network_share, 0.0, 1.0);
+    return std::clamp(load[static_cast<size_t>(n)] - OwnLinkLoad(*app, pw, n, c), 0.0, 1.0);
   };
   double worst = 1;
-  for (const auto& [cpu_node, gpu_node] : streams) {
+  for (const auto& [cpu_node, gpu_node] : c.RemoteStreams(pw.placement)) {
     worst = std::max(worst, app->remote.Slowdown(std::max(others(cpu_node), others(gpu_node))));
   }
-  return worst;
+  if (!options_.link_colocation) return worst;
+  // 002 ≈430: local runs too are re-rated by what shares their machine — here its link.
+  return worst + app->link.disk_share * options_.link_stretch * others(pw.placement.node);
 }
 
 Physics::CoRunners Physics::CoRunnersOf(const model::PlacedWorkload& pw,

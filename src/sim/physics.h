@@ -50,6 +50,12 @@
 //    other remote stream through that node, capped at 1. Its rate, engine activity and SM load
 //    all divide by it (the GPU waits on the network). The engine re-rates a remote workload
 //    whenever a stream through one of its nodes starts or stops.
+//  - With `link_colocation` (seed 002's co-location, ≈430): a node's link load also counts the
+//    storage I/O share of every GPU job whose CPU is there and the traffic of network-intensive
+//    jobs (AppSpec::link), and any GPU job — local too — runs × (1 + disk_share × link_stretch ×
+//    l_cpu) on top of its remote slowdown, l_cpu the others' load on its CPU node (≤ 1). The
+//    engine then re-rates every workload on a node where one starts or stops
+//    (EngineOptions::rerate_node_neighbours).
 //  - Noise: a per-workload factor 1 ± min(|N(0, noise_sd)|, noise_max), seeded by (seed,
 //    workload id), so it does not depend on event order.
 //
@@ -123,6 +129,17 @@ struct PhysicsOptions {
   enum class Sharing { kMps, kTimeSlice, kPriorityTimeSlice };
   Sharing sharing = Sharing::kMps;
   double ts_priority_overhead = 0.05;
+  // Seed 002's co-location on a node's network link (its simulator re-rates every task of a
+  // machine when one starts or finishes, ≈430; the only co-located profile 002 gives is Fig. 3,
+  // a job beside Iperf). Off (every other world, and the disaggregation experiment's
+  // `world=network-only` reading): a node's link carries remote-GPU streams only and only a
+  // remote run is slowed. On: it also carries each GPU job's storage I/O (LinkUse::disk_share,
+  // on the job's CPU node) and network-intensive jobs' traffic (LinkUse::load), and every job's
+  // disk part stretches by 1 + link_stretch × l, l the others' load on its CPU node (≤ 1).
+  bool link_colocation = false;
+  // 002 Fig. 3: NW's time on the link goes from 17 % to 49 % of its run beside Iperf, i.e. from
+  // 0.17/0.83 to 0.49/0.51 of the rest: × 4.69 (HotSpot's 0.2 % → 1 %: × 5.04).
+  double link_stretch = 3.69;
 };
 
 // The MPS constants fitted to pairs measured on real GPUs (`tessera predict contention`):
@@ -208,10 +225,15 @@ class Physics final : public GroundTruth {
   // The workload's fixed multiplicative noise: a draw from a generator seeded by (seed, id),
   // kept (seeding the generator costs more than a rate).
   double NoiseFactor(model::WorkloadId id) const;
-  // Σ network_share of the remote streams through each node (uncapped), cached by version.
+  // Σ network_share of the remote streams through each node (uncapped), and with
+  // link_colocation the disk shares and link loads of what runs there; cached by version.
   const std::vector<double>& NetworkLoads(const model::ClusterState& c);
-  // ≥ 1: how much slower `pw` runs for its remote slices (1 when it has none).
+  // ≥ 1: how much slower `pw` runs for its remote slices (1 when it has none) and, with
+  // link_colocation, for its storage I/O beside its node's other link users.
   double RemoteSlowdown(const model::PlacedWorkload& pw, const model::ClusterState& c);
+  // What `pw` itself puts on node `n`'s link (its share of NetworkLoads there).
+  double OwnLinkLoad(const AppSpec& app, const model::PlacedWorkload& pw, model::NodeIndex n,
+                     const model::ClusterState& c) const;
   // min(1, λ(now) / capacity) for a workload with an offered load; 1 otherwise.
   double Utilisation(model::WorkloadId id, double capacity_qps) const;
 

@@ -262,6 +262,51 @@ TEST(DrmaestroTest, NetworkAwarePostponesGoalMissingRemotePlacementsButNotForeve
   EXPECT_EQ(plain.PlaceBatch(pending, c)->size(), 1u);
 }
 
+// 002's NA postpones any placement that would miss the goal ("if the placement does not satisfy
+// the task's SLO, the placement will be postponed"), a local one too where co-location reaches
+// it through the node's link (link_load, local_sensitivity: the disaggregation experiment's
+// co-location world). An Iperf-like job (link_load 1) runs on node a: a's load bucket is 9
+// (midpoint 0.95), so the job's local φ there is 100 × (1 + 0.369 × 0.95) = 135 s > 110 s;
+// on node b (load 0, midpoint 0.05) 100 × (1 + 0.369 × 0.05) = 101.8 s. NA puts it on b. With
+// b's CPU held it can only go to a: local 135 s, remote 100 × (1.2 × (1 + 0.6 × 0.95) + 0.369 ×
+// 0.95) = 223 s, both past the goal, so NA postpones it while plain drmaestro places it on a.
+TEST(DrmaestroTest, NetworkAwareAlsoKeepsLocalJobsOffALoadedLink) {
+  JobProfiles profiles = Profiles();
+  profiles["nw"].link_load = 0.1;
+  profiles["nw"].local_sensitivity = 0.369;
+  profiles["iperf"] = {.link_load = 1};
+  ClusterState c;
+  AddNode(c, "a", 1);
+  AddNode(c, "b", 1);
+  Workload iperf;
+  iperf.id = 90;
+  iperf.name = "iperf";
+  iperf.app = "iperf";
+  iperf.cpu_milli = 8000;
+  ASSERT_TRUE(c.Place(iperf, {.workload = 90, .node = 0}));
+  const Workload j = Job(1, 110);
+  const Workload* pending[] = {&j};
+  Drmaestro aware({.network_aware = true}, &profiles);
+  auto out = aware.PlaceBatch(pending, c);
+  ASSERT_TRUE(out);
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ(out->at(0).placement.node, 1);
+  EXPECT_FALSE(out->at(0).placement.slices.at(0).remote);
+
+  HoldCpu(c, 1, 100);
+  Drmaestro held({.network_aware = true}, &profiles);
+  out = held.PlaceBatch(pending, c);
+  ASSERT_TRUE(out);
+  EXPECT_TRUE(out->empty());
+  EXPECT_NE(held.last_cycle().jobs.at(0).outcome.find("postponed"), std::string::npos)
+      << held.last_cycle().jobs.at(0).outcome;
+  Drmaestro plain({}, &profiles);
+  out = plain.PlaceBatch(pending, c);
+  ASSERT_TRUE(out);
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ(out->at(0).placement.node, 0);
+}
+
 // Gang: two jobs of two GPUs each, three idle GPUs, remote as preferred as local (P = 1: a
 // remote GPU costs 800, less than waiting, 1,333). Phase 1 places both on node a (one through
 // its local class, one through the remote class); phase 2 has 4 sub-tasks for 3 GPUs, so one job

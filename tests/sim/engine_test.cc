@@ -502,5 +502,49 @@ apps:
   EXPECT_EQ(r.workloads[1].remote_slices, 1);
 }
 
+// Seed 002's simulator (≈430) re-rates every task of a machine when one starts or finishes,
+// local ones too. An NW-like job (100 queries/s alone on its local K80, 10 % of its run on
+// storage I/O over the node's link) runs from t = 0; at t = 10 an Iperf-like job (the link
+// saturated, CPU-only) starts on the same node: the job's disk part stretches by 1 + 3.69 × 1,
+// so it runs at 100 / (1 + 0.1 × 3.69) = 73.05/s. 2,000 queries: 1,000 done by t = 10, the rest
+// at 73.05/s end at 10 + 1,000 / 73.05 = 23.69 (Iperf runs for 100 s). Without the neighbours'
+// re-rate the job keeps its 100/s (nothing on its GPU changed) and ends at t = 20.
+TEST(EngineLinkTest, ANetworkHeavyNeighbourReratesALocalJobOnItsNode) {
+  auto catalog = ParseAppCatalog(R"(
+apps:
+  - key: nw
+    compute_s: 0
+    memory_s: 0
+    fixed_s: 0.01
+    footprint_mib: 1000
+    link: {disk_share: 0.1}
+  - key: iperf
+    compute_s: 0
+    memory_s: 0
+    fixed_s: 1
+    footprint_mib: 0
+    link: {load: 1}
+)",
+                                 "test.yaml");
+  ASSERT_TRUE(catalog) << catalog.error().message;
+  const auto end_of_job = [&](bool rerate) {
+    model::ClusterState c;
+    EXPECT_TRUE(c.AddNode(model::UniformNode("n", *model::FindGpuModel("K80"), 1, 64000, 1 << 20)));
+    Physics physics(*catalog, 1, {.noise_sd = 0, .link_colocation = true});
+    policy::FirstFit ff;
+    Rng rng(1);
+    Engine e(c, ff, physics, rng, {.rerate_node_neighbours = rerate});
+    model::Workload iperf = W(2, 10, 100, 0, "iperf");
+    iperf.gpu = {};
+    EXPECT_TRUE(e.Add(W(1, 0, 2000, 1000, "nw")));
+    EXPECT_TRUE(e.Add(iperf));
+    const EngineResult r = e.Run();
+    EXPECT_NEAR(*r.workloads[1].end_s, 110, 1e-6);
+    return *r.workloads[0].end_s;
+  };
+  EXPECT_NEAR(end_of_job(true), 10 + 1000 / (100 / (1 + 0.1 * 3.69)), 1e-6);
+  EXPECT_NEAR(end_of_job(false), 20, 1e-6);
+}
+
 }  // namespace
 }  // namespace tessera::sim

@@ -622,5 +622,95 @@ TEST(AppCatalogRemoteTest, ARemoteProfileRoundTripsAndABadOneNamesTheLine) {
   EXPECT_DOUBLE_EQ(back->apps.at(0).remote.network_share_loaded, 0.3);
 }
 
+// Seed 002's co-location on a node's link (PhysicsOptions::link_colocation). NW-like: 100
+// queries/s alone on a local K80, 10 % of its run on storage I/O (disk_share), 17 % / 49 % on
+// the network when remote (Fig. 3). Its disk part stretches by 1 + 3.69 × l, l the others' load
+// on its CPU node's link (002 Fig. 3: NW's link time × 4.69 beside Iperf).
+class LinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = ParseAppCatalog(R"(
+apps:
+  - key: nw
+    compute_s: 0
+    memory_s: 0
+    fixed_s: 0.01
+    footprint_mib: 1000
+    remote: {network_share: 0.17, network_share_loaded: 0.49}
+    link: {disk_share: 0.1}
+  - key: iperf
+    compute_s: 0
+    memory_s: 0
+    fixed_s: 1
+    footprint_mib: 0
+    link: {load: 1}
+)",
+                             "test.yaml");
+    ASSERT_TRUE(c) << c.error().message;
+    catalog_ = *c;
+    const auto k80 = *model::FindGpuModel("K80");
+    ASSERT_TRUE(c_.AddNode(model::UniformNode("a", k80, 2, 64000, 1 << 20)));
+    ASSERT_TRUE(c_.AddNode(model::UniformNode("b", k80, 1, 64000, 1 << 20)));
+  }
+  // NW `id` with its CPU on node a and GPU `g` (remote when on node b).
+  void PlaceNw(model::WorkloadId id, model::GpuIndex g) {
+    ASSERT_TRUE(c_.Place(W(id, "nw"), {.workload = id,
+                                       .node = 0,
+                                       .slices = {{ClusterState::PartitionOf(g, 0), 1000, 0, false,
+                                                   /*remote=*/c_.gpu(g).node != 0}}}));
+  }
+  void PlaceIperf(model::WorkloadId id) {
+    model::Workload w = W(id, "iperf");
+    w.gpu = {};
+    ASSERT_TRUE(c_.Place(w, {.workload = id, .node = 0}));
+  }
+  double Qps(Physics& p, model::WorkloadId id) { return p.Rate(*c_.Find(id), c_).qps; }
+  AppCatalog catalog_;
+  ClusterState c_;
+};
+
+TEST_F(LinkTest, ALocalJobIsSlowedByItsNodesOtherLinkUsersOnlyWithLinkColocation) {
+  Physics on(catalog_, 1, {.noise_sd = 0, .link_colocation = true});
+  Physics off(catalog_, 1, {.noise_sd = 0});
+  PlaceNw(1, 0);
+  EXPECT_NEAR(Qps(on, 1), 100, 1e-9);  // its own disk I/O is part of its run alone
+  PlaceNw(2, 1);                       // a second local NW: each sees the other's 0.1
+  EXPECT_NEAR(Qps(on, 1), 100 / (1 + 0.1 * 3.69 * 0.1), 1e-9);
+  EXPECT_NEAR(Qps(off, 1), 100, 1e-9);
+  PlaceIperf(3);  // the link saturated: load min(1, 0.1 + 1) = 1
+  EXPECT_NEAR(Qps(on, 1), 100 / 1.369, 1e-9);
+  EXPECT_NEAR(Qps(on, 3), 1, 1e-9);  // Iperf itself is not slowed
+  EXPECT_NEAR(Qps(off, 1), 100, 1e-9);
+}
+
+// A remote NW beside Iperf on its CPU node: Fig. 3's loaded network share (1 / 0.51) plus its
+// disk part at load 1 (0.1 × 3.69): 100 / (1.9608 + 0.369) = 42.9/s. Without link_colocation
+// Iperf is not on the link and the stream runs alone: 83/s.
+TEST_F(LinkTest, ARemoteJobBesideIperfPaysBothItsStreamAndItsDiskPart) {
+  Physics on(catalog_, 1, {.noise_sd = 0, .link_colocation = true});
+  Physics off(catalog_, 1, {.noise_sd = 0});
+  PlaceNw(1, 2);
+  PlaceIperf(3);
+  EXPECT_NEAR(Qps(on, 1), 100 / (1 / 0.51 + 0.369), 1e-9);
+  EXPECT_NEAR(Qps(off, 1), 83, 1e-9);
+}
+
+TEST(AppCatalogLinkTest, ALinkUseRoundTripsAndABadOneIsRefused) {
+  const std::string head =
+      "apps:\n  - key: a\n    compute_s: 1\n    memory_s: 0\n    fixed_s: 0\n"
+      "    footprint_mib: 1\n";
+  EXPECT_FALSE(ParseAppCatalog(head + "    link: {disk_share: 1}\n", "apps.yaml"));
+  EXPECT_FALSE(ParseAppCatalog(head + "    link: {load: 1.5}\n", "apps.yaml"));
+  EXPECT_FALSE(ParseAppCatalog(head + "    link: 3\n", "apps.yaml"));
+  auto good = ParseAppCatalog(head + "    link: {disk_share: 0.2, load: 0.5}\n", "apps.yaml");
+  ASSERT_TRUE(good) << good.error().message;
+  const std::string path = ::testing::TempDir() + "/link.yaml";
+  ASSERT_TRUE(SaveAppCatalog(*good, path));
+  auto back = LoadAppCatalog(path);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_DOUBLE_EQ(back->apps.at(0).link.disk_share, 0.2);
+  EXPECT_DOUBLE_EQ(back->apps.at(0).link.load, 0.5);
+}
+
 }  // namespace
 }  // namespace tessera::sim
