@@ -86,10 +86,7 @@ std::optional<double> KnotsPp::PeakFree(GpuIndex g, const ClusterState& c, Verdi
   const PeakCache* cache = PeakOf(peaks_, GpuMemorySeries(telemetry(), gpu, 1), g,
                                   [&](double w) { return GpuMemorySeries(telemetry(), gpu, w); });
   if (cache == nullptr) return std::nullopt;
-  if (!cache->peak) {
-    v.Note("; PP: no memory peak recurs in {:g} s", peak_window_s_);
-    return std::nullopt;
-  }
+  if (!cache->peak) return std::nullopt;  // silent: the 1-s forecast's note stands
   const RecurringPeak& p = *cache->peak;
   const double unseen = UnseenMib(g, cache->newest_t, c);
   const double at_peak = cache->newest + p.excess;

@@ -65,7 +65,7 @@ class KnotsPp final : public KnotsCbp {
 
  private:
   std::optional<double> ForecastFree(GpuIndex g, const ClusterState& c, Verdict& v);
-  // The GPU's free memory at its next recurring peak; nullopt (noted) when none recurs.
+  // The GPU's free memory at its next recurring peak (noted); nullopt when none recurs.
   std::optional<double> PeakFree(GpuIndex g, const ClusterState& c, Verdict& v);
   // Whether w's request fits the forecast free memory (noted): the least of the two forecasts
   // that exist; nullopt without either.
