@@ -21,6 +21,9 @@ std::vector<OptionInfo> KnotsPpOptionList() {
   list.push_back({"steer", "true",
                   "also steer a pod CBP admits away from a GPU whose forecast memory peak "
                   "leaves no room for its request (false: Algorithm 1's else-branch only)"});
+  list.push_back({"peak_window_s", "120",
+                  "seconds of a GPU's memory in which r_k finds the interval to its next peak "
+                  "(ours; 0: the 1-s forecast alone)"});
   return list;
 }
 
@@ -29,9 +32,11 @@ Expected<KnotsPpOptions> ParseKnotsPpOptions(const nlohmann::json& options) {
   auto cbp = ParseKnotsCbpOptions(kKnotsPp, options);
   if (!cbp) return std::unexpected(cbp.error());
   o.cbp = *cbp;
-  for (const Expected<void>& read : {ReadOption(kKnotsPp, options, "lag", o.lag),
-                                     ReadOption(kKnotsPp, options, "horizon_s", o.horizon_s),
-                                     ReadOption(kKnotsPp, options, "steer", o.steer)}) {
+  for (const Expected<void>& read :
+       {ReadOption(kKnotsPp, options, "lag", o.lag),
+        ReadOption(kKnotsPp, options, "horizon_s", o.horizon_s),
+        ReadOption(kKnotsPp, options, "steer", o.steer),
+        ReadOption(kKnotsPp, options, "peak_window_s", o.peak_window_s)}) {
     if (!read) return std::unexpected(read.error());
   }
   if (!(o.lag >= 1 && o.lag < o.cbp.min_samples)) {
@@ -40,6 +45,11 @@ Expected<KnotsPpOptions> ParseKnotsPpOptions(const nlohmann::json& options) {
   }
   if (auto ok = OptionWithin(kKnotsPp, "horizon_s", o.horizon_s, 0.001, 3600); !ok) {
     return std::unexpected(ok.error());
+  }
+  if (o.peak_window_s != 0) {
+    if (auto ok = OptionWithin(kKnotsPp, "peak_window_s", o.peak_window_s, 4, 86400); !ok) {
+      return std::unexpected(ok.error());
+    }
   }
   return o;
 }
@@ -55,7 +65,38 @@ KnotsPp::KnotsPp(const telemetry::Telemetry* telemetry, KnotsPpOptions options)
     : KnotsCbp(telemetry, options.cbp),
       lag_(options.lag),
       horizon_s_(options.horizon_s),
-      steer_(options.steer) {}
+      steer_(options.steer),
+      peak_window_s_(options.peak_window_s) {}
+
+const KnotsPp::PeakCache* KnotsPp::PeakOf(std::vector<PeakCache>& caches,
+                                          const telemetry::Series& newest, GpuIndex g,
+                                          const std::function<telemetry::Series(double)>& read) {
+  if (newest.empty()) return nullptr;
+  if (caches.size() <= static_cast<size_t>(g)) caches.resize(static_cast<size_t>(g) + 1);
+  PeakCache& cache = caches[static_cast<size_t>(g)];
+  if (cache.newest_t != newest.back().t) {
+    cache = {newest.back().t, RecurringPeakOf(Values(read(peak_window_s_))), newest.back().value};
+  }
+  return &cache;
+}
+
+std::optional<double> KnotsPp::PeakFree(GpuIndex g, const ClusterState& c, Verdict& v) {
+  if (peak_window_s_ <= 0) return std::nullopt;
+  const model::Gpu& gpu = c.gpu(g);
+  const PeakCache* cache = PeakOf(peaks_, GpuMemorySeries(telemetry(), gpu, 1), g,
+                                  [&](double w) { return GpuMemorySeries(telemetry(), gpu, w); });
+  if (cache == nullptr) return std::nullopt;
+  if (!cache->peak) return std::nullopt;  // silent: the 1-s forecast's note stands
+  const RecurringPeak& p = *cache->peak;
+  const double unseen = UnseenMib(g, cache->newest_t, c);
+  const double at_peak = cache->newest + p.excess;
+  const double free = static_cast<double>(CapacityMib(g, c)) - at_peak - unseen;
+  v.Note(
+      "; PP: a memory peak recurs every {} samples (r {:.3f}): {:.0f} + {:.0f} → {:.0f} MiB + "
+      "{:.0f} not yet seen → {:.0f} MiB free at the next peak",
+      p.interval, p.r, cache->newest, p.excess, at_peak, unseen, free);
+  return free;
+}
 
 // The GPU's free memory `horizon_s` ahead by 004's AR(1), when its memory series has a trend
 // (r_k > 0); nullopt, with the reason noted, when PP makes no forecast there.
@@ -97,7 +138,10 @@ std::optional<double> KnotsPp::ForecastFree(GpuIndex g, const ClusterState& c, V
 
 std::optional<bool> KnotsPp::RequestFits(const Workload& w, GpuIndex g, const ClusterState& c,
                                          Verdict& v) {
-  const std::optional<double> free = ForecastFree(g, c, v);
+  std::optional<double> free = ForecastFree(g, c, v);
+  if (const std::optional<double> at_peak = PeakFree(g, c, v)) {
+    free = free ? std::min(*free, *at_peak) : *at_peak;
+  }
   if (!free) return std::nullopt;
   const double request = static_cast<double>(w.gpu.memory_mib);
   const bool fits = request <= *free;

@@ -19,8 +19,19 @@
 // that the forecast lets the scheduler "guarantee the QoS of the application which would be
 // scheduled to that particular GPU node". So on a GPU CBP admits, the same forecast runs too,
 // and a pod whose request does not fit the memory forecast free goes to the next GPU. With
-// `steer` false PP acts only in Algorithm 1's else-branch, as before. Not thread-safe.
+// `steer` false PP acts only in Algorithm 1's else-branch, as before.
+//
+// The next peak (`peak_window_s` > 0, the default): 004 also says the autocorrelation gives "the
+// interval between two consecutive peak resource consumption" (≈143), which a 5-s window cannot
+// show when a node's peaks recur every 40–60 s. So PP also reads the GPU's memory over the last
+// `peak_window_s` (ours: 120 s, two of the longest intervals; 004's window "could be adjusted
+// for prediction accuracy", ≈198) and, where a peak recurs there (RecurringPeakOf: r_k > 0 at
+// the interval), forecasts the GPU's memory at its next peak: the newest reading plus the
+// excess its last peak rose over its median. Both checks, the AR(1)'s next second and the next
+// peak, must leave room for the pod's request, when it is steered (CBP admitted it) as when it
+// is overruled (CBP refused it). 0: the 1-s forecast alone (round 3's PP). Not thread-safe.
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -35,6 +46,7 @@ struct KnotsPpOptions {
   int lag = 1;
   double horizon_s = 1;
   bool steer = true;
+  double peak_window_s = 120;
 };
 
 std::vector<OptionInfo> KnotsPpOptionList();
@@ -53,12 +65,28 @@ class KnotsPp final : public KnotsCbp {
 
  private:
   std::optional<double> ForecastFree(GpuIndex g, const ClusterState& c, Verdict& v);
-  // Whether w's request fits the forecast free memory (noted); nullopt without a forecast.
+  // The GPU's free memory at its next recurring peak (noted); nullopt when none recurs.
+  std::optional<double> PeakFree(GpuIndex g, const ClusterState& c, Verdict& v);
+  // Whether w's request fits the forecast free memory (noted): the least of the two forecasts
+  // that exist; nullopt without either.
   std::optional<bool> RequestFits(const Workload& w, GpuIndex g, const ClusterState& c, Verdict& v);
 
+  // A GPU's recurring memory peak as of its newest sample (cached: one pass per GPU and
+  // sample).
+  struct PeakCache {
+    double newest_t = -1;
+    std::optional<RecurringPeak> peak;
+    double newest = 0;
+  };
+  // The GPU's series over the peak window, its newest value and recurring peak; nullptr
+  // without samples.
+  const PeakCache* PeakOf(std::vector<PeakCache>& caches, const telemetry::Series& newest,
+                          GpuIndex g, const std::function<telemetry::Series(double)>& read);
   int lag_;
   double horizon_s_;
   bool steer_;
+  double peak_window_s_;
+  std::vector<PeakCache> peaks_;
 };
 
 }  // namespace tessera::policy

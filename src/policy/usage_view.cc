@@ -175,6 +175,35 @@ std::optional<double> AutocorrelationOf(std::span<const double> v, int lag) {
   return *r;
 }
 
+std::optional<RecurringPeak> RecurringPeakOf(std::span<const double> v) {
+  const size_t n = v.size();
+  if (n < 4 || Flat(v)) return std::nullopt;
+  double mean = 0;
+  for (double y : v) mean += y;
+  mean /= static_cast<double>(n);
+  double den = 0;
+  for (double y : v) den += (y - mean) * (y - mean);
+  // r_k for k = 1 … n/2 (eq. 1 in one pass per lag); the first lag where r ≤ 0 ends the peak's
+  // own width, the best lag after it is the interval to the next peak.
+  std::optional<RecurringPeak> best;
+  bool fell = false;
+  for (size_t k = 1; k <= n / 2; ++k) {
+    double num = 0;
+    for (size_t i = 0; i + k < n; ++i) num += (v[i] - mean) * (v[i + k] - mean);
+    const double r = num / den;
+    if (!fell) {
+      fell = r <= 0;
+      continue;
+    }
+    if (r > 0 && (!best || r > best->r)) best = RecurringPeak{static_cast<int>(k), r, 0};
+  }
+  if (!best) return std::nullopt;
+  std::vector<double> last(v.end() - best->interval, v.end());
+  const double top = *std::max_element(last.begin(), last.end());
+  best->excess = top - *predict::Percentile(last, 50);
+  return best;
+}
+
 std::optional<Ar1Forecast> ForecastAhead(std::span<const double> v, int steps) {
   Expected<predict::Ar1> fit = predict::FitAr1(v);
   if (!fit) return std::nullopt;

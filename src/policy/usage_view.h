@@ -85,6 +85,18 @@ std::optional<double> TailCorrelation(std::span<const double> a, std::span<const
                                       int min_samples);
 // r_k (004 eq. 1); nullopt when the window is flat or has at most k values.
 std::optional<double> AutocorrelationOf(std::span<const double> v, int lag);
+// A series' recurring peak (004 ≈143: "the interval between two consecutive peak resource
+// consumption … could be determined by the auto-correlation factor"): `interval`, in samples,
+// is the lag k of the largest r_k (eq. 1) past r's first fall to ≤ 0, and `r` that r_k, > 0;
+// `excess` is how far the peak rose above the median of the last `interval` samples (their max
+// − their median). nullopt: flat, fewer than 4 samples, or no positive r_k after the fall (no
+// peak recurs within half the window).
+struct RecurringPeak {
+  int interval = 0;
+  double r = 0;
+  double excess = 0;
+};
+std::optional<RecurringPeak> RecurringPeakOf(std::span<const double> v);
 // AR(1) fitted on the window (004 eq. 2) and iterated `steps` times from its last value.
 struct Ar1Forecast {
   predict::Ar1 fit;

@@ -51,6 +51,10 @@ Expected<void> CheckOverprovisionReading(const ExperimentArgs& args) {
   if (auto r = OverprovisionScenarioOf(args.reading); !r) return std::unexpected(r.error());
   return {};
 }
+Expected<void> CheckKnotsReading(const ExperimentArgs& args) {
+  if (auto r = KnotsReading::Parse(args.reading); !r) return std::unexpected(r.error());
+  return {};
+}
 // 002's largest scenario is 128 nodes; eight times that (32,768 jobs) is as far as the
 // experiment has been run (docs/results.md), so a larger one is a usage error, not a gamble.
 Expected<void> CheckDisaggregationNodes(const ExperimentArgs& args) {
@@ -143,8 +147,9 @@ const Experiment kExperiments[] = {
     {.name = "knots",
      .summary = "batch jobs and inference pods on 10 GPU nodes (seed 004)",
      .default_seeds = "10",
-     .reads = {"apps", "out"},
+     .reads = {"apps", "out", "reading"},
      .default_policies = Names<KnotsPolicies>,
+     .check = CheckKnotsReading,
      .run = RunKnotsExperiment},
     {.name = "disaggregation",
      .summary = "Rodinia-like jobs on K80 nodes, GPUs local or remote (seed 002)",

@@ -47,6 +47,9 @@ def tiny(experiment, tmp):
         return ["--cluster-nodes", "2", "--seeds", "1"]
     if experiment == "calibrate":
         return ["--data", os.path.join(ROOT, "..", "shared", "data", "migprofiler")]
+    if experiment == "knots":
+        # The heavily loaded batch-heavy mix (the default) has 3x the pods; 90 is enough here.
+        return ["--seeds", "1", "--reading", "load=even"]
     return ["--seeds", "1"]
 
 

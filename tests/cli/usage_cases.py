@@ -69,7 +69,7 @@ def cases(tmp):
         # The experiments, from their registry, with what each reads.
         (["simulate", "--list-experiments"], 0,
          "knots            batch jobs and inference pods on 10 GPU nodes (seed 004) (default "
-         "seeds 10; reads --apps, --out)"),
+         "seeds 10; reads --apps, --out, --reading)"),
         # The bound's arms, its trace, and a bound printed for a tiny cluster: 2 GPUs.
         (["simulate", "--experiment", "openb-bound", "--policy", "fgd", "--trace", trace], 2,
          "--policy fgd: --experiment openb-bound's arms are ip and lp"),

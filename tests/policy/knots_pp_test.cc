@@ -51,11 +51,13 @@ TEST(KnotsPpTest, ForecastsACorrelatedGpuOneSecondAheadAndPlacesIfTheRequestFits
   EXPECT_EQ(cand->placement.slices[0].partition, model::ClusterState::PartitionOf(0, 0));
 }
 
+// The 1-s forecast alone (peak_window_s 0): the next-peak forecast would read the alternation
+// as a peak recurring every 2 samples (r_2 = 0.667) and admit the pod.
 TEST(KnotsPpTest, NoPositiveAutocorrelationNoForecastAndThePodWaits) {
   KnotsScene s;
   s.Build();
   s.FeedGpu0(kAlternating, {}, kInPhase);  // bandwidth in phase: CBP refuses
-  KnotsPp p(&s.t);
+  KnotsPp p(&s.t, {.peak_window_s = 0});
   const KnotsCbp::Verdict v = p.Judge(MemoryPod(1, 2000, "b"), 0, s.c);
   EXPECT_EQ(v.by, KnotsCbp::Check::kNone);
   EXPECT_THAT(v.detail, HasSubstr("bandwidth r 1.000 ≥ 0.5")) << v.detail;
@@ -119,15 +121,67 @@ TEST(KnotsPpTest, SteersAPodCbpAdmitsAwayFromAnImpendingPeak) {
   EXPECT_EQ(cbp.Judge(MemoryPod(1, 14500, "b"), 0, s.c).by, KnotsCbp::Check::kCbp);
 }
 
+// A peak of 10 (over 0) every 10 samples, at 9, 19 and 29 of 30: mean 1, Σ(Y − Ȳ)² = 3·81 + 27 =
+// 270. r_1 = (5 pairs across a burst edge · (−9) + 24 · 1)/270 = −21/270 ≤ 0, the fall; r_10 = (2 ·
+// 81 + 18 · 1)/270 = 2/3, and every other lag up to 15 has more edge pairs (−9 each) than ones. Its
+// excess over the last 10 samples: 10 − median 0.
+TEST(RecurringPeakTest, TheIntervalIsTheBestLagAfterTheFall) {
+  std::vector<double> v(30, 0);
+  for (size_t i : {9, 19, 29}) v[i] = 10;
+  const std::optional<RecurringPeak> p = RecurringPeakOf(v);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->interval, 10);
+  EXPECT_NEAR(p->r, 2.0 / 3.0, 1e-12);
+  EXPECT_EQ(p->excess, 10);
+  // One burst does not recur: mean 1/3, every r_k (k ≥ 1) has numerator −k/9 < 0.
+  std::vector<double> once(30, 0);
+  once[29] = 10;
+  EXPECT_FALSE(RecurringPeakOf(once).has_value());
+  EXPECT_FALSE(RecurringPeakOf(std::vector<double>(30, 5)).has_value());     // flat
+  EXPECT_FALSE(RecurringPeakOf(std::vector<double>{0, 10, 0}).has_value());  // too short
+}
+
+// GPU 0 holds 20,000 MiB with bursts to 26,000 at t = 9, 29, 49 of 0..59 (its newest, t = 59,
+// at 20,000). Scaled from RecurringPeakTest: deviations 5,700 and −300, r_20 = (2·5700² +
+// 38·300²)/(3·5700² + 57·300²) = 68.4/102.6 = 0.667; excess 6,000. The last 5 s are flat, so
+// the 1-s AR(1) forecasts nothing and CBP admits b (size 5,220 ≤ 12,768 free). At the next
+// peak GPU 0 holds 20,000 + 6,000: 6,768 MiB free. A request of 7,000 is steered away; 6,500
+// stays. Without the next-peak forecast (peak_window_s 0) CBP's word stands.
+TEST(KnotsPpTest, SteersAPodThatWouldNotFitUnderTheGpusNextRecurringPeak) {
+  KnotsScene s;
+  s.Build();
+  std::vector<double> memory(60, 20000);
+  for (size_t i : {9, 29, 49}) memory[i] = 26000;
+  testing::FeedMemory(s.t, s.c.gpu(0).uuid, 0, memory);
+  KnotsPp p(&s.t);
+  const KnotsCbp::Verdict away = p.Judge(MemoryPod(1, 7000, "b"), 0, s.c);
+  EXPECT_EQ(away.by, KnotsCbp::Check::kNone) << away.detail;
+  EXPECT_THAT(away.detail, HasSubstr(": in by CBP")) << away.detail;
+  EXPECT_THAT(away.detail, HasSubstr("PP: a flat window has no r_k: no forecast")) << away.detail;
+  EXPECT_THAT(away.detail,
+              HasSubstr("PP: a memory peak recurs every 20 samples (r 0.667): 20000 + 6000 → "
+                        "26000 MiB + 0 not yet seen → 6768 MiB free at the next peak < 7000 "
+                        "requested: a peak is impending, PP steers it away"))
+      << away.detail;
+  EXPECT_EQ(p.Judge(MemoryPod(1, 6500, "b"), 0, s.c).by, KnotsCbp::Check::kCbp);
+  KnotsPp one_second(&s.t, {.peak_window_s = 0});
+  EXPECT_EQ(one_second.Judge(MemoryPod(1, 7000, "b"), 0, s.c).by, KnotsCbp::Check::kCbp);
+}
+
 TEST(KnotsPpOptionsTest, OptionsAreCheckedAndNamed) {
-  auto o = ParseKnotsPpOptions({{"lag", 2}, {"horizon_s", 3}, {"window_s", 10}, {"steer", false}});
+  auto o = ParseKnotsPpOptions(
+      {{"lag", 2}, {"horizon_s", 3}, {"window_s", 10}, {"steer", false}, {"peak_window_s", 0}});
   ASSERT_TRUE(o.has_value()) << o.error().message;
   EXPECT_FALSE(o->steer);
+  EXPECT_EQ(o->peak_window_s, 0);
+  EXPECT_EQ(ParseKnotsPpOptions({})->peak_window_s, 120);
   EXPECT_EQ(o->lag, 2);
   EXPECT_EQ(o->horizon_s, 3);
   EXPECT_EQ(o->cbp.window_s, 10);
-  for (const auto& [key, value] :
-       {std::pair<const char*, double>{"lag", 3}, {"horizon_s", 0}, {"percentile", 200}}) {
+  for (const auto& [key, value] : {std::pair<const char*, double>{"lag", 3},
+                                   {"horizon_s", 0},
+                                   {"percentile", 200},
+                                   {"peak_window_s", 2}}) {
     auto bad = ParseKnotsPpOptions({{key, value}});
     ASSERT_FALSE(bad.has_value()) << key;
     EXPECT_THAT(bad.error().message,

@@ -60,7 +60,7 @@ TEST_F(RegistryTest, PoliciesAdvertiseTheOptionsTheirFactoriesRead) {
        {"correlation_threshold", "percentile", "window_s", "history_s", "min_samples"}},
       {"knots-pp",
        {"correlation_threshold", "percentile", "window_s", "history_s", "min_samples", "lag",
-        "horizon_s", "steer"}},
+        "horizon_s", "steer", "peak_window_s"}},
       {"drmaestro",
        {"disaggregate", "network_aware", "remote_preference", "unscheduled_preference",
         "load_buckets", "max_postpone_cycles", "summed_supply"}},

@@ -44,12 +44,30 @@ TEST_F(KnotsTest, TheBatchAppsPeakAsSeed004Measured) {
 }
 
 // Uniform: a GPU per pod. Nothing shares, so nothing runs out of memory and every inference pod
-// keeps its objective (80 % of its rate alone; noise is at most 4 %).
-TEST_F(KnotsTest, UniformNeverCrashesNorMissesAnObjective) {
+// keeps its objective over its execution (80 % of its rate alone; noise is at most 4 %). End to
+// end it misses some: pods queue behind whole GPUs, and their queries wait with them.
+TEST_F(KnotsTest, UniformNeverCrashesNorMissesAnObjectiveWhileItRuns) {
   const KnotsRun r = Run("whole-gpu");
   EXPECT_EQ(r.oom_kills, 0);
-  EXPECT_EQ(r.qos_violations, 0);
+  EXPECT_EQ(r.qos_violations_run, 0);
+  EXPECT_GT(r.qos_violations, 0);
+  EXPECT_LE(r.qos_violations, scenario_.inference_pods);
   EXPECT_GT(r.jct_s_mean, 0);
+}
+
+// The heavily loaded batch-heavy mix (3 × 90 pods in 30 min, about 3.5× what 10 whole GPUs
+// serve): Uniform's makespan is at least the work over 10 GPUs, so sharing shortens it well
+// beyond the light mixes' 1.2-1.4×; PP's next-peak forecast leaves room for the GPUs' bursts,
+// so it crashes fewer pods than CBP, and its inference pods wait less.
+TEST_F(KnotsTest, InTheHeavyMixPpCrashesFewerPodsThanCbpAndBothOutrunUniform) {
+  scenario_ = *KnotsScenarioOf("batch-heavy");
+  const KnotsRun uniform = Run("whole-gpu");
+  const KnotsRun cbp = Run("knots-cbp");
+  const KnotsRun pp = Run("knots-pp");
+  EXPECT_LT(pp.oom_kills, cbp.oom_kills);
+  EXPECT_LT(pp.inference_jct_s_mean, cbp.inference_jct_s_mean);
+  EXPECT_GT(pp.gpu_util_mean, 1.3 * uniform.gpu_util_mean);
+  EXPECT_GT(uniform.makespan_s, 1.3 * pp.makespan_s);
 }
 
 // Res-Ag packs by request, and the bursts exceed the requests: it crashes pods. CBP and PP size
@@ -70,17 +88,30 @@ TEST_F(KnotsTest, ResAgCrashesAndTheUsageAwareSchemesBeatUniform) {
   EXPECT_EQ(again.energy_j, resag.energy_j);
 }
 
-// The three mixes: the same 90 pods over 30 min, in different proportions.
-TEST_F(KnotsTest, TheThreeMixesSplitNinetyPods) {
-  const std::map<std::string, std::pair<int, int>> want = {
+// The three mixes over 30 min, in different proportions: 90 pods each under load=even (round
+// 3), and the batch-heavy mix 3 × 90 under load=heavy (the default).
+TEST_F(KnotsTest, TheThreeMixesSplitTheirPods) {
+  const std::map<std::string, std::pair<int, int>> even = {
       {"inference-heavy", {30, 60}}, {"mixed", {60, 30}}, {"batch-heavy", {80, 10}}};
-  ASSERT_EQ(KnotsMixes().size(), want.size());
-  for (std::string_view mix : KnotsMixes()) {
-    auto s = KnotsScenarioOf(mix);
-    ASSERT_TRUE(s) << s.error().message;
-    EXPECT_EQ(s->mix, mix);
-    EXPECT_EQ(std::pair(s->batch_jobs, s->inference_pods), want.at(std::string(mix))) << mix;
+  auto heavy = even;
+  heavy["batch-heavy"] = {240, 30};
+  ASSERT_EQ(KnotsMixes().size(), even.size());
+  for (const auto& [reading, want] : {std::pair{"load=even", even}, std::pair{"", heavy}}) {
+    auto r = KnotsReading::Parse(reading);
+    ASSERT_TRUE(r) << r.error().message;
+    for (std::string_view mix : KnotsMixes()) {
+      auto s = KnotsScenarioOf(mix, *r);
+      ASSERT_TRUE(s) << s.error().message;
+      EXPECT_EQ(s->mix, mix);
+      EXPECT_EQ(std::pair(s->batch_jobs, s->inference_pods), want.at(std::string(mix)))
+          << mix << " " << reading;
+    }
   }
+  EXPECT_EQ(KnotsReading::Parse("load=heavy")->batch_heavy_factor, 3);
+  auto odd = KnotsReading::Parse("load=huge");
+  ASSERT_FALSE(odd);
+  EXPECT_EQ(odd.error().message,
+            "--reading: 'load=huge' is not one of load=heavy|even (experiment knots)");
   auto bad = KnotsScenarioOf("hpc");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message,
