@@ -29,7 +29,7 @@
 // the interval), forecasts the GPU's memory at its next peak: the newest reading plus the
 // excess its last peak rose over its median. Both checks, the AR(1)'s next second and the next
 // peak, must leave room for the pod's request, when it is steered (CBP admitted it) as when it
-// is overruled (CBP refused it). 0: the 1-s forecast alone (round 3's PP). Not thread-safe.
+// is overruled (CBP refused it). 0: the 1-s forecast alone (the 2026-12-01 PP). Not thread-safe.
 
 #include <functional>
 #include <memory>

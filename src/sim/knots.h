@@ -43,7 +43,7 @@ std::span<const std::string_view> KnotsMixes();
 // How loaded the batch-heavy mix is (`--reading load=heavy|even`). 004 calls one mix "heavily
 // loaded" (≈136) and gives no rate; ours: `heavy` (the default) submits 3× its pods (240 batch
 // jobs, 30 inference pods) in the same 30 min, about 3.5× what 10 whole GPUs serve, so Uniform
-// queues; `even` keeps 90 pods in every mix (round 3's table).
+// queues; `even` keeps 90 pods in every mix (the 2026-12-01 table).
 struct KnotsReading {
   int batch_heavy_factor = 3;
   // An error naming the keys for anything else.
@@ -80,7 +80,7 @@ struct KnotsRun {
   // Inference pods below their objective end to end: queries / (end − arrival), waiting
   // included (004 ≈121: "the end-to-end QoS of the service queries"; the default).
   double qos_violations = 0;
-  // … over their execution only: queries / (end − start), round 3's reading.
+  // … over their execution only: queries / (end − start), the 2026-12-01 reading.
   double qos_violations_run = 0;
   double oom_kills = 0;
   double makespan_s = 0;
