@@ -211,7 +211,7 @@ void AddSimulate(CLI::App& app, Status* status) {
                       "; thesis: slo=capped|literal, base=lower|mean, interference=X|offline, "
                       "quarters=ch6|roofline, queries=Q, time=K, mig=free|fixed, "
                       "subquarter=fail|floor|linear, docs/simulator.md; "
-                      "overprovision: power=seed003|thesis; online-offline: cluster=t4|t4-a10, memory=resident|footprint; "
+                      "overprovision: power=seed003|thesis, oom=fit|one; online-offline: cluster=t4|t4-a10, memory=resident|footprint; "
                       "disaggregation: scenario=simulation|prototype, docs/results.md)");
   sub->add_option("--out", args.out,
                   "Where the experiment writes its report: a directory (report.json, "
