@@ -136,6 +136,58 @@ double ResourceAware::UnseenMib(GpuIndex g, double newest_t, double settle_s,
   return sum;
 }
 
+bool ResourceAware::Enough(const telemetry::Series& s, std::string_view check,
+                           std::string& detail) const {
+  if (static_cast<int>(s.size()) >= options_.min_samples) return true;
+  detail += fmt::format("; {}: {} memory samples < {}", check, s.size(), options_.min_samples);
+  return false;
+}
+
+std::optional<double> ResourceAware::CbpTakenMib(GpuIndex g, const ClusterState& c,
+                                                 std::string& detail) const {
+  // A steady series is sized by its percentile.
+  const telemetry::Series s = GpuMemorySeries(telemetry_, c.gpu(g), options_.cbp_window_s);
+  if (!Enough(s, "CBP", detail)) return std::nullopt;
+  const std::vector<double> values = Values(s);
+  const std::optional<double> cv = VariationOf(values);
+  if (!cv || *cv >= options_.cv_threshold) {
+    detail += fmt::format("; CBP: CV {:.3f} ≥ {}", cv.value_or(0), options_.cv_threshold);
+    return std::nullopt;
+  }
+  const double used = *predict::Percentile(values, options_.percentile);
+  const double settle = (1 - options_.percentile / 100) * options_.cbp_window_s;
+  const double unseen = UnseenMib(g, s.back().t, settle, c);
+  detail += fmt::format("; CBP: CV {:.3f} < {}, p{:g} {:.0f} MiB + {:.0f} MiB not yet seen", *cv,
+                        options_.cv_threshold, options_.percentile, used, unseen);
+  return used + unseen;
+}
+
+std::optional<double> ResourceAware::PeakTakenMib(GpuIndex g, const ClusterState& c,
+                                                  std::string& detail) const {
+  // A persistent series is extrapolated one sample ahead.
+  const telemetry::Series s = GpuMemorySeries(telemetry_, c.gpu(g), options_.pp_window_s);
+  if (!Enough(s, "peak prediction", detail)) return std::nullopt;
+  const std::vector<double> values = Values(s);
+  const std::optional<double> r = AutocorrelationOf(values, options_.lag);
+  const std::optional<Ar1Forecast> f = ForecastAhead(values, 1);
+  if (!r || !f) {
+    detail += "; peak prediction: a flat window has no r_k";
+    return std::nullopt;
+  }
+  if (*r <= options_.autocorrelation_threshold) {
+    detail += fmt::format("; peak prediction: r_{} {:.3f} ≤ {}", options_.lag, *r,
+                          options_.autocorrelation_threshold);
+    return std::nullopt;
+  }
+  const double unseen = UnseenMib(g, s.back().t, 0, c);
+  detail += fmt::format(
+      "; peak prediction: r_{} {:.3f} > {}, AR(1) {:.1f} + {:.3f}·{:.0f} = {:.0f} MiB + {:.0f} "
+      "MiB not yet seen",
+      options_.lag, *r, options_.autocorrelation_threshold, f->fit.mu, f->fit.phi, values.back(),
+      f->value, unseen);
+  return f->value + unseen;
+}
+
 ResourceAware::Verdict ResourceAware::Judge(const Workload& w, GpuIndex g, const ClusterState& c) {
   Observe(c);
   Verdict v{g, Check::kNone, 0, ""};
@@ -160,61 +212,18 @@ ResourceAware::Verdict ResourceAware::Judge(const Workload& w, GpuIndex g, const
     v.detail += "; no telemetry";
     return v;
   }
-  const model::Gpu& gpu = c.gpu(g);
   if (const double size = SizeMib(w); size != request) {
     v.detail += fmt::format("; resized to its application's seen peak, {:.0f} MiB", size);
     request = size;
   }
-  const auto enough = [&](const telemetry::Series& s, std::string_view check) {
-    if (static_cast<int>(s.size()) >= options_.min_samples) return true;
-    v.detail += fmt::format("; {}: {} memory samples < {}", check, s.size(), options_.min_samples);
-    return false;
-  };
-
-  // 2. CBP: a steady series is sized by its percentile.
+  // 2. CBP, then 3. peak prediction.
   if (options_.cbp) {
-    const telemetry::Series s = GpuMemorySeries(telemetry_, gpu, options_.cbp_window_s);
-    if (enough(s, "CBP")) {
-      const std::vector<double> values = Values(s);
-      const std::optional<double> cv = VariationOf(values);
-      if (!cv || *cv >= options_.cv_threshold) {
-        v.detail += fmt::format("; CBP: CV {:.3f} ≥ {}", cv.value_or(0), options_.cv_threshold);
-      } else {
-        const double used = *predict::Percentile(values, options_.percentile);
-        const double settle = (1 - options_.percentile / 100) * options_.cbp_window_s;
-        const double unseen = UnseenMib(g, s.back().t, settle, c);
-        v.detail += fmt::format("; CBP: CV {:.3f} < {}, p{:g} {:.0f} MiB + {:.0f} MiB not yet seen",
-                                *cv, options_.cv_threshold, options_.percentile, used, unseen);
-        if (admit(Check::kCbp, capacity - used - unseen)) return v;
-      }
-    }
+    const std::optional<double> taken = CbpTakenMib(g, c, v.detail);
+    if (taken && admit(Check::kCbp, capacity - *taken)) return v;
   }
-
-  // 3. Peak prediction: a persistent series is extrapolated one sample ahead.
   if (options_.peak_prediction) {
-    const telemetry::Series s = GpuMemorySeries(telemetry_, gpu, options_.pp_window_s);
-    if (enough(s, "peak prediction")) {
-      const std::vector<double> values = Values(s);
-      const std::optional<double> r = AutocorrelationOf(values, options_.lag);
-      const std::optional<Ar1Forecast> f = ForecastAhead(values, 1);
-      if (!r || !f) {
-        v.detail += "; peak prediction: a flat window has no r_k";
-      } else if (*r <= options_.autocorrelation_threshold) {
-        v.detail += fmt::format("; peak prediction: r_{} {:.3f} ≤ {}", options_.lag, *r,
-                                options_.autocorrelation_threshold);
-      } else {
-        const double unseen = UnseenMib(g, s.back().t, 0, c);
-        v.detail += fmt::format(
-            "; peak prediction: r_{} {:.3f} > {}, AR(1) {:.1f} + {:.3f}·{:.0f} = {:.0f} MiB + "
-            "{:.0f} "
-            "MiB not yet seen",
-            options_.lag, *r, options_.autocorrelation_threshold, f->fit.mu, f->fit.phi,
-            values.back(), f->value, unseen);
-        if (admit(Check::kPeakPrediction, capacity - f->value - unseen)) {
-          return v;
-        }
-      }
-    }
+    const std::optional<double> taken = PeakTakenMib(g, c, v.detail);
+    if (taken && admit(Check::kPeakPrediction, capacity - *taken)) return v;
   }
   return v;
 }

@@ -29,7 +29,9 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -94,6 +96,11 @@ class ResourceAware final : public Policy {
   // Σ sizes of g's pods that data ending at `newest_t` needing `settle_s` cannot show yet, or
   // hold nothing now; with `cover_growth`, Σ over g's pods of size less own newest reading.
   double UnseenMib(GpuIndex g, double newest_t, double settle_s, const ClusterState& c) const;
+  // Checks 2 and 3: the memory g's pods take by the check's estimate (their use and the pods
+  // not yet seen), nullopt when it cannot judge; each appends its numbers to `detail`.
+  std::optional<double> CbpTakenMib(GpuIndex g, const ClusterState& c, std::string& detail) const;
+  std::optional<double> PeakTakenMib(GpuIndex g, const ClusterState& c, std::string& detail) const;
+  bool Enough(const telemetry::Series& s, std::string_view check, std::string& detail) const;
   static double ScoreOf(const Verdict& v, double capacity_mib);
 
   const telemetry::Telemetry* telemetry_;
