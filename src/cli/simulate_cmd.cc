@@ -212,7 +212,7 @@ void AddSimulate(CLI::App& app, Status* status) {
           "; thesis: slo=capped|literal, base=lower|mean, interference=X|offline, "
           "quarters=ch6|roofline, queries=Q, time=K, mig=free|fixed, "
           "subquarter=fail|floor|linear, docs/simulator.md; "
-          "overprovision: power=seed003|thesis; knots: load=heavy|even; "
+          "overprovision: power=seed003|thesis, oom=fit|one; knots: load=heavy|even; "
           "online-offline: cluster=t4|t4-a10, "
           "memory=resident|footprint, trainer_duty=D; "
           "disaggregation: scenario=simulation|prototype, world=colocation|network-only, "

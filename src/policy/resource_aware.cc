@@ -25,6 +25,10 @@ std::vector<OptionInfo> ResourceAwareOptionList() {
       {"autocorrelation_threshold", "0.5", "peak prediction forecasts when r_k is above this"},
       {"pp_window_s", "30", "seconds of memory samples peak prediction reads"},
       {"min_samples", "5", "fewest samples in a window for CBP or peak prediction to judge"},
+      {"resize", "true",
+       "CBP and peak prediction size a pod by its application's seen peak, not its request"},
+      {"cover_growth", "false",
+       "CBP and peak prediction add each pod's growth to come (size − own reading; ours)"},
   };
 }
 
@@ -39,7 +43,9 @@ Expected<ResourceAwareOptions> ParseResourceAwareOptions(const nlohmann::json& o
         ReadOption(kName, options, "lag", o.lag),
         ReadOption(kName, options, "autocorrelation_threshold", o.autocorrelation_threshold),
         ReadOption(kName, options, "pp_window_s", o.pp_window_s),
-        ReadOption(kName, options, "min_samples", o.min_samples)}) {
+        ReadOption(kName, options, "min_samples", o.min_samples),
+        ReadOption(kName, options, "resize", o.resize),
+        ReadOption(kName, options, "cover_growth", o.cover_growth)}) {
     if (!read) return std::unexpected(read.error());
   }
   for (const Expected<void>& check :
@@ -78,9 +84,25 @@ Feasibility ResourceAware::Filter(const Workload& w, NodeIndex node, const Clust
 }
 
 void ResourceAware::Observe(const ClusterState& c) {
-  if (observed_version_ == c.version()) return;
-  fresh_.Observe(c, telemetry_);
-  observed_version_ = c.version();
+  if (observed_version_ != c.version()) {
+    fresh_.Observe(c, telemetry_);
+    observed_version_ = c.version();
+  }
+  if (telemetry_ == nullptr || !(options_.resize || options_.cover_growth)) return;
+  const std::optional<uint64_t> version = telemetry_->Version();
+  if (peaks_seen_ && version && version == peaks_version_) return;
+  peaks_seen_ = true;
+  peaks_version_ = version;
+  for (const auto& [id, pw] : c.placed()) {
+    const Workload& w = pw.workload;
+    if (w.app.empty() || !SharesByMemory(w)) continue;
+    // The samples since the last look: a short window, read every cycle (a pod holds its
+    // working set to its end, so a later look still shows what an earlier one missed).
+    const std::optional<telemetry::Series> s = telemetry_->MemoryUsed(w.name, 5);
+    if (!s) continue;
+    double& peak = app_peak_mib_[w.app];
+    for (const telemetry::Sample& x : *s) peak = std::max(peak, x.value);
+  }
 }
 
 CycleActions ResourceAware::AfterCycle(const ClusterState& c) {
@@ -88,25 +110,89 @@ CycleActions ResourceAware::AfterCycle(const ClusterState& c) {
   return {};
 }
 
-int64_t ResourceAware::UnseenMib(GpuIndex g, double newest_t, double settle_s,
-                                 const ClusterState& c) const {
-  int64_t sum = 0;
+double ResourceAware::SizeMib(const Workload& w) const {
+  const auto request = static_cast<double>(w.gpu.memory_mib);
+  if (!options_.resize) return request;
+  const auto it = app_peak_mib_.find(w.app);
+  return it == app_peak_mib_.end() || it->second <= 0 ? request : it->second;
+}
+
+double ResourceAware::UnseenMib(GpuIndex g, double newest_t, double settle_s,
+                                const ClusterState& c) const {
+  double sum = 0;
   for (const model::Client& cl : c.partition(ClusterState::PartitionOf(g, 0)).clients) {
     const model::PlacedWorkload* pw = c.Find(cl.workload);
     if (pw == nullptr) continue;
-    if (fresh_.Unseen(g, cl.workload, newest_t, settle_s) ||
-        HoldsNothingNow(pw->workload, telemetry_)) {
-      sum += pw->workload.gpu.memory_mib;
+    const double size = SizeMib(pw->workload);
+    if (options_.cover_growth) {
+      const std::optional<telemetry::Series> own = telemetry_->MemoryUsed(pw->workload.name, 5);
+      const double now = own && !own->empty() ? own->back().value : 0;
+      sum += std::max(0.0, size - now);
+    } else if (fresh_.Unseen(g, cl.workload, newest_t, settle_s) ||
+               HoldsNothingNow(pw->workload, telemetry_)) {
+      sum += size;
     }
   }
   return sum;
+}
+
+bool ResourceAware::Enough(const telemetry::Series& s, std::string_view check,
+                           std::string& detail) const {
+  if (static_cast<int>(s.size()) >= options_.min_samples) return true;
+  detail += fmt::format("; {}: {} memory samples < {}", check, s.size(), options_.min_samples);
+  return false;
+}
+
+std::optional<double> ResourceAware::CbpTakenMib(GpuIndex g, const ClusterState& c,
+                                                 std::string& detail) const {
+  // A steady series is sized by its percentile.
+  const telemetry::Series s = GpuMemorySeries(telemetry_, c.gpu(g), options_.cbp_window_s);
+  if (!Enough(s, "CBP", detail)) return std::nullopt;
+  const std::vector<double> values = Values(s);
+  const std::optional<double> cv = VariationOf(values);
+  if (!cv || *cv >= options_.cv_threshold) {
+    detail += fmt::format("; CBP: CV {:.3f} ≥ {}", cv.value_or(0), options_.cv_threshold);
+    return std::nullopt;
+  }
+  const double used = *predict::Percentile(values, options_.percentile);
+  const double settle = (1 - options_.percentile / 100) * options_.cbp_window_s;
+  const double unseen = UnseenMib(g, s.back().t, settle, c);
+  detail += fmt::format("; CBP: CV {:.3f} < {}, p{:g} {:.0f} MiB + {:.0f} MiB not yet seen", *cv,
+                        options_.cv_threshold, options_.percentile, used, unseen);
+  return used + unseen;
+}
+
+std::optional<double> ResourceAware::PeakTakenMib(GpuIndex g, const ClusterState& c,
+                                                  std::string& detail) const {
+  // A persistent series is extrapolated one sample ahead.
+  const telemetry::Series s = GpuMemorySeries(telemetry_, c.gpu(g), options_.pp_window_s);
+  if (!Enough(s, "peak prediction", detail)) return std::nullopt;
+  const std::vector<double> values = Values(s);
+  const std::optional<double> r = AutocorrelationOf(values, options_.lag);
+  const std::optional<Ar1Forecast> f = ForecastAhead(values, 1);
+  if (!r || !f) {
+    detail += "; peak prediction: a flat window has no r_k";
+    return std::nullopt;
+  }
+  if (*r <= options_.autocorrelation_threshold) {
+    detail += fmt::format("; peak prediction: r_{} {:.3f} ≤ {}", options_.lag, *r,
+                          options_.autocorrelation_threshold);
+    return std::nullopt;
+  }
+  const double unseen = UnseenMib(g, s.back().t, 0, c);
+  detail += fmt::format(
+      "; peak prediction: r_{} {:.3f} > {}, AR(1) {:.1f} + {:.3f}·{:.0f} = {:.0f} MiB + {:.0f} "
+      "MiB not yet seen",
+      options_.lag, *r, options_.autocorrelation_threshold, f->fit.mu, f->fit.phi, values.back(),
+      f->value, unseen);
+  return f->value + unseen;
 }
 
 ResourceAware::Verdict ResourceAware::Judge(const Workload& w, GpuIndex g, const ClusterState& c) {
   Observe(c);
   Verdict v{g, Check::kNone, 0, ""};
   const double capacity = static_cast<double>(CapacityMib(g, c));
-  const double request = static_cast<double>(w.gpu.memory_mib);
+  double request = static_cast<double>(w.gpu.memory_mib);
   auto admit = [&](Check by, double free) {
     const bool in = request <= free;
     v.detail += fmt::format(" → {:.0f} MiB free {} {:.0f}{}", free, in ? "≥" : "<", request,
@@ -126,56 +212,18 @@ ResourceAware::Verdict ResourceAware::Judge(const Workload& w, GpuIndex g, const
     v.detail += "; no telemetry";
     return v;
   }
-  const model::Gpu& gpu = c.gpu(g);
-  const auto enough = [&](const telemetry::Series& s, std::string_view check) {
-    if (static_cast<int>(s.size()) >= options_.min_samples) return true;
-    v.detail += fmt::format("; {}: {} memory samples < {}", check, s.size(), options_.min_samples);
-    return false;
-  };
-
-  // 2. CBP: a steady series is sized by its percentile.
-  if (options_.cbp) {
-    const telemetry::Series s = GpuMemorySeries(telemetry_, gpu, options_.cbp_window_s);
-    if (enough(s, "CBP")) {
-      const std::vector<double> values = Values(s);
-      const std::optional<double> cv = VariationOf(values);
-      if (!cv || *cv >= options_.cv_threshold) {
-        v.detail += fmt::format("; CBP: CV {:.3f} ≥ {}", cv.value_or(0), options_.cv_threshold);
-      } else {
-        const double used = *predict::Percentile(values, options_.percentile);
-        const double settle = (1 - options_.percentile / 100) * options_.cbp_window_s;
-        const int64_t unseen = UnseenMib(g, s.back().t, settle, c);
-        v.detail += fmt::format("; CBP: CV {:.3f} < {}, p{:g} {:.0f} MiB + {} MiB not yet seen",
-                                *cv, options_.cv_threshold, options_.percentile, used, unseen);
-        if (admit(Check::kCbp, capacity - used - static_cast<double>(unseen))) return v;
-      }
-    }
+  if (const double size = SizeMib(w); size != request) {
+    v.detail += fmt::format("; resized to its application's seen peak, {:.0f} MiB", size);
+    request = size;
   }
-
-  // 3. Peak prediction: a persistent series is extrapolated one sample ahead.
+  // 2. CBP, then 3. peak prediction.
+  if (options_.cbp) {
+    const std::optional<double> taken = CbpTakenMib(g, c, v.detail);
+    if (taken && admit(Check::kCbp, capacity - *taken)) return v;
+  }
   if (options_.peak_prediction) {
-    const telemetry::Series s = GpuMemorySeries(telemetry_, gpu, options_.pp_window_s);
-    if (enough(s, "peak prediction")) {
-      const std::vector<double> values = Values(s);
-      const std::optional<double> r = AutocorrelationOf(values, options_.lag);
-      const std::optional<Ar1Forecast> f = ForecastAhead(values, 1);
-      if (!r || !f) {
-        v.detail += "; peak prediction: a flat window has no r_k";
-      } else if (*r <= options_.autocorrelation_threshold) {
-        v.detail += fmt::format("; peak prediction: r_{} {:.3f} ≤ {}", options_.lag, *r,
-                                options_.autocorrelation_threshold);
-      } else {
-        const int64_t unseen = UnseenMib(g, s.back().t, 0, c);
-        v.detail += fmt::format(
-            "; peak prediction: r_{} {:.3f} > {}, AR(1) {:.1f} + {:.3f}·{:.0f} = {:.0f} MiB + {} "
-            "MiB not yet seen",
-            options_.lag, *r, options_.autocorrelation_threshold, f->fit.mu, f->fit.phi,
-            values.back(), f->value, unseen);
-        if (admit(Check::kPeakPrediction, capacity - f->value - static_cast<double>(unseen))) {
-          return v;
-        }
-      }
-    }
+    const std::optional<double> taken = PeakTakenMib(g, c, v.detail);
+    if (taken && admit(Check::kPeakPrediction, capacity - *taken)) return v;
   }
   return v;
 }

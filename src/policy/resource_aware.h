@@ -13,18 +13,26 @@
 //     forecasts the next sample, and the request must fit in the memory minus that forecast.
 //
 // If all three fail on every GPU, the pod stays queued and the next one is tried (003: "put
-// into the priority queue … attempts to schedule the next"). Checks 2 and 3 add, at their
-// request, the pods their data cannot show yet (usage_view.h: FreshPods) and the pods that hold
-// nothing now, restarting after a crash (HoldsNothingNow): 003 does neither. Among GPUs that take
-// the pod, one let in by an earlier check wins; among those of check 1, the tightest (less
-// memory left unrequested, as gpushare); of checks 2 and 3, the one with the most estimated
+// into the priority queue … attempts to schedule the next"). Checks 2 and 3 size a pod (the one
+// asking, and those they add) by `resize`: the most memory a pod of its application has been
+// seen holding, in its own series (Kube-Knots' resize to consumption, 004 §CBP, which 003 cites
+// for CBP), its request until one was seen; or, `resize` off, by its request (003 §5's text).
+// They add, at that size, the pods their data cannot show yet (usage_view.h: FreshPods) and the
+// pods that hold nothing now, restarting after a crash (HoldsNothingNow): 003 does neither. With
+// `cover_growth` (ours, off) they add instead every pod's growth still to come (its size less its
+// own newest reading), the loading engines 003 §6.2 blames its restarts on included. Among GPUs
+// that take the pod, one let in by an earlier check wins; among those of check 1, the tightest
+// (less memory left unrequested, as gpushare); of checks 2 and 3, the one with the most estimated
 // memory left. Pods reserve no memory in the cluster state (their requests may together exceed
 // the GPU); compute is capped at the request's share. Usage comes from Telemetry only; without
 // it, only check 1 runs. Offers follow telemetry (OfferInputs::live_state). Not thread-safe.
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/error.h"
@@ -44,6 +52,8 @@ struct ResourceAwareOptions {
   double autocorrelation_threshold = 0.5;
   double pp_window_s = 30;
   int min_samples = 5;
+  bool resize = true;
+  bool cover_growth = false;
 };
 
 std::vector<OptionInfo> ResourceAwareOptionList();
@@ -81,14 +91,26 @@ class ResourceAware final : public Policy {
 
  private:
   void Observe(const ClusterState& c);
-  // Σ requests of g's pods that data ending at `newest_t` needing `settle_s` cannot show yet.
-  int64_t UnseenMib(GpuIndex g, double newest_t, double settle_s, const ClusterState& c) const;
+  // Checks 2 and 3's size of w (`resize`): its application's seen peak, else its request.
+  double SizeMib(const Workload& w) const;
+  // Σ sizes of g's pods that data ending at `newest_t` needing `settle_s` cannot show yet, or
+  // hold nothing now; with `cover_growth`, Σ over g's pods of size less own newest reading.
+  double UnseenMib(GpuIndex g, double newest_t, double settle_s, const ClusterState& c) const;
+  // Checks 2 and 3: the memory g's pods take by the check's estimate (their use and the pods
+  // not yet seen), nullopt when it cannot judge; each appends its numbers to `detail`.
+  std::optional<double> CbpTakenMib(GpuIndex g, const ClusterState& c, std::string& detail) const;
+  std::optional<double> PeakTakenMib(GpuIndex g, const ClusterState& c, std::string& detail) const;
+  bool Enough(const telemetry::Series& s, std::string_view check, std::string& detail) const;
   static double ScoreOf(const Verdict& v, double capacity_mib);
 
   const telemetry::Telemetry* telemetry_;
   ResourceAwareOptions options_;
   FreshPods fresh_;
   std::optional<uint64_t> observed_version_;
+  // Per application, the most memory one of its pods was seen holding (its own series).
+  std::unordered_map<std::string, double> app_peak_mib_;
+  std::optional<uint64_t> peaks_version_;
+  bool peaks_seen_ = false;
 };
 
 }  // namespace tessera::policy

@@ -272,7 +272,7 @@ void Engine::SampleUsage() {
   usage_pending_ = false;
   const double now = clock_.Now();
   UsageSample sample = SumUsage(RunningUsage(now));
-  for (model::WorkloadId id : KillOutOfMemory(cluster_, sample)) OomKill(id);
+  for (model::WorkloadId id : KillOutOfMemory(cluster_, sample, options_.oom_rule)) OomKill(id);
   // What the GPUs hold until the next sample (the memory integral of EngineResult).
   for (const auto& [index, p] : sample.partitions) {
     memory_time_ += std::max(0.0, p.sum.memory_mib) * options_.usage_interval_s;

@@ -76,6 +76,9 @@ struct EngineOptions {
   double oom_relaunch_s = 10.0;
   double oom_relaunch_max_s = 300.0;
   double oom_backoff_reset_s = 600.0;
+  // Who crashes when a GPU runs out of memory (sim/usage.h). The default keeps every
+  // experiment's world as it was; overprovision takes kGrowersUntilFit (docs/simulator.md).
+  OomRule oom_rule = OomRule::kOneGrower;
   // Online services whose truth states an offered load (GroundTruth::HasOfferedLoad): re-rated
   // every this many seconds while any runs, their service rate recorded in
   // WorkloadOutcome::load — the load moves smoothly in minutes (seed 001 §2).

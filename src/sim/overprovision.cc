@@ -46,13 +46,24 @@ PhysicsOptions::PowerLine Seed003V100Power() {
 
 Expected<OverprovisionScenario> OverprovisionScenarioOf(std::string_view reading) {
   OverprovisionScenario scenario;
-  if (reading.empty() || reading == "power=seed003") return scenario;
-  if (reading == "power=thesis") {
-    scenario.power_seed003 = false;
-    return scenario;
+  size_t at = 0;
+  while (at < reading.size()) {
+    size_t end = reading.find(',', at);
+    if (end == std::string_view::npos) end = reading.size();
+    const std::string_view item = reading.substr(at, end - at);
+    at = end + 1;
+    if (item == "power=seed003" || item == "power=thesis") {
+      scenario.power_seed003 = item == "power=seed003";
+    } else if (item == "oom=fit" || item == "oom=one") {
+      scenario.oom_rule = item == "oom=fit" ? OomRule::kGrowersUntilFit : OomRule::kOneGrower;
+    } else {
+      return Fail(
+          "--reading: '{}' is not one of power=seed003|thesis, oom=fit|one (experiment "
+          "overprovision)",
+          item);
+    }
   }
-  return Fail("--reading: '{}' is not one of power=seed003|thesis (experiment overprovision)",
-              reading);
+  return scenario;
 }
 
 std::span<const std::string_view> OverprovisionMixes() { return kMixes; }
@@ -142,7 +153,10 @@ Expected<OverprovisionRun> RunOverprovision(std::string_view policy_spec, std::s
     physics.power_by_gpu[scenario.gpu] = Seed003V100Power();
   }
   auto world = World::Build(catalog, std::move(cluster),
-                            {.policy = policy_spec, .seed = seed, .physics = physics});
+                            {.policy = policy_spec,
+                             .seed = seed,
+                             .physics = physics,
+                             .engine = {.oom_rule = scenario.oom_rule}});
   if (!world) return std::unexpected(world.error());
   Engine& engine = *(*world)->engine;
 

@@ -29,6 +29,7 @@
 #include "sim/experiment.h"
 #include "sim/explain.h"
 #include "sim/physics.h"
+#include "sim/usage.h"
 
 namespace tessera::sim {
 
@@ -47,6 +48,9 @@ PhysicsOptions::PowerLine Seed003V100Power();
 
 struct OverprovisionScenario {
   bool power_seed003 = true;  // false: the thesis's reading
+  // Who crashes when the V100 runs out of memory (sim/usage.h): `oom=fit` (default), the
+  // growers until the GPU fits; `oom=one`, one grower a sample, as before 2026-12-02.
+  OomRule oom_rule = OomRule::kGrowersUntilFit;
   std::string gpu = "V100-32GB";
   double arrival_min_s = 5;
   double arrival_max_s = 10;
@@ -87,8 +91,8 @@ struct OverprovisionRun {
                                                           uint64_t seed, const AppCatalog& catalog);
 // The metrics of a run, declared once: the JSON, the CLI table and the report come from here.
 const report::MetricTable<OverprovisionRun>& OverprovisionTable();
-// The scenario a --reading asks for: "" or power=seed003|thesis; anything else is an Error
-// naming the accepted keys.
+// The scenario a --reading asks for: "" or a comma-separated list of power=seed003|thesis and
+// oom=fit|one; anything else is an Error naming the accepted keys.
 [[nodiscard]] Expected<OverprovisionScenario> OverprovisionScenarioOf(std::string_view reading);
 // Means over seeds (OverprovisionTable().Mean); policy, mix and pct of the first.
 OverprovisionRun MeanOf(std::span<const OverprovisionRun> runs);

@@ -77,10 +77,43 @@ UsageSample SumUsage(std::vector<WorkloadUsage> workloads) {
   return sample;
 }
 
+namespace {
+
+// kGrowersUntilFit on one partition: its growers, the most grown first, crash until it fits;
+// each crash takes the crashed workload's use out of the sample at once.
+void KillGrowersUntilFit(model::PartitionIndex index, double capacity, UsageSample& sample,
+                         std::vector<model::WorkloadId>& killed) {
+  std::vector<std::tuple<double, size_t, model::WorkloadId>> by_growth =
+      sample.partitions.at(index).growers;
+  std::sort(by_growth.rbegin(), by_growth.rend());
+  for (const auto& [growth, order, id] : by_growth) {
+    if (sample.partitions.at(index).sum.memory_mib <= capacity || growth <= 0) break;
+    if (std::find(killed.begin(), killed.end(), id) != killed.end()) continue;
+    for (WorkloadUsage& x : sample.workloads) {
+      if (x.id != id || !x.use) continue;
+      AddUsage(x, -1, sample.partitions);
+      x.use = UsagePoint{};
+      killed.push_back(id);
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<model::WorkloadId> KillOutOfMemory(const model::ClusterState& cluster,
-                                               UsageSample& sample) {
-  // The allocation that fails is the grower's.
+                                               UsageSample& sample, OomRule rule) {
   std::vector<model::WorkloadId> killed;
+  if (rule == OomRule::kGrowersUntilFit) {
+    std::vector<model::PartitionIndex> over;
+    for (const auto& [index, p] : sample.partitions) over.push_back(index);
+    for (model::PartitionIndex index : over) {
+      KillGrowersUntilFit(index, static_cast<double>(cluster.partition(index).memory_mib), sample,
+                          killed);
+    }
+    std::sort(killed.begin(), killed.end());
+    return killed;
+  }
+  // The allocation that fails is the grower's.
   for (const auto& [index, p] : sample.partitions) {
     if (p.sum.memory_mib > static_cast<double>(cluster.partition(index).memory_mib) &&
         !p.growers.empty()) {

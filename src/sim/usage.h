@@ -94,11 +94,25 @@ struct UsageSample {
 // them, or, without a trajectory, the memory each slice reserves.
 UsageSample SumUsage(std::vector<WorkloadUsage> workloads);
 
+// Who crashes when a partition's clients hold more than its memory.
+enum class OomRule {
+  // The client whose use grew most since the last sample, one per partition per sample, even if
+  // the partition stays over (then, at the next sample, whichever client ties at the top — one
+  // that holds nothing, restarting, included). The rule every experiment ran before 2026-12-02.
+  kOneGrower,
+  // Clients that grew since the last sample, the most grown first, until the partition fits:
+  // only an allocation can fail, and memory already held is not given back, so a client that did
+  // not grow (a container in its crash back-off among them) never crashes, and after the sample
+  // the partition holds no more than its memory (ours: the physics of a GPU without isolation).
+  kGrowersUntilFit,
+};
+
 // Out of memory: on each partition of `cluster` whose clients hold more than its memory, the
-// client whose use grew most since the last sample crashes (its allocation is the one that
-// fails; ties: the greater order, then id). Takes the crashed workloads' use out of `sample`
-// (after the crash they hold nothing) and returns their ids, in increasing order.
+// clients `rule` picks crash (their allocations are the ones that fail; ties: the greater order,
+// then id). Takes the crashed workloads' use out of `sample` (after the crash they hold
+// nothing) and returns their ids, in increasing order.
 std::vector<model::WorkloadId> KillOutOfMemory(const model::ClusterState& cluster,
-                                               UsageSample& sample);
+                                               UsageSample& sample,
+                                               OomRule rule = OomRule::kOneGrower);
 
 }  // namespace tessera::sim

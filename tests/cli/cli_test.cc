@@ -256,7 +256,9 @@ TEST(CliTest, ExplainMuxflowShowsEachGpusStateAndTheMatch) {
 
 // The memory-sharing policies' scene (seeds 003 and 004): which check let the engine in on each
 // GPU. On GPU 1 the use is an exact ramp 4,000 + 400 t: AR(1) forecasts 15,600 + 400 = 16,000 MiB,
-// and 32,768 − 16,000 = 16,768 MiB free holds the 14,336 asked for.
+// and 32,768 − 16,000 = 16,768 MiB free. resource-aware's checks 2 and 3 size the engine by the
+// most an engine of its application was seen holding (`resize`): engine-3's 15,600 MiB, which
+// fits there (and in GPU 0's 32,768 − 14,120 = 18,648 by CBP).
 TEST(CliTest, ExplainMemorySharingShowsTheCheckThatLetThePodIn) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(RunArgs({"explain", "--policy", "resource-aware"}), 0);
@@ -265,8 +267,10 @@ TEST(CliTest, ExplainMemorySharingShowsTheCheckThatLetThePodIn) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("in by CBP"), std::string::npos) << out;
+  EXPECT_NE(out.find("resized to its application's seen peak, 15600 MiB"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("AR(1) 400.0 + 1.000·15600 = 16000 MiB + 0 MiB not yet seen → 16768 MiB "
-                     "free ≥ 14336: in"),
+                     "free ≥ 15600: in"),
             std::string::npos)
       << out;
   // Kube-Knots' CBP refuses the GPU whose series moves with the pod's own history.

@@ -55,7 +55,7 @@ TEST_F(RegistryTest, PoliciesAdvertiseTheOptionsTheirFactoriesRead) {
         "interference_kind", "reference_gpu"}},
       {"resource-aware",
        {"cbp", "peak_prediction", "cv_threshold", "percentile", "cbp_window_s", "lag",
-        "autocorrelation_threshold", "pp_window_s", "min_samples"}},
+        "autocorrelation_threshold", "pp_window_s", "min_samples", "resize", "cover_growth"}},
       {"knots-cbp",
        {"correlation_threshold", "percentile", "window_s", "history_s", "min_samples"}},
       {"knots-pp",

@@ -197,6 +197,58 @@ TEST_F(ResourceAwareTest, APodRestartingAfterACrashCountsAtItsRequest) {
   EXPECT_EQ(p.Judge(MemoryPod(1, 20000), 0, c_).by, ResourceAware::Check::kCbp);
 }
 
+// `resize`: checks 2 and 3 size a pod by the most memory a pod of its application was seen
+// holding. Two "ssd" pods asked for 24,576 MiB each (250 % over 7,000) and each holds 7,000: the
+// GPU reads 14,000 steady (CV 0, p80 14,000), 18,768 MiB free. A third "ssd" pod asking
+// 24,576 does not fit by its request, but sized at 7,000 it does, leaving 11,768. A pod of an
+// application never seen keeps its request.
+TEST_F(ResourceAwareTest, ResizeSizesAPodByItsApplicationsSeenPeak) {
+  AddV100Nodes(c_, 1, 1);
+  for (model::WorkloadId id : {100, 101}) {
+    const Workload w = MemoryPod(id, 24576, "ssd");
+    ASSERT_TRUE(c_.Place(w, MemorySharePlacement(w, 0, 0, c_)));
+    FeedMemory(telemetry_, w.name, 0, std::vector<double>(30, 7000));
+  }
+  FeedMemory(telemetry_, Uuid(0), 0, std::vector<double>(30, 14000));
+  ResourceAware p(&telemetry_);
+  const ResourceAware::Verdict in = p.Judge(MemoryPod(1, 24576, "ssd"), 0, c_);
+  EXPECT_EQ(in.by, ResourceAware::Check::kCbp) << in.detail;
+  EXPECT_NEAR(in.left_mib, 11768, 1e-6);
+  EXPECT_THAT(in.detail, HasSubstr("resized to its application's seen peak, 7000 MiB"));
+  EXPECT_EQ(p.Judge(MemoryPod(2, 24576, "resnet"), 0, c_).by, ResourceAware::Check::kNone);
+  ResourceAware by_request(&telemetry_, {.resize = false});
+  const ResourceAware::Verdict out = by_request.Judge(MemoryPod(1, 24576, "ssd"), 0, c_);
+  EXPECT_EQ(out.by, ResourceAware::Check::kNone) << out.detail;
+  EXPECT_THAT(out.detail, HasSubstr("→ 18768 MiB free < 24576")) << out.detail;
+}
+
+// `cover_growth` (ours): every pod counts at least at its size. Pod 100 ("ssd") holds 7,000;
+// pod 101 ("ssd") was bound before the policy looked and shows 350 (loading). The GPU reads
+// 7,000 for 27 s, then 7,350 for 3 (CV 0.014; p80 at rank 23.2 of 30: 7,000). A 20,000 MiB pod
+// of no known application fits in 32,768 − 7,000 = 25,768; with pod 101's growth to come
+// (7,000 − 350 = 6,650) counted, 19,118 are free and it waits.
+TEST_F(ResourceAwareTest, CoverGrowthCountsALoadingPodAtItsApplicationsPeak) {
+  AddV100Nodes(c_, 1, 1);
+  for (model::WorkloadId id : {100, 101}) {
+    const Workload w = MemoryPod(id, 24576, "ssd");
+    ASSERT_TRUE(c_.Place(w, MemorySharePlacement(w, 0, 0, c_)));
+  }
+  FeedMemory(telemetry_, "pod100", 0, std::vector<double>(30, 7000));
+  FeedMemory(telemetry_, "pod101", 27, std::vector<double>(3, 350));
+  std::vector<double> gpu(30, 7000);
+  for (size_t i = 27; i < 30; ++i) gpu[i] = 7350;
+  FeedMemory(telemetry_, Uuid(0), 0, gpu);
+  ResourceAware plain(&telemetry_, {.peak_prediction = false});
+  const ResourceAware::Verdict in = plain.Judge(MemoryPod(1, 20000), 0, c_);
+  EXPECT_EQ(in.by, ResourceAware::Check::kCbp) << in.detail;
+  EXPECT_NEAR(in.left_mib, 5768, 1e-6);
+  ResourceAware covered(&telemetry_, {.peak_prediction = false, .cover_growth = true});
+  const ResourceAware::Verdict out = covered.Judge(MemoryPod(1, 20000), 0, c_);
+  EXPECT_EQ(out.by, ResourceAware::Check::kNone) << out.detail;
+  EXPECT_THAT(out.detail, HasSubstr("p80 7000 MiB + 6650 MiB not yet seen → 19118 MiB free"))
+      << out.detail;
+}
+
 TEST(HoldsNothingNowTest, OnlyAPodWhoseOwnSeriesEndsAtZero) {
   telemetry::StaticTelemetry t;
   const Workload w = MemoryPod(7, 1000);
@@ -229,6 +281,13 @@ TEST(ResourceAwareOptionsTest, OptionsAreCheckedAndNamed) {
   EXPECT_EQ(o->percentile, 90);
   EXPECT_EQ(o->lag, 2);
   EXPECT_FALSE(o->cbp);
+  EXPECT_TRUE(o->resize);
+  EXPECT_FALSE(o->cover_growth);
+  auto sizes = ParseResourceAwareOptions({{"resize", false}, {"cover_growth", true}});
+  ASSERT_TRUE(sizes.has_value()) << sizes.error().message;
+  EXPECT_FALSE(sizes->resize);
+  EXPECT_TRUE(sizes->cover_growth);
+  EXPECT_FALSE(ParseResourceAwareOptions({{"resize", "yes"}}).has_value());
   for (const auto& [key, value] : {std::pair<const char*, double>{"percentile", 101},
                                    {"cv_threshold", -0.1},
                                    {"autocorrelation_threshold", 1.5},

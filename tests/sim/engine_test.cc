@@ -1,5 +1,6 @@
 #include "sim/engine.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include "policy/first_fit.h"
@@ -237,6 +238,48 @@ TEST_F(EngineTest, AGpuOutgrownByItsClientsKillsTheGrowerWhichRestartsFromItsChe
   // Memory held, each sample for its second: 12000 × 5 (t = 0..4) + 8000 × 10 (5..14) + 12000 × 3
   // (15..17) + 4000 × 2 (18, 19: the steady one ended at 18) + 9000 × 5 (20..24) MiB·s.
   EXPECT_DOUBLE_EQ(r.gpu_memory_integral, 60000 + 80000 + 36000 + 8000 + 45000);
+}
+
+// Two growers (4,000 → 9,000 MiB at t = 5) beside the steady 8,000 MiB on the T4 (16,384 MiB):
+// at t = 5 the three hold 26,000. One crash leaves 17,000, still over; growth is 5,000 each.
+TEST_F(EngineTest, GrowersCrashUntilTheGpuFitsAndAContainerHoldingNothingNeverCrashes) {
+  const std::string& gpu = c_.partition(0).uuid;
+  auto memory_at = [&](const telemetry::StaticTelemetry& t, double when) {
+    for (const telemetry::Sample& x : *t.MemoryUsed(gpu, 1e9)) {
+      if (x.t == when) return x.value;
+    }
+    return -1.0;
+  };
+  auto run = [&](OomRule rule, telemetry::StaticTelemetry& t) {
+    UsageTruth truth;
+    model::ClusterState c;  // each run its own T4, as c_ (a run leaves its workloads placed)
+    EXPECT_TRUE(c.AddNode(model::UniformNode("n", *model::FindGpuModel("T4"), 1, 8000, 8192)));
+    Engine e(c, ff_, truth, rng_,
+             {.horizon_s = 9, .telemetry = &t, .oom_relaunch_s = 10, .oom_rule = rule});
+    for (model::WorkloadId id : {1, 2, 3}) {
+      model::Workload w = W(id, 0, 100000, 300, id == 1 ? "steady" : "grow");
+      w.name = fmt::format("w{}", id);
+      EXPECT_TRUE(e.Add(w));
+    }
+    return e.Run();
+  };
+  // kGrowersUntilFit: both growers crash at t = 5 (8,000 + 0 + 0 fits), and none after: the two
+  // are in their 10-s back-off, holding nothing, until t = 15.
+  telemetry::StaticTelemetry fit;
+  const EngineResult r = run(OomRule::kGrowersUntilFit, fit);
+  EXPECT_EQ(r.workloads[0].oom_kills, 0);
+  EXPECT_EQ(r.workloads[1].oom_kills, 1);
+  EXPECT_EQ(r.workloads[2].oom_kills, 1);
+  for (double t : {5.0, 6.0, 8.0}) EXPECT_EQ(memory_at(fit, t), 8000) << t;
+  // kOneGrower (the old rule): w3 (the later of the tied growers) crashes at t = 5; w2's 9,000
+  // beside the steady 8,000 stay over the T4, and each later sample kills the top of a tie at
+  // 0 growth — w3 again, holding nothing — so w3 counts 5 crashes by the horizon (t = 5, 6, 7, 8,
+  // 9) and w2 none.
+  telemetry::StaticTelemetry one;
+  const EngineResult old = run(OomRule::kOneGrower, one);
+  EXPECT_EQ(old.workloads[1].oom_kills, 0);
+  EXPECT_EQ(old.workloads[2].oom_kills, 5);
+  EXPECT_EQ(memory_at(one, 6), 17000);
 }
 
 TEST_F(EngineTest, EachWorkloadsOwnUseIsPublishedUnderItsName) {

@@ -104,6 +104,19 @@ TEST_F(OverprovisionTest, ResourceAwareKeepsSharingWhenRequestsAreInflated) {
   EXPECT_EQ(again.energy_j, aware.energy_j);
 }
 
+// 003 §6.1: the custom scheduler "has similar behavior … for all the different
+// over-provisioning percentages". Sized by what its engines were seen to use (`resize`), its
+// checks 2 and 3 see the same engines whatever they asked for, so its pending time at 250 % is
+// within 15 % of its time at 0 %; sized by the request, it waits longer at 250 %.
+TEST_F(OverprovisionTest, ResizedResourceAwareIsFlatAcrossOverprovisioning) {
+  const double at0 = Run("resource-aware", "homogeneous", 0).pending_s_mean;
+  const double at250 = Run("resource-aware", "homogeneous", 250).pending_s_mean;
+  EXPECT_NEAR(at250, at0, 0.15 * at0);
+  const double by_request =
+      Run(R"(resource-aware{"resize":false})", "homogeneous", 250).pending_s_mean;
+  EXPECT_GT(by_request, 1.2 * at0);
+}
+
 // 003 §4 measured its V100 at 41.5 W with one engine (7.22 % utilisation) and 52.9 W shared
 // (49 %): slope 11.4 / 0.4178 = 27.286 W per unit load, idle 41.5 - 27.286 x 0.0722 = 39.530 W.
 TEST_F(OverprovisionTest, PowerIsSeed003sMeasuredLineUnlessTheThesisReadingIsAsked) {
@@ -122,6 +135,15 @@ TEST_F(OverprovisionTest, PowerIsSeed003sMeasuredLineUnlessTheThesisReadingIsAsk
   auto bad = OverprovisionScenarioOf("power=datasheet");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("power=seed003|thesis"), std::string::npos);
+  // The OOM rule: growers until the GPU fits unless the old one-a-sample rule is asked for.
+  EXPECT_EQ(seed->oom_rule, OomRule::kGrowersUntilFit);
+  auto both = OverprovisionScenarioOf("power=thesis,oom=one");
+  ASSERT_TRUE(both);
+  EXPECT_FALSE(both->power_seed003);
+  EXPECT_EQ(both->oom_rule, OomRule::kOneGrower);
+  auto bad_oom = OverprovisionScenarioOf("oom=all");
+  ASSERT_FALSE(bad_oom);
+  EXPECT_NE(bad_oom.error().message.find("oom=fit|one"), std::string::npos);
 
   // A whole-GPU run's mean power is the line at its mean SM load over the makespan, give or
   // take the idle stretch before the first arrival (the run's power counts from t = 0).
