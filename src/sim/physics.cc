@@ -282,7 +282,7 @@ Physics::SharedTime Physics::ShareTime(const AppSpec& app, const Isolated& self,
                    0.0, 1.0);
     // Only its time on the engine waits for slices; its host time does not.
     const double engine_s = self.gpu_s + self.fixed_s, alone_s = engine_s + self.host_s;
-    out.time_share = left > 0 ? alone_s / (self.host_s + engine_s / left) : 0.0;
+    out.time_share = self.host_s > 0 && left > 0 ? alone_s / (self.host_s + engine_s / left) : left;
   }
   return out;
 }
