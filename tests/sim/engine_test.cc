@@ -245,7 +245,8 @@ TEST_F(EngineTest, AGpuOutgrownByItsClientsKillsTheGrowerWhichRestartsFromItsChe
 TEST_F(EngineTest, GrowersCrashUntilTheGpuFitsAndAContainerHoldingNothingNeverCrashes) {
   const std::string& gpu = c_.partition(0).uuid;
   auto memory_at = [&](const telemetry::StaticTelemetry& t, double when) {
-    for (const telemetry::Sample& x : *t.MemoryUsed(gpu, 1e9)) {
+    const auto series = t.MemoryUsed(gpu, 1e9);  // kept: a range over *temporary dangles
+    for (const telemetry::Sample& x : *series) {
       if (x.t == when) return x.value;
     }
     return -1.0;
