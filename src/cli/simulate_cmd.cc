@@ -150,28 +150,9 @@ std::string DefaultSeeds() {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-void AddSimulate(CLI::App& app, Status* status) {
-  auto flags = std::make_shared<SimulateFlags>();
-  sim::ExperimentArgs& args = flags->args;
-  CLI::App* sub = app.add_subcommand(
-      "simulate", "Run a simulated experiment on the scheduler core and compare policies");
-  std::vector<std::string> names;
-  for (const sim::Experiment& e : sim::Experiments()) names.emplace_back(e.name);
-  sub->add_option(
-         "--experiment", flags->experiment,
-         "Experiment (see --list-experiments): " + fmt::format("{}", fmt::join(names, ", ")))
-      ->check(CLI::IsMember(names))
-      ->capture_default_str();
-  sub->add_option("--policy", flags->policy_args,
-                  "Policies to compare, comma-separated or repeated; NAME{json} gives options, "
-                  "whose commas do not split (default: the experiment's set; see "
-                  "--list-policies; an experiment with its own arms lists them in its errors)");
-  CLI::Option* seed =
-      sub->add_option("--seed", flags->seed, "One seed, 0..2^64-1")->check(SeedCheck());
-  sub->add_option("--seeds", flags->seeds,
-                  "Seeds: N (1..N) or A-B, at most 10,000 (default: " + DefaultSeeds() + ")")
-      ->check(SeedsCheck())
-      ->excludes(seed);
+// The flags that shape an experiment's world: its catalogue, load, cluster, data and reading.
+void AddWorldOptions(CLI::App& sub_app, sim::ExperimentArgs& args) {
+  CLI::App* sub = &sub_app;
   sub->add_option(
       "--apps", args.apps,
       "Application catalogue (default: built-in data/apps.yaml; " + ReadBy("apps") + ")");
@@ -217,6 +198,31 @@ void AddSimulate(CLI::App& app, Status* status) {
           "memory=resident|footprint, trainer_duty=D; "
           "disaggregation: scenario=simulation|prototype, world=colocation|network-only, "
           "docs/results.md)");
+}
+
+void AddSimulate(CLI::App& app, Status* status) {
+  auto flags = std::make_shared<SimulateFlags>();
+  sim::ExperimentArgs& args = flags->args;
+  CLI::App* sub = app.add_subcommand(
+      "simulate", "Run a simulated experiment on the scheduler core and compare policies");
+  std::vector<std::string> names;
+  for (const sim::Experiment& e : sim::Experiments()) names.emplace_back(e.name);
+  sub->add_option(
+         "--experiment", flags->experiment,
+         "Experiment (see --list-experiments): " + fmt::format("{}", fmt::join(names, ", ")))
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
+  sub->add_option("--policy", flags->policy_args,
+                  "Policies to compare, comma-separated or repeated; NAME{json} gives options, "
+                  "whose commas do not split (default: the experiment's set; see "
+                  "--list-policies; an experiment with its own arms lists them in its errors)");
+  CLI::Option* seed =
+      sub->add_option("--seed", flags->seed, "One seed, 0..2^64-1")->check(SeedCheck());
+  sub->add_option("--seeds", flags->seeds,
+                  "Seeds: N (1..N) or A-B, at most 10,000 (default: " + DefaultSeeds() + ")")
+      ->check(SeedsCheck())
+      ->excludes(seed);
+  AddWorldOptions(*sub, args);
   sub->add_option("--out", args.out,
                   "Where the experiment writes its report: a directory (report.json, "
                   "report.html and the like), or the one file an experiment writes (" +
