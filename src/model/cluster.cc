@@ -367,6 +367,7 @@ void ClusterState::set_mig_mode_fixed(bool fixed) {
 void ClusterState::Touch(NodeIndex n) {
   nodes_[n].version = NextVersion();
   version_ = nodes_[n].version;
+  journal_.Add(n);
 }
 
 void ClusterState::TouchPartition(PartitionIndex p) { partitions_[p].version = NextVersion(); }

@@ -36,6 +36,7 @@
 #include "model/gpu_model.h"
 #include "model/mig.h"
 #include "model/placement.h"
+#include "model/touch_journal.h"
 #include "model/workload.h"
 
 namespace tessera::model {
@@ -197,6 +198,12 @@ class ClusterState {
   // Changes whenever anything in the cluster changes (the newest node version): equal values
   // mean the same state, so a caller may keep what it concluded from it.
   uint64_t version() const { return version_; }
+  // The nodes touched since a mark (TouchJournal's contract): a reader that kept something per
+  // node under its version revisits only these.
+  TouchJournal::Mark touch_mark() const { return journal_.mark(); }
+  bool NodesTouchedSince(TouchJournal::Mark m, std::vector<NodeIndex>& out) const {
+    return journal_.Since(m, out);
+  }
   // The container environment of a placement (uuids, MPS limits).
   Environment EnvironmentOf(const Placement& placement) const;
 
@@ -226,6 +233,7 @@ class ClusterState {
   double allocated_gpu_milli_ = 0;
   bool mig_mode_fixed_ = false;
   uint64_t version_ = 0;
+  TouchJournal journal_;
   // The source of node versions, shared with copies (Node::version); atomic because copies may
   // live on different threads.
   std::shared_ptr<std::atomic<uint64_t>> versions_ = std::make_shared<std::atomic<uint64_t>>(0);

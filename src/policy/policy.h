@@ -119,6 +119,13 @@ class Policy {
     // lowest-node tie rule, the core scores nodes highest ceiling first and stops at the first
     // ceiling below the best offer — the same choice as the scan in node order.
     bool score_ceilings = false;
+    // With node_local_filter: Score's offer on a node — whether it makes one, and its score —
+    // follows that node's state (model::Node::version) and the request shape alone, for the
+    // policy's whole life (not other nodes, not live state, not what it learned from earlier
+    // workloads). With the lowest-node tie rule the core keeps each shape's nodes ranked by
+    // offer and re-rates only the nodes touched since its last decision (sched/kept_ranking.h;
+    // fgd and frag-pack with their typical pods given).
+    bool node_local_score = false;
     // With slo_value: where a workload has no offer on any node, none with a higher SLO and
     // the rest of the request equal has one either (in that state, or after binds only took
     // resources away), and Filter does not read the SLO's value — so its reason is the same.

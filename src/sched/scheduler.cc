@@ -7,6 +7,11 @@
 #include <limits>
 
 namespace tessera::sched {
+namespace {
+
+constexpr std::string_view kNoOffer = "no offer from the policy";
+
+}  // namespace
 
 Scheduler::Scheduler(ClusterState& cluster, policy::Policy& policy, const Clock& clock, Rng& rng,
                      Hooks hooks, SchedulerOptions options)
@@ -90,15 +95,49 @@ std::vector<Scheduler::Verdict>* Scheduler::VerdictsFor(const std::string& shape
   return &it->second;
 }
 
-std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w,
-                                                       std::vector<Verdict>* verdicts,
+std::optional<bool> Scheduler::SelectByRanking(const Workload& w, const std::string& shape) {
+  auto it = rankings_.find(shape);
+  if (it == rankings_.end()) {
+    size_t bytes = 0;
+    for (const auto& [s, r] : rankings_) bytes += r.bytes();
+    if (bytes > kMaxRankingBytes) rankings_.clear();
+    it = rankings_.emplace(shape, KeptRanking{}).first;
+  }
+  KeptRanking& ranking = it->second;
+  // Filter is called here, not kept: a node is re-rated because it changed, which is when a
+  // kept verdict would be stale.
+  ranking.Sync(cluster_, [&](model::NodeIndex n) -> KeptRanking::Rating {
+    if (const std::string_view reason = policy_.Filter(w, n, cluster_).reason; !reason.empty()) {
+      return {std::nullopt, reason};
+    }
+    if (!policy_.ScoreInto(w, n, cluster_, scratch_)) return {std::nullopt, kNoOffer};
+    return {scratch_.score, {}};
+  });
+  if (ranking.unusable()) return std::nullopt;
+  if (const std::optional<model::NodeIndex> n = ranking.Best()) {
+    if (!policy_.ScoreInto(w, *n, cluster_, best_)) return std::nullopt;
+    return true;
+  }
+  ranking.Reasons(reasons_);  // no node offers: every node's reason, kept by the ranking
+  return false;
+}
+
+std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w, const std::string& shape,
                                                        std::string& why) {
-  bool found = false;
-  int ties = 0;
+  const policy::Policy::OfferInputs inputs = policy_.OffersDependOn();
+  const bool first = options_.tie_break == TieBreak::kFirst && !hooks_.scored;
   reasons_.clear();
   offers_.clear();
-  if (options_.tie_break == TieBreak::kFirst && !hooks_.scored &&
-      policy_.OffersDependOn().score_ceilings) {
+  std::optional<bool> ranked;
+  if (first && inputs.node_local_filter && inputs.node_local_score && !inputs.live_state) {
+    ranked = SelectByRanking(w, shape);
+  }
+  std::vector<Verdict>* verdicts = ranked ? nullptr : VerdictsFor(shape);
+  bool found = false;
+  int ties = 0;
+  if (ranked) {
+    found = *ranked;
+  } else if (first && inputs.score_ceilings) {
     found = SelectByCeiling(w, verdicts);
   } else {
     for (model::NodeIndex n = 0; n < cluster_.node_count(); ++n) {
@@ -112,7 +151,7 @@ std::optional<policy::Candidate> Scheduler::SelectNode(const Workload& w,
         if (ceiling && *ceiling < best_.score) continue;
       }
       if (!policy_.ScoreInto(w, n, cluster_, scratch_)) {
-        CountReason("no offer from the policy");
+        CountReason(kNoOffer);
         continue;
       }
       if (hooks_.scored) offers_.push_back({n, scratch_.score});
@@ -145,7 +184,7 @@ bool Scheduler::SelectByCeiling(const Workload& w, std::vector<Verdict>* verdict
     }
     const std::optional<double> ceiling = policy_.ScoreCeiling(w, n, cluster_);
     if (ceiling && *ceiling == -std::numeric_limits<double>::infinity()) {
-      CountReason("no offer from the policy");  // the policy knows it has none here
+      CountReason(kNoOffer);  // the policy knows it has none here
       continue;
     }
     by_ceiling_.emplace_back(
@@ -165,7 +204,7 @@ bool Scheduler::SelectByCeiling(const Workload& w, std::vector<Verdict>* verdict
     // No node left could beat or tie the best offer.
     if (found && ceiling < best_.score) break;
     if (!policy_.ScoreInto(w, n, cluster_, scratch_)) {
-      CountReason("no offer from the policy");
+      CountReason(kNoOffer);
       continue;
     }
     if (!found || scratch_.score > best_.score ||
@@ -346,7 +385,7 @@ bool Scheduler::PlaceEach(const std::vector<Queue::iterator>& order, CycleStats&
     if (known != failed.end()) {
       why = known->second;
     } else {
-      best = SelectNode(w, VerdictsFor(q->shape), why);
+      best = SelectNode(w, q->shape, why);
     }
     if (!best) {
       ++stats.unschedulable;

@@ -49,6 +49,7 @@
 #include "base/rng.h"
 #include "model/cluster.h"
 #include "policy/policy.h"
+#include "sched/kept_ranking.h"
 
 namespace tessera::sched {
 
@@ -159,10 +160,15 @@ class Scheduler {
   // The verdicts kept for `shape`, sized to the cluster; null when the policy does not declare
   // node_local_filter (or declares live state).
   std::vector<Verdict>* VerdictsFor(const std::string& shape);
-  // Scores every node; the winning candidate, or nullopt with `why` filled. `verdicts`: the
-  // shape's kept Filter verdicts, or null to call Filter on every node.
-  std::optional<policy::Candidate> SelectNode(const Workload& w, std::vector<Verdict>* verdicts,
+  // Scores every node; the winning candidate, or nullopt with `why` filled. `shape`: w's
+  // RequestShape, under which its Filter verdicts and ranking are kept.
+  std::optional<policy::Candidate> SelectNode(const Workload& w, const std::string& shape,
                                               std::string& why);
+  // SelectNode's search for a policy that declares OfferInputs::node_local_score, under the
+  // lowest-node tie rule: the shape's KeptRanking, brought up to date by re-rating the nodes
+  // touched since: true with the choice in best_, false when no node offers (reasons_ counted
+  // as the scan counts them), nullopt when the ranking cannot answer (the caller scans).
+  std::optional<bool> SelectByRanking(const Workload& w, const std::string& shape);
   // SelectNode's search for a policy that declares OfferInputs::score_ceilings, under the
   // lowest-node tie rule: the feasible nodes scored highest ceiling first (the lower node among
   // equal ceilings) until the next ceiling is below the best offer; true with the choice in
@@ -241,6 +247,9 @@ class Scheduler {
   static constexpr size_t kMaxVerdicts = size_t{1} << 21;
   std::unordered_map<std::string, std::vector<Verdict>> verdicts_;
   size_t verdict_entries_ = 0;
+  // Rankings per request shape (SelectByRanking); dropped whole past kMaxRankingBytes.
+  static constexpr size_t kMaxRankingBytes = size_t{64} << 20;
+  std::unordered_map<std::string, KeptRanking> rankings_;
   std::vector<GpuIndex> mig_capable_gpus_;
   int mig_capable_gpus_seen_ = -1;
 };
