@@ -15,8 +15,11 @@ class DotProduct final : public Policy {
  public:
   std::string_view name() const override { return "dot-product"; }
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
-  // The default Filter (NodeFits) reads the node alone (the core keeps its verdicts).
-  OfferInputs OffersDependOn() const override { return {.node_local_filter = true}; }
+  // The default Filter (NodeFits) reads the node alone, and so does the offer (the core keeps
+  // its verdicts and ranks the nodes by offer).
+  OfferInputs OffersDependOn() const override {
+    return {.node_local_filter = true, .node_local_score = true};
+  }
   static int ScoreOf(int64_t cpu_free, int64_t gpu_free, int64_t cpu_req, int64_t gpu_req);
 };
 

@@ -13,8 +13,11 @@ class FirstFit final : public Policy {
   // Every fitting node offers the same score; the core's tie-break (lowest node) makes it
   // first-fit.
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
-  // The default Filter (NodeFits) reads the node alone (the core keeps its verdicts).
-  OfferInputs OffersDependOn() const override { return {.node_local_filter = true}; }
+  // The default Filter (NodeFits) reads the node alone, and so does the offer (the core keeps
+  // its verdicts and ranks the nodes by offer).
+  OfferInputs OffersDependOn() const override {
+    return {.node_local_filter = true, .node_local_score = true};
+  }
 };
 
 }  // namespace tessera::policy

@@ -15,8 +15,11 @@ class GpuClustering final : public Policy {
  public:
   std::string_view name() const override { return "gpu-clustering"; }
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
-  // The default Filter (NodeFits) reads the node alone (the core keeps its verdicts).
-  OfferInputs OffersDependOn() const override { return {.node_local_filter = true}; }
+  // The default Filter (NodeFits) reads the node alone, and so does the offer (the core keeps
+  // its verdicts and ranks the nodes by offer).
+  OfferInputs OffersDependOn() const override {
+    return {.node_local_filter = true, .node_local_score = true};
+  }
   // Bit set of the affinity tags on node n (bit 0: share; bit k: k whole GPUs).
   static uint64_t NodeTags(const ClusterState& c, NodeIndex n);
 };

@@ -16,8 +16,11 @@ class GpuPacking final : public Policy {
  public:
   std::string_view name() const override { return "gpu-packing"; }
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
-  // The default Filter (NodeFits) reads the node alone (the core keeps its verdicts).
-  OfferInputs OffersDependOn() const override { return {.node_local_filter = true}; }
+  // The default Filter (NodeFits) reads the node alone, and so does the offer (the core keeps
+  // its verdicts and ranks the nodes by offer).
+  OfferInputs OffersDependOn() const override {
+    return {.node_local_filter = true, .node_local_score = true};
+  }
 };
 
 }  // namespace tessera::policy

@@ -13,8 +13,11 @@ class Max final : public Policy {
   Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
   // An idle GPU still cut by MIG is offered with a reshape to MIG-off.
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
-  // Filter (the node's idle or reshapable GPUs) reads the node alone (the core keeps its verdicts).
-  OfferInputs OffersDependOn() const override { return {.node_local_filter = true}; }
+  // Filter (the node's idle or reshapable GPUs) reads the node alone, and so does the offer (the
+  // core keeps its verdicts and ranks the nodes by offer).
+  OfferInputs OffersDependOn() const override {
+    return {.node_local_filter = true, .node_local_score = true};
+  }
   // Idle MIG GPUs go whole.
   std::optional<std::optional<MigLayout>> Reshape(GpuIndex idle_gpu,
                                                   const ClusterState& c) override;

@@ -124,7 +124,8 @@ class Policy {
     // policy's whole life (not other nodes, not live state, not what it learned from earlier
     // workloads). With the lowest-node tie rule the core keeps each shape's nodes ranked by
     // offer and re-rates only the nodes touched since its last decision (sched/kept_ranking.h;
-    // fgd and frag-pack with their typical pods given).
+    // the packing baselines, whole-gpu, max, and fgd and frag-pack with their typical pods
+    // given).
     bool node_local_score = false;
     // With slo_value: where a workload has no offer on any node, none with a higher SLO and
     // the rest of the request equal has one either (in that state, or after binds only took

@@ -12,8 +12,11 @@ class WholeGpu final : public Policy {
   std::string_view name() const override { return "whole-gpu"; }
   Feasibility Filter(const Workload& w, NodeIndex node, const ClusterState& c) const override;
   std::optional<Candidate> Score(const Workload& w, NodeIndex node, const ClusterState& c) override;
-  // Filter (NodeFits of the whole-GPU request) reads the node alone (the core keeps its verdicts).
-  OfferInputs OffersDependOn() const override { return {.node_local_filter = true}; }
+  // Filter (NodeFits of the whole-GPU request) reads the node alone, and so does the offer (the
+  // core keeps its verdicts and ranks the nodes by offer).
+  OfferInputs OffersDependOn() const override {
+    return {.node_local_filter = true, .node_local_score = true};
+  }
 };
 
 // The same request as `w` but for whole GPUs (share 1000, no MIG profile); shared by the
