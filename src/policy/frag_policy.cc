@@ -1,6 +1,7 @@
 #include "policy/frag_policy.h"
 
 #include <algorithm>
+#include <array>
 
 #include "policy/fit.h"
 
@@ -24,7 +25,6 @@ FragmentationPolicy::FragmentationPolicy(ShapeDistribution typical)
 
 void FragmentationPolicy::ResetCaches() {
   offers_.clear();
-  fragments_.clear();
   shapes_.clear();
   node_frag_.clear();
   last_shape_id_ = -1;
@@ -69,40 +69,12 @@ int FragmentationPolicy::ShapeId(const Workload& w) {
   return last_shape_id_;
 }
 
-size_t FragmentationPolicy::FreeKeyHash::operator()(const FreeKey& k) const {
-  // FNV-1a over the fields (the arrays' unused slots are 0).
-  uint64_t h = 1469598103934665603ull;
-  const auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-  mix(static_cast<uint64_t>(k.cpu_milli));
-  mix(static_cast<uint64_t>(k.gpus));
-  for (int i = 0; i < k.gpus; ++i) {
-    mix(static_cast<uint64_t>(static_cast<uint32_t>(k.free_milli[i])) << 16 |
-        static_cast<uint16_t>(k.model[i]));
-  }
-  return static_cast<size_t>(h);
-}
-
-double FragmentationPolicy::Fragment(const NodeFree& f) {
-  if (f.gpus > kKeptGpus) return FragmentMilli(f, typical_);
-  FreeKey key;
-  key.cpu_milli = f.cpu_milli;
-  key.gpus = f.gpus;
-  for (int i = 0; i < f.gpus; ++i) {
-    key.free_milli[i] = f.free_milli[i];
-    key.model[i] = f.model[i];
-  }
-  if (fragments_.size() >= kMaxKeptFragments) fragments_.clear();
-  auto [it, fresh] = fragments_.try_emplace(key, 0.0);
-  if (fresh) it->second = FragmentMilli(f, typical_);
-  return it->second;
-}
-
 double FragmentationPolicy::FragOf(NodeIndex node, const ClusterState& c) {
   if (node_frag_.size() < static_cast<size_t>(c.node_count())) node_frag_.resize(c.node_count());
   NodeFrag& f = node_frag_[node];
   const uint64_t version = c.node(node).version;
   if (f.version != version) {
-    f.frag = Fragment(NodeFreeOf(c, node));
+    f.frag = FragmentMilli(NodeFreeOf(c, node), typical_);
     f.version = version;
   }
   return f.frag;
@@ -118,19 +90,21 @@ FragmentationPolicy::Offer FragmentationPolicy::Evaluate(const Workload& w, Node
   if (w.gpu.sharing() && w.gpu.mig_profile.empty()) {
     // Every fitting GPU; GPUs with the same free share and model give the same fragment, so
     // only the first of them is evaluated (the first wins ties anyway).
+    std::array<model::PartitionIndex, kMaxFragGpus> share_on;
+    for (int i = 0; i < free.gpus; ++i) share_on[i] = ShareOn(w, c, n.first_gpu + i);
     for (int i = 0; i < free.gpus; ++i) {
-      const model::PartitionIndex p = ShareOn(w, c, n.first_gpu + i);
+      const model::PartitionIndex p = share_on[i];
       if (p < 0) continue;
       bool seen = false;
       for (int j = 0; j < i && !seen; ++j) {
         seen = free.free_milli[j] == free.free_milli[i] && free.model[j] == free.model[i] &&
-               ShareOn(w, c, n.first_gpu + j) >= 0;
+               share_on[j] >= 0;
       }
       if (seen) continue;
       NodeFree after = free;
       after.cpu_milli -= w.cpu_milli;
       after.free_milli[i] = std::max(0, after.free_milli[i] - w.gpu.milli);
-      const double frag_after = Fragment(after);
+      const double frag_after = FragmentMilli(after, typical_);
       const double score = Rate(before, frag_after, free, after);
       if (!offer.ok || score > offer.score) {
         offer.ok = true;
@@ -155,7 +129,7 @@ FragmentationPolicy::Offer FragmentationPolicy::Evaluate(const Workload& w, Node
     }
   }
   offer.ok = true;
-  offer.score = Rate(before, Fragment(after), free, after);
+  offer.score = Rate(before, FragmentMilli(after, typical_), free, after);
   if (p->slices.size() <= 1) {
     offer.slices = static_cast<int8_t>(p->slices.size());
     if (offer.slices == 1) offer.slice = p->slices[0];

@@ -15,8 +15,6 @@
 // empty, learned online from the workloads the policy is asked about (each counted once, by
 // id), re-derived at every new workload with the same 95% coverage — the caches reset then.
 
-#include <array>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -72,31 +70,13 @@ class FragmentationPolicy : public Policy {
     }
   };
   double FragOf(NodeIndex node, const ClusterState& c);
-  // FragmentMilli(f, typical_), kept per node state: many nodes share one (a node of each kind
-  // idle, or with one GPU half taken), and a new shape's first decision asks every node.
-  double Fragment(const NodeFree& f);
   Offer Evaluate(const Workload& w, NodeIndex node, const ClusterState& c);
   int ShapeId(const Workload& w);
   void Learn(const Workload& w);
   void ResetCaches();
 
-  // Fragment's key: a node state of at most kKeptGpus GPUs (others are not kept).
-  static constexpr int kKeptGpus = 8;
-  struct FreeKey {
-    int64_t cpu_milli = 0;
-    int32_t gpus = 0;
-    std::array<int32_t, kKeptGpus> free_milli{};
-    std::array<model::GpuModelId, kKeptGpus> model{};
-    bool operator==(const FreeKey&) const = default;
-  };
-  struct FreeKeyHash {
-    size_t operator()(const FreeKey& k) const;
-  };
-  static constexpr size_t kMaxKeptFragments = size_t{1} << 18;
-
   ShapeDistribution typical_;
   bool learn_online_;
-  std::unordered_map<FreeKey, double, FreeKeyHash> fragments_;
   std::vector<PodShape> learned_counts_;
   std::unordered_set<WorkloadId> learned_ids_;
   std::vector<ShapeKey> shapes_;            // shape id -> shape (weight unused)
