@@ -111,10 +111,16 @@ class Policy {
     // rescheduling period): the core never skips a cycle as fruitless for this policy.
     bool live_state = false;
     // Filter's verdict on a node follows that node's state (model::Node::version) and the
-    // request shape alone — not other nodes, not live state: the core keeps each shape's verdict
-    // per node and calls Filter again only on nodes that changed since (policies that keep the
-    // default Filter, whole-gpu and max declare it).
+    // request shape alone — not other nodes, not live state, not the SLO's value (with
+    // slo_value, verdicts are kept under the shape without it): the core keeps each shape's
+    // verdict per node and calls Filter again only on nodes that changed since (policies that
+    // keep the default Filter, whole-gpu and max declare it; slo-aware, with filter_epoch).
     bool node_local_filter = false;
+    // With node_local_filter: what else the verdicts follow, as a number that moves when it
+    // does (slo-aware: its predictor's generation, since a workload of an application the
+    // predictor learns is filtered as predictable from then on). The core drops every kept
+    // verdict when it moves.
+    uint64_t filter_epoch = 0;
     // ScoreCeiling answers for the nodes of most workloads, cheaply (predictive): with the
     // lowest-node tie rule, the core scores nodes highest ceiling first and stops at the first
     // ceiling below the best offer — the same choice as the scan in node order.

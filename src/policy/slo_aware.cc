@@ -152,10 +152,12 @@ struct SloAware::Impl {
   // Ceilings by application (any memory), refreshed with the predictor's generation.
   std::vector<double> app_ceiling;
   uint64_t ceiling_generation = ~uint64_t{0};
-  // x's own ceiling (its GPU memory restricts the configurations).
-  model::WorkloadId x_id = 0;
+  // Ceilings by (application, GPU memory asked): x's own (its memory restricts the
+  // configurations). Judge asks it of every workload below its SLO, many a pass: one per
+  // workload kept a single entry and refilled it each time (3.7 k instructions).
+  std::unordered_map<uint64_t, double> x_ceilings;
   uint64_t x_generation = ~uint64_t{0};
-  double x_ceiling = 0;
+  int x_gpus = -1;
 
   Impl(const predict::Predictor& p, const telemetry::Telemetry* t, SloAwareOptions o,
        predict::Predictor* l, bool m, const Clock* clk, double window)
@@ -238,13 +240,17 @@ struct SloAware::Impl {
   }
 
   double XCeiling(const Workload& x, const ClusterState& c) {
-    if (x.id != x_id || x_generation != view.predictor().generation() ||
-        models_seen != c.gpu_count()) {
-      x_ceiling = CeilingOf(view.AppOf(x.app), x.gpu.memory_mib, c);
-      x_id = x.id;
+    if (x_generation != view.predictor().generation() || x_gpus != c.gpu_count()) {
+      x_ceilings.clear();
       x_generation = view.predictor().generation();
+      x_gpus = c.gpu_count();
     }
-    return x_ceiling;
+    const AppId app = view.AppOf(x.app);
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(app)) << 40) ^
+                         static_cast<uint64_t>(x.gpu.memory_mib);
+    auto [it, fresh] = x_ceilings.try_emplace(key, 0.0);
+    if (fresh) it->second = CeilingOf(app, x.gpu.memory_mib, c);
+    return it->second;
   }
 
   // A co-runner's target: min(SLO, its application's ceiling).
@@ -610,32 +616,44 @@ struct SloAware::Impl {
   // The best of x's options on the empty partition `p` (score −1: none), as ScorePartition's
   // loop would pick it from nothing. Every empty partition of one (model, profile, memory)
   // offers x the same (no members, util 0), so it is kept per x and rebased onto `p`.
+  // An entry holds while its stamp is the memo's: a new (x, target) moves the stamp, so the
+  // table is not cleared (nor reallocated) once per decision.
+  struct EmptyEntry {
+    uint64_t stamp = 0;
+    int64_t memory_mib = 0;
+    Pick pick;
+  };
   struct EmptyMemo {
     AppId app = -1;
     double target = 0;
     int64_t memory_mib = -1;
     std::optional<std::pair<uint64_t, int>> assessed_for;
-    std::vector<std::optional<std::pair<int64_t, Pick>>> picks;  // [model · slots + profile + 1]
+    uint64_t stamp = 0;
+    std::vector<EmptyEntry> picks;  // [model · slots + profile + 1]
   } empty_memo;
   Pick EmptyPick(const Workload& x, AppId xa, double x_target, model::PartitionIndex p,
                  const model::Partition& part, model::GpuModelId gpu_model) {
     EmptyMemo& m = empty_memo;
     if (m.app != xa || m.target != x_target || m.memory_mib != x.gpu.memory_mib ||
         m.assessed_for != assessed_for) {
-      m = {xa, x_target, x.gpu.memory_mib, assessed_for, {}};
+      m.app = xa;
+      m.target = x_target;
+      m.memory_mib = x.gpu.memory_mib;
+      m.assessed_for = assessed_for;
+      ++m.stamp;
       m.picks.resize(model::AllGpuModels().size() * kProfileSlots);
     }
     const bool kept = part.profile + 1 >= 0 && part.profile + 1 < kProfileSlots && gpu_model >= 0 &&
                       static_cast<size_t>(gpu_model) < model::AllGpuModels().size();
-    std::optional<std::pair<int64_t, Pick>>* slot =
+    EmptyEntry* slot =
         kept ? &m.picks[static_cast<size_t>(gpu_model) * kProfileSlots + (part.profile + 1)]
              : nullptr;
     Pick pick;
-    if (slot && *slot && (*slot)->first == part.memory_mib) {
-      pick = (*slot)->second;
+    if (slot && slot->stamp == m.stamp && slot->memory_mib == part.memory_mib) {
+      pick = slot->pick;
     } else {
       SharesOf(x, x_target, p, part, Assessed{}, ShareRowOf(xa, gpu_model, part.profile), pick);
-      if (slot) *slot = std::pair{part.memory_mib, pick};
+      if (slot) *slot = {m.stamp, part.memory_mib, pick};
     }
     pick.partition = p;
     return pick;
@@ -1066,6 +1084,8 @@ SloAware::~SloAware() = default;
 
 Policy::OfferInputs SloAware::OffersDependOn() const {
   return {.slo_value = impl_->options.admission,
+          .node_local_filter = true,
+          .filter_epoch = impl_->view.predictor().generation(),
           .score_ceilings = true,
           .slo_monotone = impl_->options.admission};
 }

@@ -80,13 +80,20 @@ std::vector<Scheduler::Verdict>* Scheduler::VerdictsFor(const std::string& shape
   const policy::Policy::OfferInputs inputs = policy_.OffersDependOn();
   if (!inputs.node_local_filter || inputs.live_state) return nullptr;
   const size_t nodes = cluster_.node_count();
-  auto it = verdicts_.find(shape);
+  if (inputs.filter_epoch != verdicts_epoch_) {
+    verdicts_.clear();
+    verdict_entries_ = 0;
+    verdicts_epoch_ = inputs.filter_epoch;
+  }
+  // Filter never reads the SLO's value: workloads that differ only in it share verdicts.
+  verdict_key_.assign(inputs.slo_value ? WithoutSlo(shape) : std::string_view(shape));
+  auto it = verdicts_.find(verdict_key_);
   if (it == verdicts_.end()) {
     if (verdict_entries_ + nodes > kMaxVerdicts) {
       verdicts_.clear();
       verdict_entries_ = 0;
     }
-    it = verdicts_.emplace(shape, std::vector<Verdict>{}).first;
+    it = verdicts_.emplace(verdict_key_, std::vector<Verdict>{}).first;
   }
   if (it->second.size() < nodes) {
     verdict_entries_ += nodes - it->second.size();

@@ -246,7 +246,9 @@ class Scheduler {
   // exceed kMaxVerdicts entries.
   static constexpr size_t kMaxVerdicts = size_t{1} << 21;
   std::unordered_map<std::string, std::vector<Verdict>> verdicts_;
+  std::string verdict_key_;  // the shape verdicts are kept under (reused: no allocation)
   size_t verdict_entries_ = 0;
+  uint64_t verdicts_epoch_ = 0;  // OfferInputs::filter_epoch the kept verdicts follow
   // Rankings per request shape (SelectByRanking); dropped whole past kMaxRankingBytes.
   static constexpr size_t kMaxRankingBytes = size_t{64} << 20;
   std::unordered_map<std::string, KeptRanking> rankings_;

@@ -9,6 +9,11 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "model/mig.h"
 #include "policy/registry.h"
 #include "predict/config_key.h"
@@ -176,6 +181,138 @@ TEST(ThesisPoliciesPropertyTest, NoPlacementEverBreaksAnInvariant) {
   // The sequences exercise placement, not just refusal, and slo-aware's moves.
   EXPECT_GT(bound_total, 20000);
   EXPECT_GT(moves_total, 100);
+}
+
+// Forwards to slo-aware, counting Filter calls; `exhaustive` declares no kept verdicts, so the
+// core asks Filter of every node for every workload.
+class FilterProbe final : public Policy {
+ public:
+  FilterProbe(std::unique_ptr<Policy> inner, bool exhaustive)
+      : inner_(std::move(inner)), exhaustive_(exhaustive) {}
+  std::string_view name() const override { return inner_->name(); }
+  Feasibility Filter(const Workload& w, NodeIndex n, const model::ClusterState& c) const override {
+    ++filters;
+    return inner_->Filter(w, n, c);
+  }
+  OfferInputs OffersDependOn() const override {
+    OfferInputs in = inner_->OffersDependOn();
+    if (exhaustive_) in.node_local_filter = false;
+    return in;
+  }
+  std::optional<Candidate> Score(const Workload& w, NodeIndex n,
+                                 const model::ClusterState& c) override {
+    return inner_->Score(w, n, c);
+  }
+  std::optional<double> ScoreCeiling(const Workload& w, NodeIndex n,
+                                     const model::ClusterState& c) override {
+    return inner_->ScoreCeiling(w, n, c);
+  }
+  std::optional<std::optional<MigLayout>> Reshape(GpuIndex g,
+                                                  const model::ClusterState& c) override {
+    return inner_->Reshape(g, c);
+  }
+  CycleActions AfterCycle(const model::ClusterState& c) override { return inner_->AfterCycle(c); }
+  mutable int filters = 0;
+
+ private:
+  std::unique_ptr<Policy> inner_;
+  bool exhaustive_;
+};
+
+// slo-aware's Filter verdicts, kept per node under the request shape without the SLO's value
+// and dropped when its predictor learns (OfferInputs::filter_epoch), decide as a Filter asked
+// of every node: every bind (node and slices) and every failure reason alike, over 300 random
+// sequences on the mixed cluster with observations folded into the predictor (app6 starts
+// unknown and is profiled halfway, so its workloads become predictable mid-run) and moves.
+TEST(ThesisPoliciesPropertyTest, SloAwareKeptFilterVerdictsDecideAsAFilterOnEveryNode) {
+  const predict::Predictor base = SyntheticPredictor();
+  int64_t kept_filters = 0, every_filters = 0, binds = 0, fails = 0;
+  for (int seq = 0; seq < 300; ++seq) {
+    std::vector<std::string> traces[2];
+    for (int exhaustive = 0; exhaustive < 2; ++exhaustive) {
+      Rng rng(static_cast<uint64_t>(seq) + 11);
+      predict::Predictor learner = base;
+      telemetry::StaticTelemetry telemetry;
+      PolicyContext ctx{.rng = &rng,
+                        .predictor = &learner,
+                        .telemetry = &telemetry,
+                        .learner = &learner,
+                        .can_move = true};
+      auto inner = MakePolicy("slo-aware", ctx);
+      ASSERT_TRUE(inner.has_value()) << inner.error().message;
+      FilterProbe probe(std::move(*inner), exhaustive == 1);
+      model::ClusterState c = MixedCluster();
+      ManualClock clock;
+      std::vector<std::string>& trace = traces[exhaustive];
+      sched::Scheduler* core = nullptr;
+      sched::Hooks hooks;
+      hooks.bind = [&](const Workload& w, const model::Placement& p,
+                       const model::Environment&) -> Expected<void> {
+        std::string e = fmt::format("bind {} on {}:", w.id, p.node);
+        for (const model::Slice& sl : p.slices) {
+          e += fmt::format(" {}/{}/{}", sl.partition, sl.milli, sl.memory_mib);
+        }
+        trace.push_back(e);
+        return {};
+      };
+      hooks.unschedulable = [&](const Workload& w, const std::string& why, bool) {
+        trace.push_back(fmt::format("fail {}: {}", w.id, why));
+      };
+      hooks.evict = [&](const Workload& w, const Eviction&) -> Expected<void> {
+        trace.push_back(fmt::format("move {}", w.id));
+        EXPECT_TRUE(core->Submit(w).has_value());
+        return {};
+      };
+      sched::Scheduler s(c, probe, clock, rng, hooks);
+      core = &s;
+      Rng draw(static_cast<uint64_t>(seq) * 7919 + 5);
+      std::vector<model::WorkloadId> running;
+      for (int step = 0; step < 24; ++step) {
+        clock.Advance(1);
+        // Halfway, the driver profiles app6: its workloads are predictable from here on, and
+        // slo-aware filters them by free MPS shares, not by NodeFits' whole GPU.
+        if (step == 12) {
+          ASSERT_TRUE(learner.Observe("app6", predict::ConfigKey("A30-24GB", "whole", 100), 40)
+                          .has_value());
+        }
+        if (!running.empty() && draw.Uniform(0, 1) < 0.35) {
+          const size_t k = draw.Below(running.size());
+          ASSERT_TRUE(s.Finish(running[k]).has_value());
+          running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
+        } else {
+          Workload w;
+          w.id = seq * 100 + step + 1;
+          w.name = fmt::format("w{}", w.id);
+          w.app = fmt::format("app{}", draw.Below(kAppCount + 1));  // app6 is unknown
+          w.slo_qps = draw.Uniform(5, 80);
+          w.cpu_milli = 1000 * (1 + static_cast<int64_t>(draw.Below(2)));
+          w.memory_mib = 2048;
+          w.gpu.count = 1;
+          w.gpu.memory_mib = static_cast<int64_t>(draw.Below(4)) * 3000;
+          ASSERT_TRUE(s.Submit(w).has_value());
+        }
+        for (const auto& [id, pw] : c.placed()) {
+          telemetry.SetWorkloadQps(pw.workload.name, pw.workload.slo_qps * draw.Uniform(0.5, 1.2));
+        }
+        s.RunCycle();
+        running.clear();
+        for (const auto& [id, pw] : c.placed()) running.push_back(id);
+        std::sort(running.begin(), running.end());
+      }
+      (exhaustive == 1 ? every_filters : kept_filters) += probe.filters;
+    }
+    ASSERT_EQ(traces[0].size(), traces[1].size()) << "sequence " << seq;
+    for (size_t i = 0; i < traces[0].size(); ++i) {
+      ASSERT_EQ(traces[0][i], traces[1][i]) << "sequence " << seq << ", event " << i;
+      (traces[0][i].starts_with("bind") ? binds : fails) +=
+          traces[0][i].starts_with("move") ? 0 : 1;
+    }
+  }
+  // Both outcomes occur, and the verdicts were kept (each cycle changes a node or two of four,
+  // and most arrivals share a shape with an earlier one).
+  EXPECT_GT(binds, 1000);
+  EXPECT_GT(fails, 100);
+  EXPECT_LT(kept_filters * 4, every_filters * 3) << kept_filters << " vs " << every_filters;
 }
 
 }  // namespace
