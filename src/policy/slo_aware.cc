@@ -477,6 +477,7 @@ struct SloAware::Impl {
       for (std::vector<Assessed>& table : assessed) table.assign(partitions, Assessed{});
       share_rows.clear();
       admit_bounds.clear();
+      any_bounds.clear();
       assessed_for = key;
     }
     const size_t slot = static_cast<size_t>(xa + 1);
@@ -789,6 +790,11 @@ struct SloAware::Impl {
     }
     const AppId xa = d.xa;
     const double x_target = d.target;
+    // Under admission most nodes of a full cluster have nothing x could be admitted to: their
+    // kept bound says so without the walk below.
+    if (options.admission && !(AnyBound(xa, node, c) >= x_target)) {
+      return -std::numeric_limits<double>::infinity();
+    }
     const NodeRooms& shape = rooms.ShapeOf(node, c, view, percents);
     // −∞ until some option is possible: Policy::ScoreCeiling's "no offer".
     double ceiling = -std::numeric_limits<double>::infinity();
@@ -867,6 +873,44 @@ struct SloAware::Impl {
       const double shared = Lower(b.max_isolated, b.min_sigma, a.x_lost, a.members);
       if (std::isnan(alone) || std::isnan(shared)) continue;
       most = std::max(most, std::min(alone, shared));
+    }
+    e = {version, most};
+    return most;
+  }
+
+  // Under admission, the highest target at which a workload of application xa could be
+  // admitted anywhere on a node — AdmitBound over its occupied partitions, and the best bound
+  // alone (SharesOf's and ScoreReshape's first tests, no loss, no co-runner) of each empty
+  // partition's (model, profile) and of every profile an idle GPU could be cut to — kept per
+  // (application, node) like AdmitBound. Above it NodeCeiling is −∞: every one of its options
+  // fails its first test. Memory and allowed models are left out (they only refuse more).
+  std::vector<std::vector<AdmitEntry>> any_bounds;  // [xa + 1][node]; dropped with `assessed`
+  double AnyBound(AppId xa, NodeIndex node, const ClusterState& c) {
+    const size_t slot = static_cast<size_t>(xa + 1);
+    if (any_bounds.size() <= slot) any_bounds.resize(slot + 1);
+    std::vector<AdmitEntry>& table = any_bounds[slot];
+    if (table.size() < static_cast<size_t>(c.node_count())) table.resize(c.node_count());
+    AdmitEntry& e = table[static_cast<size_t>(node)];
+    const uint64_t version = c.node(node).version;
+    if (e.node_version == version) return e.most;
+    const NodeRooms& shape = rooms.ShapeOf(node, c, view, percents);
+    double most = shape.occupied.empty() ? -std::numeric_limits<double>::infinity()
+                                         : AdmitBound(xa, node, shape, c);
+    const auto consider = [&most](double bound) {
+      if (bound > most) most = bound;  // NaN: no prediction, no option
+    };
+    for (const NodeRooms::Empty& empty : shape.empties) {
+      consider(AloneBound(ShareRowOf(xa, empty.model, empty.profile).bounds));
+    }
+    if (options.reshape) {
+      for (const NodeRooms::Idle& idle : shape.idle) {
+        if (!model::GetGpuModel(idle.model).mig_capable()) continue;
+        consider(AloneBound(view.SharesBounds(xa, idle.model, -1)));
+        const auto& choices = PredictionView::Layouts()[idle.model];
+        for (int prof = 0; prof < static_cast<int>(choices.size()); ++prof) {
+          if (choices[prof]) consider(AloneBound(view.SharesBounds(xa, idle.model, prof)));
+        }
+      }
     }
     e = {version, most};
     return most;
