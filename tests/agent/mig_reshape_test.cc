@@ -377,7 +377,11 @@ class MigReshapeFakeBackendTest : public ::testing::Test {
     return (*inv)->gpus[0].partitions;
   }
 
-  const std::string path_ = testing::TempDir() + "/mig_reshape_fake_node.yaml";
+  // One file per test: ctest runs this fixture's tests as processes side by side, and a shared
+  // path let one test's Write overwrite the node another's backend was reshaping (a CI failure:
+  // the inventory stayed at generation 1).
+  const std::string path_ = testing::TempDir() + "/mig_reshape_fake_node-" +
+                            testing::UnitTest::GetInstance()->current_test_info()->name() + ".yaml";
   std::unique_ptr<FakeBackend> backend_;
   std::unique_ptr<Agent> agent_;
   ManualClock clock_;
