@@ -856,12 +856,17 @@ struct SloAware::Impl {
     double most = 0;
   };
   std::vector<std::vector<AdmitEntry>> admit_bounds;  // [xa + 1][node]; dropped with `assessed`
-  double AdmitBound(AppId xa, NodeIndex node, const NodeRooms& r, const ClusterState& c) {
+  // xa's entry for `node` in `tables` ([xa + 1][node]), sized to the cluster.
+  static AdmitEntry& EntryOf(std::vector<std::vector<AdmitEntry>>& tables, AppId xa, NodeIndex node,
+                             const ClusterState& c) {
     const size_t slot = static_cast<size_t>(xa + 1);
-    if (admit_bounds.size() <= slot) admit_bounds.resize(slot + 1);
-    std::vector<AdmitEntry>& table = admit_bounds[slot];
+    if (tables.size() <= slot) tables.resize(slot + 1);
+    std::vector<AdmitEntry>& table = tables[slot];
     if (table.size() < static_cast<size_t>(c.node_count())) table.resize(c.node_count());
-    AdmitEntry& e = table[static_cast<size_t>(node)];
+    return table[static_cast<size_t>(node)];
+  }
+  double AdmitBound(AppId xa, NodeIndex node, const NodeRooms& r, const ClusterState& c) {
+    AdmitEntry& e = EntryOf(admit_bounds, xa, node, c);
     const uint64_t version = c.node(node).version;
     if (e.node_version == version) return e.most;
     double most = -std::numeric_limits<double>::infinity();
@@ -886,11 +891,7 @@ struct SloAware::Impl {
   // fails its first test. Memory and allowed models are left out (they only refuse more).
   std::vector<std::vector<AdmitEntry>> any_bounds;  // [xa + 1][node]; dropped with `assessed`
   double AnyBound(AppId xa, NodeIndex node, const ClusterState& c) {
-    const size_t slot = static_cast<size_t>(xa + 1);
-    if (any_bounds.size() <= slot) any_bounds.resize(slot + 1);
-    std::vector<AdmitEntry>& table = any_bounds[slot];
-    if (table.size() < static_cast<size_t>(c.node_count())) table.resize(c.node_count());
-    AdmitEntry& e = table[static_cast<size_t>(node)];
+    AdmitEntry& e = EntryOf(any_bounds, xa, node, c);
     const uint64_t version = c.node(node).version;
     if (e.node_version == version) return e.most;
     const NodeRooms& shape = rooms.ShapeOf(node, c, view, percents);
