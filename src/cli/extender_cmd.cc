@@ -128,7 +128,9 @@ void AddExtender(CLI::App& app, Status* status) {
   AddPolicyInputFlags(sub, f->inputs);
   sub->add_option("--listen", f->listen, "host:port to serve on")->capture_default_str();
   sub->add_option("--url-prefix", f->url_prefix,
-                  "Path prefix of the verbs (the urlPrefix's path in KubeSchedulerConfiguration)");
+                  "Path prefix of the verbs (the urlPrefix's path in KubeSchedulerConfiguration, "
+                  "such as /tessera)")
+      ->check([](const std::string& v) { return k8s::UrlPrefixProblem(v); }, "PATH");
   sub->add_option("--tls-cert", f->tls_cert, "Serve HTTPS with this certificate (PEM)")
       ->check(CLI::ExistingFile);
   sub->add_option("--tls-key", f->tls_key, "... and this key (PEM)")->check(CLI::ExistingFile);

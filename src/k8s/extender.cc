@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -473,7 +474,32 @@ ExtenderReply Extender::Bind(std::string_view body) {
   return answer("");
 }
 
+std::string UrlPrefixProblem(std::string_view prefix) {
+  if (prefix.empty()) return {};
+  if (prefix.size() > kMaxUrlPrefix) {
+    return fmt::format("is {} characters long; a path prefix is at most {}", prefix.size(),
+                       kMaxUrlPrefix);
+  }
+  if (prefix.front() != '/') return "must start with '/' (a path such as /tessera)";
+  if (prefix.back() == '/') return "must not end with '/' (the verbs' '/filter' follows it)";
+  for (char c : prefix) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ||
+                    c == '_' || c == '~' || c == '/';
+    if (!ok) {
+      const auto byte = static_cast<unsigned char>(c);
+      return fmt::format(
+          "holds {}; a path prefix holds letters, digits, '-', '.', '_', '~' and "
+          "'/'",
+          std::isprint(byte) ? fmt::format("'{}'", c) : fmt::format("the byte 0x{:02x}", byte));
+    }
+  }
+  return {};
+}
+
 Expected<int> Extender::Serve(const std::string& host, int port) {
+  if (std::string why = UrlPrefixProblem(config_.url_prefix); !why.empty()) {
+    return Fail("URL prefix {}", why);
+  }
   if (!config_.tls_cert_file.empty() || !config_.tls_key_file.empty()) {
     auto ssl = std::make_unique<httplib::SSLServer>(config_.tls_cert_file.c_str(),
                                                     config_.tls_key_file.c_str());
@@ -535,9 +561,16 @@ Expected<int> Extender::Serve(const std::string& host, int port) {
       res.set_content(r.body, "application/json");
     };
   };
-  server_->Post(config_.url_prefix + "/filter", route(&Extender::Filter));
-  server_->Post(config_.url_prefix + "/prioritize", route(&Extender::Prioritize));
-  server_->Post(config_.url_prefix + "/bind", route(&Extender::Bind));
+  // The routes are regular expressions: the prefix's '.' (the one metacharacter it may hold)
+  // is escaped to match only itself.
+  std::string prefix;
+  for (char c : config_.url_prefix) {
+    if (c == '.') prefix += '\\';
+    prefix += c;
+  }
+  server_->Post(prefix + "/filter", route(&Extender::Filter));
+  server_->Post(prefix + "/prioritize", route(&Extender::Prioritize));
+  server_->Post(prefix + "/bind", route(&Extender::Bind));
   ServeHealth(*server_, health_);
   const int bound =
       port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);

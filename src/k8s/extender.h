@@ -114,6 +114,14 @@ struct ExtenderConfig {
 // check both the HTTP route (400) and ParseBody make.
 std::string JsonShapeProblem(std::string_view body);
 
+// Why `prefix` cannot be the verbs' path prefix (--url-prefix), or empty when it can: "" or a
+// path of at most kMaxUrlPrefix characters that starts with '/', does not end with one, and
+// holds only RFC 3986's unreserved characters and '/'. (kube-scheduler sends urlPrefix's path
+// followed by "/filter"; the routes are regular expressions, so the prefix is kept to
+// characters that cannot change one, and short: a 128 KiB one overflowed the regex's stack.)
+inline constexpr size_t kMaxUrlPrefix = 1024;
+std::string UrlPrefixProblem(std::string_view prefix);
+
 // One handler's answer: the HTTP status and the JSON body.
 struct ExtenderReply {
   int status = 200;

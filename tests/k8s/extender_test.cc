@@ -472,6 +472,57 @@ TEST(ExtenderHealthTest, ReadinessFollowsTheStoreAndTheApiServer) {
   ext.Stop();
 }
 
+// --url-prefix is "" or a path of unreserved characters: '/' first, not last, at most 1,024
+// characters; anything else is named (a 128 KiB prefix overflowed the route regex's stack).
+TEST(ExtenderUrlPrefixTest, AcceptsPathsAndNamesWhatIsWrongWithTheRest) {
+  for (const char* ok : {"", "/tessera", "/a/b.v1", "/x-y_z~"}) {
+    EXPECT_EQ(UrlPrefixProblem(ok), "") << ok;
+  }
+  EXPECT_EQ(UrlPrefixProblem(std::string(1024, 'x').replace(0, 1, "/")), "");
+  EXPECT_EQ(UrlPrefixProblem(std::string(1025, 'x').replace(0, 1, "/")),
+            "is 1025 characters long; a path prefix is at most 1024");
+  EXPECT_EQ(UrlPrefixProblem("nan"), "must start with '/' (a path such as /tessera)");
+  EXPECT_EQ(UrlPrefixProblem("/tessera/"),
+            "must not end with '/' (the verbs' '/filter' follows it)");
+  EXPECT_EQ(UrlPrefixProblem("/a(b"),
+            "holds '('; a path prefix holds letters, digits, '-', '.', '_', '~' and '/'");
+  EXPECT_EQ(UrlPrefixProblem(std::string("/a\x01")),
+            "holds the byte 0x01; a path prefix holds letters, digits, '-', '.', '_', '~' and '/'");
+}
+
+// With a prefix the verbs are served under it and only there: its '.' matches only a dot
+// (the routes are regular expressions), and the probes stay at /healthz and /readyz. Serve
+// refuses a prefix that is not a path, naming it.
+TEST_F(ExtenderTest, VerbsAreServedUnderTheUrlPrefixOnly) {
+  ExtenderConfig cfg;
+  cfg.url_prefix = "/tessera.v1";
+  Extender ext(store_, clock_, cfg, nullptr);
+  ASSERT_TRUE(ext.Start().has_value());
+  auto port = ext.Serve("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value()) << port.error().message;
+  const std::string body = json{{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0"}}}.dump();
+  httplib::Client http("127.0.0.1", *port);
+  auto f = http.Post("/tessera.v1/filter", body, "application/json");
+  ASSERT_TRUE(f) << httplib::to_string(f.error());
+  EXPECT_EQ(f->status, 200);
+  EXPECT_EQ(json::parse(f->body)["NodeNames"], json({"gpu-0"}));
+  for (const char* elsewhere : {"/filter", "/tesseraXv1/filter", "/tessera.v1/filter/x"}) {
+    auto r = http.Post(elsewhere, body, "application/json");
+    ASSERT_TRUE(r) << elsewhere;
+    EXPECT_EQ(r->status, 404) << elsewhere;
+  }
+  auto ready = http.Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+  ext.Stop();
+
+  cfg.url_prefix = "tessera";
+  Extender bad(store_, clock_, cfg, nullptr);
+  auto refused = bad.Serve("127.0.0.1", 0);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().message, "URL prefix must start with '/' (a path such as /tessera)");
+}
+
 TEST_F(ExtenderTest, BindOverHttpCarriesTheDecisionOut) {
   FakeApiServer api;
   auto client = ApiClient::Create(CredentialsFor(api));
