@@ -488,8 +488,7 @@ std::string UrlPrefixProblem(std::string_view prefix) {
     if (!ok) {
       const auto byte = static_cast<unsigned char>(c);
       return fmt::format(
-          "holds {}; a path prefix holds letters, digits, '-', '.', '_', '~' and "
-          "'/'",
+          "holds {}; a path prefix holds letters, digits, '-', '.', '_', '~' and '/'",
           std::isprint(byte) ? fmt::format("'{}'", c) : fmt::format("the byte 0x{:02x}", byte));
     }
   }
