@@ -143,6 +143,50 @@ bool IsTie(const SimPod& s, const std::vector<SimPod>& sim) {
   return events >= 2;
 }
 
+// The end, before `start`, of the last other pod that ran on `partition` (by `id`), or none.
+template <typename Pod, typename Id>
+std::optional<std::pair<double, int64_t>> LastEndOn(const std::vector<Pod>& pods,
+                                                    const std::string& partition, double start,
+                                                    int64_t self, Id id) {
+  std::optional<std::pair<double, int64_t>> last;
+  for (const Pod& o : pods) {
+    if (id(o) == self || o.partition != partition || !o.end_s || *o.end_s > start) continue;
+    if (!last || *o.end_s > last->first) last = std::pair{*o.end_s, id(o)};
+  }
+  return last;
+}
+
+// A tie of order: the pod whose end freed this pod's slice in the simulator (A) and the one
+// whose end freed its slice in the box (B) ended in one order in the simulator and in the
+// other in the box. Each side reacts to an end after a delay of its own (the simulator at its
+// next cycle, up to 1 s; the daemons on the watch event, a fraction of that), and along a
+// chain of pods those delays add up, so two ends a second or two apart can arrive swapped;
+// each side then gave the pod the slice it saw freed first.
+bool EndsSwapped(const SimPod& s, const BoxPod& b, const std::vector<SimPod>& sim,
+                 const std::vector<BoxPod>& box) {
+  if (!s.start_s || !b.start_s) return false;
+  const auto a =
+      LastEndOn(sim, s.partition, *s.start_s, s.id, [](const SimPod& p) { return p.id; });
+  const auto f = LastEndOn(box, b.partition, *b.start_s, b.workload.id,
+                           [](const BoxPod& p) { return p.workload.id; });
+  if (!a || !f || a->second == f->second) return false;
+  auto sim_end = [&](int64_t id) -> std::optional<double> {
+    for (const SimPod& p : sim) {
+      if (p.id == id) return p.end_s;
+    }
+    return std::nullopt;
+  };
+  auto box_end = [&](int64_t id) -> std::optional<double> {
+    for (const BoxPod& p : box) {
+      if (p.workload.id == id) return p.end_s;
+    }
+    return std::nullopt;
+  };
+  const std::optional<double> a_box = box_end(a->second), f_sim = sim_end(f->second);
+  if (!a_box || !f_sim) return false;
+  return a->first < *f_sim && f->first < *a_box;
+}
+
 json Optional(const std::optional<double>& v) { return v ? json(*v) : json(); }
 
 json PodJson(const BoxPod& b, const SimPod& s, int bindings, bool match, bool tie) {
@@ -234,7 +278,7 @@ json Compare(const RunSpec& spec, const RunResult& box, const std::vector<SimPod
     sim_moves += s->moves;
     box_moves += b.moves;
     const bool match = s->node == b.node && s->partition == b.partition && s->milli == b.milli;
-    const bool tie = !match && IsTie(*s, sim);
+    const bool tie = !match && (IsTie(*s, sim) || EndsSwapped(*s, b, sim, box.pods));
     const bool after = !match && !tie && first_tie_s && s->start_s && *s->start_s >= *first_tie_s;
     if (tie && !first_tie_s) first_tie_s = s->start_s;
     same += match;

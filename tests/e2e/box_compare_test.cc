@@ -104,6 +104,30 @@ TEST(BoxCompareTest, ADifferenceWithOneEventIsNotATieAndADoubleBindFails) {
   EXPECT_FALSE(r["ok"].get<bool>());
 }
 
+// Ends seen in swapped order: in the simulator p1 (GPU-a) ends at 6.0 and p2 (GPU-b) at 7.3, so
+// its cycle at 7.15 starts p3 on GPU-a, with no other event within the cycle before; in the box
+// p2 ended first (6.2) and p1 at 6.4, and p3 started on GPU-b at 6.3. Each side gave p3 the
+// slice it saw freed first: a tie. With p2 ending at 6.5 in the box too, both sides saw p1 end
+// first, and p3 on GPU-b is an unexplained difference.
+TEST(BoxCompareTest, EndsSeenInSwappedOrderAreATieAndInTheSameOrderAreNot) {
+  Fixture f;
+  f.sim[0].end_s = 6.0;
+  f.sim[1].end_s = 7.3;
+  f.box.pods[0].end_s = 6.4;
+  f.box.pods[1].end_s = 6.2;
+  f.box.pods[2].start_s = 6.3;
+  json r = Compare(f.spec, f.box, f.sim);
+  EXPECT_EQ(r["placements"]["different"], 1);
+  EXPECT_EQ(r["placements"]["ties"], 1);
+  EXPECT_TRUE(r["checks"]["same_slices_but_ties"].get<bool>());
+
+  f.box.pods[1].end_s = 6.5;
+  f.box.pods[2].start_s = 6.6;
+  r = Compare(f.spec, f.box, f.sim);
+  EXPECT_EQ(r["placements"]["ties"], 0);
+  EXPECT_FALSE(r["checks"]["same_slices_but_ties"].get<bool>());
+}
+
 // Once a tie has changed a placement the histories differ: a later pod on another slice is
 // counted "after a tie", not as an unexplained difference.
 TEST(BoxCompareTest, ADifferenceAfterATieIsCountedApart) {
