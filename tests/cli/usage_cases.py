@@ -47,6 +47,12 @@ def cases(tmp):
          "--policy resource-aware reads tessera_pod_fb_used_mib from Prometheus: give --prometheus URL"),
         (["extender", "--policy", "drmaestro"], 2,
          "policy drmaestro decides placements in batches, and kube-scheduler asks an extender about one pod at a time: run it as the scheduler (tessera schedule)"),
+        # The verbs' prefix is a path kube-scheduler can send (the routes are regular
+        # expressions: a 128 KiB prefix overflowed the regex's stack once served).
+        (["extender", "--url-prefix", "tessera"], 2,
+         "--url-prefix: must start with '/' (a path such as /tessera)"),
+        (["extender", "--url-prefix", "/" + "x" * 2000], 2,
+         "--url-prefix: is 2001 characters long; a path prefix is at most 1024"),
         # The same policy twice is refused: it would print two identical rows.
         (["simulate", "--experiment", "packing", "--policy", "max,max"], 2,
          "--policy max is given twice"),
