@@ -495,57 +495,51 @@ std::string UrlPrefixProblem(std::string_view prefix) {
   return {};
 }
 
-Expected<int> Extender::Serve(const std::string& host, int port) {
-  if (std::string why = UrlPrefixProblem(config_.url_prefix); !why.empty()) {
-    return Fail("URL prefix {}", why);
-  }
-  if (!config_.tls_cert_file.empty() || !config_.tls_key_file.empty()) {
-    auto ssl = std::make_unique<httplib::SSLServer>(config_.tls_cert_file.c_str(),
-                                                    config_.tls_key_file.c_str());
-    if (!ssl->is_valid()) {
-      return Fail("cannot use TLS certificate {} and key {}", config_.tls_cert_file,
-                  config_.tls_key_file);
-    }
+Expected<std::unique_ptr<httplib::Server>> Extender::MakeServer() const {
+  if (config_.tls_cert_file.empty() && config_.tls_key_file.empty()) {
     if (!config_.client_ca_file.empty()) {
-      if (auto ok = RequestClientCertificates(ssl->ssl_context(), config_.client_ca_file); !ok) {
-        return std::unexpected(ok.error());
-      }
+      return Fail("client CA {}: client certificates need HTTPS (a TLS certificate and key)",
+                  config_.client_ca_file);
     }
-    server_ = std::move(ssl);
-  } else if (!config_.client_ca_file.empty()) {
-    return Fail("client CA {}: client certificates need HTTPS (a TLS certificate and key)",
-                config_.client_ca_file);
-  } else {
-    server_ = std::make_unique<httplib::Server>();
+    return std::make_unique<httplib::Server>();
   }
-  server_->set_tcp_nodelay(true);
-  HttpLimits limits;
-  limits.max_body_bytes = config_.max_request_bytes;
-  // Runs after the headers and before the body is read: an unauthenticated client gets 401
-  // without the extender reading (or parsing) what it sent.
-  RequestGate gate;
-  if (!config_.client_ca_file.empty() || !config_.bearer_token.empty()) {
-    gate = [this, by_cert = !config_.client_ca_file.empty(),
-            by_token = !config_.bearer_token.empty(), want = Sha256(config_.bearer_token)](
-               const httplib::Request& req, httplib::Response& res) {
-      if (req.method == "GET" && (req.path == "/healthz" || req.path == "/readyz")) return false;
-      if ((by_cert && HasVerifiedClientCertificate(req)) ||
-          (by_token && HasBearerToken(req, want))) {
-        return false;
-      }
-      spdlog::warn("{}: refused {} {} from {}: no valid client certificate or bearer token",
-                   config_.component, req.method, req.path, req.remote_addr);
-      res.status = 401;
-      if (by_token) res.set_header("WWW-Authenticate", "Bearer");
-      res.set_content(json{{"Error",
-                            "unauthenticated: this extender needs a client certificate "
-                            "its CA signed or its bearer token"}}
-                          .dump(),
-                      "application/json");
-      return true;
-    };
+  auto ssl = std::make_unique<httplib::SSLServer>(config_.tls_cert_file.c_str(),
+                                                  config_.tls_key_file.c_str());
+  if (!ssl->is_valid()) {
+    return Fail("cannot use TLS certificate {} and key {}", config_.tls_cert_file,
+                config_.tls_key_file);
   }
-  ApplyHttpLimits(*server_, limits, config_.component, std::move(gate));
+  if (!config_.client_ca_file.empty()) {
+    if (auto ok = RequestClientCertificates(ssl->ssl_context(), config_.client_ca_file); !ok) {
+      return std::unexpected(ok.error());
+    }
+  }
+  return std::unique_ptr<httplib::Server>(std::move(ssl));
+}
+
+RequestGate Extender::AuthGate() {
+  if (config_.client_ca_file.empty() && config_.bearer_token.empty()) return {};
+  return [this, by_cert = !config_.client_ca_file.empty(), by_token = !config_.bearer_token.empty(),
+          want = Sha256(config_.bearer_token)](const httplib::Request& req,
+                                               httplib::Response& res) {
+    if (req.method == "GET" && (req.path == "/healthz" || req.path == "/readyz")) return false;
+    if ((by_cert && HasVerifiedClientCertificate(req)) || (by_token && HasBearerToken(req, want))) {
+      return false;
+    }
+    spdlog::warn("{}: refused {} {} from {}: no valid client certificate or bearer token",
+                 config_.component, req.method, req.path, req.remote_addr);
+    res.status = 401;
+    if (by_token) res.set_header("WWW-Authenticate", "Bearer");
+    res.set_content(json{{"Error",
+                          "unauthenticated: this extender needs a client certificate "
+                          "its CA signed or its bearer token"}}
+                        .dump(),
+                    "application/json");
+    return true;
+  };
+}
+
+void Extender::AddVerbRoutes() {
   auto route = [this](ExtenderReply (Extender::*fn)(std::string_view)) {
     return [this, fn](const httplib::Request& req, httplib::Response& res) {
       // Status 400 (not the verb's Error field) for a body nested or wide past the limits: it
@@ -570,6 +564,22 @@ Expected<int> Extender::Serve(const std::string& host, int port) {
   server_->Post(prefix + "/filter", route(&Extender::Filter));
   server_->Post(prefix + "/prioritize", route(&Extender::Prioritize));
   server_->Post(prefix + "/bind", route(&Extender::Bind));
+}
+
+Expected<int> Extender::Serve(const std::string& host, int port) {
+  if (std::string why = UrlPrefixProblem(config_.url_prefix); !why.empty()) {
+    return Fail("URL prefix {}", why);
+  }
+  auto server = MakeServer();
+  if (!server) return std::unexpected(server.error());
+  server_ = std::move(*server);
+  server_->set_tcp_nodelay(true);
+  HttpLimits limits;
+  limits.max_body_bytes = config_.max_request_bytes;
+  // The gate runs after the headers and before the body is read: an unauthenticated client
+  // gets 401 without the extender reading (or parsing) what it sent.
+  ApplyHttpLimits(*server_, limits, config_.component, AuthGate());
+  AddVerbRoutes();
   ServeHealth(*server_, health_);
   const int bound =
       port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);

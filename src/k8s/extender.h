@@ -37,6 +37,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,7 +62,9 @@
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace tessera::predict {
 class Predictor;
@@ -168,6 +171,11 @@ class Extender {
   void RefreshAndReport();
   // The API server's state as the pod informer sees it.
   void CheckApiServer();
+  // Serve's phases: the HTTP or HTTPS server the config asks for; the gate that answers 401
+  // before a body is read (empty without a client CA or token); the verbs' routes.
+  Expected<std::unique_ptr<httplib::Server>> MakeServer() const;
+  std::function<bool(const httplib::Request&, httplib::Response&)> AuthGate();
+  void AddVerbRoutes();
 
   store::Store& store_;
   const Clock& clock_;
