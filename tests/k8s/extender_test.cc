@@ -46,6 +46,17 @@ json KubeNode(const std::string& name) {
           {"status", {{"allocatable", {{"cpu", "64"}, {"memory", "512Gi"}}}}}};
 }
 
+// filter/prioritize arguments: bert-0 asking a quarter GPU, on node gpu-0 (NodeNames).
+std::string Bert0Args() {
+  return json{{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0"}}}.dump();
+}
+
+// Starts `ext` and serves it on a free loopback port: the port, or why not.
+Expected<int> StartAndServe(Extender& ext) {
+  if (auto ok = ext.Start(); !ok) return std::unexpected(ok.error());
+  return ext.Serve("127.0.0.1", 0);
+}
+
 class ExtenderTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -172,10 +183,9 @@ TEST_F(ExtenderTest, APodOfTheWrongShapeIsAnErrorNotACpuOnlyPod) {
 // refused with 413 before it is stored, one of exactly 4 MiB is served, and so is the next.
 TEST_F(ExtenderTest, ABodyOverTheLimitIsRefusedWith413AndTheExtenderStaysUp) {
   Extender ext(store_, clock_, {}, nullptr);
-  ASSERT_TRUE(ext.Start().has_value());
-  auto port = ext.Serve("127.0.0.1", 0);
+  auto port = StartAndServe(ext);
   ASSERT_TRUE(port.has_value()) << port.error().message;
-  std::string body = json{{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0"}}}.dump();
+  std::string body = Bert0Args();
   ASSERT_LT(body.size(), size_t{4} << 20);
   body.resize(size_t{4} << 20, ' ');  // JSON allows trailing white space
   httplib::Client http("127.0.0.1", *port);
@@ -207,8 +217,7 @@ TEST_F(ExtenderTest, ABodyNestedPastTheDepthLimitIsRefusedUnparsed) {
   EXPECT_FALSE(JsonDepthWithin(R"(["\\", [[[]]]])", 3));
 
   Extender ext(store_, clock_, {}, nullptr);
-  ASSERT_TRUE(ext.Start().has_value());
-  auto port = ext.Serve("127.0.0.1", 0);
+  auto port = StartAndServe(ext);
   ASSERT_TRUE(port.has_value()) << port.error().message;
   httplib::Client http("127.0.0.1", *port);
   const std::string hostile(size_t{4} << 20, '[');  // at the size limit, so not a 413
@@ -249,8 +258,7 @@ TEST_F(ExtenderTest, ABodyWithTooManyValuesIsRefusedUnparsed) {
   EXPECT_EQ(ExtenderConfig::kMaxJsonValues, 250000u);
 
   Extender ext(store_, clock_, {}, nullptr);
-  ASSERT_TRUE(ext.Start().has_value());
-  auto port = ext.Serve("127.0.0.1", 0);
+  auto port = StartAndServe(ext);
   ASSERT_TRUE(port.has_value()) << port.error().message;
   httplib::Client http("127.0.0.1", *port);
   std::string wide = "[";
@@ -277,10 +285,9 @@ TEST_F(ExtenderTest, WithABearerTokenTheVerbsAnswerOnlyClientsThatSendIt) {
   ExtenderConfig cfg;
   cfg.bearer_token = "s3cret-token";
   Extender ext(store_, clock_, cfg, nullptr);
-  ASSERT_TRUE(ext.Start().has_value());
-  auto port = ext.Serve("127.0.0.1", 0);
+  auto port = StartAndServe(ext);
   ASSERT_TRUE(port.has_value()) << port.error().message;
-  const std::string body = json{{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0"}}}.dump();
+  const std::string body = Bert0Args();
   for (const char* verb : {"/filter", "/prioritize", "/bind"}) {
     for (const char* auth : {"", "Bearer wrong", "Bearer s3cret-token2", "Bearer s3cret-toke",
                              "Basic s3cret-token", "s3cret-token"}) {
@@ -334,10 +341,9 @@ TEST_F(ExtenderTest, WithAClientCaTheVerbsAnswerOnlyCertificatesItSigned) {
   cfg.tls_key_file = pki.key_path;
   cfg.client_ca_file = d + "/ca.crt";
   Extender ext(store_, clock_, cfg, nullptr);
-  ASSERT_TRUE(ext.Start().has_value());
-  auto port = ext.Serve("127.0.0.1", 0);
+  auto port = StartAndServe(ext);
   ASSERT_TRUE(port.has_value()) << port.error().message;
-  const std::string body = json{{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0"}}}.dump();
+  const std::string body = Bert0Args();
   auto client = [&](const std::string& name) {
     auto c = name.empty()
                  ? std::make_unique<httplib::SSLClient>("127.0.0.1", *port)
@@ -380,10 +386,9 @@ TEST_F(ExtenderTest, WithACertificateItServesHttpsThatTheCaVouchesFor) {
   cfg.tls_cert_file = pki.cert_path;
   cfg.tls_key_file = pki.key_path;
   Extender ext(store_, clock_, cfg, nullptr);
-  ASSERT_TRUE(ext.Start().has_value());
-  auto port = ext.Serve("127.0.0.1", 0);
+  auto port = StartAndServe(ext);
   ASSERT_TRUE(port.has_value()) << port.error().message;
-  const std::string body = json{{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0"}}}.dump();
+  const std::string body = Bert0Args();
   httplib::SSLClient trusted("127.0.0.1", *port);
   trusted.set_ca_cert_path(pki.dir + "/ca.crt");
   trusted.enable_server_certificate_verification(true);
@@ -409,8 +414,7 @@ TEST_F(ExtenderTest, WithACertificateItServesHttpsThatTheCaVouchesFor) {
 // its read timeout.
 TEST_F(ExtenderTest, SlowClientsDoNotStarveAFilterCall) {
   Extender ext(store_, clock_, {}, nullptr);
-  ASSERT_TRUE(ext.Start().has_value());
-  auto port = ext.Serve("127.0.0.1", 0);
+  auto port = StartAndServe(ext);
   ASSERT_TRUE(port.has_value()) << port.error().message;
   ::tessera::testing_support::SlowClients slow(*port, 12, "POST /filter?slow=");
   ASSERT_EQ(slow.connected(), 12);
@@ -497,10 +501,9 @@ TEST_F(ExtenderTest, VerbsAreServedUnderTheUrlPrefixOnly) {
   ExtenderConfig cfg;
   cfg.url_prefix = "/tessera.v1";
   Extender ext(store_, clock_, cfg, nullptr);
-  ASSERT_TRUE(ext.Start().has_value());
-  auto port = ext.Serve("127.0.0.1", 0);
+  auto port = StartAndServe(ext);
   ASSERT_TRUE(port.has_value()) << port.error().message;
-  const std::string body = json{{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0"}}}.dump();
+  const std::string body = Bert0Args();
   httplib::Client http("127.0.0.1", *port);
   auto f = http.Post("/tessera.v1/filter", body, "application/json");
   ASSERT_TRUE(f) << httplib::to_string(f.error());
@@ -528,8 +531,7 @@ TEST_F(ExtenderTest, BindOverHttpCarriesTheDecisionOut) {
   auto client = ApiClient::Create(CredentialsFor(api));
   ASSERT_TRUE(client.has_value());
   Extender ext(store_, clock_, {}, client->get());
-  ASSERT_TRUE(ext.Start().has_value());
-  auto port = ext.Serve("127.0.0.1", 0);
+  auto port = StartAndServe(ext);
   ASSERT_TRUE(port.has_value()) << port.error().message;
   api.AddNode("gpu-0");
   api.AddPod("inference", "bert-0", {{"tessera.io/gpu-milli", "250"}},
