@@ -55,6 +55,12 @@ class NodeRoomsCache {
   // a partition, 1..100; the same at every call); calls view.BeginNode() first.
   const NodeRooms& Of(model::NodeIndex node, const model::ClusterState& c, PredictionView& view,
                       const std::vector<int>& percents);
+  // Of's rooms where they pay: if kept and still holding (the node's version and its
+  // utilisations' stamp), or if the node is as this call last saw it (the rooms will likely
+  // be read again: filled now). Else nullptr, and the node's state is noted: a node that
+  // changes between two looks costs no fill. Calls view.BeginNode() first.
+  const NodeRooms* OfSeenTwice(model::NodeIndex node, const model::ClusterState& c,
+                               PredictionView& view, const std::vector<int>& percents);
   // The same rooms without their utilisations: every field but `util` as Of gives it, and
   // `occupied` in no particular order. Kept while the node's version holds alone (a
   // utilisation moving does not refill it); valid until the next call for this node. Does not
@@ -74,6 +80,9 @@ class NodeRoomsCache {
     // What the utilisations were read under; nullopt: not read (a shape only).
     std::optional<PredictionView::UtilStamp> util;
     NodeRooms rooms;
+    // What OfSeenTwice last saw of the node (0: nothing).
+    uint64_t seen_version = 0;
+    std::optional<PredictionView::UtilStamp> seen_util;
   };
   Entry& EntryOf(model::NodeIndex node, const model::ClusterState& c);
   std::vector<Entry> entries_;  // [node]

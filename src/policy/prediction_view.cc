@@ -28,12 +28,6 @@ Expected<void> CheckInterferenceKind(std::string_view policy, const predict::Pre
 using predict::AppId;
 using predict::ConfigId;
 
-bool ShareFits(const model::Partition& part, int percent, int64_t need_mib) {
-  const int64_t memory = part.memory_mib * percent / 100;
-  return percent * 10 <= part.free_milli() && memory <= part.free_memory_mib() &&
-         need_mib <= memory;
-}
-
 Feasibility PredictingFilter(const model::Workload& w, model::NodeIndex node,
                              const model::ClusterState& c, bool predictable,
                              const std::vector<int>& percents, bool reshape) {

@@ -38,7 +38,11 @@ namespace tessera::policy {
 
 // Can `part` give a new client `percent` % of its threads and the same share of its memory,
 // and is that share at least `need_mib`?
-bool ShareFits(const model::Partition& part, int percent, int64_t need_mib);
+inline bool ShareFits(const model::Partition& part, int percent, int64_t need_mib) {
+  const int64_t memory = part.memory_mib * percent / 100;
+  return percent * 10 <= part.free_milli() && memory <= part.free_memory_mib() &&
+         need_mib <= memory;
+}
 
 // The predicting policies' Filter: the node is ready with the CPU and memory; then, for a
 // workload outside their model (`predictable` false), NodeFits; otherwise some available GPU of

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -348,6 +349,15 @@ struct SloAware::Impl {
     bool Beats(const Pick& o) const {
       return admissible != o.admissible ? admissible : score > o.score;
     }
+    // This pick becomes `o`, which has no reshape (the scoring loop's: no optional to move).
+    void TakePlain(const Pick& o) {
+      admissible = o.admissible;
+      score = o.score;
+      partition = o.partition;
+      percent = o.percent;
+      memory_mib = o.memory_mib;
+      if (reshape) reshape.reset();
+    }
   };
 
   // What x's arrival does to a partition's members, the same for every share x could get
@@ -426,14 +436,16 @@ struct SloAware::Impl {
 
   // x's predictions at each of `percents` (At) and their SharesBounds on a (GPU model,
   // profile), per (model, profile) for the last application asked; dropped with `assessed`.
+  static constexpr int kSpreadRunners = 8;
   struct ShareRow {
     AppId app = -1;
     PredictionView::Bounds bounds;
     std::vector<PredictionView::Prediction> at;
     // Spread(at[i].sigma, n) at [n · at.size() + i] for n < kSpreadRunners, NaN until read.
     std::vector<double> spread;
+    // Spread(bounds.min_sigma, n) for n < kSpreadRunners: SharesOf's first test.
+    std::array<double, kSpreadRunners> bound_spread{};
   };
-  static constexpr int kSpreadRunners = 8;
   double SpreadOf(ShareRow& r, size_t i, int n) {
     if (n >= kSpreadRunners) return Spread(r.at[i].sigma, n);
     double& s = r.spread[static_cast<size_t>(n) * r.at.size() + i];
@@ -446,8 +458,20 @@ struct SloAware::Impl {
   // model past the table, never kept.
   std::vector<std::vector<ShareRow>> share_rows;
   ShareRow share_spill;
+  // The kept row last returned (a node's partitions mostly share one model and profile);
+  // forgotten with `share_rows`. The rows' tables never move once sized.
+  struct LastRow {
+    AppId xa = -2;
+    model::GpuModelId m = -1;
+    int profile = -2;
+    ShareRow* row = nullptr;
+  } last_row;
   ShareRow& ShareRowOf(AppId xa, model::GpuModelId m, int profile) {
-    const size_t models = model::AllGpuModels().size();
+    if (last_row.row != nullptr && last_row.xa == xa && last_row.m == m &&
+        last_row.profile == profile) {
+      return *last_row.row;
+    }
+    static const size_t models = model::AllGpuModels().size();  // a fixed catalogue
     const bool kept = xa >= -1 && profile + 1 >= 0 && profile + 1 < kProfileSlots && m >= 0 &&
                       static_cast<size_t>(m) < models;
     ShareRow* row = &share_spill;
@@ -457,6 +481,7 @@ struct SloAware::Impl {
       std::vector<ShareRow>& table = share_rows[slot];
       if (table.empty()) table.resize(models * kProfileSlots);
       row = &table[static_cast<size_t>(m) * kProfileSlots + static_cast<size_t>(profile + 1)];
+      last_row = {xa, m, profile, row};
       if (row->app == xa) return *row;
     }
     ShareRow& r = *row;
@@ -465,6 +490,7 @@ struct SloAware::Impl {
     r.at.clear();
     for (int pct : percents) r.at.push_back(view.At(xa, m, profile, pct));
     r.spread.assign(r.at.size() * kSpreadRunners, predict::kMissing);
+    for (int n = 0; n < kSpreadRunners; ++n) r.bound_spread[n] = Spread(r.bounds.min_sigma, n);
     return r;
   }
 
@@ -476,6 +502,7 @@ struct SloAware::Impl {
     if (assessed_for != key) {
       for (std::vector<Assessed>& table : assessed) table.assign(partitions, Assessed{});
       share_rows.clear();
+      last_row = {};
       admit_bounds.clear();
       any_bounds.clear();
       assessed_for = key;
@@ -502,12 +529,12 @@ struct SloAware::Impl {
     }
     return a;
   }
-  Assessed& AssessedOf(AppId xa, model::PartitionIndex p, const ClusterState& c) {
+  // `epoch`: UtilEpoch(), read once by a caller that walks many partitions.
+  Assessed& AssessedOf(AppId xa, model::PartitionIndex p, const ClusterState& c, uint32_t epoch) {
     Assessed& a = Assessment(xa, p, c);
     const model::Partition& part = c.partition(p);
     // An empty partition is idle whatever the telemetry last saw (it lags the pod that just
     // left); a busy one keeps 5 % of the score so that its options still rank by their members.
-    const uint32_t epoch = UtilEpoch();
     if (a.util_epoch != epoch) {
       a.util = part.empty() ? 0.0 : std::min(view.CachedUtil(p, c), 0.95);
       a.util_epoch = epoch;
@@ -530,25 +557,42 @@ struct SloAware::Impl {
     return a;
   }
 
-  // x on an existing partition at each share that fits.
+  // Whether an occupied partition whose members do to x what `a` says scores at most `floor`
+  // for x: the set score is 100 · (1 − util) times the mean of its terms, x's own ≤ 1
+  // (NodeCeiling's bound, with its margin for rounding; the division multiplied out).
+  static bool CannotBeat(const Assessed& a, double floor) {
+    const Set& o = a.others;
+    return 100.0 * (1 - a.util) * (o.s1 + o.s2 + 1) * kCeilingMargin <= floor * (o.neg + o.pos + 1);
+  }
+
+  // x on an existing partition at each share that fits. Under admission every pick is
+  // admissible, so a partition whose ceiling is at most `floor` (the best admissible score the
+  // node offers so far; −1: none) is not scored: it scores strictly below that (the ceiling's
+  // margin), so it cannot change the node's answer, ties included.
   void ScorePartition(const Workload& x, AppId xa, double x_target, NodeIndex node,
-                      model::PartitionIndex p, const ClusterState& c, Pick& best,
-                      std::vector<SloOption>* explain) {
+                      model::PartitionIndex p, const ClusterState& c, Pick& best, double floor,
+                      uint32_t epoch, std::vector<SloOption>* explain) {
     const model::Partition& part = c.partition(p);
     if (std::none_of(percents.begin(), percents.end(),
                      [&](int pct) { return ShareFits(part, pct, x.gpu.memory_mib); })) {
       return;
     }
     const model::Gpu& gpu = c.gpu(part.gpu);
-    if (explain == nullptr && part.empty()) {
+    if (explain != nullptr) {
+      std::optional<Neighbours> nb;  // the rows and the reason
+      const Assessed a = Explained(xa, p, c, nb);
+      SharesOf(x, x_target, p, part, a, ShareRowOf(xa, gpu.model, part.profile), best, node,
+               explain, &*nb);
+      return;
+    }
+    if (part.empty()) {
       const Pick local = EmptyPick(x, xa, x_target, p, part, gpu.model);
       if (local.score >= 0 && local.Beats(best)) best = local;
       return;
     }
-    std::optional<Neighbours> nb;  // explain only: the rows and the reason
-    const Assessed a = explain == nullptr ? AssessedOf(xa, p, c) : Explained(xa, p, c, nb);
-    SharesOf(x, x_target, p, part, a, ShareRowOf(xa, gpu.model, part.profile), best, node, explain,
-             nb ? &*nb : nullptr);
+    const Assessed& a = AssessedOf(xa, p, c, epoch);
+    if (options.admission && floor >= 0 && CannotBeat(a, floor)) return;
+    SharesOf(x, x_target, p, part, a, ShareRowOf(xa, gpu.model, part.profile), best);
   }
 
   // x's shares of partition `p`, whose members do to x what `a` says, weighed smallest first
@@ -567,8 +611,10 @@ struct SloAware::Impl {
     const PredictionView::Bounds& bounds = row.bounds;
     // No share predicts more than the best profiled one, nor is surer than the surest: if even
     // that bound misses the target, no share is admissible.
-    if (only_admissible && !(Lower(bounds.max_isolated, bounds.min_sigma, x_lost, n) >= x_target)) {
-      return;
+    if (only_admissible) {
+      const double spread = n < kSpreadRunners ? row.bound_spread[static_cast<size_t>(n)]
+                                               : Spread(bounds.min_sigma, n);
+      if (!(LowerWith(bounds.max_isolated, x_lost, spread) >= x_target)) return;
     }
     bool admitted = false;
     // Smallest share first: the first admissible one is the partition's choice.
@@ -588,7 +634,7 @@ struct SloAware::Impl {
       const bool was_admitted = admitted;
       if (pick.admissible) admitted = true;
       if (explain == nullptr) {
-        if (!was_admitted && pick.Beats(best)) best = std::move(pick);
+        if (!was_admitted && pick.Beats(best)) best.TakePlain(pick);
         if (admitted) break;
         continue;
       }
@@ -820,13 +866,14 @@ struct SloAware::Impl {
     // 1), x's own term being ≤ 1, and under admission a partition where x would push a member
     // below its target offers nothing: read from its kept assessment while 100 · (1 − util),
     // the bound without it, can still beat the best so far.
+    const uint32_t epoch = UtilEpoch();
     for (const NodeRooms::Occupied& o : r.occupied) {  // lowest util first
       if (100.0 * (1 - std::min(o.util, 0.95)) * kCeilingMargin <= ceiling) break;
       if (x.gpu.memory_mib > o.memory_mib || !x.gpu.AllowsModel(o.model) ||
           (options.admission && !MayAdmit(xa, x_target, o.model, o.profile))) {
         continue;
       }
-      const Assessed& a = AssessedOf(xa, o.partition, c);
+      const Assessed& a = AssessedOf(xa, o.partition, c, epoch);
       if (options.admission && a.pushes) continue;
       if (options.admission) {  // SharesOf's own first test: no share can reach the target
         const PredictionView::Bounds& b = ShareRowOf(xa, o.model, o.profile).bounds;
@@ -917,6 +964,36 @@ struct SloAware::Impl {
     return most;
   }
 
+  // Under admission, the pick the node's walk would take from its occupied partitions — the
+  // first best, partitions in index order — visited lowest util first (the node's rooms): a
+  // partition scores at most 100 · (1 − util), so the visit ends where that cannot pass `floor`
+  // (the best admissible score the node offers elsewhere) or the best found, and CannotBeat
+  // skips the partitions in between that cannot. A skipped one scores strictly below, so the
+  // answer is the walk's.
+  Pick BestOccupied(const Workload& x, AppId xa, double x_target, const NodeRooms& kept,
+                    const ClusterState& c, uint32_t epoch, double floor) {
+    Pick out;
+    for (const NodeRooms::Occupied& o : kept.occupied) {
+      const double beat = std::max(floor, out.admissible ? out.score : -1.0);
+      if (beat >= 0 && 100.0 * (1 - std::min(o.util, 0.95)) * kCeilingMargin <= beat) break;
+      if (o.partition == skip || x.gpu.memory_mib > o.memory_mib || !x.gpu.AllowsModel(o.model)) {
+        continue;
+      }
+      const Assessed& a = AssessedOf(xa, o.partition, c, epoch);
+      if (a.pushes || (beat >= 0 && CannotBeat(a, beat))) continue;
+      Pick pick;
+      SharesOf(x, x_target, o.partition, c.partition(o.partition), a,
+               ShareRowOf(xa, o.model, o.profile), pick);
+      if (FirstBest(pick, out)) out.TakePlain(pick);
+    }
+    return out;
+  }
+  // Whether `a` replaces `b` as the walk's first best pick: it beats `b`, or ties it earlier.
+  static bool FirstBest(const Pick& a, const Pick& b) {
+    if (a.score < 0) return false;
+    return a.Beats(b) || (!b.Beats(a) && a.partition < b.partition);
+  }
+
   std::optional<Candidate> Offer(const Workload& x, NodeIndex node, const ClusterState& c,
                                  std::vector<SloOption>* explain, bool admissible_only = false) {
     const model::Node& n = c.node(node);
@@ -924,6 +1001,14 @@ struct SloAware::Impl {
     const AppId xa = view.AppOf(x.app);
     PrepareAssessed(c, xa);
     const double x_target = std::min(x.slo_qps, XCeiling(x, c));
+    const uint32_t epoch = UtilEpoch();
+    // Under admission (not explaining) the occupied partitions are scored apart, best first,
+    // from the node's rooms where they pay (kept, or the node unchanged since the last look):
+    // filling them for a node that changes at every decision costs more than the walk.
+    const NodeRooms* kept = options.admission && explain == nullptr
+                                ? rooms.OfSeenTwice(node, c, view, percents)
+                                : nullptr;
+    const bool apart = kept != nullptr;
     Pick best;
     for (GpuIndex g = n.first_gpu; g < n.first_gpu + n.gpu_count; ++g) {
       const model::Gpu& gpu = c.gpu(g);
@@ -931,7 +1016,10 @@ struct SloAware::Impl {
       Pick here;
       for (int slot = 0; slot < gpu.partition_count; ++slot) {
         const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
-        if (p != skip) ScorePartition(x, xa, x_target, node, p, c, here, explain);
+        if (p == skip || (apart && !c.partition(p).empty())) continue;
+        const double floor =
+            std::max(best.admissible ? best.score : -1.0, here.admissible ? here.score : -1.0);
+        ScorePartition(x, xa, x_target, node, p, c, here, floor, epoch, explain);
       }
       if (options.reshape && gpu.idle() && model::GetGpuModel(gpu.model).mig_capable() &&
           c.MayReshapeTo(g, true)) {
@@ -939,7 +1027,18 @@ struct SloAware::Impl {
         Pick reshaped = BestReshape(x, node, g, c, explain);
         if (reshaped.score >= 0 && reshaped.Beats(here)) here = std::move(reshaped);
       }
-      if (here.score >= 0 && here.Beats(best)) best = std::move(here);
+      if (here.score >= 0 && here.Beats(best)) {
+        if (here.reshape) {
+          best = std::move(here);
+        } else {
+          best.TakePlain(here);
+        }
+      }
+    }
+    if (apart) {
+      const Pick occupied =
+          BestOccupied(x, xa, x_target, *kept, c, epoch, best.admissible ? best.score : -1.0);
+      if (FirstBest(occupied, best)) best.TakePlain(occupied);
     }
     if (best.score < 0 || ((options.admission || admissible_only) && !best.admissible)) {
       return std::nullopt;

@@ -309,6 +309,47 @@ TEST_F(SloAwareTest, AMoveWaitsAWholeQpsWindowAfterItsPodWasFoundBelow) {
   EXPECT_EQ(moves[0].workload, 1);
 }
 
+// Under admission a node's occupied partitions are scored in two ways: walked in index order
+// (a node seen for the first time, or changed since the last look), or from its kept rooms,
+// lowest util first, the rest pruned by their ceilings. Both give the walk's answer: the best
+// score, ties to the lowest partition.
+TEST_F(SloAwareTest, TheKeptRoomsGiveTheWalksPickTiesToTheLowestPartition) {
+  ClusterState c;
+  ASSERT_TRUE(c.AddNode(
+      model::UniformNode("v100x3", *model::FindGpuModel("V100-32GB"), 3, 64000, 1 << 20)));
+  telemetry::StaticTelemetry telemetry;
+  for (model::GpuIndex g = 0; g < 3; ++g) {
+    const PartitionIndex p = ClusterState::PartitionOf(g, 0);
+    const Workload b = App(1 + g, "b", 5);
+    ASSERT_TRUE(c.Place(b, {b.id, 0, {{p, 250, c.partition(p).memory_mib / 4}}}));
+    telemetry.SetUtilization(c.partition(p).uuid, g == 2 ? 0.1 : 0.5);
+  }
+  SloAware policy(predictor_, &telemetry, {.margin_z = 1, .co_runner_sigma = 0.1});
+  const Workload x = App(10, "a", 10);
+  // x at 25 % beside one b on each GPU (hand-worked above: admissible); the three partitions'
+  // terms are the same, so the score is 100 · (1 − util) · the same mean: GPU 2 (util 0.1)
+  // scores 0.9 / 0.5 = 1.8 times GPUs 0 and 1.
+  std::vector<Candidate> looks;
+  for (int look = 0; look < 3; ++look) {  // walk; rooms filled; rooms kept
+    const std::optional<Candidate> cand = policy.Score(x, 0, c);
+    ASSERT_TRUE(cand) << look;
+    looks.push_back(*cand);
+  }
+  for (const Candidate& cand : looks) {
+    EXPECT_EQ(cand.placement.slices[0].partition, ClusterState::PartitionOf(2, 0));
+    EXPECT_EQ(cand.placement.slices[0].milli, 250);
+    EXPECT_EQ(cand.score, looks[0].score);
+  }
+  // All three at util 0.5: a three-way tie, which the walk gives to GPU 0.
+  telemetry.SetUtilization(c.partition(ClusterState::PartitionOf(2, 0)).uuid, 0.5);
+  for (int look = 0; look < 3; ++look) {
+    const std::optional<Candidate> cand = policy.Score(x, 0, c);
+    ASSERT_TRUE(cand) << look;
+    EXPECT_EQ(cand->placement.slices[0].partition, ClusterState::PartitionOf(0, 0)) << look;
+    EXPECT_NEAR(looks[0].score / cand->score, 1.8, 1e-9) << look;
+  }
+}
+
 TEST_F(SloAwareTest, OutsideTheModelItPlacesFirstFit) {
   SloAware policy = Make();
   Workload unknown = App(1, "zzz", 10);
