@@ -223,9 +223,11 @@ struct Predictive::Impl {
   }
 
   // The best MPS share for x on an existing partition (Best); `explain` (may be null) receives
-  // every option weighed.
+  // every option weighed. An occupied partition whose ceiling is at most `floor` (the node's
+  // best score so far; −1: none) is not scored (score −1): it could only score strictly below.
   Best ScorePartition(const Workload& x, AppId xa, NodeIndex node, model::PartitionIndex p,
-                      const ClusterState& c, std::vector<PartitionOption>* explain);
+                      const ClusterState& c, std::vector<PartitionOption>* explain,
+                      double floor = -1);
 
   // [xa + 1][partition index]: one table per application scored (slot 0: an unknown one), so a
   // decision reads its application's entries in partition order.
@@ -273,7 +275,7 @@ struct Predictive::Impl {
 
 Best Predictive::Impl::ScorePartition(const Workload& x, AppId xa, NodeIndex node,
                                       model::PartitionIndex p, const ClusterState& c,
-                                      std::vector<PartitionOption>* explain) {
+                                      std::vector<PartitionOption>* explain, double floor) {
   const model::Partition& part = c.partition(p);
   // Most partitions of a busy cluster have no room: say so before any prediction is read.
   const std::vector<int>& pcts = options.mps_percents;
@@ -312,6 +314,14 @@ Best Predictive::Impl::ScorePartition(const Workload& x, AppId xa, NodeIndex nod
     t.util_valid = true;
   }
   const double util = t.util;
+  // The set score's mean of terms is at most (Σ members' terms + 1) / (members + 1), x's own
+  // being ≤ 1 (Ceiling's bound, with its margin for rounding).
+  if (!explain && floor >= 0 &&
+      SetSum::Scaled(util, (others.sum1 + others.sum2 + 1) / (others.neg + others.pos + 1)) *
+              kCeilingMargin <=
+          floor) {
+    return {};
+  }
   const std::vector<double>& isos = IsoRowOf(xa, gpu.model, part.profile);
   for (size_t i = first_fit; i < pcts.size(); ++i) {
     const int pct = pcts[i];
@@ -508,7 +518,7 @@ std::optional<Candidate> Predictive::Impl::Offer(const Workload& x, NodeIndex no
     double current_best = -1;
     for (int slot = 0; slot < gpu.partition_count; ++slot) {
       const model::PartitionIndex p = ClusterState::PartitionOf(g, slot);
-      const Best b = ScorePartition(x, xa, node, p, c, explain);
+      const Best b = ScorePartition(x, xa, node, p, c, explain, best.score);
       current_best = std::max(current_best, b.score);
       if (b.score > best.score) best = {b.score, p, b.percent, b.memory_mib, -1, -1};
     }

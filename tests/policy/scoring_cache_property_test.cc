@@ -182,6 +182,11 @@ TEST_P(ScoringCacheProperty, AKeptPolicyOffersWhatAFreshOneOffers) {
         const std::optional<double> ceiling = predictive.ScoreCeiling(x, n, s);
         ASSERT_TRUE(ceiling.has_value()) << where;
         if (offer) EXPECT_LE(offer->score, *ceiling) << where;
+        // Options weighs every partition and share (none skipped by its ceiling, #39): the
+        // offer is its best.
+        const std::vector<PartitionOption> options = predictive.Options(x, n, s);
+        ASSERT_EQ(offer.has_value(), !options.empty()) << where;
+        if (offer) EXPECT_EQ(offer->score, options.front().set.score) << where << " options";
       }
       if (slo_aware.Filter(x, n, s).ok()) {
         const std::optional<Candidate> offer = slo_aware.Score(x, n, s);
