@@ -1035,7 +1035,8 @@ struct SloAware::Impl {
         }
       }
     }
-    if (apart) {
+    // AdmitBound: no occupied partition can admit a target above it (kept per node version).
+    if (apart && AdmitBound(xa, node, *kept, c) >= x_target) {
       const Pick occupied =
           BestOccupied(x, xa, x_target, *kept, c, epoch, best.admissible ? best.score : -1.0);
       if (FirstBest(occupied, best)) best.TakePlain(occupied);
