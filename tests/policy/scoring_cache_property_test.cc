@@ -10,7 +10,6 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -181,21 +180,29 @@ TEST_P(ScoringCacheProperty, AKeptPolicyOffersWhatAFreshOneOffers) {
         // The ceiling the core prunes by is one: no offer exceeds it (#39).
         const std::optional<double> ceiling = predictive.ScoreCeiling(x, n, s);
         ASSERT_TRUE(ceiling.has_value()) << where;
-        if (offer) EXPECT_LE(offer->score, *ceiling) << where;
+        if (offer) {
+          EXPECT_LE(offer->score, *ceiling) << where;
+        }
         // Options weighs every partition and share (none skipped by its ceiling, #39): the
         // offer is its best.
         const std::vector<PartitionOption> options = predictive.Options(x, n, s);
         ASSERT_EQ(offer.has_value(), !options.empty()) << where;
-        if (offer) EXPECT_EQ(offer->score, options.front().set.score) << where << " options";
+        if (offer) {
+          EXPECT_EQ(offer->score, options.front().set.score) << where << " options";
+        }
       }
       if (slo_aware.Filter(x, n, s).ok()) {
         const std::optional<Candidate> offer = slo_aware.Score(x, n, s);
         ExpectSame(offer, fresh_slo_aware.Score(x, n, s), where + " slo-aware");
         const std::optional<double> ceiling = slo_aware.ScoreCeiling(x, n, s);
         ASSERT_TRUE(ceiling.has_value()) << where;
-        if (offer) EXPECT_LE(offer->score, *ceiling) << where << " slo-aware";
+        if (offer) {
+          EXPECT_LE(offer->score, *ceiling) << where << " slo-aware";
+        }
         const std::optional<Candidate> any = no_admission.Score(x, n, s);
-        if (any) EXPECT_LE(any->score, *no_admission.ScoreCeiling(x, n, s)) << where;
+        if (any) {
+          EXPECT_LE(any->score, *no_admission.ScoreCeiling(x, n, s)) << where;
+        }
         // A higher SLO, the rest equal, has no offer where this one has none
         // (OfferInputs::slo_monotone), and the filter did not read it.
         if (!offer) {
@@ -275,9 +282,9 @@ TEST_P(ScoringCacheProperty, AKeptPolicyOffersWhatAFreshOneOffers) {
   EXPECT_GT(skipped, 0);  // the comparisons above are not vacuous
   EXPECT_GT(best_first_skipped, 0);
   EXPECT_GT(refused, 0);
-  std::printf(
-      "seed %d: nodes skipped in node order %d, highest ceiling first %d; no offer, a higher "
-      "SLO tried %d\n",
+  fmt::print(
+      "seed {}: nodes skipped in node order {}, highest ceiling first {}; no offer, a higher "
+      "SLO tried {}\n",
       GetParam(), skipped, best_first_skipped, refused);
 }
 
