@@ -37,7 +37,6 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,6 +48,7 @@
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "base/daemon_http.h"
 #include "base/health.h"
 #include "base/rng.h"
 #include "k8s/api_client.h"
@@ -59,12 +59,6 @@
 #include "model/cluster.h"
 #include "policy/policy.h"
 #include "store/store.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace tessera::predict {
 class Predictor;
@@ -174,7 +168,7 @@ class Extender {
   // Serve's phases: the HTTP or HTTPS server the config asks for; the gate that answers 401
   // before a body is read (empty without a client CA or token); the verbs' routes.
   Expected<std::unique_ptr<httplib::Server>> MakeServer() const;
-  std::function<bool(const httplib::Request&, httplib::Response&)> AuthGate();
+  RequestGate AuthGate();
   void AddVerbRoutes();
 
   store::Store& store_;

@@ -42,7 +42,6 @@ const NodeRooms* NodeRoomsCache::OfSeenTwice(model::NodeIndex node, const model:
                                              PredictionView& view,
                                              const std::vector<int>& percents) {
   Entry& e = EntryOf(node, c);
-  view.BeginNode();
   const model::Node& n = c.node(node);
   const std::optional<PredictionView::UtilStamp> stamp = view.UtilStampOf(n.first_gpu, n.gpu_count);
   if (!stamp) return nullptr;  // nothing can be kept

@@ -58,7 +58,7 @@ class NodeRoomsCache {
   // Of's rooms where they pay: if kept and still holding (the node's version and its
   // utilisations' stamp), or if the node is as this call last saw it (the rooms will likely
   // be read again: filled now). Else nullptr, and the node's state is noted: a node that
-  // changes between two looks costs no fill. Calls view.BeginNode() first.
+  // changes between two looks costs no fill. Read after view.BeginNode() (a fill calls it again).
   const NodeRooms* OfSeenTwice(model::NodeIndex node, const model::ClusterState& c,
                                PredictionView& view, const std::vector<int>& percents);
   // The same rooms without their utilisations: every field but `util` as Of gives it, and

@@ -106,6 +106,12 @@ struct SetSum {
     return s;
   }
   static double Scaled(double util, double inner) { return 100.0 * (1.0 - util) * inner; }
+  // The most the set can score with x beside these members on a partition at `util`: x's own
+  // term is ≤ 1, so the mean of terms is at most (Σ members' terms + 1) / (members + 1); with
+  // the ceilings' margin for rounding.
+  double WithXAtMost(double util) const {
+    return Scaled(util, (sum1 + sum2 + 1) / (neg + pos + 1)) * kCeilingMargin;
+  }
 };
 
 // The best MPS share for x on an existing partition: its score, share and memory; score −1
@@ -226,8 +232,7 @@ struct Predictive::Impl {
   // every option weighed. An occupied partition whose ceiling is at most `floor` (the node's
   // best score so far; −1: none) is not scored (score −1): it could only score strictly below.
   Best ScorePartition(const Workload& x, AppId xa, NodeIndex node, model::PartitionIndex p,
-                      const ClusterState& c, std::vector<PartitionOption>* explain,
-                      double floor = -1);
+                      const ClusterState& c, std::vector<PartitionOption>* explain, double floor);
 
   // [xa + 1][partition index]: one table per application scored (slot 0: an unknown one), so a
   // decision reads its application's entries in partition order.
@@ -314,14 +319,7 @@ Best Predictive::Impl::ScorePartition(const Workload& x, AppId xa, NodeIndex nod
     t.util_valid = true;
   }
   const double util = t.util;
-  // The set score's mean of terms is at most (Σ members' terms + 1) / (members + 1), x's own
-  // being ≤ 1 (Ceiling's bound, with its margin for rounding).
-  if (!explain && floor >= 0 &&
-      SetSum::Scaled(util, (others.sum1 + others.sum2 + 1) / (others.neg + others.pos + 1)) *
-              kCeilingMargin <=
-          floor) {
-    return {};
-  }
+  if (!explain && floor >= 0 && others.WithXAtMost(util) <= floor) return {};
   const std::vector<double>& isos = IsoRowOf(xa, gpu.model, part.profile);
   for (size_t i = first_fit; i < pcts.size(); ++i) {
     const int pct = pcts[i];
@@ -596,9 +594,7 @@ double Predictive::Impl::Ceiling(const Workload& x, NodeIndex node, const Cluste
   for (const NodeRooms::Occupied& o : r.occupied) {  // lowest util first
     if (SetSum::Scaled(o.util, 1) * kCeilingMargin <= ceiling) break;
     if (x.gpu.memory_mib > o.memory_mib || !x.gpu.AllowsModel(o.model)) continue;
-    const SetSum& others = TermsOf(xa, o.partition, c).others;
-    const double inner = (others.sum1 + others.sum2 + 1) / (others.neg + others.pos + 1);
-    ceiling = std::max(ceiling, SetSum::Scaled(o.util, inner) * kCeilingMargin);
+    ceiling = std::max(ceiling, TermsOf(xa, o.partition, c).others.WithXAtMost(o.util));
   }
   return ceiling;
 }

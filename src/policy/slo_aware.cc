@@ -557,12 +557,16 @@ struct SloAware::Impl {
     return a;
   }
 
-  // Whether an occupied partition whose members do to x what `a` says scores at most `floor`
-  // for x: the set score is 100 · (1 − util) times the mean of its terms, x's own ≤ 1
-  // (NodeCeiling's bound, with its margin for rounding; the division multiplied out).
-  static bool CannotBeat(const Assessed& a, double floor) {
+  // The most x can score on an occupied partition whose members do to x what `a` says: the
+  // set score is 100 · (1 − util) times the mean of its terms, x's own ≤ 1, so the mean is at
+  // most (Σ members' terms + 1) / (members + 1); with the ceilings' margin for rounding.
+  static double WithXAtMost(const Assessed& a) {
     const Set& o = a.others;
-    return 100.0 * (1 - a.util) * (o.s1 + o.s2 + 1) * kCeilingMargin <= floor * (o.neg + o.pos + 1);
+    return 100.0 * (1 - a.util) * ((o.s1 + o.s2 + 1) / (o.neg + o.pos + 1)) * kCeilingMargin;
+  }
+  // The same before the members are read: 100 · (1 − util), util capped as AssessedOf caps it.
+  static double UtilAtMost(double util) {
+    return 100.0 * (1 - std::min(util, 0.95)) * kCeilingMargin;
   }
 
   // x on an existing partition at each share that fits. Under admission every pick is
@@ -591,7 +595,7 @@ struct SloAware::Impl {
       return;
     }
     const Assessed& a = AssessedOf(xa, p, c, epoch);
-    if (options.admission && floor >= 0 && CannotBeat(a, floor)) return;
+    if (options.admission && floor >= 0 && WithXAtMost(a) <= floor) return;
     SharesOf(x, x_target, p, part, a, ShareRowOf(xa, gpu.model, part.profile), best);
   }
 
@@ -868,7 +872,7 @@ struct SloAware::Impl {
     // the bound without it, can still beat the best so far.
     const uint32_t epoch = UtilEpoch();
     for (const NodeRooms::Occupied& o : r.occupied) {  // lowest util first
-      if (100.0 * (1 - std::min(o.util, 0.95)) * kCeilingMargin <= ceiling) break;
+      if (UtilAtMost(o.util) <= ceiling) break;
       if (x.gpu.memory_mib > o.memory_mib || !x.gpu.AllowsModel(o.model) ||
           (options.admission && !MayAdmit(xa, x_target, o.model, o.profile))) {
         continue;
@@ -879,9 +883,7 @@ struct SloAware::Impl {
         const PredictionView::Bounds& b = ShareRowOf(xa, o.model, o.profile).bounds;
         if (!(Lower(b.max_isolated, b.min_sigma, a.x_lost, a.members) >= x_target)) continue;
       }
-      const Set& others = a.others;
-      const double inner = (others.s1 + others.s2 + 1) / (others.neg + others.pos + 1);
-      ceiling = std::max(ceiling, 100.0 * (1 - a.util) * inner * kCeilingMargin);
+      ceiling = std::max(ceiling, WithXAtMost(a));
     }
     return ceiling;
   }
@@ -966,21 +968,21 @@ struct SloAware::Impl {
 
   // Under admission, the pick the node's walk would take from its occupied partitions — the
   // first best, partitions in index order — visited lowest util first (the node's rooms): a
-  // partition scores at most 100 · (1 − util), so the visit ends where that cannot pass `floor`
-  // (the best admissible score the node offers elsewhere) or the best found, and CannotBeat
-  // skips the partitions in between that cannot. A skipped one scores strictly below, so the
-  // answer is the walk's.
+  // partition scores at most 100 · (1 − util) (UtilAtMost), so the visit ends where that cannot
+  // pass `floor` (the best admissible score the node offers elsewhere) or the best found, and
+  // WithXAtMost skips the partitions in between that cannot. A skipped one scores strictly
+  // below, so the answer is the walk's.
   Pick BestOccupied(const Workload& x, AppId xa, double x_target, const NodeRooms& kept,
                     const ClusterState& c, uint32_t epoch, double floor) {
     Pick out;
     for (const NodeRooms::Occupied& o : kept.occupied) {
       const double beat = std::max(floor, out.admissible ? out.score : -1.0);
-      if (beat >= 0 && 100.0 * (1 - std::min(o.util, 0.95)) * kCeilingMargin <= beat) break;
+      if (beat >= 0 && UtilAtMost(o.util) <= beat) break;
       if (o.partition == skip || x.gpu.memory_mib > o.memory_mib || !x.gpu.AllowsModel(o.model)) {
         continue;
       }
       const Assessed& a = AssessedOf(xa, o.partition, c, epoch);
-      if (a.pushes || (beat >= 0 && CannotBeat(a, beat))) continue;
+      if (a.pushes || (beat >= 0 && WithXAtMost(a) <= beat)) continue;
       Pick pick;
       SharesOf(x, x_target, o.partition, c.partition(o.partition), a,
                ShareRowOf(xa, o.model, o.profile), pick);
@@ -1003,7 +1005,8 @@ struct SloAware::Impl {
     const double x_target = std::min(x.slo_qps, XCeiling(x, c));
     const uint32_t epoch = UtilEpoch();
     // Under admission (not explaining) the occupied partitions are scored apart, best first,
-    // from the node's rooms where they pay (kept, or the node unchanged since the last look):
+    // from the node's rooms where they pay (kept, or the node unchanged since the last look;
+    // read after BeginNode above):
     // filling them for a node that changes at every decision costs more than the walk.
     const NodeRooms* kept = options.admission && explain == nullptr
                                 ? rooms.OfSeenTwice(node, c, view, percents)
@@ -1027,13 +1030,7 @@ struct SloAware::Impl {
         Pick reshaped = BestReshape(x, node, g, c, explain);
         if (reshaped.score >= 0 && reshaped.Beats(here)) here = std::move(reshaped);
       }
-      if (here.score >= 0 && here.Beats(best)) {
-        if (here.reshape) {
-          best = std::move(here);
-        } else {
-          best.TakePlain(here);
-        }
-      }
+      if (here.score >= 0 && here.Beats(best)) best = std::move(here);
     }
     // AdmitBound: no occupied partition can admit a target above it (kept per node version).
     if (apart && AdmitBound(xa, node, *kept, c) >= x_target) {

@@ -326,9 +326,10 @@ TEST_F(SloAwareTest, TheKeptRoomsGiveTheWalksPickTiesToTheLowestPartition) {
   }
   SloAware policy(predictor_, &telemetry, {.margin_z = 1, .co_runner_sigma = 0.1});
   const Workload x = App(10, "a", 10);
-  // x at 25 % beside one b on each GPU (hand-worked above: admissible); the three partitions'
-  // terms are the same, so the score is 100 · (1 − util) · the same mean: GPU 2 (util 0.1)
-  // scores 0.9 / 0.5 = 1.8 times GPUs 0 and 1.
+  // x at 25 % beside one b on each GPU: 20 · 0.9 − 20 · √(0.086603² + 0.01) = 15.354 ≥ 10,
+  // admissible (as in DoesNotPushACoRunnerBelowItsTarget), and b keeps 40 · 0.6 − 40 ·
+  // √(0.04² + 0.01) ≈ 19.7 ≥ 5. The three partitions' terms are the same, so the score is
+  // 100 · (1 − util) · the same mean: GPU 2 (util 0.1) scores 0.9 / 0.5 = 1.8 times GPUs 0, 1.
   std::vector<Candidate> looks;
   for (int look = 0; look < 3; ++look) {  // walk; rooms filled; rooms kept
     const std::optional<Candidate> cand = policy.Score(x, 0, c);
