@@ -328,7 +328,7 @@ TEST_F(SloAwareTest, TheKeptRoomsGiveTheWalksPickTiesToTheLowestPartition) {
   const Workload x = App(10, "a", 10);
   // x at 25 % beside one b on each GPU: 20 · 0.9 − 20 · √(0.086603² + 0.01) = 15.354 ≥ 10,
   // admissible (as in DoesNotPushACoRunnerBelowItsTarget), and b keeps 40 · 0.6 − 40 ·
-  // √(0.04² + 0.01) ≈ 19.7 ≥ 5. The three partitions' terms are the same, so the score is
+  // √(0.043301² + 0.01) = 19.64 ≥ 5. The three partitions' terms are the same, so the score is
   // 100 · (1 − util) · the same mean: GPU 2 (util 0.1) scores 0.9 / 0.5 = 1.8 times GPUs 0, 1.
   std::vector<Candidate> looks;
   for (int look = 0; look < 3; ++look) {  // walk; rooms filled; rooms kept
