@@ -92,9 +92,16 @@ TEST(ThesisTest, ReadingParsesEveryKeyAndNamesABadOne) {
   EXPECT_EQ(ThesisReading::Parse("subquarter=floor")->name(),
             "slo=capped,base=lower,interference=0.05,quarters=ch6,queries=0.7,subquarter=floor");
   EXPECT_EQ(ThesisReading::Parse("subquarter=fail")->name(), d->name());
-  for (const char* bad :
-       {"slo=wide", "interference=2", "interference=x", "interference=", "colour=red", "slo",
-        "time=0.5", "time=", "time=2000", "subquarter=waves"}) {
+  EXPECT_DOUBLE_EQ(d->resnet_quarter, 0.63);
+  auto q = ThesisReading::Parse("resnet_quarter=0.9");
+  ASSERT_TRUE(q) << q.error().message;
+  EXPECT_DOUBLE_EQ(q->resnet_quarter, 0.9);
+  EXPECT_EQ(q->name(),
+            "slo=capped,base=lower,interference=0.05,quarters=ch6,queries=0.7,resnet_quarter=0.9");
+  EXPECT_EQ(ThesisReading::Parse("resnet_quarter=0.63")->name(), d->name());
+  for (const char* bad : {"slo=wide", "interference=2", "interference=x", "interference=",
+                          "colour=red", "slo", "time=0.5", "time=", "time=2000", "subquarter=waves",
+                          "resnet_quarter=1", "resnet_quarter=0.2", "resnet_quarter="}) {
     auto e = ThesisReading::Parse(bad);
     ASSERT_FALSE(e) << bad;
     EXPECT_NE(e.error().message.find(bad), std::string::npos) << e.error().message;
@@ -216,6 +223,15 @@ TEST(ThesisTest, Ch6QuartersKeepTheWholeV100AndGiveAQuarterTheTargetShare) {
   EXPECT_DOUBLE_EQ(r1.compute_s / r0.compute_s, r1.memory_s / r0.memory_s);
   // Apps outside the thesis's six are untouched.
   EXPECT_EQ(ch6.apps.back().compute_s, shipped.apps.back().compute_s);
+  // resnet_quarter moves the two ResNets' quarter and nothing else.
+  const AppCatalog r90 = ThesisCatalog(shipped, 0.9);
+  const Physics at90(r90, 1, {.noise_sd = 0});
+  for (const char* key : {"onnx/resnet50", "tf/resnet50"}) {
+    const double whole = at90.IsolatedQps(*r90.Find(key), v100, -1, 1000);
+    EXPECT_NEAR(whole, before.IsolatedQps(*shipped.Find(key), v100, -1, 1000), 1e-9) << key;
+    EXPECT_NEAR(at90.IsolatedQps(*r90.Find(key), v100, -1, 250) / whole, 0.9, 1e-9) << key;
+  }
+  EXPECT_EQ(r90.Find("tf/mobilenet")->compute_s, ch6.Find("tf/mobilenet")->compute_s);
 }
 
 TEST(ThesisTest, BaselinesFindTheirGpusCutBeforeTheFirstPod) {

@@ -20,6 +20,8 @@ DEFAULT_READINGS = [
     "interference=offline", "subquarter=floor", "subquarter=linear",
     "subquarter=linear,interference=0.15",
     "queries=1", "queries=0.5", "slo=literal", "base=mean", "quarters=roofline",
+    "resnet_quarter=0.7", "resnet_quarter=0.75", "resnet_quarter=0.8", "resnet_quarter=0.85",
+    "resnet_quarter=0.9", "resnet_quarter=0.95",
 ]
 SHORT = {"attainment low": "low", "attainment high": "high", "makespan": "m", "energy": "e",
          "|diff|": "d"}
