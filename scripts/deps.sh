@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ pkg-config
+  cmake ninja-build g++ pkg-config lld  # lld: the faster linker (CMakeLists.txt)
   libeigen3-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libhiredis-dev libcpp-httplib-dev libssl-dev openssl liblemon-dev coinor-libcbc-dev
