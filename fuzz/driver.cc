@@ -1,10 +1,13 @@
 // The driver of every fuzz target (fuzz.h):
 //   fuzz_<target> FILE|DIR...                  runs each input once (AFL++ runs it with @@;
 //                                              a directory: every file in it)
+//   fuzz_<target> --mutate-runs R [--seed N] FILE|DIR...
+//                                              mutates those inputs at random R times and runs
+//                                              each mutant (the test command's smoke run: no
+//                                              coverage guidance, a sanitizer build); the same
+//                                              R and N run the same mutants on any machine
 //   fuzz_<target> --mutate-seconds S [--seed N] FILE|DIR...
-//                                              mutates those inputs at random for S seconds
-//                                              and runs each mutant (the test command's smoke
-//                                              run: no coverage guidance, a sanitizer build)
+//                                              the same for S seconds instead
 // A mutant is 1–8 edits of an input: a bit flip, an interesting byte (0, 0xff, quotes,
 // separators, digits), a random byte inserted, a range deleted or repeated, a splice with
 // another input. It prints how many inputs it ran and at what rate.
@@ -90,12 +93,15 @@ std::string Mutate(const std::vector<std::string>& corpus, std::mt19937_64& rng)
 
 int main(int argc, char** argv) {
   double seconds = 0;
+  long budget = 0;
   uint64_t seed = 1;
   std::vector<std::filesystem::path> inputs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--mutate-seconds" && i + 1 < argc) {
       seconds = std::atof(argv[++i]);
+    } else if (a == "--mutate-runs" && i + 1 < argc) {
+      budget = std::atol(argv[++i]);
     } else if (a == "--seed" && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else {
@@ -103,7 +109,9 @@ int main(int argc, char** argv) {
     }
   }
   if (inputs.empty()) {
-    std::fprintf(stderr, "usage: %s [--mutate-seconds S [--seed N]] FILE|DIR...\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s [--mutate-runs R | --mutate-seconds S] [--seed N] FILE|DIR...\n",
+                 argv[0]);
     return 2;
   }
   std::vector<std::string> corpus;
@@ -111,7 +119,7 @@ int main(int argc, char** argv) {
     corpus.push_back(Read(p));
     tessera::fuzz::FuzzOne(p.string(), corpus.back());
   }
-  if (seconds <= 0) return 0;
+  if (seconds <= 0 && budget <= 0) return 0;
   const std::string scratch = (std::filesystem::temp_directory_path() /
                                ("tessera-fuzz-" + std::to_string(getpid())))
                                   .string();
@@ -119,7 +127,7 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   const auto until = start + std::chrono::duration<double>(seconds);
   long runs = 0;
-  while (std::chrono::steady_clock::now() < until) {
+  while (budget > 0 ? runs < budget : std::chrono::steady_clock::now() < until) {
     const std::string m = Mutate(corpus, rng);
     std::ofstream(scratch, std::ios::binary | std::ios::trunc) << m;
     tessera::fuzz::FuzzOne(scratch, m);

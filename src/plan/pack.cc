@@ -29,7 +29,30 @@ bool Empty(const Counts& load) {
 }
 
 // The greedy cut: each GPU takes the largest profiles first (`order`) as long as some layout
-// holds them, and the same GPU repeats while the load lasts.
+// holds them, and the same GPU repeats while the load lasts. One step: `v` becomes the next
+// GPU's instances, `load` loses them `repeat` times, and the repeat is returned.
+int GreedyStep(const std::vector<Counts>& layouts, const std::vector<int>& order, Counts& load,
+               Counts& v) {
+  v.assign(load.size(), 0);
+  for (int prof : order) {
+    const size_t i = static_cast<size_t>(prof);
+    while (v[i] < load[i]) {
+      ++v[i];
+      if (FirstHolding(layouts, v) < 0) {
+        --v[i];
+        break;
+      }
+    }
+  }
+  int repeat = std::numeric_limits<int>::max();
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] > 0) repeat = std::min(repeat, load[i] / v[i]);
+  }
+  TESSERA_CHECK(repeat > 0 && repeat < std::numeric_limits<int>::max());
+  for (size_t i = 0; i < v.size(); ++i) load[i] -= v[i] * repeat;
+  return repeat;
+}
+
 struct Pattern {
   Counts used;
   int gpus = 0;
@@ -38,23 +61,8 @@ std::vector<Pattern> GreedyPatterns(const std::vector<Counts>& layouts,
                                     const std::vector<int>& order, Counts load) {
   std::vector<Pattern> out;
   while (!Empty(load)) {
-    Counts v(load.size(), 0);
-    for (int prof : order) {
-      const size_t i = static_cast<size_t>(prof);
-      while (v[i] < load[i]) {
-        ++v[i];
-        if (FirstHolding(layouts, v) < 0) {
-          --v[i];
-          break;
-        }
-      }
-    }
-    int repeat = std::numeric_limits<int>::max();
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (v[i] > 0) repeat = std::min(repeat, load[i] / v[i]);
-    }
-    TESSERA_CHECK(repeat > 0 && repeat < std::numeric_limits<int>::max());
-    for (size_t i = 0; i < v.size(); ++i) load[i] -= v[i] * repeat;
+    Counts v;
+    const int repeat = GreedyStep(layouts, order, load, v);
     out.push_back({std::move(v), repeat});
   }
   return out;
@@ -138,7 +146,7 @@ MigPacker::Best MigPacker::Search(const Counts& load) {
   if (auto it = memo_.find(load); it != memo_.end()) return it->second;
   Best best;
   if (!Empty(load)) {
-    for (const Pattern& pat : GreedyPatterns(layouts_, order_, load)) best.gpus += pat.gpus;
+    best.gpus = GreedyGpus(load);
     const int bound = LowerBound(load);
     // Some GPU holds an instance of `branch`: only the layouts holding it need a try.
     size_t branch = load.size();
@@ -164,8 +172,15 @@ MigPacker::Best MigPacker::Search(const Counts& load) {
 
 int MigPacker::Fewest(const Counts& load) {
   if (Small(load)) return Search(load).gpus;
+  return GreedyGpus(load);
+}
+
+int MigPacker::GreedyGpus(const Counts& load) {
+  // The greedy cut's count without its patterns: Search asks it of every sub-load it memoises,
+  // and two scratch rows instead of a vector of patterns per call halve its allocations.
+  greedy_load_ = load;
   int gpus = 0;
-  for (const Pattern& pat : GreedyPatterns(layouts_, order_, load)) gpus += pat.gpus;
+  while (!Empty(greedy_load_)) gpus += GreedyStep(layouts_, order_, greedy_load_, greedy_used_);
   return gpus;
 }
 

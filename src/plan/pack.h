@@ -48,6 +48,7 @@ class MigPacker {
   int LowerBound(const Counts& load) const;
   Best Search(const Counts& load);
   std::vector<std::pair<int, Counts>> Greedy(Counts load) const;
+  int GreedyGpus(const Counts& load);
 
   const std::vector<Counts>& layouts_;
   std::vector<int> compute_, memory_;  // slices per profile
@@ -56,6 +57,7 @@ class MigPacker {
   std::vector<std::vector<int>> holding_;  // per profile: the layouts holding it
   std::vector<int> order_;                 // profiles, largest compute first
   std::unordered_map<Counts, Best, Hash> memo_;
+  Counts greedy_load_, greedy_used_;  // GreedyGpus' scratch
 };
 
 }  // namespace tessera::plan

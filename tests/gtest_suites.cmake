@@ -1,0 +1,45 @@
+# Run at build time (cmake -P) after a GoogleTest binary links: lists its test suites
+# (`--gtest_list_tests`) and writes OUT, a CTest file with one test per suite,
+# `<NAME>:<Suite>`, running `BIN --gtest_filter=<Suite>.*` in DIR.
+#
+# One process per suite, not per case: every start of a sanitized binary costs about 0.1 s of
+# CPU (ASan's shadow memory and globals, LeakSanitizer's scan at exit), and per case the suite
+# started about 900 of them (docs/benchmarks.md, "The test command: one process per suite").
+# A case that skips marks its suite skipped (SKIP_REGULAR_EXPRESSION), never passed.
+#
+# Inputs: BIN, OUT, NAME, DIR, LABELS, COSTS (Suite=seconds,...: the suites that take longest
+# start first on a fresh clone, which has no CTest timing history).
+string(REPLACE "," ";" COSTS "${COSTS}")
+execute_process(COMMAND "${BIN}" --gtest_list_tests
+                OUTPUT_VARIABLE listed ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 120)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${BIN} --gtest_list_tests failed (${rc}): ${err}")
+endif()
+string(REPLACE ";" "," listed "${listed}")
+string(REPLACE "\n" ";" lines "${listed}")
+set(content "# Written by tests/gtest_suites.cmake from ${BIN} --gtest_list_tests\n")
+set(suites "")
+foreach(line IN LISTS lines)
+  # A suite's line is flush left and ends in '.', perhaps followed by a "# TypeParam" comment;
+  # its cases are indented.
+  if(line MATCHES "^([A-Za-z_][A-Za-z0-9_/]*)\\.( .*)?$")
+    list(APPEND suites "${CMAKE_MATCH_1}")
+  endif()
+endforeach()
+if(NOT suites)
+  message(FATAL_ERROR "${BIN} --gtest_list_tests named no test suite")
+endif()
+foreach(suite IN LISTS suites)
+  set(test "${NAME}:${suite}")
+  set(cost "")
+  foreach(pair IN LISTS COSTS)
+    if(pair MATCHES "^${suite}=([0-9]+)$")
+      set(cost " COST ${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
+  string(APPEND content
+    "add_test([=[${test}]=] [=[${BIN}]=] [=[--gtest_filter=${suite}.*]=])\n"
+    "set_tests_properties([=[${test}]=] PROPERTIES WORKING_DIRECTORY [=[${DIR}]=] "
+    "LABELS [=[${LABELS}]=] SKIP_REGULAR_EXPRESSION [=[\\[  SKIPPED \\]]=]${cost})\n")
+endforeach()
+file(WRITE "${OUT}" "${content}")
