@@ -2,7 +2,7 @@
 # (`--gtest_list_tests`) and writes OUT, a CTest file with one test per suite,
 # `<NAME>:<Suite>`, running `BIN --gtest_filter=<Suite>.*` in DIR.
 #
-# One process per suite, not per case: every start of a sanitized binary costs about 0.1 s of
+# One process per suite, not per case: every start of a sanitized binary costs about 0.16 s of
 # CPU (ASan's shadow memory and globals, LeakSanitizer's scan at exit), and per case the suite
 # started about 900 of them (docs/benchmarks.md, "The test command: one process per suite").
 # A case that skips marks its suite skipped (SKIP_REGULAR_EXPRESSION), never passed.

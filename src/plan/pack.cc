@@ -177,7 +177,7 @@ int MigPacker::Fewest(const Counts& load) {
 
 int MigPacker::GreedyGpus(const Counts& load) {
   // The greedy cut's count without its patterns: Search asks it of every sub-load it memoises,
-  // and two scratch rows instead of a vector of patterns per call halve its allocations.
+  // so it reuses two scratch rows instead of building a vector of patterns per call.
   greedy_load_ = load;
   int gpus = 0;
   while (!Empty(greedy_load_)) gpus += GreedyStep(layouts_, order_, greedy_load_, greedy_used_);
