@@ -79,7 +79,7 @@ double KnotsCbp::SizeOf(const Workload& w, std::string* how) const {
     if (how) *how = fmt::format("size {} MiB (its request: no history)", w.gpu.memory_mib);
     return static_cast<double>(w.gpu.memory_mib);
   }
-  const double size = *predict::Percentile(Values(h->memory), options_.percentile);
+  const double size = *history_.MemoryPercentile(w.app, options_.percentile);
   if (how) {
     *how = fmt::format("size {:.0f} MiB (p{:g} of {} samples of {})", size, options_.percentile,
                        h->memory.size(), w.app);

@@ -136,51 +136,50 @@ double ResourceAware::UnseenMib(GpuIndex g, double newest_t, double settle_s,
   return sum;
 }
 
-bool ResourceAware::Enough(const telemetry::Series& s, std::string_view check,
-                           std::string& detail) const {
+bool ResourceAware::Enough(const telemetry::Series& s, std::string_view check, Verdict& v) const {
   if (static_cast<int>(s.size()) >= options_.min_samples) return true;
-  detail += fmt::format("; {}: {} memory samples < {}", check, s.size(), options_.min_samples);
+  v.Note("; {}: {} memory samples < {}", check, s.size(), options_.min_samples);
   return false;
 }
 
 std::optional<double> ResourceAware::CbpTakenMib(GpuIndex g, const ClusterState& c,
-                                                 std::string& detail) const {
+                                                 Verdict& v) const {
   // A steady series is sized by its percentile.
   const telemetry::Series s = GpuMemorySeries(telemetry_, c.gpu(g), options_.cbp_window_s);
-  if (!Enough(s, "CBP", detail)) return std::nullopt;
+  if (!Enough(s, "CBP", v)) return std::nullopt;
   const std::vector<double> values = Values(s);
   const std::optional<double> cv = VariationOf(values);
   if (!cv || *cv >= options_.cv_threshold) {
-    detail += fmt::format("; CBP: CV {:.3f} ≥ {}", cv.value_or(0), options_.cv_threshold);
+    v.Note("; CBP: CV {:.3f} ≥ {}", cv.value_or(0), options_.cv_threshold);
     return std::nullopt;
   }
   const double used = *predict::Percentile(values, options_.percentile);
   const double settle = (1 - options_.percentile / 100) * options_.cbp_window_s;
   const double unseen = UnseenMib(g, s.back().t, settle, c);
-  detail += fmt::format("; CBP: CV {:.3f} < {}, p{:g} {:.0f} MiB + {:.0f} MiB not yet seen", *cv,
-                        options_.cv_threshold, options_.percentile, used, unseen);
+  v.Note("; CBP: CV {:.3f} < {}, p{:g} {:.0f} MiB + {:.0f} MiB not yet seen", *cv,
+         options_.cv_threshold, options_.percentile, used, unseen);
   return used + unseen;
 }
 
 std::optional<double> ResourceAware::PeakTakenMib(GpuIndex g, const ClusterState& c,
-                                                  std::string& detail) const {
+                                                  Verdict& v) const {
   // A persistent series is extrapolated one sample ahead.
   const telemetry::Series s = GpuMemorySeries(telemetry_, c.gpu(g), options_.pp_window_s);
-  if (!Enough(s, "peak prediction", detail)) return std::nullopt;
+  if (!Enough(s, "peak prediction", v)) return std::nullopt;
   const std::vector<double> values = Values(s);
   const std::optional<double> r = AutocorrelationOf(values, options_.lag);
   const std::optional<Ar1Forecast> f = ForecastAhead(values, 1);
   if (!r || !f) {
-    detail += "; peak prediction: a flat window has no r_k";
+    v.Note("; peak prediction: a flat window has no r_k");
     return std::nullopt;
   }
   if (*r <= options_.autocorrelation_threshold) {
-    detail += fmt::format("; peak prediction: r_{} {:.3f} ≤ {}", options_.lag, *r,
-                          options_.autocorrelation_threshold);
+    v.Note("; peak prediction: r_{} {:.3f} ≤ {}", options_.lag, *r,
+           options_.autocorrelation_threshold);
     return std::nullopt;
   }
   const double unseen = UnseenMib(g, s.back().t, 0, c);
-  detail += fmt::format(
+  v.Note(
       "; peak prediction: r_{} {:.3f} > {}, AR(1) {:.1f} + {:.3f}·{:.0f} = {:.0f} MiB + {:.0f} "
       "MiB not yet seen",
       options_.lag, *r, options_.autocorrelation_threshold, f->fit.mu, f->fit.phi, values.back(),
@@ -188,15 +187,15 @@ std::optional<double> ResourceAware::PeakTakenMib(GpuIndex g, const ClusterState
   return f->value + unseen;
 }
 
-ResourceAware::Verdict ResourceAware::Judge(const Workload& w, GpuIndex g, const ClusterState& c) {
+ResourceAware::Verdict ResourceAware::Judge(const Workload& w, GpuIndex g, const ClusterState& c,
+                                            bool explain) {
   Observe(c);
-  Verdict v{g, Check::kNone, 0, ""};
+  Verdict v{g, Check::kNone, 0, "", explain};
   const double capacity = static_cast<double>(CapacityMib(g, c));
   double request = static_cast<double>(w.gpu.memory_mib);
   auto admit = [&](Check by, double free) {
     const bool in = request <= free;
-    v.detail += fmt::format(" → {:.0f} MiB free {} {:.0f}{}", free, in ? "≥" : "<", request,
-                            in ? ": in" : "");
+    v.Note(" → {:.0f} MiB free {} {:.0f}{}", free, in ? "≥" : "<", request, in ? ": in" : "");
     if (in) {
       v.by = by;
       v.left_mib = free - request;
@@ -206,23 +205,23 @@ ResourceAware::Verdict ResourceAware::Judge(const Workload& w, GpuIndex g, const
 
   // 1. Resource-agnostic: 003's indicator, the memory no pod on the GPU has asked for.
   const int64_t requested = RequestedMib(g, c);
-  v.detail = fmt::format("agnostic: {} of {:.0f} MiB requested", requested, capacity);
+  v.Note("agnostic: {} of {:.0f} MiB requested", requested, capacity);
   if (admit(Check::kAgnostic, capacity - static_cast<double>(requested))) return v;
   if (telemetry_ == nullptr) {
-    v.detail += "; no telemetry";
+    v.Note("; no telemetry");
     return v;
   }
   if (const double size = SizeMib(w); size != request) {
-    v.detail += fmt::format("; resized to its application's seen peak, {:.0f} MiB", size);
+    v.Note("; resized to its application's seen peak, {:.0f} MiB", size);
     request = size;
   }
   // 2. CBP, then 3. peak prediction.
   if (options_.cbp) {
-    const std::optional<double> taken = CbpTakenMib(g, c, v.detail);
+    const std::optional<double> taken = CbpTakenMib(g, c, v);
     if (taken && admit(Check::kCbp, capacity - *taken)) return v;
   }
   if (options_.peak_prediction) {
-    const std::optional<double> taken = PeakTakenMib(g, c, v.detail);
+    const std::optional<double> taken = PeakTakenMib(g, c, v);
     if (taken && admit(Check::kPeakPrediction, capacity - *taken)) return v;
   }
   return v;
@@ -246,7 +245,7 @@ double ResourceAware::ScoreOf(const Verdict& v, double capacity_mib) {
 std::optional<Candidate> ResourceAware::Score(const Workload& w, NodeIndex node,
                                               const ClusterState& c) {
   return MemoryShareOffer(w, node, c, 0, [&](GpuIndex g) -> std::optional<double> {
-    const Verdict v = Judge(w, g, c);
+    const Verdict v = Judge(w, g, c, /*explain=*/false);
     if (v.by == Check::kNone) return std::nullopt;
     return ScoreOf(v, static_cast<double>(CapacityMib(g, c)));
   });

@@ -27,12 +27,15 @@
 // the GPU); compute is capped at the request's share. Usage comes from Telemetry only; without
 // it, only check 1 runs. Offers follow telemetry (OfferInputs::live_state). Not thread-safe.
 
+#include <fmt/format.h>
+
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -72,6 +75,12 @@ class ResourceAware final : public Policy {
     Check by = Check::kNone;
     double left_mib = 0;
     std::string detail;
+    bool explain = true;  // false: `detail` stays empty (Score reads no text)
+
+    template <typename... Args>
+    void Note(fmt::format_string<Args...> format, Args&&... args) {
+      NoteIf(explain, detail, format, std::forward<Args>(args)...);
+    }
   };
 
   ResourceAware(const telemetry::Telemetry* telemetry, ResourceAwareOptions options = {});
@@ -86,8 +95,9 @@ class ResourceAware final : public Policy {
   CycleActions AfterCycle(const ClusterState& c) override;
   std::string Explain(const Workload& w, const ClusterState& c) override;
 
-  // The checks of memory share w on shareable GPU g, as they stand now.
-  Verdict Judge(const Workload& w, GpuIndex g, const ClusterState& c);
+  // The checks of memory share w on shareable GPU g, as they stand now; `explain` false leaves
+  // the verdict's detail empty.
+  Verdict Judge(const Workload& w, GpuIndex g, const ClusterState& c, bool explain = true);
 
  private:
   void Observe(const ClusterState& c);
@@ -97,10 +107,10 @@ class ResourceAware final : public Policy {
   // hold nothing now; with `cover_growth`, Σ over g's pods of size less own newest reading.
   double UnseenMib(GpuIndex g, double newest_t, double settle_s, const ClusterState& c) const;
   // Checks 2 and 3: the memory g's pods take by the check's estimate (their use and the pods
-  // not yet seen), nullopt when it cannot judge; each appends its numbers to `detail`.
-  std::optional<double> CbpTakenMib(GpuIndex g, const ClusterState& c, std::string& detail) const;
-  std::optional<double> PeakTakenMib(GpuIndex g, const ClusterState& c, std::string& detail) const;
-  bool Enough(const telemetry::Series& s, std::string_view check, std::string& detail) const;
+  // not yet seen), nullopt when it cannot judge; each notes its numbers in the verdict.
+  std::optional<double> CbpTakenMib(GpuIndex g, const ClusterState& c, Verdict& v) const;
+  std::optional<double> PeakTakenMib(GpuIndex g, const ClusterState& c, Verdict& v) const;
+  bool Enough(const telemetry::Series& s, std::string_view check, Verdict& v) const;
   static double ScoreOf(const Verdict& v, double capacity_mib);
 
   const telemetry::Telemetry* telemetry_;

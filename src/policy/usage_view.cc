@@ -291,8 +291,20 @@ void AppHistory::Observe(const ClusterState& c, const telemetry::Telemetry* t, d
 }
 
 const UsageHistory* AppHistory::Find(std::string_view app) const {
-  auto it = by_app_.find(std::string(app));
+  auto it = by_app_.find(app);
   return it == by_app_.end() ? nullptr : &it->second.usage;
+}
+
+std::optional<double> AppHistory::MemoryPercentile(std::string_view app, double p) const {
+  auto it = by_app_.find(app);
+  if (it == by_app_.end()) return std::nullopt;
+  const Kept& k = it->second;
+  if (!k.percentile || k.percentile->first != p) {
+    const Expected<double> v = predict::Percentile(Values(k.usage.memory), p);
+    if (!v) return std::nullopt;
+    k.percentile = std::make_pair(p, *v);
+  }
+  return k.percentile->second;
 }
 
 }  // namespace tessera::policy

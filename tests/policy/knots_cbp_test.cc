@@ -53,6 +53,20 @@ TEST_F(KnotsCbpTest, SizesPodsAtThe90thPercentileOfTheirApplication) {
   EXPECT_NEAR(median.SizeOf(MemoryPod(1, 16384, "b")), 4450, 1e-6);
 }
 
+// The size is kept between samples (AppHistory::MemoryPercentile), never past one: an eleventh
+// sample of 20,000 MiB makes the p90 of 11 samples the tenth smallest (rank 0.9 × 10 = 9), 9,000.
+TEST_F(KnotsCbpTest, ASizeFollowsItsApplicationsNewestSample) {
+  KnotsCbp p(&scene_.t);
+  p.AfterCycle(c_);
+  EXPECT_NEAR(p.SizeOf(MemoryPod(1, 16384, "b")), 5220, 1e-6);
+  EXPECT_NEAR(p.SizeOf(MemoryPod(2, 4096, "b")), 5220, 1e-6);
+  scene_.t.AddMemorySample("pod101", 10, 20000);
+  p.AfterCycle(c_);
+  std::string how;
+  EXPECT_NEAR(p.SizeOf(MemoryPod(1, 16384, "b"), &how), 9000, 1e-6);
+  EXPECT_EQ(how, "size 9000 MiB (p90 of 11 samples of b)");
+}
+
 TEST_F(KnotsCbpTest, CoLocatesAnUncorrelatedPodAtItsSize) {
   scene_.FeedGpu0(kFalling, kFlatSm, kAntiphase);
   KnotsCbp p(&scene_.t);
