@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <optional>
 
 #include "model/cluster.h"
 #include "predict/interference.h"
@@ -58,14 +60,11 @@ struct FitWorld {
   model::GpuModelId gpu = 0;
 };
 
-// The victim's rate beside the aggressor as the pair ran, under `options` (noise off).
-double PredictPair(const FitWorld& world, PhysicsOptions options, const ContentionPair& p) {
-  const bool mps = p.kind == "mps";
-  if (!mps) options.sharing = PhysicsOptions::Sharing::kTimeSlice;
-  Physics physics(world.catalog, 0, options);
-  model::ClusterState c;
-  auto node = c.AddNode(model::UniformNode("gpu", world.gpu, 1, 1 << 20, 1 << 30));
-  TESSERA_CHECK(node.has_value());
+// Each pair as it ran: one GPU with the victim (workload 1) beside the aggressor (2). Built once
+// per fit: a grid of 6,161 candidate constants reads every pair under each.
+using Scenes = std::vector<std::unique_ptr<model::ClusterState>>;
+
+Scenes ScenesOf(const FitWorld& world, const std::vector<ContentionPair>& pairs) {
   auto workload = [](model::WorkloadId id, const std::string& app) {
     model::Workload w;
     w.id = id;
@@ -74,20 +73,48 @@ double PredictPair(const FitWorld& world, PhysicsOptions options, const Contenti
     w.gpu.count = 1;
     return w;
   };
-  // Time-slicing: each process has the whole GPU in its slices; the aggressor is entered as a
-  // best-effort client so that the partition is not over-reserved (the victim is guaranteed,
-  // and Physics stretches it by the aggressor's engine-active time either way).
-  model::Slice victim{.partition = 0, .milli = mps ? 500 : 1000};
-  model::Slice aggressor{.partition = 0, .milli = mps ? 500 : 1000, .best_effort = !mps};
-  TESSERA_CHECK(c.Place(workload(1, p.victim), {1, 0, {victim}}).has_value());
-  TESSERA_CHECK(c.Place(workload(2, p.aggressor), {2, 0, {aggressor}}).has_value());
-  return physics.Rate(*c.Find(1), c).qps;
+  Scenes scenes;
+  for (const ContentionPair& p : pairs) {
+    const bool mps = p.kind == "mps";
+    auto c = std::make_unique<model::ClusterState>();
+    auto node = c->AddNode(model::UniformNode("gpu", world.gpu, 1, 1 << 20, 1 << 30));
+    TESSERA_CHECK(node.has_value());
+    // Time-slicing: each process has the whole GPU in its slices; the aggressor is entered as a
+    // best-effort client so that the partition is not over-reserved (the victim is guaranteed,
+    // and Physics stretches it by the aggressor's engine-active time either way).
+    model::Slice victim{.partition = 0, .milli = mps ? 500 : 1000};
+    model::Slice aggressor{.partition = 0, .milli = mps ? 500 : 1000, .best_effort = !mps};
+    TESSERA_CHECK(c->Place(workload(1, p.victim), {1, 0, {victim}}).has_value());
+    TESSERA_CHECK(c->Place(workload(2, p.aggressor), {2, 0, {aggressor}}).has_value());
+    scenes.push_back(std::move(c));
+  }
+  return scenes;
+}
+
+// The victims' rates beside their aggressors as the pairs ran, under `options` (noise off), on
+// the pairs' scenes. One Physics per kind serves every pair: its caches hold functions of the
+// application and the options alone.
+std::vector<ContentionPair> Predicted(const FitWorld& world, const PhysicsOptions& options,
+                                      std::vector<ContentionPair> pairs, const Scenes& scenes) {
+  std::optional<Physics> mps, time_slice;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const bool is_mps = pairs[i].kind == "mps";
+    std::optional<Physics>& physics = is_mps ? mps : time_slice;
+    if (!physics) {
+      PhysicsOptions o = options;
+      if (!is_mps) o.sharing = PhysicsOptions::Sharing::kTimeSlice;
+      physics.emplace(world.catalog, 0, o);
+    }
+    const model::ClusterState& c = *scenes[i];
+    pairs[i].predicted_qps = physics->Rate(*c.Find(1), c).qps;
+  }
+  return pairs;
 }
 
 std::vector<ContentionPair> Predicted(const FitWorld& world, const PhysicsOptions& options,
                                       std::vector<ContentionPair> pairs) {
-  for (ContentionPair& p : pairs) p.predicted_qps = PredictPair(world, options, p);
-  return pairs;
+  const Scenes scenes = ScenesOf(world, pairs);
+  return Predicted(world, options, std::move(pairs), scenes);
 }
 
 double MeanError(const std::vector<ContentionPair>& pairs) {
@@ -119,11 +146,12 @@ ContentionFit Fit(const FitWorld& world, const PhysicsOptions& base, const std::
   double best_error = INFINITY;
   const bool mps = kind == "mps";
   const int nx = mps ? 100 : 100, ny = mps ? 60 : 0;
+  const Scenes scenes = ScenesOf(world, pairs);
   for (int i = 0; i <= nx; ++i) {
     const double x = mps ? 0.01 * i : 0.01 * i;  // front_kappa 0..1; fixed_active 0..1
     for (int j = 0; j <= ny; ++j) {
       const double y = 0.05 * j;  // sm_kappa 0..3
-      const double e = MeanError(Predicted(world, With(base, kind, x, y), pairs));
+      const double e = MeanError(Predicted(world, With(base, kind, x, y), pairs, scenes));
       if (e < best_error - 1e-12) {
         best_error = e;
         best =
@@ -133,7 +161,7 @@ ContentionFit Fit(const FitWorld& world, const PhysicsOptions& base, const std::
   }
   PhysicsOptions o = base;
   o = mps ? With(o, kind, best.front_kappa, best.sm_kappa) : With(o, kind, best.fixed_active, 0);
-  best.train_median = MedianError(Predicted(world, o, pairs));
+  best.train_median = MedianError(Predicted(world, o, pairs, scenes));
   return best;
 }
 
