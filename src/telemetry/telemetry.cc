@@ -29,19 +29,19 @@ Series Tail(const Series& series, double window_s) {
 }
 
 void StaticTelemetry::AddMemorySample(std::string_view uuid, double t, double mib) {
-  series_[std::string(uuid)].push_back({t, mib});
-  mem_[std::string(uuid)] = mib;
+  Append(series_, uuid, {t, mib});
+  Put(mem_, uuid, mib);
   ++version_;
 }
 
 void StaticTelemetry::AddSmActivitySample(std::string_view key, double t, double activity) {
-  sm_series_[std::string(key)].push_back({t, activity});
-  sm_activity_[std::string(key)] = activity;
+  Append(sm_series_, key, {t, activity});
+  Put(sm_activity_, key, activity);
   ++version_;
 }
 
 void StaticTelemetry::AddBandwidthSample(std::string_view key, double t, double fraction) {
-  bandwidth_series_[std::string(key)].push_back({t, fraction});
+  Append(bandwidth_series_, key, {t, fraction});
   ++version_;
 }
 

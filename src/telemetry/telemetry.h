@@ -175,6 +175,13 @@ class StaticTelemetry final : public Telemetry {
     it->second = v;
     return true;
   }
+  // Appends s to map[key] with one lookup (a string is built only for a new key): the
+  // simulator adds three samples a pod every second.
+  static void Append(UuidMap<Series>& map, std::string_view key, Sample s) {
+    auto it = map.find(key);
+    if (it == map.end()) it = map.emplace(std::string(key), Series{}).first;
+    it->second.push_back(s);
+  }
   // Sets map[key] = v, bumping the version only when the value changes.
   void Set(UuidMap<double>& map, std::string_view key, double v) {
     if (Put(map, key, v)) ++version_;
