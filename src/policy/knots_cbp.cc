@@ -105,7 +105,7 @@ void KnotsCbp::Confirm(const Workload&, GpuIndex, const ClusterState&, Verdict&)
 KnotsCbp::Verdict KnotsCbp::Judge(const Workload& w, GpuIndex g, const ClusterState& c,
                                   bool explain) {
   Observe(c);
-  Verdict v{g, Check::kNone, 0, "", explain};
+  Verdict v{{"", explain}, g, Check::kNone, 0};
   const model::Gpu& gpu = c.gpu(g);
   const model::Partition& part = c.partition(ClusterState::PartitionOf(g, 0));
   const double capacity = static_cast<double>(part.memory_mib);

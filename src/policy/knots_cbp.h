@@ -25,8 +25,6 @@
 // away (the Confirm hook). Offers follow telemetry
 // (OfferInputs::live_state). Not thread-safe; the telemetry must outlive it.
 
-#include <fmt/format.h>
-
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -59,18 +57,10 @@ class KnotsCbp : public Policy {
   using Check = UsageCheck;
   // One GPU's judgement of a pod: the check that let it in, the GPU's free memory (the sort
   // key) and, when `explain`, every step with its numbers.
-  struct Verdict {
+  struct Verdict : Explanation {
     GpuIndex gpu = 0;
     Check by = Check::kNone;
     double free_mib = 0;
-    std::string detail;
-    bool explain = true;
-
-    // Appends a step to `detail` when explaining (NoteIf).
-    template <typename... Args>
-    void Note(fmt::format_string<Args...> format, Args&&... args) {
-      NoteIf(explain, detail, format, std::forward<Args>(args)...);
-    }
   };
 
   KnotsCbp(const telemetry::Telemetry* telemetry, KnotsCbpOptions options = {});

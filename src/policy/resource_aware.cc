@@ -190,7 +190,7 @@ std::optional<double> ResourceAware::PeakTakenMib(GpuIndex g, const ClusterState
 ResourceAware::Verdict ResourceAware::Judge(const Workload& w, GpuIndex g, const ClusterState& c,
                                             bool explain) {
   Observe(c);
-  Verdict v{g, Check::kNone, 0, "", explain};
+  Verdict v{{"", explain}, g, Check::kNone, 0};
   const double capacity = static_cast<double>(CapacityMib(g, c));
   double request = static_cast<double>(w.gpu.memory_mib);
   auto admit = [&](Check by, double free) {

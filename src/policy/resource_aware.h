@@ -27,15 +27,12 @@
 // the GPU); compute is capped at the request's share. Usage comes from Telemetry only; without
 // it, only check 1 runs. Offers follow telemetry (OfferInputs::live_state). Not thread-safe.
 
-#include <fmt/format.h>
-
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -70,17 +67,10 @@ class ResourceAware final : public Policy {
   using Check = UsageCheck;
   // One GPU's judgement of a pod: the check that let it in (kNone: none did), the memory the
   // admitting check leaves after the request, and every check tried, with its numbers.
-  struct Verdict {
+  struct Verdict : Explanation {
     GpuIndex gpu = 0;
     Check by = Check::kNone;
     double left_mib = 0;
-    std::string detail;
-    bool explain = true;  // false: `detail` stays empty (Score reads no text)
-
-    template <typename... Args>
-    void Note(fmt::format_string<Args...> format, Args&&... args) {
-      NoteIf(explain, detail, format, std::forward<Args>(args)...);
-    }
   };
 
   ResourceAware(const telemetry::Telemetry* telemetry, ResourceAwareOptions options = {});

@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "policy/policy.h"
@@ -77,12 +78,18 @@ void OrderByRequestedMemory(std::vector<const Workload*>& pending);
 // model: mib over the largest GPU memory in the catalog.
 double MemoryScore(double mib);
 
-// Appends a step to a judgement's explanation, or nothing when `on` is false: Score reads no
-// text, and formatting it for every GPU it scores made Score about three times slower.
-template <typename... Args>
-void NoteIf(bool on, std::string& text, fmt::format_string<Args...> format, Args&&... args) {
-  if (on) fmt::format_to(std::back_inserter(text), format, std::forward<Args>(args)...);
-}
+// A judgement's steps, with their numbers, as text for `tessera explain`; nothing when not
+// explaining: Score reads no text, and formatting it for every GPU it scores made Score about
+// three times slower. The verdicts of knots-cbp, knots-pp and resource-aware extend it.
+struct Explanation {
+  std::string detail;
+  bool explain = true;
+
+  template <typename... Args>
+  void Note(fmt::format_string<Args...> format, Args&&... args) {
+    if (explain) fmt::format_to(std::back_inserter(detail), format, std::forward<Args>(args)...);
+  }
+};
 
 // Statistics of a window, on the seed's formulas (predict/forecast.h), with a flat window
 // (every value equal, zero included) read as no variation rather than refused.

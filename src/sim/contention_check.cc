@@ -91,11 +91,11 @@ Scenes ScenesOf(const FitWorld& world, const std::vector<ContentionPair>& pairs)
   return scenes;
 }
 
-// The victims' rates beside their aggressors as the pairs ran, under `options` (noise off), on
-// the pairs' scenes. One Physics per kind serves every pair: its caches hold functions of the
-// application and the options alone.
-std::vector<ContentionPair> Predicted(const FitWorld& world, const PhysicsOptions& options,
-                                      std::vector<ContentionPair> pairs, const Scenes& scenes) {
+// Sets each pair's predicted rate: its victim's beside its aggressor as the pair ran, under
+// `options` (noise off), on the pairs' scenes. One Physics per kind serves every pair: its
+// caches hold functions of the application and the options alone.
+void Predict(const FitWorld& world, const PhysicsOptions& options, const Scenes& scenes,
+             std::vector<ContentionPair>& pairs) {
   std::optional<Physics> mps, time_slice;
   for (size_t i = 0; i < pairs.size(); ++i) {
     const bool is_mps = pairs[i].kind == "mps";
@@ -108,13 +108,12 @@ std::vector<ContentionPair> Predicted(const FitWorld& world, const PhysicsOption
     const model::ClusterState& c = *scenes[i];
     pairs[i].predicted_qps = physics->Rate(*c.Find(1), c).qps;
   }
-  return pairs;
 }
 
 std::vector<ContentionPair> Predicted(const FitWorld& world, const PhysicsOptions& options,
                                       std::vector<ContentionPair> pairs) {
-  const Scenes scenes = ScenesOf(world, pairs);
-  return Predicted(world, options, std::move(pairs), scenes);
+  Predict(world, options, ScenesOf(world, pairs), pairs);
+  return pairs;
 }
 
 double MeanError(const std::vector<ContentionPair>& pairs) {
@@ -147,11 +146,13 @@ ContentionFit Fit(const FitWorld& world, const PhysicsOptions& base, const std::
   const bool mps = kind == "mps";
   const int nx = mps ? 100 : 100, ny = mps ? 60 : 0;
   const Scenes scenes = ScenesOf(world, pairs);
+  std::vector<ContentionPair> scratch = pairs;  // each candidate's predictions, in place
   for (int i = 0; i <= nx; ++i) {
     const double x = mps ? 0.01 * i : 0.01 * i;  // front_kappa 0..1; fixed_active 0..1
     for (int j = 0; j <= ny; ++j) {
       const double y = 0.05 * j;  // sm_kappa 0..3
-      const double e = MeanError(Predicted(world, With(base, kind, x, y), pairs, scenes));
+      Predict(world, With(base, kind, x, y), scenes, scratch);
+      const double e = MeanError(scratch);
       if (e < best_error - 1e-12) {
         best_error = e;
         best =
@@ -161,7 +162,8 @@ ContentionFit Fit(const FitWorld& world, const PhysicsOptions& base, const std::
   }
   PhysicsOptions o = base;
   o = mps ? With(o, kind, best.front_kappa, best.sm_kappa) : With(o, kind, best.fixed_active, 0);
-  best.train_median = MedianError(Predicted(world, o, pairs, scenes));
+  Predict(world, o, scenes, scratch);
+  best.train_median = MedianError(scratch);
   return best;
 }
 
