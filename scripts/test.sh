@@ -9,7 +9,7 @@
 # the suite's time is spent in the modules under test, which keep -O1 (CMakeLists.txt).
 # UBSan's checks trap (TESSERA_UBSAN_TRAP): each still stops the program at its line, and
 # handle_sigill=1 has ASan print the stack; the records behind UBSan's messages made the binaries'
-# writable data ~90 times larger, paid at each of the suite's ~1,300 process starts and exits
+# writable data 100 times larger, paid at each of the suite's ~1,300 process starts and exits
 # (docs/benchmarks.md). For the check's own message, rebuild with -DTESSERA_UBSAN_TRAP=OFF.
 #
 # For the integration tests (CTest label `integration`) scripts/harness.sh starts, on free
