@@ -144,11 +144,11 @@ ContentionFit Fit(const FitWorld& world, const PhysicsOptions& base, const std::
   ContentionFit best;
   double best_error = INFINITY;
   const bool mps = kind == "mps";
-  const int nx = mps ? 100 : 100, ny = mps ? 60 : 0;
+  const int ny = mps ? 60 : 0;  // time slicing has one constant
   const Scenes scenes = ScenesOf(world, pairs);
   std::vector<ContentionPair> scratch = pairs;  // each candidate's predictions, in place
-  for (int i = 0; i <= nx; ++i) {
-    const double x = mps ? 0.01 * i : 0.01 * i;  // front_kappa 0..1; fixed_active 0..1
+  for (int i = 0; i <= 100; ++i) {
+    const double x = 0.01 * i;  // front_kappa 0..1 (MPS); fixed_active 0..1 (time slicing)
     for (int j = 0; j <= ny; ++j) {
       const double y = 0.05 * j;  // sm_kappa 0..3
       Predict(world, With(base, kind, x, y), scenes, scratch);
