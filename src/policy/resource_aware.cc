@@ -27,6 +27,9 @@ std::vector<OptionInfo> ResourceAwareOptionList() {
       {"min_samples", "5", "fewest samples in a window for CBP or peak prediction to judge"},
       {"resize", "true",
        "CBP and peak prediction size a pod by its application's seen peak, not its request"},
+      {"unseen_by_ratio", "true",
+       "with resize, a pod of an unseen application: its request × the largest use ÷ request "
+       "seen (ours)"},
       {"cover_growth", "false",
        "CBP and peak prediction add each pod's growth to come (size − own reading; ours)"},
   };
@@ -45,6 +48,7 @@ Expected<ResourceAwareOptions> ParseResourceAwareOptions(const nlohmann::json& o
         ReadOption(kName, options, "pp_window_s", o.pp_window_s),
         ReadOption(kName, options, "min_samples", o.min_samples),
         ReadOption(kName, options, "resize", o.resize),
+        ReadOption(kName, options, "unseen_by_ratio", o.unseen_by_ratio),
         ReadOption(kName, options, "cover_growth", o.cover_growth)}) {
     if (!read) return std::unexpected(read.error());
   }
@@ -102,6 +106,10 @@ void ResourceAware::Observe(const ClusterState& c) {
     if (!s) continue;
     double& peak = app_peak_mib_[w.app];
     for (const telemetry::Sample& x : *s) peak = std::max(peak, x.value);
+    if (w.gpu.memory_mib > 0) {
+      seen_ratio_ =
+          std::max(seen_ratio_, std::min(1.0, peak / static_cast<double>(w.gpu.memory_mib)));
+    }
   }
 }
 
@@ -114,7 +122,8 @@ double ResourceAware::SizeMib(const Workload& w) const {
   const auto request = static_cast<double>(w.gpu.memory_mib);
   if (!options_.resize) return request;
   const auto it = app_peak_mib_.find(w.app);
-  return it == app_peak_mib_.end() || it->second <= 0 ? request : it->second;
+  if (it != app_peak_mib_.end() && it->second > 0) return it->second;
+  return options_.unseen_by_ratio && seen_ratio_ > 0 ? request * seen_ratio_ : request;
 }
 
 double ResourceAware::UnseenMib(GpuIndex g, double newest_t, double settle_s,
@@ -212,7 +221,12 @@ ResourceAware::Verdict ResourceAware::Judge(const Workload& w, GpuIndex g, const
     return v;
   }
   if (const double size = SizeMib(w); size != request) {
-    v.Note("; resized to its application's seen peak, {:.0f} MiB", size);
+    if (app_peak_mib_.contains(w.app)) {
+      v.Note("; resized to its application's seen peak, {:.0f} MiB", size);
+    } else {
+      v.Note("; resized by the largest use ÷ request seen, {:.3f}, to {:.0f} MiB", seen_ratio_,
+             size);
+    }
     request = size;
   }
   // 2. CBP, then 3. peak prediction.

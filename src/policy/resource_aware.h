@@ -16,7 +16,9 @@
 // into the priority queue … attempts to schedule the next"). Checks 2 and 3 size a pod (the one
 // asking, and those they add) by `resize`: the most memory a pod of its application has been
 // seen holding, in its own series (Kube-Knots' resize to consumption, 004 §CBP, which 003 cites
-// for CBP), its request until one was seen; or, `resize` off, by its request (003 §5's text).
+// for CBP); a pod of an application not seen yet by its request × the largest use ÷ request
+// any pod was seen at (`unseen_by_ratio`, ours: one tenant over-provisions alike); or, `resize`
+// off, by its request (003 §5's text).
 // They add, at that size, the pods their data cannot show yet (usage_view.h: FreshPods) and the
 // pods that hold nothing now, restarting after a crash (HoldsNothingNow): 003 does neither. With
 // `cover_growth` (ours, off) they add instead every pod's growth still to come (its size less its
@@ -53,6 +55,7 @@ struct ResourceAwareOptions {
   double pp_window_s = 30;
   int min_samples = 5;
   bool resize = true;
+  bool unseen_by_ratio = true;
   bool cover_growth = false;
 };
 
@@ -91,7 +94,8 @@ class ResourceAware final : public Policy {
 
  private:
   void Observe(const ClusterState& c);
-  // Checks 2 and 3's size of w (`resize`): its application's seen peak, else its request.
+  // Checks 2 and 3's size of w (`resize`): its application's seen peak, else its request (×
+  // the largest use ÷ request seen, with `unseen_by_ratio`).
   double SizeMib(const Workload& w) const;
   // Σ sizes of g's pods that data ending at `newest_t` needing `settle_s` cannot show yet, or
   // hold nothing now; with `cover_growth`, Σ over g's pods of size less own newest reading.
@@ -109,6 +113,8 @@ class ResourceAware final : public Policy {
   std::optional<uint64_t> observed_version_;
   // Per application, the most memory one of its pods was seen holding (its own series).
   std::unordered_map<std::string, double> app_peak_mib_;
+  // The largest use ÷ request any pod was seen at, at most 1 (0: none seen).
+  double seen_ratio_ = 0;
   std::optional<uint64_t> peaks_version_;
   bool peaks_seen_ = false;
 };

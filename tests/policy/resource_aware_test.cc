@@ -201,7 +201,9 @@ TEST_F(ResourceAwareTest, APodRestartingAfterACrashCountsAtItsRequest) {
 // holding. Two "ssd" pods asked for 24,576 MiB each (250 % over 7,000) and each holds 7,000: the
 // GPU reads 14,000 steady (CV 0, p80 14,000), 18,768 MiB free. A third "ssd" pod asking
 // 24,576 does not fit by its request, but sized at 7,000 it does, leaving 11,768. A pod of an
-// application never seen keeps its request.
+// application never seen keeps its request with `unseen_by_ratio` off; on (the default), it is
+// sized by the largest use ÷ request seen, 7,000 / 24,576 = 0.2848: a 12,288 MiB "resnet" pod
+// counts 3,500 MiB and leaves 18,768 − 3,500 = 15,268.
 TEST_F(ResourceAwareTest, ResizeSizesAPodByItsApplicationsSeenPeak) {
   AddV100Nodes(c_, 1, 1);
   for (model::WorkloadId id : {100, 101}) {
@@ -215,7 +217,14 @@ TEST_F(ResourceAwareTest, ResizeSizesAPodByItsApplicationsSeenPeak) {
   EXPECT_EQ(in.by, ResourceAware::Check::kCbp) << in.detail;
   EXPECT_NEAR(in.left_mib, 11768, 1e-6);
   EXPECT_THAT(in.detail, HasSubstr("resized to its application's seen peak, 7000 MiB"));
-  EXPECT_EQ(p.Judge(MemoryPod(2, 24576, "resnet"), 0, c_).by, ResourceAware::Check::kNone);
+  ResourceAware per_application(&telemetry_, {.unseen_by_ratio = false});
+  EXPECT_EQ(per_application.Judge(MemoryPod(2, 24576, "resnet"), 0, c_).by,
+            ResourceAware::Check::kNone);
+  const ResourceAware::Verdict unseen = p.Judge(MemoryPod(2, 12288, "resnet"), 0, c_);
+  EXPECT_EQ(unseen.by, ResourceAware::Check::kCbp) << unseen.detail;
+  EXPECT_NEAR(unseen.left_mib, 15268, 1e-6);
+  EXPECT_THAT(unseen.detail, HasSubstr("resized by the largest use ÷ request seen, 0.285, to 3500"))
+      << unseen.detail;
   ResourceAware by_request(&telemetry_, {.resize = false});
   const ResourceAware::Verdict out = by_request.Judge(MemoryPod(1, 24576, "ssd"), 0, c_);
   EXPECT_EQ(out.by, ResourceAware::Check::kNone) << out.detail;
@@ -226,7 +235,8 @@ TEST_F(ResourceAwareTest, ResizeSizesAPodByItsApplicationsSeenPeak) {
 // pod 101 ("ssd") was bound before the policy looked and shows 350 (loading). The GPU reads
 // 7,000 for 27 s, then 7,350 for 3 (CV 0.014; p80 at rank 23.2 of 30: 7,000). A 20,000 MiB pod
 // of no known application fits in 32,768 − 7,000 = 25,768; with pod 101's growth to come
-// (7,000 − 350 = 6,650) counted, 19,118 are free and it waits.
+// (7,000 − 350 = 6,650) counted, 19,118 are free and it waits. (Sized by its request:
+// `unseen_by_ratio` off.)
 TEST_F(ResourceAwareTest, CoverGrowthCountsALoadingPodAtItsApplicationsPeak) {
   AddV100Nodes(c_, 1, 1);
   for (model::WorkloadId id : {100, 101}) {
@@ -238,11 +248,12 @@ TEST_F(ResourceAwareTest, CoverGrowthCountsALoadingPodAtItsApplicationsPeak) {
   std::vector<double> gpu(30, 7000);
   for (size_t i = 27; i < 30; ++i) gpu[i] = 7350;
   FeedMemory(telemetry_, Uuid(0), 0, gpu);
-  ResourceAware plain(&telemetry_, {.peak_prediction = false});
+  ResourceAware plain(&telemetry_, {.peak_prediction = false, .unseen_by_ratio = false});
   const ResourceAware::Verdict in = plain.Judge(MemoryPod(1, 20000), 0, c_);
   EXPECT_EQ(in.by, ResourceAware::Check::kCbp) << in.detail;
   EXPECT_NEAR(in.left_mib, 5768, 1e-6);
-  ResourceAware covered(&telemetry_, {.peak_prediction = false, .cover_growth = true});
+  ResourceAware covered(&telemetry_,
+                        {.peak_prediction = false, .unseen_by_ratio = false, .cover_growth = true});
   const ResourceAware::Verdict out = covered.Judge(MemoryPod(1, 20000), 0, c_);
   EXPECT_EQ(out.by, ResourceAware::Check::kNone) << out.detail;
   EXPECT_THAT(out.detail, HasSubstr("p80 7000 MiB + 6650 MiB not yet seen → 19118 MiB free"))
@@ -282,6 +293,7 @@ TEST(ResourceAwareOptionsTest, OptionsAreCheckedAndNamed) {
   EXPECT_EQ(o->lag, 2);
   EXPECT_FALSE(o->cbp);
   EXPECT_TRUE(o->resize);
+  EXPECT_TRUE(o->unseen_by_ratio);
   EXPECT_FALSE(o->cover_growth);
   auto sizes = ParseResourceAwareOptions({{"resize", false}, {"cover_growth", true}});
   ASSERT_TRUE(sizes.has_value()) << sizes.error().message;
