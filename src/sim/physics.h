@@ -176,6 +176,12 @@ class Physics final : public GroundTruth {
   // whose SLO is above this cannot meet it under any placement (docs/simulator.md "What can be
   // met").
   double BestIsolatedQps(const AppSpec& app, std::span<const model::GpuModelId> models) const;
+  // The same for workload `id` of `app`, its own noise factor included: what it runs at alone on
+  // the best configuration. A pod whose SLO is above this meets it under no placement.
+  double CeilingOf(const AppSpec& app, std::span<const model::GpuModelId> models,
+                   model::WorkloadId id) const {
+    return BestIsolatedQps(app, models) * NoiseFactor(id);
+  }
   // Whether a slice of this configuration is below `fail_below_share` on a model the rule holds
   // for: every application without a measurement there fails on it.
   bool TooSmall(model::GpuModelId gpu, int profile, int32_t milli) const;

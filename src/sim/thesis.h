@@ -13,8 +13,8 @@
 // pending and execution time, failures, SLO violations (achieved mean QPS < SLO; failures and
 // pods never started count), attainment, mean |achieved − SLO| / SLO, mean GPU utilisation,
 // mean power and energy. Besides (docs/simulator.md, "What can be met"): which pods' SLOs the
-// cluster can meet at all — judged by the ground truth, the pod alone on its best configuration,
-// noise aside (Physics::BestIsolatedQps) — and the attainment over those feasible pods.
+// cluster can meet at all — judged by the ground truth, the pod alone on its best configuration
+// at its own speed (Physics::CeilingOf) — and the attainment over those feasible pods.
 
 #include <cstdint>
 #include <memory>

@@ -465,7 +465,7 @@ std::string ThesisHtml(const std::string& experiment, std::span<const ThesisRun>
   html += Table(groups, policies);
   html +=
       "<p>SLO-feasible pods: those whose SLO some configuration of the cluster meets, the pod "
-      "alone on it, noise aside — the ceiling of any policy. Over every run of the experiment "
+      "alone on it, at its own speed — the ceiling of any policy. Over every run of the experiment "
       "(all scenarios and seeds, as thesis Ch. 9.3 compares schedulers):</p>\n";
   html += AggregateTable(runs, policies);
   for (const std::string& scenario : scenarios) {

@@ -227,12 +227,16 @@ TEST_F(PhysicsTest, TheCeilingIsTheBestConfigurationTheAppFitsIn) {
 }
 
 TEST_F(PhysicsTest, NoiseIsPerWorkloadBoundedAndSeeded) {
-  // Alone on a whole A100, x runs at 100/s; noise keeps every workload within 100 +- 4%.
+  // Alone on a whole A100, x runs at 100/s; noise keeps every workload within 100 +- 4%. The
+  // whole A100 is x's best configuration there, so its ceiling is the rate it runs at.
   Physics noisy(Catalog(), 7);
+  const auto a100 = *model::FindGpuModel("A100-40GB");
+  const AppSpec& x = noisy.catalog().apps[0];
   bool differs = false;
   for (model::WorkloadId id = 1; id <= 200; ++id) {
     Put(id, "x", 0, ClusterState::PartitionOf(0, 0), 1000);
     const double q = noisy.Rate(*c_.Find(id), c_).qps;
+    EXPECT_NEAR(noisy.CeilingOf(x, std::vector{a100}, id), q, 1e-9);
     EXPECT_GE(q, 96 - 1e-9);
     EXPECT_LE(q, 104 + 1e-9);
     EXPECT_EQ(q, Physics(Catalog(), 7).Rate(*c_.Find(id), c_).qps);  // same seed, same draw

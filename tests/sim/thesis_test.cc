@@ -253,7 +253,9 @@ TEST(ThesisTest, BaselinesFindTheirGpusCutBeforeTheFirstPod) {
 TEST(ThesisTest, APodIsFeasibleWhenItsBestGpuAloneMeetsItsSlo) {
   // onnx/mobilenet's ceiling by hand: whole A30, 0.3 ms x 312/165 + 0.4 ms x 1555/933 +
   // 37.02 ms = 38.254 ms (26.14/s), faster than a whole V100 (0.749 + 0.691 + 37.02 = 38.46 ms).
-  // High SLOs go up to 1.2 x SLO_1, so some pods of every app are out of reach.
+  // High SLOs go up to 1.2 x SLO_1, so some pods of every app are out of reach. A pod's own
+  // speed (its noise factor, within ±4 %) moves its ceiling: feasible when its SLO is at most
+  // 0.96 x the noise-free ceiling, infeasible above 1.04 x, either way between.
   const AppCatalog catalog = Shipped();
   const Physics physics(catalog, 4, {.noise_sd = 0});
   const auto v100 = *model::FindGpuModel("V100-32GB");
@@ -261,28 +263,41 @@ TEST(ThesisTest, APodIsFeasibleWhenItsBestGpuAloneMeetsItsSlo) {
   EXPECT_NEAR(physics.BestIsolatedQps(*catalog.Find("onnx/mobilenet"), std::vector{v100, a30}),
               1 / 0.038254, 0.01);
   // Under Ch. 9.1's literal interval, [0.8, 1.2] x SLO_1, some high SLOs are above every GPU.
-  auto run = RunThesis("max", {20, true}, 4, catalog, {.slo_upper = 1.2});
-  ASSERT_TRUE(run);
-  int feasible = 0, met = 0;
-  for (const ThesisWorkloadRecord& w : run->workloads) {
-    const AppSpec& app = *catalog.Find(w.app);
-    const double ceiling =
-        std::max(physics.IsolatedQps(app, v100, -1, 1000), physics.IsolatedQps(app, a30, -1, 1000));
-    EXPECT_EQ(w.slo_feasible, w.slo_qps <= ceiling) << w.app << " " << w.slo_qps;
-    feasible += w.slo_feasible;
-    met += w.slo_feasible && w.achieved_qps >= w.slo_qps;
-  }
-  EXPECT_GT(feasible, 0);
-  EXPECT_LT(feasible, 20);
-  EXPECT_EQ(run->slo_feasible, feasible);
-  EXPECT_EQ(run->slo_met_feasible, met);
-  EXPECT_DOUBLE_EQ(run->slo_attainment_feasible(), static_cast<double>(met) / feasible);
-  // An infeasible pod never meets its SLO except by noise (at most +4 %).
-  for (const ThesisWorkloadRecord& w : run->workloads) {
-    if (!w.slo_feasible) {
-      EXPECT_LT(w.achieved_qps, 1.04 * w.slo_qps) << w.app;
+  int on_best = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    auto run = RunThesis("max", {20, true}, seed, catalog, {.slo_upper = 1.2});
+    ASSERT_TRUE(run);
+    int feasible = 0, met = 0;
+    for (const ThesisWorkloadRecord& w : run->workloads) {
+      const AppSpec& app = *catalog.Find(w.app);
+      const double ceiling = std::max(physics.IsolatedQps(app, v100, -1, 1000),
+                                      physics.IsolatedQps(app, a30, -1, 1000));
+      if (w.slo_qps <= 0.96 * ceiling) EXPECT_TRUE(w.slo_feasible) << w.app << " " << w.slo_qps;
+      if (w.slo_qps > 1.04 * ceiling) EXPECT_FALSE(w.slo_feasible) << w.app << " " << w.slo_qps;
+      feasible += w.slo_feasible;
+      met += w.slo_feasible && w.achieved_qps >= w.slo_qps;
+    }
+    EXPECT_GT(feasible, 0);
+    EXPECT_LT(feasible, 20);
+    EXPECT_EQ(run->slo_feasible, feasible);
+    EXPECT_EQ(run->slo_met_feasible, met);
+    EXPECT_DOUBLE_EQ(run->slo_attainment_feasible(), static_cast<double>(met) / feasible);
+    // An infeasible pod never meets its SLO: alone on a whole GPU (max) it runs at most at its
+    // own ceiling, which is below the SLO. A feasible one alone on its best GPU meets it.
+    for (const ThesisWorkloadRecord& w : run->workloads) {
+      if (!w.slo_feasible) {
+        EXPECT_LT(w.achieved_qps, w.slo_qps) << w.app;
+        continue;
+      }
+      const AppSpec& app = *catalog.Find(w.app);
+      const bool a30_best =
+          physics.IsolatedQps(app, a30, -1, 1000) >= physics.IsolatedQps(app, v100, -1, 1000);
+      if (w.node != (a30_best ? "a30" : "v100")) continue;
+      ++on_best;
+      EXPECT_GE(w.achieved_qps, w.slo_qps) << "seed " << seed << " " << w.app << " " << w.id;
     }
   }
+  EXPECT_GT(on_best, 0);
 }
 
 TEST(ThesisTest, MeanOfPoolsTheFeasiblePods) {
