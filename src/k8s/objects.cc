@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <type_traits>
 
 #include "model/gpu_model.h"
@@ -282,6 +283,14 @@ Expected<Pod> PodFromJson(const json& object) {
   pod.scheduler_name = StringAt(spec, "schedulerName");
   if (pod.scheduler_name.empty()) pod.scheduler_name = "default-scheduler";
   pod.node_name = StringAt(spec, "nodeName");
+  if (spec.contains("priority") && !spec["priority"].is_null()) {
+    const json& p = spec["priority"];
+    if (!p.is_number_integer() || p.get<int64_t>() < std::numeric_limits<int32_t>::min() ||
+        p.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      return Fail("pod {}: spec.priority: {} is not a 32-bit integer", pod.Key(), p.dump());
+    }
+    pod.priority = p.get<int>();
+  }
   const json& status = ObjectAt(object, "status");
   pod.phase = StringAt(status, "phase");
   pod.ready = ReadyCondition(status);
@@ -579,6 +588,7 @@ Expected<model::Workload> WorkloadFromPod(const Pod& pod, model::WorkloadId id) 
   w.name = pod.Key();
   w.cpu_milli = pod.cpu_milli;
   w.memory_mib = pod.memory_mib;
+  w.priority = pod.priority;  // the tessera.io/priority annotation, when set, overrides it
   Expected<AnnotatedGpu> annotated = ApplyAnnotations(pod, w);
   if (!annotated) return std::unexpected(annotated.error());
   Expected<ResourceGpu> resources = ApplyGpuResources(pod, w);

@@ -48,8 +48,10 @@ Expected<void> Scheduler::Submit(Workload w) {
 }
 
 void Scheduler::Enqueue(Workload w) {
-  // FIFO by (arrival, id): arrivals come nearly in order, so the place is found from the back.
+  // By priority, the highest first (kube-scheduler's PrioritySort), then FIFO by (arrival, id):
+  // arrivals come nearly in order, so the place is found from the back.
   auto later = [&w](const Queued& q) {
+    if (q.workload.priority != w.priority) return q.workload.priority < w.priority;
     return q.workload.arrival_s != w.arrival_s ? q.workload.arrival_s > w.arrival_s
                                                : q.workload.id > w.id;
   };
@@ -323,6 +325,10 @@ bool Scheduler::PlacePending(CycleStats& stats) {
   std::vector<Queue::iterator> order;
   if (policy_.CustomOrder()) {
     policy_.Order(ordered);
+    // The policy orders within a priority, never across (the queue is by priority already).
+    std::stable_sort(ordered.begin(), ordered.end(), [](const Workload* a, const Workload* b) {
+      return a->priority > b->priority;
+    });
     for (const Workload* w : ordered) order.push_back(queued_.at(w->id));
   }
 

@@ -4,8 +4,10 @@
 // at every step. Drivers (the simulator, Kubernetes) feed it events (Submit, Finish,
 // ReshapeDone) and receive its actions through Hooks; time and randomness come in from them.
 //
-// Order: the FIFO queue, or the policy's Order when CustomOrder(); a batch policy's PlaceBatch
-// sees the queue in that order and replaces per-workload scoring for the cycle.
+// Order: by Workload::priority, the highest first (kube-scheduler's PrioritySort; a pod's
+// spec.priority from its PriorityClass), and within a priority the FIFO queue, or the policy's
+// Order when CustomOrder(); a batch policy's PlaceBatch sees the queue in that order and
+// replaces per-workload scoring for the cycle.
 // Select: the highest score wins; ties go to the lowest node index (TieBreak::kFirst) or to a
 // seeded random pick among the tied (kRandom, as kube-scheduler's selectHost).
 // Reserve: the candidate's resizes of running neighbours, then ClusterState::Place, all or
@@ -140,7 +142,8 @@ class Scheduler {
   CycleStats ReshapeDone(GpuIndex gpu);
 
   size_t pending_count() const { return pending_.size(); }
-  // The queue in FIFO order (a copy of pointers; valid until the next call that changes it).
+  // The queue in its order: priority, highest first, then FIFO (a copy of pointers; valid until
+  // the next call that changes it).
   std::vector<const Workload*> pending() const;
   // Why the workload was unschedulable in its last attempt ("" if never).
   std::string LastReason(WorkloadId id) const;
@@ -226,7 +229,7 @@ class Scheduler {
   void CommitBatch(std::vector<policy::Candidate> batch, CycleStats& stats);
   bool PlaceEach(const std::vector<Queue::iterator>& order, CycleStats& stats);
 
-  Queue pending_;  // FIFO by (arrival, id)
+  Queue pending_;  // by Workload::priority (highest first), then FIFO by (arrival, id)
   std::unordered_map<WorkloadId, Queue::iterator> queued_;
   std::unordered_set<WorkloadId> parked_ids_;
   std::unordered_map<std::string, int> shapes_;  // request shape -> pending workloads

@@ -132,6 +132,34 @@ TEST(ObjectsTest, GpuRequestsAndAnnotationsBecomeTheWorkload) {
   EXPECT_EQ(w->goal_z, 2);
 }
 
+// spec.priority, which the admission controller copies from the pod's PriorityClass, orders the
+// scheduler's queue; the tessera.io/priority annotation overrides it. A priority that is not a
+// 32-bit integer refuses the pod, naming it and the field.
+TEST(ObjectsTest, SpecPriorityIsThePodsPriorityUnlessAnnotated) {
+  json object = PodJson({});
+  object["spec"]["priority"] = 1000000;
+  auto pod = PodFromJson(object);
+  ASSERT_TRUE(pod.has_value()) << pod.error().message;
+  EXPECT_EQ(pod->priority, 1000000);
+  auto w = WorkloadFromPod(*pod, 1);
+  ASSERT_TRUE(w.has_value()) << w.error().message;
+  EXPECT_EQ(w->priority, 1000000);
+  object["metadata"]["annotations"] = {{"tessera.io/priority", "7"}};
+  auto annotated = WorkloadFromPod(*PodFromJson(object), 1);
+  ASSERT_TRUE(annotated.has_value());
+  EXPECT_EQ(annotated->priority, 7);
+  auto unset = WorkloadFromPod(*PodFromJson(PodJson({})), 1);
+  ASSERT_TRUE(unset.has_value());
+  EXPECT_EQ(unset->priority, 0);
+  for (const json& bad : {json("high"), json(2.5), json(int64_t{1} << 40)}) {
+    object["spec"]["priority"] = bad;
+    auto refused = PodFromJson(object);
+    ASSERT_FALSE(refused.has_value()) << bad.dump();
+    EXPECT_EQ(refused.error().message,
+              "pod ns/p: spec.priority: " + bad.dump() + " is not a 32-bit integer");
+  }
+}
+
 // `tessera.io/feature.<name>` annotations (docs/kubernetes.md, "What a pod says"); a number is
 // a number, other text a category.
 TEST(ObjectsTest, FeatureAnnotationsBecomeTheWorkloadsFeatures) {

@@ -665,6 +665,43 @@ TEST_F(SchedulerTest, CustomOrderDecidesWhoGetsTheSpaceAndTheScoredHookSeesIt) {
   EXPECT_EQ(offers[3].size(), 1u);
 }
 
+// kube-scheduler's PrioritySort: a higher Workload::priority goes first, FIFO within one.
+// Three shares of 600 on two GPUs of 1000: only two fit. By arrival w1 and w2 would; w3, of
+// priority 10, arrives last and takes n0; w1 (priority 0, the earlier of the two) takes n1.
+TEST_F(SchedulerTest, AHigherPriorityGoesFirstAndArrivalOrdersEquals) {
+  policy::FirstFit ff;
+  Scheduler s(c_, ff, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(1, 600, 1)));
+  ASSERT_TRUE(s.Submit(Share(2, 600, 2)));
+  Workload urgent = Share(3, 600, 3);
+  urgent.priority = 10;
+  ASSERT_TRUE(s.Submit(urgent));
+  std::vector<WorkloadId> queue;
+  for (const Workload* w : s.pending()) queue.push_back(w->id);
+  EXPECT_EQ(queue, (std::vector<WorkloadId>{3, 1, 2}));
+  EXPECT_EQ(s.RunCycle().bound, 2);
+  using Bound = std::pair<WorkloadId, model::NodeIndex>;
+  EXPECT_EQ(bound_, (std::vector<Bound>{{3, 0}, {1, 1}}));
+  EXPECT_EQ(s.pending_count(), 1u);
+}
+
+// A policy's own order (largest share first) holds within a priority, never across: w2 (300,
+// priority 5) goes before both 700s and takes n0 first; then w3 (700) fills n0, w4 (700) goes to
+// n1 and w1 (300) fills it. By the policy's order alone w2 would have come last.
+TEST_F(SchedulerTest, ACustomOrderRanksWithinAPriorityOnly) {
+  LargestShareFirst policy;
+  Scheduler s(c_, policy, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(1, 300, 1)));
+  Workload small_urgent = Share(2, 300, 2);
+  small_urgent.priority = 5;
+  ASSERT_TRUE(s.Submit(small_urgent));
+  ASSERT_TRUE(s.Submit(Share(3, 700, 3)));
+  ASSERT_TRUE(s.Submit(Share(4, 700, 4)));
+  EXPECT_EQ(s.RunCycle().bound, 4);
+  using Bound = std::pair<WorkloadId, model::NodeIndex>;
+  EXPECT_EQ(bound_, (std::vector<Bound>{{2, 0}, {3, 0}, {4, 1}, {1, 1}}));
+}
+
 // Decides a whole cycle at once: the placements it is told, in that order. Counts how often
 // the core falls back to per-workload filtering and scoring, and what queue it was shown.
 class FixedBatch : public policy::Policy {
