@@ -193,7 +193,7 @@ void AddWorldOptions(CLI::App& sub_app, sim::ExperimentArgs& args) {
           "; thesis: slo=capped|literal, base=lower|mean, interference=X|offline, "
           "quarters=ch6|roofline, queries=Q, time=K, mig=free|fixed, "
           "subquarter=fail|floor|linear, resnet_quarter=R, docs/simulator.md; "
-          "overprovision: power=seed003|thesis, oom=fit|one; knots: load=heavy|even; "
+          "overprovision: power=seed003|thesis, oom=fit|one; knots: load=heavy|even, priority=none|inference; "
           "online-offline: cluster=t4|t4-a10, "
           "memory=resident|footprint, trainer_duty=D; "
           "disaggregation: scenario=simulation|prototype, world=colocation|network-only, "

@@ -45,7 +45,10 @@ Expected<void> AddTrace(const KnotsScenario& scenario, uint64_t seed, model::Gpu
     w.queries = app.queries_min + static_cast<int64_t>(trace.Below(static_cast<uint64_t>(
                                       app.queries_max - app.queries_min + 1)));
     w.gpu = {.count = 1, .milli = 1000, .memory_mib = app.footprint_mib, .models = {gpu}};
-    if (serving) w.slo_qps = scenario.slo_fraction * world.physics.IsolatedQps(app, gpu, -1, 1000);
+    if (serving) {
+      w.slo_qps = scenario.slo_fraction * world.physics.IsolatedQps(app, gpu, -1, 1000);
+      w.priority = scenario.inference_priority;
+    }
     w.arrival_s = t;
     if (auto ok = world.engine->Add(std::move(w)); !ok) return std::unexpected(ok.error());
   }
@@ -88,12 +91,24 @@ std::span<const std::string_view> KnotsMixes() { return kKnotsMixes; }
 
 Expected<KnotsReading> KnotsReading::Parse(std::string_view reading) {
   KnotsReading r;
-  if (reading.empty() || reading == "load=heavy") return r;
-  if (reading == "load=even") {
-    r.batch_heavy_factor = 1;
-    return r;
+  size_t at = 0;
+  while (at < reading.size()) {
+    size_t end = reading.find(',', at);
+    if (end == std::string_view::npos) end = reading.size();
+    const std::string_view item = reading.substr(at, end - at);
+    at = end + 1;
+    if (item == "load=heavy" || item == "load=even") {
+      r.batch_heavy_factor = item == "load=heavy" ? 3 : 1;
+    } else if (item == "priority=none" || item == "priority=inference") {
+      r.inference_priority = item == "priority=inference" ? 1000 : 0;
+    } else {
+      return Fail(
+          "--reading: '{}' is not one of load=heavy|even, priority=none|inference (experiment "
+          "knots)",
+          item);
+    }
   }
-  return Fail("--reading: '{}' is not one of load=heavy|even (experiment knots)", reading);
+  return r;
 }
 
 Expected<KnotsScenario> KnotsScenarioOf(std::string_view mix, const KnotsReading& reading) {
@@ -108,6 +123,7 @@ Expected<KnotsScenario> KnotsScenarioOf(std::string_view mix, const KnotsReading
   } else if (mix != "mixed") {
     return Fail("experiment knots: unknown mix '{}' (inference-heavy, mixed or batch-heavy)", mix);
   }
+  s.inference_priority = reading.inference_priority;
   return s;
 }
 

@@ -46,7 +46,12 @@ std::span<const std::string_view> KnotsMixes();
 // queues; `even` keeps 90 pods in every mix (the 2026-12-01 table).
 struct KnotsReading {
   int batch_heavy_factor = 3;
-  // An error naming the keys for anything else.
+  // `priority=inference` (ours; `none`, the default): the inference pods carry a higher
+  // priority than the batch jobs, as an operator's PriorityClass for latency-critical services
+  // would give them, and every policy's queue takes them first (sched/scheduler.h).
+  int inference_priority = 0;
+  // Comma-separated load=heavy|even, priority=none|inference; an error naming the keys for
+  // anything else.
   [[nodiscard]] static Expected<KnotsReading> Parse(std::string_view reading);
 };
 
@@ -58,6 +63,7 @@ struct KnotsScenario {
   int inference_pods = 30;
   double submit_window_s = 1800;  // Poisson submissions over this window
   double slo_fraction = 0.8;      // an inference pod's objective: this share of its rate alone
+  int inference_priority = 0;     // Workload::priority of the inference pods (batch jobs: 0)
   std::vector<std::string> batch_apps = {"rodinia/lavamd", "rodinia/srad", "rodinia/backprop"};
   std::vector<std::string> inference_apps = {"djinn/imc", "djinn/face", "djinn/pos"};
 };
