@@ -105,10 +105,12 @@ void ResourceAware::Observe(const ClusterState& c) {
     const std::optional<telemetry::Series> s = telemetry_->MemoryUsed(w.name, 5);
     if (!s) continue;
     double& peak = app_peak_mib_[w.app];
-    for (const telemetry::Sample& x : *s) peak = std::max(peak, x.value);
+    double own = 0;  // this pod's most in the window, against its own request
+    for (const telemetry::Sample& x : *s) own = std::max(own, x.value);
+    peak = std::max(peak, own);
     if (w.gpu.memory_mib > 0) {
       seen_ratio_ =
-          std::max(seen_ratio_, std::min(1.0, peak / static_cast<double>(w.gpu.memory_mib)));
+          std::max(seen_ratio_, std::min(1.0, own / static_cast<double>(w.gpu.memory_mib)));
     }
   }
 }

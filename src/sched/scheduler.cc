@@ -325,10 +325,14 @@ bool Scheduler::PlacePending(CycleStats& stats) {
   std::vector<Queue::iterator> order;
   if (policy_.CustomOrder()) {
     policy_.Order(ordered);
-    // The policy orders within a priority, never across (the queue is by priority already).
-    std::stable_sort(ordered.begin(), ordered.end(), [](const Workload* a, const Workload* b) {
+    // The policy orders within a priority, never across (the queue is by priority already;
+    // with one priority, as in every simulated experiment, nothing is sorted).
+    const auto higher = [](const Workload* a, const Workload* b) {
       return a->priority > b->priority;
-    });
+    };
+    if (!std::is_sorted(ordered.begin(), ordered.end(), higher)) {
+      std::stable_sort(ordered.begin(), ordered.end(), higher);
+    }
     for (const Workload* w : ordered) order.push_back(queued_.at(w->id));
   }
 
