@@ -407,6 +407,25 @@ TEST_F(SchedulerTest, FailedBindingsUndoTheirReservation) {
   EXPECT_EQ(s.stats().attempts.at("scheduled").count, 2);
 }
 
+// Two pods of 700 milli wait for one GPU; the later one carries tessera.io/priority 100. The queue
+// takes the higher priority first (kube-scheduler's PrioritySort), so it is bound and the earlier
+// one waits; by arrival alone the earlier one would have been.
+TEST_F(SchedulerTest, TheHigherPriorityPodIsBoundFirst) {
+  AddGpuNodes(1, 1);
+  AddSharePod("early", 700);
+  AddSharePod("urgent", 700,
+              {{"tessera.io/app", "onnx/resnet50/bs1"}, {"tessera.io/priority", "100"}});
+  Scheduler s(*client_, store_, clock_, FastConfig("replica-a"));
+  ASSERT_TRUE(s.Start().has_value());
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 1; }));
+  s.Stop();
+  auto urgent = api_.Get("pods", "inference/urgent");
+  auto early = api_.Get("pods", "inference/early");
+  ASSERT_TRUE(urgent.has_value() && early.has_value());
+  EXPECT_EQ((*urgent)["spec"].value("nodeName", ""), "gpu-0");
+  EXPECT_EQ((*early)["spec"].value("nodeName", ""), "");
+}
+
 // A remote slice (seed 002): the pod's CPU and memory on gpu-1, its GPU on gpu-0. The store
 // holds the GPU; the ConfigMap and the annotations carry what the remote-GPU middleware reads
 // (no local device: CUDA_VISIBLE_DEVICES is empty); the pod is bound to gpu-1.
