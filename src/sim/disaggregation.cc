@@ -196,11 +196,7 @@ Expected<std::vector<DisaggregationScenario>> DisaggregationScenariosOf(
   const std::optional<int> nodes =
       args.cluster_nodes_given ? std::optional<int>(args.cluster_nodes) : std::nullopt;
   bool prototype = false, colocation = true;
-  const std::string_view reading = args.reading;
-  for (size_t at = 0; at < reading.size();) {
-    size_t end = reading.find(',', at);
-    if (end == std::string_view::npos) end = reading.size();
-    const std::string_view item = reading.substr(at, end - at);
+  for (const std::string_view item : ReadingItems(args.reading)) {
     if (item == "scenario=simulation" || item == "scenario=prototype") {
       prototype = item == "scenario=prototype";
     } else if (item == "world=colocation" || item == "world=network-only") {
@@ -211,7 +207,6 @@ Expected<std::vector<DisaggregationScenario>> DisaggregationScenariosOf(
           "world=colocation|network-only (experiment disaggregation)",
           item);
     }
-    at = end + 1;
   }
   if (prototype && nodes) {
     return Fail(

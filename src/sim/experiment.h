@@ -95,6 +95,9 @@ std::vector<std::string> PoliciesOrDefault(const ExperimentArgs& args, const Exp
 // as it is when `dir` is empty.
 [[nodiscard]] Expected<ExperimentOutput> WithReport(ExperimentOutput out, const std::string& dir,
                                                     const std::string& html);
+// The items of a --reading, KEY=VALUE,...: split at the commas ("" has none; "a,,b" has an
+// empty one, which every parser refuses by name).
+std::vector<std::string_view> ReadingItems(std::string_view reading);
 // Those of `wanted` this build registers (a note on stderr for each it does not).
 std::vector<std::string> RegisteredOf(const std::vector<std::string>& wanted);
 // Every registered policy that needs no predictor and allocates GPU compute (the packing

@@ -184,6 +184,17 @@ std::vector<std::string> PoliciesOrDefault(const ExperimentArgs& args, const Exp
   return e.default_policies();
 }
 
+std::vector<std::string_view> ReadingItems(std::string_view reading) {
+  std::vector<std::string_view> items;
+  for (size_t at = 0; at < reading.size();) {
+    size_t end = reading.find(',', at);
+    if (end == std::string_view::npos) end = reading.size();
+    items.push_back(reading.substr(at, end - at));
+    at = end + 1;
+  }
+  return items;
+}
+
 std::vector<std::string> RegisteredOf(const std::vector<std::string>& wanted) {
   std::vector<std::string> out;
   for (const std::string& name : wanted) {

@@ -91,12 +91,7 @@ std::span<const std::string_view> KnotsMixes() { return kKnotsMixes; }
 
 Expected<KnotsReading> KnotsReading::Parse(std::string_view reading) {
   KnotsReading r;
-  size_t at = 0;
-  while (at < reading.size()) {
-    size_t end = reading.find(',', at);
-    if (end == std::string_view::npos) end = reading.size();
-    const std::string_view item = reading.substr(at, end - at);
-    at = end + 1;
+  for (const std::string_view item : ReadingItems(reading)) {
     if (item == "load=heavy" || item == "load=even") {
       r.batch_heavy_factor = item == "load=heavy" ? 3 : 1;
     } else if (item == "priority=none" || item == "priority=inference") {

@@ -644,12 +644,7 @@ std::optional<double> TrainerDutyOf(std::string_view item) {
 
 Expected<OnlineOfflineScenario> OnlineOfflineScenarioOf(std::string_view reading) {
   OnlineOfflineScenario scenario;
-  size_t at = 0;
-  while (at < reading.size()) {
-    size_t end = reading.find(',', at);
-    if (end == std::string_view::npos) end = reading.size();
-    const std::string_view item = reading.substr(at, end - at);
-    at = end + 1;
+  for (const std::string_view item : ReadingItems(reading)) {
     if (item == "cluster=t4") {
       scenario.second_gpu.clear();
     } else if (item == "cluster=t4-a10") {

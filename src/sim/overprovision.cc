@@ -46,12 +46,7 @@ PhysicsOptions::PowerLine Seed003V100Power() {
 
 Expected<OverprovisionScenario> OverprovisionScenarioOf(std::string_view reading) {
   OverprovisionScenario scenario;
-  size_t at = 0;
-  while (at < reading.size()) {
-    size_t end = reading.find(',', at);
-    if (end == std::string_view::npos) end = reading.size();
-    const std::string_view item = reading.substr(at, end - at);
-    at = end + 1;
+  for (const std::string_view item : ReadingItems(reading)) {
     if (item == "power=seed003" || item == "power=thesis") {
       scenario.power_seed003 = item == "power=seed003";
     } else if (item == "oom=fit" || item == "oom=one") {

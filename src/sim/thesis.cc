@@ -50,12 +50,7 @@ bool NumberIn(const std::string& value, double lo, double hi, double& out) {
 
 Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
   ThesisReading r;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find(',', at);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view item = text.substr(at, end - at);
-    at = end + 1;
+  for (const std::string_view item : ReadingItems(text)) {
     const size_t eq = item.find('=');
     const std::string key(item.substr(0, eq));
     const std::string value(eq == std::string_view::npos ? "" : item.substr(eq + 1));
