@@ -50,7 +50,7 @@ Expected<void> CheckScenario(const DisaggregationScenario& scenario, const AppCa
       !(scenario.arrival_rate > 0) || !(scenario.warmup_s >= 1) ||
       !(scenario.slack_max >= scenario.slack_min) || !(scenario.slack_min >= 0) ||
       scenario.iperf_every < 1 || !(scenario.iperf_min_s >= 1) ||
-      !(scenario.iperf_max_s >= scenario.iperf_min_s)) {
+      !(scenario.iperf_max_s >= scenario.iperf_min_s) || !(scenario.work_scale > 0)) {
     return Fail("experiment disaggregation: bad scenario {}", scenario.Label());
   }
   for (const char* key : {kWarmupApp, kIperfApp}) {
@@ -89,7 +89,9 @@ Expected<void> AddIperfJobs(const DisaggregationScenario& scenario, uint64_t see
     w.klass = model::WorkloadClass::kOffline;
     w.cpu_milli = kJobCpuMilli;
     w.memory_mib = kJobMemoryMib;
-    w.queries = static_cast<int64_t>(trace.Uniform(scenario.iperf_min_s, scenario.iperf_max_s));
+    w.queries = std::max<int64_t>(
+        1, std::llround(scenario.work_scale *
+                        trace.Uniform(scenario.iperf_min_s, scenario.iperf_max_s)));
     w.arrival_s = t;
     if (auto ok = world.engine->Add(std::move(w)); !ok) return std::unexpected(ok.error());
   }
@@ -126,8 +128,10 @@ Expected<model::WorkloadId> AddJobs(const DisaggregationScenario& scenario, uint
     w.klass = model::WorkloadClass::kOffline;
     w.cpu_milli = kJobCpuMilli;
     w.memory_mib = kJobMemoryMib;
-    w.queries = app.queries_min + static_cast<int64_t>(trace.Below(static_cast<uint64_t>(
-                                      app.queries_max - app.queries_min + 1)));
+    const int64_t drawn = app.queries_min + static_cast<int64_t>(trace.Below(static_cast<uint64_t>(
+                                                app.queries_max - app.queries_min + 1)));
+    w.queries =
+        std::max<int64_t>(1, std::llround(scenario.work_scale * static_cast<double>(drawn)));
     w.gpu = {.count = 1, .milli = 1000, .memory_mib = app.footprint_mib, .models = {gpu}};
     const double alone =
         static_cast<double>(w.queries) / world.physics.IsolatedQps(app, gpu, -1, 1000);
@@ -160,7 +164,11 @@ DisaggregationRun Summarize(const EngineResult& r, model::WorkloadId warmups) {
   }
   if (counted > 0) run.pending_s_mean /= counted;
   run.makespan_s = last - std::max(0.0, first);
-  run.gpu_util_mean = r.gpu_util_mean;
+  // The engine's mean runs to its last completion, the warm-up's when the jobs end first; the
+  // GPU time is all the jobs', inside their makespan.
+  const double engine_span = r.end_s - r.first_arrival_s;
+  run.gpu_util_mean =
+      run.makespan_s > 0 ? r.gpu_util_mean * engine_span / run.makespan_s : r.gpu_util_mean;
   return run;
 }
 
@@ -196,15 +204,17 @@ Expected<std::vector<DisaggregationScenario>> DisaggregationScenariosOf(
   const std::optional<int> nodes =
       args.cluster_nodes_given ? std::optional<int>(args.cluster_nodes) : std::nullopt;
   bool prototype = false, colocation = true;
+  double work_scale = DisaggregationScenario{}.work_scale;
   for (const std::string_view item : ReadingItems(args.reading)) {
     if (item == "scenario=simulation" || item == "scenario=prototype") {
       prototype = item == "scenario=prototype";
     } else if (item == "world=colocation" || item == "world=network-only") {
       colocation = item == "world=colocation";
-    } else {
+    } else if (!(item.starts_with("work=") &&
+                 ReadingNumberIn(std::string(item.substr(5)), 0.01, 10, work_scale))) {
       return Fail(
           "--reading: '{}' is not one of scenario=simulation|prototype, "
-          "world=colocation|network-only (experiment disaggregation)",
+          "world=colocation|network-only, work=X (X in 0.01..10) (experiment disaggregation)",
           item);
     }
   }
@@ -214,7 +224,10 @@ Expected<std::vector<DisaggregationScenario>> DisaggregationScenariosOf(
   }
   std::vector<DisaggregationScenario> scenarios =
       prototype ? DisaggregationPrototypeScenarios() : DisaggregationScenarios(nodes);
-  for (DisaggregationScenario& s : scenarios) s.colocation = colocation;
+  for (DisaggregationScenario& s : scenarios) {
+    s.colocation = colocation;
+    s.work_scale = work_scale;
+  }
   return scenarios;
 }
 

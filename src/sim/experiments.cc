@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "policy/registry.h"
 #include "report/html.h"
@@ -193,6 +194,14 @@ std::vector<std::string_view> ReadingItems(std::string_view reading) {
     at = end + 1;
   }
   return items;
+}
+
+bool ReadingNumberIn(const std::string& value, double lo, double hi, double& out) {
+  char* stop = nullptr;
+  const double x = std::strtod(value.c_str(), &stop);
+  if (value.empty() || *stop != '\0' || !(x >= lo && x <= hi)) return false;
+  out = x;
+  return true;
 }
 
 std::vector<std::string> RegisteredOf(const std::vector<std::string>& wanted) {

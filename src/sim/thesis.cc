@@ -37,15 +37,6 @@ constexpr std::pair<const char*, double> kQuarterRatio[] = {{"onnx/mobilenet", 0
                                                             {"tf/ssd-mobilenet", 0.98}};
 constexpr const char* kResNets[] = {"onnx/resnet50", "tf/resnet50"};
 
-// `value` as a whole number text in [lo, hi] (NaN fails), into `out`; false leaves `out`.
-bool NumberIn(const std::string& value, double lo, double hi, double& out) {
-  char* stop = nullptr;
-  const double x = std::strtod(value.c_str(), &stop);
-  if (value.empty() || *stop != '\0' || !(x >= lo && x <= hi)) return false;
-  out = x;
-  return true;
-}
-
 }  // namespace
 
 Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
@@ -69,7 +60,7 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
     } else if (key == "quarters" && (value == "ch6" || value == "roofline")) {
       r.quarters_ch6 = value == "ch6";
     } else if (key == "queries") {
-      if (!NumberIn(value, 0.1, 10, r.queries_scale)) return bad();
+      if (!ReadingNumberIn(value, 0.1, 10, r.queries_scale)) return bad();
     } else if (key == "subquarter" && (value == "fail" || value == "floor" || value == "linear")) {
       r.subquarter = value == "fail"    ? ThesisReading::SubQuarter::kFail
                      : value == "floor" ? ThesisReading::SubQuarter::kFloor
@@ -77,13 +68,13 @@ Expected<ThesisReading> ThesisReading::Parse(std::string_view text) {
     } else if (key == "mig" && (value == "free" || value == "fixed")) {
       r.mig_fixed = value == "fixed";
     } else if (key == "resnet_quarter") {
-      if (!NumberIn(value, 0.3, 0.99, r.resnet_quarter)) return bad();
+      if (!ReadingNumberIn(value, 0.3, 0.99, r.resnet_quarter)) return bad();
     } else if (key == "time") {
-      if (!NumberIn(value, 1, 1000, r.time_scale)) return bad();
+      if (!ReadingNumberIn(value, 1, 1000, r.time_scale)) return bad();
     } else if (key == "interference") {
       if (value == "offline") {
         r.interference = 1;
-      } else if (!NumberIn(value, 0, 1, r.interference)) {
+      } else if (!ReadingNumberIn(value, 0, 1, r.interference)) {
         return bad();
       }
     } else {
