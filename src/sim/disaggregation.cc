@@ -175,7 +175,10 @@ DisaggregationRun Summarize(const EngineResult& r, model::WorkloadId warmups) {
 }  // namespace
 
 std::string DisaggregationScenario::Label() const {
-  return fmt::format("nodes={},jobs={}{}", nodes, jobs, colocation ? "" : ",network-only");
+  const std::string work = work_scale == DisaggregationScenario{}.work_scale
+                               ? ""
+                               : fmt::format(",work={:g}", work_scale);
+  return fmt::format("nodes={},jobs={}{}{}", nodes, jobs, colocation ? "" : ",network-only", work);
 }
 
 std::vector<DisaggregationScenario> DisaggregationScenarios(std::optional<int> nodes) {
@@ -394,12 +397,15 @@ Expected<Explanation> ExplainDisaggregation(const ExplainArgs& f) {
   const model::GpuModelId k80 = *model::FindGpuModel("K80");
   const std::vector<std::string> apps = {"rodinia/nw", "rodinia/hotspot", "rodinia/lavamd",
                                          "rodinia/btree", "rodinia/srad"};
-  const policy::JobProfiles profiles = ProfileJobs(catalog, apps, k80);
+  std::vector<std::string> profiled = apps;
+  profiled.push_back(kIperfApp);
+  const policy::JobProfiles profiles = ProfileJobs(catalog, profiled, k80, /*colocation=*/true);
   auto small = SmallCluster(k80);
   if (!small) return std::unexpected(small.error());
-  auto world = World::Build(
-      catalog, std::move(*small),
-      {.policy = f.policy, .seed = f.seed, .publish_telemetry = false, .job_profiles = &profiles});
+  WorldOptions options{
+      .policy = f.policy, .seed = f.seed, .publish_telemetry = false, .job_profiles = &profiles};
+  options.physics.link_colocation = true;  // the experiment's default world
+  auto world = World::Build(catalog, std::move(*small), options);
   if (!world) return std::unexpected(world.error());
   model::ClusterState& cluster = (*world)->cluster;
   policy::Policy& policy = *(*world)->policy;
@@ -426,6 +432,16 @@ Expected<Explanation> ExplainDisaggregation(const ExplainArgs& f) {
       !ok) {
     return std::unexpected(ok.error());
   }
+  model::Workload iperf;  // a network-intensive CPU job saturating k80-2's link
+  iperf.id = 8;
+  iperf.name = "iperf-8";
+  iperf.app = kIperfApp;
+  iperf.klass = model::WorkloadClass::kOffline;
+  iperf.cpu_milli = kJobCpuMilli;
+  iperf.memory_mib = kJobMemoryMib;
+  if (auto ok = cluster.Place(iperf, {.workload = 8, .node = 2}); !ok) {
+    return std::unexpected(ok.error());
+  }
   std::vector<model::Workload> jobs;
   jobs.push_back(job(3, "rodinia/nw", 0.1, 1));
   jobs.push_back(job(4, "rodinia/hotspot", 0.1, 5));
@@ -436,8 +452,9 @@ Expected<Explanation> ExplainDisaggregation(const ExplainArgs& f) {
   for (const model::Workload& w : jobs) pending.push_back(&w);
   out += fmt::format(
       "scenario: disaggregation (seed 002) — 3 nodes of 2 K80s; k80-0's CPU held by the "
-      "warm-up; job 2 (rodinia/nw) runs on k80-1 with its GPU on k80-0 (remote); jobs 3-7 "
-      "pending (nw, hotspot, lavamd, btree, srad; goals 10-50 % above their run alone)\n\n");
+      "warm-up; job 2 (rodinia/nw) runs on k80-1 with its GPU on k80-0 (remote); an "
+      "Iperf-like job saturates k80-2's link; jobs 3-7 pending (nw, hotspot, lavamd, btree, "
+      "srad; goals 10-50 % above their run alone)\n\n");
   // Two cycles: what the first leaves waiting has W = 1 in the second.
   for (int cycle = 1; cycle <= 2; ++cycle) {
     policy.Order(pending);

@@ -65,7 +65,8 @@ struct DisaggregationScenario {
   // catalogue's run times to the makespan 002 measured for its Firmament baseline (Table 2, 128
   // jobs on four machines: 1145 s; ours 1141 s over seeds 1–10). 1: the catalogue's (ours).
   double work_scale = 0.163;
-  std::string Label() const;  // "nodes=16,jobs=512" (",network-only" in that world)
+  // "nodes=16,jobs=512", then ",network-only" in that world and ",work=X" off the default.
+  std::string Label() const;
 };
 
 // 002's two simulated scenarios: 16 nodes with 512 jobs, 128 nodes with 4,096; given a node
@@ -120,9 +121,10 @@ std::string DisaggregationHtml(size_t seeds, std::span<const DisaggregationRun> 
 [[nodiscard]] Expected<ExperimentOutput> RunDisaggregationExperiment(const ExperimentArgs& args,
                                                                      const Experiment& experiment);
 
-// `tessera explain` in this experiment's world, small: three nodes of two K80s, k80-0's CPU
-// held by the warm-up, an NW job running on k80-1 with its GPU on k80-0 (loading both nodes'
-// network), and five Rodinia-like jobs pending. Two cycles run; after each the policy prints
+// `tessera explain` in this experiment's (co-location) world, small: three nodes of two K80s,
+// k80-0's CPU held by the warm-up, an NW job running on k80-1 with its GPU on k80-0 (loading
+// both nodes' network), an Iperf-like job saturating k80-2's link, and five Rodinia-like jobs
+// pending. Two cycles run; after each the policy prints
 // its two flow networks (arcs per kind, costs) and each job's fate.
 [[nodiscard]] Expected<Explanation> ExplainDisaggregation(const ExplainArgs& args);
 

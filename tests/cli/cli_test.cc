@@ -374,6 +374,14 @@ TEST(CliTest, DisaggregationWritesItsJsonAndReport) {
   EXPECT_NE(out.find("phase 2 (GPUs)"), std::string::npos) << out;
   EXPECT_NE(out.find("waiting was cheaper"), std::string::npos) << out;
   EXPECT_NE(out.find("job 6: W 1"), std::string::npos) << out;
+  // Network-aware, the saturated link of k80-2 (the Iperf-like job) takes no job, and the jobs
+  // that every placement left would slow past their goal are postponed.
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunArgs({"explain", "--policy", R"(drmaestro{"network_aware":true})"}), 0);
+  const std::string aware = testing::internal::GetCapturedStdout();
+  EXPECT_NE(aware.find("postponed"), std::string::npos) << aware;
+  EXPECT_EQ(aware.find("on k80-2"), std::string::npos) << aware;
+  EXPECT_NE(out.find("on k80-2"), std::string::npos) << out;  // plain drmaestro uses it
 }
 
 TEST(CliTest, OnlineOfflineWritesItsJsonAndReport) {

@@ -160,6 +160,8 @@ TEST(DisaggregationScenariosTest, TheWorkReadingScalesTheJobs) {
   auto catalogue = DisaggregationScenariosOf(args);
   ASSERT_TRUE(catalogue) << catalogue.error().message;
   EXPECT_DOUBLE_EQ((*catalogue)[1].work_scale, 1);
+  EXPECT_EQ((*catalogue)[1].Label(), "nodes=4,jobs=512,work=1");  // the report says which
+  EXPECT_EQ((*fitted)[0].Label(), "nodes=16,jobs=512");
   for (const char* bad : {"work=0", "work=abc", "work=11", "work=", "work=0.5x"}) {
     args.reading = bad;
     auto r = DisaggregationScenariosOf(args);
