@@ -194,11 +194,11 @@ void AddWorldOptions(CLI::App& sub_app, sim::ExperimentArgs& args) {
           "quarters=ch6|roofline, queries=Q, time=K, mig=free|fixed, "
           "subquarter=fail|floor|linear, resnet_quarter=R, docs/simulator.md; "
           "overprovision: power=seed003|thesis, oom=fit|one; "
-          "knots: load=heavy|even, priority=none|inference; "
+          "knots: load=heavy|even, priority=none|inference, batch=host|gpu; "
           "online-offline: cluster=t4|t4-a10, "
           "memory=resident|footprint, trainer_duty=D; "
           "disaggregation: scenario=simulation|prototype, world=colocation|network-only, "
-          "docs/results.md)");
+          "work=X, docs/results.md)");
 }
 
 void AddSimulate(CLI::App& app, Status* status) {

@@ -96,10 +96,12 @@ Expected<KnotsReading> KnotsReading::Parse(std::string_view reading) {
       r.batch_heavy_factor = item == "load=heavy" ? 3 : 1;
     } else if (item == "priority=none" || item == "priority=inference") {
       r.inference_priority = item == "priority=inference" ? 1000 : 0;
+    } else if (item == "batch=host" || item == "batch=gpu") {
+      r.batch_host_time = item == "batch=host";
     } else {
       return Fail(
-          "--reading: '{}' is not one of load=heavy|even, priority=none|inference (experiment "
-          "knots)",
+          "--reading: '{}' is not one of load=heavy|even, priority=none|inference, "
+          "batch=host|gpu (experiment knots)",
           item);
     }
   }
@@ -119,6 +121,7 @@ Expected<KnotsScenario> KnotsScenarioOf(std::string_view mix, const KnotsReading
     return Fail("experiment knots: unknown mix '{}' (inference-heavy, mixed or batch-heavy)", mix);
   }
   s.inference_priority = reading.inference_priority;
+  s.batch_host_time = reading.batch_host_time;
   return s;
 }
 
@@ -126,7 +129,17 @@ Expected<KnotsRun> RunKnots(std::string_view policy_spec, const KnotsScenario& s
                             uint64_t seed, const AppCatalog& full_catalog) {
   const std::optional<model::GpuModelId> gpu = model::FindGpuModel(scenario.gpu);
   if (!gpu) return Fail("experiment knots: unknown GPU model '{}'", scenario.gpu);
-  const AppCatalog catalog = SharingCatalog(full_catalog);
+  AppCatalog catalog = SharingCatalog(full_catalog);
+  if (!scenario.batch_host_time) {
+    for (AppSpec& app : catalog.apps) {
+      if (std::find(scenario.batch_apps.begin(), scenario.batch_apps.end(), app.key) ==
+          scenario.batch_apps.end()) {
+        continue;
+      }
+      app.fixed_s += app.host_s;
+      app.host_s = 0;
+    }
+  }
   for (const auto* list : {&scenario.batch_apps, &scenario.inference_apps}) {
     if (list->empty()) return Fail("experiment knots: no batch or no inference apps");
     for (const std::string& key : *list) {

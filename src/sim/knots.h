@@ -50,8 +50,14 @@ struct KnotsReading {
   // priority than the batch jobs, as an operator's PriorityClass for latency-critical services
   // would give them, and every policy's queue takes them first (sched/scheduler.h).
   int inference_priority = 0;
-  // Comma-separated load=heavy|even, priority=none|inference; an error naming the keys for
-  // anything else.
+  // What a batch job does when its GPU is nearly idle (`batch=host|gpu`). `host` (the default
+  // since 2026-12-03): host time (AppSpec::host_s), as docs/simulator.md has described the
+  // Rodinia-like jobs since 2026-11-25 (SM activity 0.01 for 94 % of the run) and apps.yaml
+  // now encodes it; it does not load a GPU's shared front end. `gpu`: latency-bound GPU work
+  // (AppSpec::fixed_s), which does, as apps.yaml encoded it before host_s existed.
+  bool batch_host_time = true;
+  // Comma-separated load=heavy|even, priority=none|inference, batch=host|gpu; an error naming
+  // the keys for anything else.
   [[nodiscard]] static Expected<KnotsReading> Parse(std::string_view reading);
 };
 
@@ -64,6 +70,7 @@ struct KnotsScenario {
   double submit_window_s = 1800;  // Poisson submissions over this window
   double slo_fraction = 0.8;      // an inference pod's objective: this share of its rate alone
   int inference_priority = 0;     // Workload::priority of the inference pods (batch jobs: 0)
+  bool batch_host_time = true;    // false: the batch apps' host time runs as fixed GPU work
   std::vector<std::string> batch_apps = {"rodinia/lavamd", "rodinia/srad", "rodinia/backprop"};
   std::vector<std::string> inference_apps = {"djinn/imc", "djinn/face", "djinn/pos"};
 };
