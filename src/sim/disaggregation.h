@@ -124,8 +124,8 @@ std::string DisaggregationHtml(size_t seeds, std::span<const DisaggregationRun> 
 // `tessera explain` in this experiment's (co-location) world, small: three nodes of two K80s,
 // k80-0's CPU held by the warm-up, an NW job running on k80-1 with its GPU on k80-0 (loading
 // both nodes' network), an Iperf-like job saturating k80-2's link, and five Rodinia-like jobs
-// pending. Two cycles run; after each the policy prints
-// its two flow networks (arcs per kind, costs) and each job's fate.
+// pending. Two cycles run; after each the policy prints its two flow networks (arcs per kind,
+// costs) and each job's fate.
 [[nodiscard]] Expected<Explanation> ExplainDisaggregation(const ExplainArgs& args);
 
 }  // namespace tessera::sim

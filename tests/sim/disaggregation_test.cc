@@ -170,8 +170,9 @@ TEST(DisaggregationScenariosTest, TheWorkReadingScalesTheJobs) {
   }
 }
 
-// Half the work, same arrivals: the local baseline's pods run half as long, so on the network-
-// only world (no co-location: a local run is its time alone) its summed run time halves.
+// Half the work, same arrivals: the local baseline's jobs run half as long. In the network-only
+// world a local run is its time alone, and the 64 jobs queue for the 8 local K80s, so the
+// makespan halves.
 TEST_F(DisaggregationTest, HalfTheWorkHalvesTheRunsOfTheLocalBaseline) {
   scenario_.colocation = false;
   scenario_.work_scale = 1;
