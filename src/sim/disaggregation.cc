@@ -214,7 +214,7 @@ Expected<std::vector<DisaggregationScenario>> DisaggregationScenariosOf(
     } else if (item == "world=colocation" || item == "world=network-only") {
       colocation = item == "world=colocation";
     } else if (!(item.starts_with("work=") &&
-                 ReadingNumberIn(std::string(item.substr(5)), 0.01, 10, work_scale))) {
+                 ReadingNumberIn(item.substr(5), 0.01, 10, work_scale))) {
       return Fail(
           "--reading: '{}' is not one of scenario=simulation|prototype, "
           "world=colocation|network-only, work=X (X in 0.01..10) (experiment disaggregation)",
@@ -369,8 +369,28 @@ Expected<ExperimentOutput> RunDisaggregationExperiment(const ExperimentArgs& arg
 
 namespace {
 
-// The explain scene's cluster: three nodes of two K80s, k80-0's CPU held by the warm-up.
-Expected<model::ClusterState> SmallCluster(model::GpuModelId k80) {
+// A pending job of the explain scene: 3,000 queries, its goal `slack` above its run alone.
+model::Workload ExplainJob(model::WorkloadId id, const std::string& app, double slack, int z,
+                           model::GpuModelId k80, const policy::JobProfiles& profiles) {
+  model::Workload w;
+  w.id = id;
+  w.name = fmt::format("job-{}", id);
+  w.app = app;
+  w.klass = model::WorkloadClass::kOffline;
+  w.queries = 3000;
+  w.cpu_milli = 8000;
+  w.memory_mib = 32 << 10;
+  w.gpu = {.count = 1, .milli = 1000, .models = {k80}};
+  w.goal_s = 3000 * profiles.at(app).seconds_per_query.at(k80) * (1 + slack);
+  w.goal_z = z;
+  w.arrival_s = static_cast<double>(id);
+  return w;
+}
+
+// The explain scene's cluster: three nodes of two K80s, k80-0's CPU held by the warm-up, an NW
+// job running on k80-1 with its GPU on k80-0, and an Iperf-like job on k80-2.
+Expected<model::ClusterState> SmallCluster(model::GpuModelId k80,
+                                           const policy::JobProfiles& profiles) {
   model::ClusterState cluster;
   for (int n = 0; n < 3; ++n) {
     if (auto ok = cluster.AddNode(
@@ -385,46 +405,7 @@ Expected<model::ClusterState> SmallCluster(model::GpuModelId k80) {
   warmup.cpu_milli = 160'000;
   if (auto ok = cluster.Place(warmup, {.workload = 1, .node = 0}); !ok)
     return std::unexpected(ok.error());
-  return cluster;
-}
-
-}  // namespace
-
-Expected<Explanation> ExplainDisaggregation(const ExplainArgs& f) {
-  const AppCatalog& full_catalog = *f.catalog;
-  std::string out;
-  const AppCatalog catalog = SharingCatalog(full_catalog);
-  const model::GpuModelId k80 = *model::FindGpuModel("K80");
-  const std::vector<std::string> apps = {"rodinia/nw", "rodinia/hotspot", "rodinia/lavamd",
-                                         "rodinia/btree", "rodinia/srad"};
-  std::vector<std::string> profiled = apps;
-  profiled.push_back(kIperfApp);
-  const policy::JobProfiles profiles = ProfileJobs(catalog, profiled, k80, /*colocation=*/true);
-  auto small = SmallCluster(k80);
-  if (!small) return std::unexpected(small.error());
-  WorldOptions options{
-      .policy = f.policy, .seed = f.seed, .publish_telemetry = false, .job_profiles = &profiles};
-  options.physics.link_colocation = true;  // the experiment's default world
-  auto world = World::Build(catalog, std::move(*small), options);
-  if (!world) return std::unexpected(world.error());
-  model::ClusterState& cluster = (*world)->cluster;
-  policy::Policy& policy = *(*world)->policy;
-  const auto job = [&](model::WorkloadId id, const std::string& app, double slack, int z) {
-    model::Workload w;
-    w.id = id;
-    w.name = fmt::format("job-{}", id);
-    w.app = app;
-    w.klass = model::WorkloadClass::kOffline;
-    w.queries = 3000;
-    w.cpu_milli = 8000;
-    w.memory_mib = 32 << 10;
-    w.gpu = {.count = 1, .milli = 1000, .models = {k80}};
-    w.goal_s = 3000 * profiles.at(app).seconds_per_query.at(k80) * (1 + slack);
-    w.goal_z = z;
-    w.arrival_s = static_cast<double>(id);
-    return w;
-  };
-  const model::Workload running = job(2, "rodinia/nw", 0.5, 5);
+  const model::Workload running = ExplainJob(2, "rodinia/nw", 0.5, 5, k80, profiles);
   if (auto ok = cluster.Place(
           running, {.workload = 2,
                     .node = 1,
@@ -442,24 +423,21 @@ Expected<Explanation> ExplainDisaggregation(const ExplainArgs& f) {
   if (auto ok = cluster.Place(iperf, {.workload = 8, .node = 2}); !ok) {
     return std::unexpected(ok.error());
   }
-  std::vector<model::Workload> jobs;
-  jobs.push_back(job(3, "rodinia/nw", 0.1, 1));
-  jobs.push_back(job(4, "rodinia/hotspot", 0.1, 5));
-  jobs.push_back(job(5, "rodinia/lavamd", 0.3, 5));
-  jobs.push_back(job(6, "rodinia/btree", 0.5, 9));
-  jobs.push_back(job(7, "rodinia/srad", 0.2, 3));
+  return cluster;
+}
+
+// Two cycles of `policy` over `jobs`, each followed by its explanation; what the first leaves
+// waiting has W = 1 in the second.
+Expected<std::string> ExplainCycles(policy::Policy& policy, model::ClusterState& cluster,
+                                    const std::vector<model::Workload>& jobs,
+                                    std::string_view name) {
+  std::string out;
   std::vector<const model::Workload*> pending;
   for (const model::Workload& w : jobs) pending.push_back(&w);
-  out += fmt::format(
-      "scenario: disaggregation (seed 002) — 3 nodes of 2 K80s; k80-0's CPU held by the "
-      "warm-up; job 2 (rodinia/nw) runs on k80-1 with its GPU on k80-0 (remote); an "
-      "Iperf-like job saturates k80-2's link; jobs 3-7 pending (nw, hotspot, lavamd, btree, "
-      "srad; goals 10-50 % above their run alone)\n\n");
-  // Two cycles: what the first leaves waiting has W = 1 in the second.
   for (int cycle = 1; cycle <= 2; ++cycle) {
     policy.Order(pending);
     auto batch = policy.PlaceBatch(pending, cluster);
-    if (!batch) return Fail("{}: no batch placement", f.spec.name);
+    if (!batch) return Fail("{}: no batch placement", name);
     out += fmt::format("cycle {}: ", cycle);
     out += policy.Explain(*pending.front(), cluster);
     for (const policy::Candidate& c : *batch) {
@@ -473,7 +451,40 @@ Expected<Explanation> ExplainDisaggregation(const ExplainArgs& f) {
     if (pending.empty()) break;
     out += fmt::format("\n");
   }
-  return Explanation{.text = std::move(out)};
+  return out;
+}
+
+}  // namespace
+
+Expected<Explanation> ExplainDisaggregation(const ExplainArgs& f) {
+  const AppCatalog catalog = SharingCatalog(*f.catalog);
+  const model::GpuModelId k80 = *model::FindGpuModel("K80");
+  const std::vector<std::string> profiled = {"rodinia/nw",    "rodinia/hotspot", "rodinia/lavamd",
+                                             "rodinia/btree", "rodinia/srad",    kIperfApp};
+  const policy::JobProfiles profiles = ProfileJobs(catalog, profiled, k80, /*colocation=*/true);
+  auto small = SmallCluster(k80, profiles);
+  if (!small) return std::unexpected(small.error());
+  WorldOptions options{
+      .policy = f.policy, .seed = f.seed, .publish_telemetry = false, .job_profiles = &profiles};
+  options.physics.link_colocation = true;  // the experiment's default world
+  auto world = World::Build(catalog, std::move(*small), options);
+  if (!world) return std::unexpected(world.error());
+  const std::vector<model::Workload> jobs = {
+      ExplainJob(3, "rodinia/nw", 0.1, 1, k80, profiles),
+      ExplainJob(4, "rodinia/hotspot", 0.1, 5, k80, profiles),
+      ExplainJob(5, "rodinia/lavamd", 0.3, 5, k80, profiles),
+      ExplainJob(6, "rodinia/btree", 0.5, 9, k80, profiles),
+      ExplainJob(7, "rodinia/srad", 0.2, 3, k80, profiles)};
+  Expected<std::string> cycles =
+      ExplainCycles(*(*world)->policy, (*world)->cluster, jobs, f.spec.name);
+  if (!cycles) return std::unexpected(cycles.error());
+  return Explanation{
+      .text =
+          "scenario: disaggregation (seed 002) — 3 nodes of 2 K80s; k80-0's CPU held by the "
+          "warm-up; job 2 (rodinia/nw) runs on k80-1 with its GPU on k80-0 (remote); an "
+          "Iperf-like job saturates k80-2's link; jobs 3-7 pending (nw, hotspot, lavamd, btree, "
+          "srad; goals 10-50 % above their run alone)\n\n" +
+          *cycles};
 }
 
 }  // namespace tessera::sim

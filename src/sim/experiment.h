@@ -98,9 +98,9 @@ std::vector<std::string> PoliciesOrDefault(const ExperimentArgs& args, const Exp
 // The items of a --reading, KEY=VALUE,...: split at the commas ("" has none; "a,,b" has an
 // empty one, which every parser refuses by name).
 std::vector<std::string_view> ReadingItems(std::string_view reading);
-// `value` (a reading's VALUE) as a number in [lo, hi] into `out`; false (NaN, trailing text, out
-// of range) leaves `out` as it was.
-bool ReadingNumberIn(const std::string& value, double lo, double hi, double& out);
+// `value` (a reading's VALUE), as a whole, a number in [lo, hi] into `out`; false (not a number,
+// trailing text, NaN, out of range) leaves `out` as it was.
+bool ReadingNumberIn(std::string_view value, double lo, double hi, double& out);
 // Those of `wanted` this build registers (a note on stderr for each it does not).
 std::vector<std::string> RegisteredOf(const std::vector<std::string>& wanted);
 // Every registered policy that needs no predictor and allocates GPU compute (the packing

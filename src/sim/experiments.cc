@@ -3,8 +3,8 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
-#include <cstdlib>
 
 #include "policy/registry.h"
 #include "report/html.h"
@@ -196,10 +196,12 @@ std::vector<std::string_view> ReadingItems(std::string_view reading) {
   return items;
 }
 
-bool ReadingNumberIn(const std::string& value, double lo, double hi, double& out) {
-  char* stop = nullptr;
-  const double x = std::strtod(value.c_str(), &stop);
-  if (value.empty() || *stop != '\0' || !(x >= lo && x <= hi)) return false;
+bool ReadingNumberIn(std::string_view value, double lo, double hi, double& out) {
+  double x = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
+  if (ec != std::errc() || end != value.data() + value.size() || !(x >= lo && x <= hi)) {
+    return false;
+  }
   out = x;
   return true;
 }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -632,10 +631,8 @@ namespace {
 std::optional<double> TrainerDutyOf(std::string_view item) {
   constexpr std::string_view kKey = "trainer_duty=";
   if (!item.starts_with(kKey)) return std::nullopt;
-  const std::string_view text = item.substr(kKey.size());
-  double duty = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), duty);
-  if (ec != std::errc() || end != text.data() + text.size() || !(duty > 0 && duty <= 1)) {
+  double duty = 0;  // > 0: from the smallest positive double up
+  if (!ReadingNumberIn(item.substr(kKey.size()), std::nextafter(0.0, 1.0), 1, duty)) {
     return std::nullopt;
   }
   return duty;
