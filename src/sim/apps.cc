@@ -170,6 +170,36 @@ void EmitUsagePoint(YAML::Emitter& out, const UsagePoint& u) {
   out << YAML::Key << "bandwidth" << YAML::Value << u.bandwidth;
 }
 
+// `remote:` {network_share, network_share_loaded} of app `key`.
+Expected<RemoteProfile> ParseRemote(const std::string& file, const std::string& key,
+                                    const YAML::Node& r) {
+  if (!r.IsMap()) return At(file, r, fmt::format("app {}: 'remote' must be a map", key));
+  auto share = Get<double>(file, r, "network_share", true, 0.0);
+  if (!share) return std::unexpected(share.error());
+  auto loaded = Get<double>(file, r, "network_share_loaded", true, 0.0);
+  if (!loaded) return std::unexpected(loaded.error());
+  if (!(*share >= 0) || !(*loaded >= *share) || !(*loaded < 1)) {
+    return At(
+        file, r,
+        fmt::format("app {}: remote needs 0 <= network_share <= network_share_loaded < 1", key));
+  }
+  return RemoteProfile{.network_share = *share, .network_share_loaded = *loaded};
+}
+
+// `link:` {disk_share, load} of app `key`.
+Expected<LinkUse> ParseLink(const std::string& file, const std::string& key, const YAML::Node& l) {
+  if (!l.IsMap()) return At(file, l, fmt::format("app {}: 'link' must be a map", key));
+  auto disk = Get<double>(file, l, "disk_share", false, 0.0);
+  if (!disk) return std::unexpected(disk.error());
+  auto load = Get<double>(file, l, "load", false, 0.0);
+  if (!load) return std::unexpected(load.error());
+  if (!(*disk >= 0 && *disk < 1) || !(*load >= 0 && *load <= 1)) {
+    return At(file, l,
+              fmt::format("app {}: link needs 0 <= disk_share < 1 and 0 <= load <= 1", key));
+  }
+  return LinkUse{.disk_share = *disk, .load = *load};
+}
+
 Expected<AppSpec> ParseApp(const std::string& file, const YAML::Node& n,
                            std::set<std::string>& keys, predict::FeatureTable& declared) {
   if (!n.IsMap()) return At(file, n, "an app must be a map");
@@ -225,29 +255,14 @@ Expected<AppSpec> ParseApp(const std::string& file, const YAML::Node& n,
     a.usage = std::move(*usage);
   }
   if (const YAML::Node r = n["remote"]) {
-    if (!r.IsMap()) return At(file, r, fmt::format("app {}: 'remote' must be a map", a.key));
-    auto share = Get<double>(file, r, "network_share", true, 0.0);
-    if (!share) return std::unexpected(share.error());
-    auto loaded = Get<double>(file, r, "network_share_loaded", true, 0.0);
-    if (!loaded) return std::unexpected(loaded.error());
-    if (!(*share >= 0) || !(*loaded >= *share) || !(*loaded < 1)) {
-      return At(file, r,
-                fmt::format("app {}: remote needs 0 <= network_share <= network_share_loaded < 1",
-                            a.key));
-    }
-    a.remote = {.network_share = *share, .network_share_loaded = *loaded};
+    auto remote = ParseRemote(file, a.key, r);
+    if (!remote) return std::unexpected(remote.error());
+    a.remote = *remote;
   }
   if (const YAML::Node l = n["link"]) {
-    if (!l.IsMap()) return At(file, l, fmt::format("app {}: 'link' must be a map", a.key));
-    auto disk = Get<double>(file, l, "disk_share", false, 0.0);
-    if (!disk) return std::unexpected(disk.error());
-    auto load = Get<double>(file, l, "load", false, 0.0);
-    if (!load) return std::unexpected(load.error());
-    if (!(*disk >= 0 && *disk < 1) || !(*load >= 0 && *load <= 1)) {
-      return At(file, l,
-                fmt::format("app {}: link needs 0 <= disk_share < 1 and 0 <= load <= 1", a.key));
-    }
-    a.link = {.disk_share = *disk, .load = *load};
+    auto link = ParseLink(file, a.key, l);
+    if (!link) return std::unexpected(link.error());
+    a.link = *link;
   }
   return a;
 }

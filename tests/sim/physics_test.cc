@@ -703,9 +703,16 @@ TEST(AppCatalogLinkTest, ALinkUseRoundTripsAndABadOneIsRefused) {
   const std::string head =
       "apps:\n  - key: a\n    compute_s: 1\n    memory_s: 0\n    fixed_s: 0\n"
       "    footprint_mib: 1\n";
-  EXPECT_FALSE(ParseAppCatalog(head + "    link: {disk_share: 1}\n", "apps.yaml"));
-  EXPECT_FALSE(ParseAppCatalog(head + "    link: {load: 1.5}\n", "apps.yaml"));
-  EXPECT_FALSE(ParseAppCatalog(head + "    link: 3\n", "apps.yaml"));
+  // Each is one error at the link's line (7) that says what is wrong.
+  for (const auto& [link, says] :
+       {std::pair{"{disk_share: 1}", "app a: link needs 0 <= disk_share < 1 and 0 <= load <= 1"},
+        std::pair{"{load: 1.5}", "app a: link needs 0 <= disk_share < 1 and 0 <= load <= 1"},
+        std::pair{"3", "app a: 'link' must be a map"}}) {
+    auto bad = ParseAppCatalog(head + "    link: " + link + "\n", "apps.yaml");
+    ASSERT_FALSE(bad) << link;
+    EXPECT_EQ(bad.error().message.rfind("apps.yaml:7:", 0), 0u) << bad.error().message;
+    EXPECT_NE(bad.error().message.find(says), std::string::npos) << bad.error().message;
+  }
   auto good = ParseAppCatalog(head + "    link: {disk_share: 0.2, load: 0.5}\n", "apps.yaml");
   ASSERT_TRUE(good) << good.error().message;
   const std::string path = ::testing::TempDir() + "/link.yaml";
