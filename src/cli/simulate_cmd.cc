@@ -198,7 +198,7 @@ void AddWorldOptions(CLI::App& sub_app, sim::ExperimentArgs& args) {
           "online-offline: cluster=t4|t4-a10, "
           "memory=resident|footprint, trainer_duty=D; "
           "disaggregation: scenario=simulation|prototype, world=colocation|network-only, "
-          "work=X, docs/results.md)");
+          "goal=class|job, work=X, docs/results.md)");
 }
 
 void AddSimulate(CLI::App& app, Status* status) {

@@ -285,6 +285,7 @@ struct Drmaestro::Cycle {
 
 struct Drmaestro::HostNetwork {
   int jobs = 0, unscheduled = 0, class0 = 0, machine0 = 0, sink = 0;
+  int postponed = 0;  // job→class arcs left out: the placement would miss the goal (NA)
   std::vector<flow::Arc> arcs;
   std::vector<int> kind;                     // per arc, into kHostArcKinds
   std::vector<std::pair<int, int>> job_arc;  // (arc index, class) of every job→class arc
@@ -292,6 +293,7 @@ struct Drmaestro::HostNetwork {
 
 struct Drmaestro::GpuNetwork {
   int tasks = 0, unscheduled = 0, aggregator0 = 0, supply0 = 0, sink = 0;
+  int postponed = 0;  // task→aggregator arcs left out, as in phase 1
   std::map<std::pair<model::GpuModelId, int>, int> aggregator_index;
   std::vector<flow::Arc> arcs;
   std::vector<int> kind;  // per arc, into kGpuArcKinds
@@ -449,6 +451,7 @@ Drmaestro::HostNetwork Drmaestro::BuildHostNetwork(Cycle& y) const {
       if (options_.network_aware && phi >= 0 && phi > j.w->goal_s &&
           j.waited < options_.max_postpone_cycles) {
         y.postponed[k] = 1;
+        ++net.postponed;
         continue;
       }
       net.job_arc.emplace_back(static_cast<int>(net.arcs.size()), ci);
@@ -476,6 +479,7 @@ bool Drmaestro::PlaceHosts(Cycle& y) {
   const flow::FlowResult r1 =
       flow::MinCostFlow(net.sink + 1, net.arcs, UnitSupplies(net.jobs, net.sink));
   last_.phase1.nodes = net.sink + 1;
+  last_.postponed += net.postponed;
   for (int kind : net.kind) ++last_.phase1.arcs_by_kind[kHostArcKinds[kind]];
   if (r1.status != flow::Status::kOptimal) {
     for (const Job& j : y.jobs) {
@@ -573,6 +577,7 @@ void Drmaestro::PlaceGpus(Cycle& y) {
   const flow::FlowResult r2 =
       flow::MinCostFlow(net.sink + 1, net.arcs, UnitSupplies(net.tasks, net.sink));
   last_.phase2.nodes = net.sink + 1;
+  last_.postponed += net.postponed;
   for (int kind : net.kind) ++last_.phase2.arcs_by_kind[kGpuArcKinds[kind]];
   if (r2.status != flow::Status::kOptimal) {
     for (size_t k = 0; k < y.jobs.size(); ++k) {
@@ -627,6 +632,7 @@ Drmaestro::GpuNetwork Drmaestro::BuildGpuNetwork(const Cycle& y) const {
             Phi(j, gpu_model, true, load, y.Midpoint(y.BucketOf(y.nodes[home].load)));
         if (options_.network_aware && phi >= 0 && phi > w.goal_s &&
             j.waited < options_.max_postpone_cycles) {
+          ++net.postponed;
           continue;
         }
         add({t, net.aggregator0 + ai, 1, Cost(w, phi, options_.remote_preference)}, 1);

@@ -97,6 +97,7 @@ struct DrmaestroJobLine {
 };
 struct DrmaestroCycle {
   DrmaestroPhase phase1, phase2;
+  int postponed = 0;  // arcs network_aware left out this cycle (a job may go there later)
   std::vector<DrmaestroJobLine> jobs;  // the batch, in queue order
 };
 
@@ -111,6 +112,9 @@ class Drmaestro final : public Policy {
   std::optional<std::vector<Candidate>> PlaceBatch(std::span<const Workload* const> pending,
                                                    const ClusterState& c) override;
   std::string Explain(const Workload& w, const ClusterState& c) override;
+  // While network_aware postpones: its W counts cycles, so a postponed job waits for cycles,
+  // not for the cluster to change.
+  bool HoldsBack() const override { return last_.postponed > 0; }
 
   const DrmaestroCycle& last_cycle() const { return last_; }
   // Keep every arc of the next cycles' networks in last_cycle() (off by default: a cycle of

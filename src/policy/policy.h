@@ -186,6 +186,12 @@ class Policy {
   // nothing.
   virtual CycleActions AfterCycle(const ClusterState& c);
 
+  // Whether the last cycle held back a workload it could have placed, on a count of cycles
+  // (drmaestro's network-aware postponement, bounded by max_postpone_cycles): the driver then
+  // keeps running cycles, even with nothing running, until it lets the workload go (002's
+  // scheduler event is "periodically generated", ≈426). Default: false.
+  virtual bool HoldsBack() const { return false; }
+
   // Human-readable breakdown of how this policy judges `w` on every node (DESIGN §3 explain),
   // called by `tessera explain` only; drmaestro, knots-cbp, knots-pp, muxflow, predictive,
   // resource-aware and slo-aware say more than the default: each feasible node's score, or its

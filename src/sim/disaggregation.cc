@@ -133,9 +133,12 @@ Expected<model::WorkloadId> AddJobs(const DisaggregationScenario& scenario, uint
     w.queries =
         std::max<int64_t>(1, std::llround(scenario.work_scale * static_cast<double>(drawn)));
     w.gpu = {.count = 1, .milli = 1000, .memory_mib = app.footprint_mib, .models = {gpu}};
-    const double alone =
-        static_cast<double>(w.queries) / world.physics.IsolatedQps(app, gpu, -1, 1000);
-    w.goal_s = alone * (1 + trace.Uniform(scenario.slack_min, scenario.slack_max));
+    const double rate = world.physics.IsolatedQps(app, gpu, -1, 1000);
+    const double slack = 1 + trace.Uniform(scenario.slack_min, scenario.slack_max);
+    w.goal_s = scenario.goal == DisaggregationScenario::Goal::kJob
+                   ? static_cast<double>(w.queries) / rate * slack
+                   : scenario.work_scale * 0.5 *
+                         static_cast<double>(app.queries_min + app.queries_max) / rate;
     w.goal_z = 1 + static_cast<int>(trace.Below(10));
     w.arrival_s = t;
     if (auto ok = world.engine->Add(std::move(w)); !ok) return std::unexpected(ok.error());
@@ -178,7 +181,8 @@ std::string DisaggregationScenario::Label() const {
   const std::string work = work_scale == DisaggregationScenario{}.work_scale
                                ? ""
                                : fmt::format(",work={:g}", work_scale);
-  return fmt::format("nodes={},jobs={}{}{}", nodes, jobs, colocation ? "" : ",network-only", work);
+  return fmt::format("nodes={},jobs={}{}{}{}", nodes, jobs, colocation ? "" : ",network-only",
+                     goal == Goal::kJob ? ",goal=job" : "", work);
 }
 
 std::vector<DisaggregationScenario> DisaggregationScenarios(std::optional<int> nodes) {
@@ -207,17 +211,22 @@ Expected<std::vector<DisaggregationScenario>> DisaggregationScenariosOf(
   const std::optional<int> nodes =
       args.cluster_nodes_given ? std::optional<int>(args.cluster_nodes) : std::nullopt;
   bool prototype = false, colocation = true;
+  auto goal = DisaggregationScenario::Goal::kClass;
   double work_scale = DisaggregationScenario{}.work_scale;
   for (const std::string_view item : ReadingItems(args.reading)) {
     if (item == "scenario=simulation" || item == "scenario=prototype") {
       prototype = item == "scenario=prototype";
     } else if (item == "world=colocation" || item == "world=network-only") {
       colocation = item == "world=colocation";
+    } else if (item == "goal=class" || item == "goal=job") {
+      goal = item == "goal=job" ? DisaggregationScenario::Goal::kJob
+                                : DisaggregationScenario::Goal::kClass;
     } else if (!(item.starts_with("work=") &&
                  ReadingNumberIn(item.substr(5), 0.01, 10, work_scale))) {
       return Fail(
           "--reading: '{}' is not one of scenario=simulation|prototype, "
-          "world=colocation|network-only, work=X (X in 0.01..10) (experiment disaggregation)",
+          "world=colocation|network-only, goal=class|job, work=X (X in 0.01..10) (experiment "
+          "disaggregation)",
           item);
     }
   }
@@ -229,6 +238,7 @@ Expected<std::vector<DisaggregationScenario>> DisaggregationScenariosOf(
       prototype ? DisaggregationPrototypeScenarios() : DisaggregationScenarios(nodes);
   for (DisaggregationScenario& s : scenarios) {
     s.colocation = colocation;
+    s.goal = goal;
     s.work_scale = work_scale;
   }
   return scenarios;

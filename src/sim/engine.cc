@@ -26,6 +26,7 @@ bool Engine::Event::operator>(const Event& o) const {
 Engine::Engine(model::ClusterState& cluster, policy::Policy& policy, GroundTruth& truth, Rng& rng,
                EngineOptions options)
     : cluster_(cluster),
+      policy_(policy),
       truth_(truth),
       options_(options),
       clock_(options.clock != nullptr ? *options.clock : own_clock_),
@@ -503,8 +504,9 @@ EngineResult Engine::Run() {
       case Kind::kCycle:
         cycle_pending_ = false;
         scheduler_.RunCycle();
-        if (scheduler_.pending_count() > 0 && !running_.empty()) {
-          // Something may free up without an event of ours (telemetry-driven policies).
+        if (scheduler_.pending_count() > 0 && (!running_.empty() || policy_.HoldsBack())) {
+          // Something may free up without an event of ours (telemetry-driven policies), or the
+          // policy postpones on a count of cycles (Policy::HoldsBack).
           Push(e.t + options_.cycle_interval_s, Kind::kCycle, 0);
           cycle_pending_ = true;
         }

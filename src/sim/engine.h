@@ -238,6 +238,7 @@ class Engine {
   bool Done() const;
 
   model::ClusterState& cluster_;
+  const policy::Policy& policy_;  // asked whether it holds workloads back (HoldsBack)
   GroundTruth& truth_;
   EngineOptions options_;
   ManualClock own_clock_;

@@ -250,14 +250,17 @@ TEST(DrmaestroTest, NetworkAwarePostponesGoalMissingRemotePlacementsButNotForeve
     EXPECT_TRUE(out->empty()) << "cycle " << cycle;
     EXPECT_NE(aware.last_cycle().jobs.at(0).outcome.find("postponed"), std::string::npos)
         << aware.last_cycle().jobs.at(0).outcome;
+    EXPECT_TRUE(aware.HoldsBack()) << "cycle " << cycle;  // the driver must keep cycling
   }
   auto out = aware.PlaceBatch(pending, c);
   ASSERT_TRUE(out);
   ASSERT_EQ(out->size(), 1u);
   EXPECT_TRUE(out->at(0).placement.slices.at(0).remote);
+  EXPECT_FALSE(aware.HoldsBack());
 
   Drmaestro plain({}, &profiles);
   EXPECT_TRUE(plain.PlaceBatch(pending, c)->empty());
+  EXPECT_FALSE(plain.HoldsBack());  // it waited because waiting was cheaper: nothing postponed
   EXPECT_EQ(plain.last_cycle().jobs.at(0).unscheduled_cost, 1818);
   EXPECT_EQ(plain.PlaceBatch(pending, c)->size(), 1u);
 }

@@ -40,19 +40,20 @@ TEST_F(DisaggregationTest, TheAppsCarrySeed002sNetworkProfiles) {
   EXPECT_DOUBLE_EQ(sharing.Find("rodinia/hotspot")->remote.network_share_loaded, 0.01);
 }
 
-// The network-only world (`--reading world=network-only`, the earlier tables): local GPUs only,
-// the warm-up nodes' GPUs idle for its 2,000 s, no job remote, and every job's run within its
-// goal (its slack is at least 10 %, the noise at most 4 %). Disaggregation puts jobs on those
-// GPUs (some miss their goal on the network) and finishes sooner; network awareness keeps more
-// jobs within their goal.
+// The network-only world with goals by job (`--reading world=network-only,goal=job`, the earlier
+// tables): local GPUs only, the warm-up nodes' GPUs idle for its 2,000 s, no job remote, and
+// every job's run within its goal (its slack is at least 10 %, the noise at most 4 %).
+// Disaggregation puts jobs on those GPUs (some miss their goal on the network) and finishes
+// sooner; network awareness keeps more jobs within their goal.
 TEST_F(DisaggregationTest, DisaggregationFinishesSoonerAndNetworkAwarenessKeepsGoals) {
   scenario_.colocation = false;
+  scenario_.goal = DisaggregationScenario::Goal::kJob;
   const DisaggregationRun local = Run(R"(drmaestro{"disaggregate":false})");
   const DisaggregationRun remote = Run("drmaestro");
   const DisaggregationRun aware = Run(R"(drmaestro{"network_aware":true})");
   for (const DisaggregationRun* r : {&local, &remote, &aware}) {
     EXPECT_EQ(r->jobs_done, 64) << r->policy;
-    EXPECT_EQ(r->scenario, "nodes=4,jobs=64,network-only");
+    EXPECT_EQ(r->scenario, "nodes=4,jobs=64,network-only,goal=job");
   }
   EXPECT_EQ(local.remote_jobs, 0);
   EXPECT_EQ(local.qos_violations, 0);
@@ -78,7 +79,38 @@ TEST_F(DisaggregationTest, InTheColocationWorldLocalJobsMissGoalsToo) {
   EXPECT_GT(local.qos_violations, 0);
   EXPECT_EQ(local.scenario, "nodes=4,jobs=64");
   scenario_.colocation = false;
+  scenario_.goal = DisaggregationScenario::Goal::kJob;
   EXPECT_EQ(Run(R"(drmaestro{"disaggregate":false})").qos_violations, 0);
+}
+
+// Goals by class (the default, 002's τ_c): a job's goal is its app's mean work alone, so with
+// nothing slowing a local run (the network-only world) a job misses exactly when its own work
+// is above its app's mean (× its noise, at most 4 %). Work is uniform over each app's range:
+// about half the 64 jobs miss (binomial, sd 4). By job, each goal has 10–60 % slack: none.
+TEST_F(DisaggregationTest, AGoalByClassIsMissedByTheJobsWithMoreThanTheMeanWork) {
+  scenario_.colocation = false;
+  ASSERT_EQ(scenario_.goal, DisaggregationScenario::Goal::kClass);
+  const DisaggregationRun by_class = Run(R"(drmaestro{"disaggregate":false})");
+  EXPECT_GE(by_class.qos_violations, 20);
+  EXPECT_LE(by_class.qos_violations, 44);
+  scenario_.goal = DisaggregationScenario::Goal::kJob;
+  const DisaggregationRun by_job = Run(R"(drmaestro{"disaggregate":false})");
+  EXPECT_EQ(by_job.qos_violations, 0);
+  EXPECT_EQ(by_job.jobs_done, by_class.jobs_done);  // the same jobs either way
+}
+
+// Network awareness postpones a job whose every placement misses its goal for up to
+// max_postpone_cycles cycles, counted one a cycle. With goals by class a job with more work
+// than its app's mean misses even alone (about half of them), so with a bound of 500 those
+// jobs wait 500 cycles (1 s apart). The warm-up is over after 1 s, so after the other jobs end
+// nothing runs: the engine must keep cycling (Policy::HoldsBack) until they go, not stop with
+// them pending. Every job is done, the last no sooner than 500 s after the first arrival.
+TEST_F(DisaggregationTest, JobsPostponedOnAnIdleClusterStillRunWhenTheBoundRunsOut) {
+  scenario_.colocation = false;
+  scenario_.warmup_s = 1;
+  const DisaggregationRun r = Run(R"(drmaestro{"network_aware":true,"max_postpone_cycles":500})");
+  EXPECT_EQ(r.jobs_done, 64);
+  EXPECT_GE(r.makespan_s, 500);
 }
 
 TEST_F(DisaggregationTest, ARunIsAPureFunctionOfPolicyScenarioAndSeed) {
@@ -142,6 +174,16 @@ TEST(DisaggregationScenariosTest, TheReadingNamesTheSimulationOrThePrototype) {
   EXPECT_TRUE((*prototype)[0].colocation);  // the default world
   args.reading = "world=everything";
   ASSERT_FALSE(DisaggregationScenariosOf(args));
+  args.reading = "goal=job";
+  auto by_job = DisaggregationScenariosOf(args);
+  ASSERT_TRUE(by_job) << by_job.error().message;
+  EXPECT_EQ((*by_job)[0].goal, DisaggregationScenario::Goal::kJob);
+  EXPECT_EQ((*by_job)[0].Label(), "nodes=16,jobs=512,goal=job");
+  EXPECT_EQ((*simulated)[0].goal, DisaggregationScenario::Goal::kClass);  // the default
+  args.reading = "goal=task";
+  auto no_goal = DisaggregationScenariosOf(args);
+  ASSERT_FALSE(no_goal);
+  EXPECT_NE(no_goal.error().message.find("'goal=task' is not one of"), std::string::npos);
   args.cluster_nodes_given = true;
   args.reading = "scenario=testbed";
   auto bad = DisaggregationScenariosOf(args);
@@ -184,22 +226,31 @@ TEST_F(DisaggregationTest, HalfTheWorkHalvesTheRunsOfTheLocalBaseline) {
   EXPECT_EQ(half.jobs_done, 64);
 }
 
-// 002's Table 2, the prototype's Firmament row: 128 jobs on four machines in 1145 s, to which
-// work_scale is fitted, and DRMaestro's 1.50× on it (issue #38's bar: within 15 %). Seeds 1–3.
-TEST(DisaggregationPrototypeTest, TheFittedWorkGivesTable2sMakespans) {
+// 002's Tables 2 and 3, the prototype's 128-job rows: Firmament's 1145 s, to which work_scale is
+// fitted, DRMaestro's 1.50× on it (issue #38's bar: within 15 %), and the jobs that missed their
+// goal, measured: Firmament 106, DRMaestro 117, with NA 112 (within 15 %; with goals by class,
+// 002's τ_c, which nothing was fitted to). Seeds 1–3.
+TEST(DisaggregationPrototypeTest, TheFittedWorkGivesTable2sMakespansAndTable3sViolations) {
   auto c = ParseAppCatalog(std::string(EmbeddedAppsYaml()), "data/apps.yaml");
   ASSERT_TRUE(c) << c.error().message;
   const DisaggregationScenario s = DisaggregationPrototypeScenarios()[0];
-  double local = 0, remote = 0;
+  DisaggregationRun local, remote, aware;
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     auto l = RunDisaggregation(R"(drmaestro{"disaggregate":false})", s, seed, *c);
     auto r = RunDisaggregation("drmaestro", s, seed, *c);
-    ASSERT_TRUE(l && r);
-    local += l->makespan_s / 3;
-    remote += r->makespan_s / 3;
+    auto a = RunDisaggregation(R"(drmaestro{"network_aware":true})", s, seed, *c);
+    ASSERT_TRUE(l && r && a);
+    for (auto [sum, run] : {std::pair{&local, &*l}, {&remote, &*r}, {&aware, &*a}}) {
+      sum->makespan_s += run->makespan_s / 3;
+      sum->qos_violations += run->qos_violations / 3;
+    }
   }
-  EXPECT_NEAR(local, 1145, 0.05 * 1145);
-  EXPECT_NEAR(local / remote, 1.50, 0.15 * 1.50);
+  EXPECT_NEAR(local.makespan_s, 1145, 0.05 * 1145);
+  EXPECT_NEAR(local.makespan_s / remote.makespan_s, 1.50, 0.15 * 1.50);
+  EXPECT_NEAR(local.qos_violations, 106, 0.15 * 106);
+  EXPECT_NEAR(remote.qos_violations, 117, 0.15 * 117);
+  EXPECT_NEAR(aware.qos_violations, 112, 0.15 * 112);
+  EXPECT_GT(remote.qos_violations, local.qos_violations);  // Table 3's order
 }
 
 }  // namespace
