@@ -784,7 +784,8 @@ std::vector<OptionInfo> DrmaestroOptionList() {
       {"remote_preference", "2.0", "P of a remote GPU (local: 1)"},
       {"unscheduled_preference", "2.0", "P of the arc to unscheduled, before + W"},
       {"load_buckets", "10", "network-load classes of machines when network_aware"},
-      {"max_postpone_cycles", "30", "network_aware postpones a job at most this many cycles"},
+      {"max_postpone_cycles", "30",
+       "network_aware postpones a job at most this many cycles (at most 100,000)"},
       {"summed_supply", "false",
        "002 eq. 5 as written: a machine's CPU and memory summed, normalised by the largest"},
   };
@@ -804,7 +805,7 @@ Expected<std::unique_ptr<Policy>> MakeDrmaestro(const PolicyContext& context,
         OptionWithin("drmaestro", "remote_preference", o.remote_preference, 0, 1e3),
         OptionWithin("drmaestro", "unscheduled_preference", o.unscheduled_preference, 0, 1e3),
         OptionWithin("drmaestro", "load_buckets", o.load_buckets, 1, 1000),
-        OptionWithin("drmaestro", "max_postpone_cycles", o.max_postpone_cycles, 0, 1e9)}) {
+        OptionWithin("drmaestro", "max_postpone_cycles", o.max_postpone_cycles, 0, 1e5)}) {
     if (!ok) return std::unexpected(ok.error());
   }
   return std::make_unique<Drmaestro>(o, context.job_profiles);

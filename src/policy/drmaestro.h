@@ -61,6 +61,8 @@ struct DrmaestroOptions {
   double remote_preference = 2.0;
   double unscheduled_preference = 2.0;
   int load_buckets = 10;
+  // At most 100,000: a driver keeps cycling while jobs are held back (HoldsBack), even on an
+  // idle cluster, so the bound is also how long such a run can last (a day at 1-s cycles).
   int max_postpone_cycles = 30;
   // 002 eq. 5 as written: a machine's supply is Σ over CPU and memory of its free amount over
   // the cluster's largest, so spare memory can stand in for missing CPU; it takes as many jobs

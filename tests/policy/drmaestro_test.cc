@@ -410,6 +410,11 @@ TEST(DrmaestroTest, OptionsAreCheckedAndRegistered) {
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("load_buckets"), std::string::npos);
   EXPECT_FALSE(MakePolicy("drmaestro", {}, {{"disaggregate", "yes"}}));
+  // The postponement bound is how long a run of held-back jobs on an idle cluster may cycle.
+  EXPECT_TRUE(MakePolicy("drmaestro", {}, {{"max_postpone_cycles", 100000}}));
+  auto unbounded = MakePolicy("drmaestro", {}, {{"max_postpone_cycles", 100001}});
+  ASSERT_FALSE(unbounded);
+  EXPECT_NE(unbounded.error().message.find("max_postpone_cycles"), std::string::npos);
 }
 
 }  // namespace
