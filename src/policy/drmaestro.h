@@ -115,7 +115,8 @@ class Drmaestro final : public Policy {
                                                    const ClusterState& c) override;
   std::string Explain(const Workload& w, const ClusterState& c) override;
   // While network_aware postpones: its W counts cycles, so a postponed job waits for cycles,
-  // not for the cluster to change.
+  // not for the cluster to change. True when the last cycle left any arc out, even if its job
+  // went elsewhere (a superset, ended by max_postpone_cycles).
   bool HoldsBack() const override { return last_.postponed > 0; }
 
   const DrmaestroCycle& last_cycle() const { return last_; }

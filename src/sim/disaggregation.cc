@@ -134,6 +134,7 @@ Expected<model::WorkloadId> AddJobs(const DisaggregationScenario& scenario, uint
         std::max<int64_t>(1, std::llround(scenario.work_scale * static_cast<double>(drawn)));
     w.gpu = {.count = 1, .milli = 1000, .memory_mib = app.footprint_mib, .models = {gpu}};
     const double rate = world.physics.IsolatedQps(app, gpu, -1, 1000);
+    // Drawn under either goal, so that both readings see the same jobs.
     const double slack = 1 + trace.Uniform(scenario.slack_min, scenario.slack_max);
     w.goal_s = scenario.goal == DisaggregationScenario::Goal::kJob
                    ? static_cast<double>(w.queries) / rate * slack
