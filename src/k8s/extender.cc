@@ -245,10 +245,14 @@ Expected<void> Extender::Refresh() {
   if (!names) return std::unexpected(names.error());
   auto cluster = std::make_unique<model::ClusterState>();
   cluster->set_mig_mode_fixed(true);  // the agents never change MIG mode
+  std::set<std::string> stuck;        // GPUs whose agent judges their MPS server stuck
   for (const std::string& name : *names) {
     auto inv = store_.GetInventory(name);
     if (!inv) return std::unexpected(inv.error());
     if (!*inv) continue;
+    for (const store::GpuInventory& g : (**inv).gpus) {
+      if (g.mps_stuck) stuck.insert(g.uuid);
+    }
     auto spec = store::ToNodeSpec(**inv);
     if (!spec) {
       spdlog::warn("extender: node {}: {}", name, spec.error().message);
@@ -275,6 +279,11 @@ Expected<void> Extender::Refresh() {
     if (auto placed = cluster->Place(w, *p); !placed) {
       spdlog::warn("extender: placement of {}: {}", w.name, placed.error().message);
     }
+  }
+  // As the scheduler does (scheduler.h): a new client would hang on a stuck MPS server; the
+  // pods already there keep their slices (placed above).
+  for (model::GpuIndex g = 0; g < cluster->gpu_count(); ++g) {
+    if (stuck.contains(cluster->gpu(g).uuid)) cluster->SetGpuAvailable(g, false);
   }
   // The policy outlives this rebuild and keys its caches on node versions: hand out new ones.
   if (cluster_) cluster->ContinueVersionsOf(*cluster_);

@@ -477,6 +477,8 @@ bool Scheduler::Rebuild() {
     bound_uids.insert(uid);
     restored += RestoreBoundPod(*cluster, pod, before);
   }
+  // After the restore: a held-out GPU still carries the pods bound to it.
+  HoldOutGpus(*cluster);
   DropUnbackedPlacements(bound_uids);
   StartCore(std::move(cluster));
   int pending = 0;
@@ -512,6 +514,7 @@ std::unique_ptr<model::ClusterState> Scheduler::ClusterFromInventories() {
   auto cluster = std::make_unique<model::ClusterState>();
   cluster->set_mig_mode_fixed(true);  // the agents never change MIG mode
   inventory_seen_.clear();
+  std::map<std::string, std::string> stuck;  // GPU uuid -> node
   for (const auto& [name, node] : nodes_) {
     model::NodeSpec spec;
     auto inv = store_.GetInventory(name);
@@ -522,6 +525,9 @@ std::unique_ptr<model::ClusterState> Scheduler::ClusterFromInventories() {
     }
     inventory_seen_[name] = InventoryStamp(*inv);
     if (*inv) {
+      for (const store::GpuInventory& g : (**inv).gpus) {
+        if (g.mps_stuck && !g.lost) stuck.emplace(g.uuid, name);
+      }
       auto s = store::ToNodeSpec(**inv);
       if (s) {
         spec = std::move(*s);
@@ -541,11 +547,40 @@ std::unique_ptr<model::ClusterState> Scheduler::ClusterFromInventories() {
     }
     cluster->SetNodeReady(*added, node.ready && !node.unschedulable);
   }
-  for (model::GpuIndex g = 0; g < cluster->gpu_count(); ++g) {
-    auto h = held_out_.find(cluster->gpu(g).uuid);
-    if (h != held_out_.end() && h->second.active) cluster->SetGpuAvailable(g, false);
-  }
+  NoteMpsStuck(stuck);
   return cluster;
+}
+
+void Scheduler::HoldOutGpus(model::ClusterState& cluster) {
+  size_t reshape_held = 0;
+  for (model::GpuIndex g = 0; g < cluster.gpu_count(); ++g) {
+    auto h = held_out_.find(cluster.gpu(g).uuid);
+    const bool failed_reshape = h != held_out_.end() && h->second.active;
+    reshape_held += failed_reshape;
+    if (failed_reshape || mps_stuck_.contains(cluster.gpu(g).uuid)) {
+      cluster.SetGpuAvailable(g, false);
+    }
+  }
+  std::lock_guard lock(mu_);
+  stats_.gpus_mps_stuck = mps_stuck_.size();
+  stats_.gpus_reshape_held = reshape_held;
+}
+
+void Scheduler::NoteMpsStuck(const std::map<std::string, std::string>& stuck) {
+  for (const auto& [uuid, node] : stuck) {
+    if (mps_stuck_.contains(uuid)) continue;
+    spdlog::warn(
+        "GPU {} on {}: its agent judges the MPS server stuck; the GPU takes no new pods until "
+        "it recovers (its running pods are left to the operator)",
+        uuid, node);
+  }
+  for (const std::string& uuid : mps_stuck_) {
+    if (!stuck.contains(uuid)) {
+      spdlog::info("GPU {}: its MPS server is no longer reported stuck", uuid);
+    }
+  }
+  mps_stuck_.clear();
+  for (const auto& [uuid, node] : stuck) mps_stuck_.insert(uuid);
 }
 
 bool Scheduler::RestoreBoundPod(model::ClusterState& cluster, const Pod& pod,
@@ -955,7 +990,12 @@ StatusGpu Scheduler::StatusOfGpu(model::GpuIndex gi) const {
   const model::Gpu& g = cluster_->gpu(gi);
   const model::GpuModel& m = model::GetGpuModel(g.model);
   StatusGpu sg{g.index,     g.uuid, m.name, g.mig ? model::LayoutToString(m, *g.mig) : "",
-               g.available, {}};
+               g.available, "",     {}};
+  if (mps_stuck_.contains(g.uuid)) {
+    sg.held_out = "MPS server stuck";
+  } else if (auto h = held_out_.find(g.uuid); h != held_out_.end() && h->second.active) {
+    sg.held_out = "MIG reshape failed";
+  }
   for (const model::Partition& part : cluster_->partitions_of(gi)) {
     const std::string profile =
         part.whole() ? std::string(predict::kWholeGpu) : m.mig_profiles[part.profile].name;

@@ -12,7 +12,9 @@
 //
 // State: ClusterState is rebuilt from scratch whenever leadership is gained, the node set or a
 // node's inventory changes: nodes from the API server, their GPUs from the agents' inventories
-// in the store, and every bound pod's placement from its tessera.io/placement annotation
+// in the store (a GPU the agent reports lost is left out; one whose MPS server it judges stuck,
+// `mps_stuck`, is held out of scheduling until the verdict clears: a new client would hang on
+// the hung server), and every bound pod's placement from its tessera.io/placement annotation
 // (re-recorded in the store when missing). Store placements of pods that are not bound (a
 // crash between the store write and the binding) or gone are removed, so a restart or
 // fail-over never double-books a slice. A pod whose annotations or requests are malformed is
@@ -136,6 +138,8 @@ struct SchedulerStats {
   int64_t resizes_refused = 0;        // a running MPS client's limit cannot change
   int64_t observations = 0;           // learned from the pods' QPS (and kept in the store)
   int64_t observations_restored = 0;  // replayed from the store on taking the lead
+  size_t gpus_mps_stuck = 0;          // held out: the agent judges their MPS server stuck
+  size_t gpus_reshape_held = 0;       // held out: their MIG reshape failed (for the backoff)
   bool leading = false;
   size_t pending = 0;
   size_t unschedulable_pending = 0;  // of `pending`: their last attempt found no node
@@ -211,6 +215,11 @@ class Scheduler {
   bool Rebuild();
   bool RelistPods();
   std::unique_ptr<model::ClusterState> ClusterFromInventories();  // null: store unreachable
+  // Marks unavailable the GPUs whose reshape failed (for the backoff) or whose MPS server the
+  // agent judges stuck; after the bound pods are restored, which keep their slices there.
+  void HoldOutGpus(model::ClusterState& cluster);
+  // Logs each GPU that became, or stopped being, reported with a stuck MPS server.
+  void NoteMpsStuck(const std::map<std::string, std::string>& stuck);  // uuid -> node
   bool RestoreBoundPod(model::ClusterState& cluster, const Pod& pod,
                        const std::unordered_map<model::WorkloadId, Known>& before);
   void DropUnbackedPlacements(const std::set<std::string>& bound_uids);
@@ -305,6 +314,7 @@ class Scheduler {
     bool active = false;
   };
   std::map<std::string, HeldOut> held_out_;  // GPUs whose reshape failed, by uuid
+  std::set<std::string> mps_stuck_;          // GPUs whose agent judges the MPS server stuck
   // The last workload the core scored and ScoreSummary of its offers, for its Scheduled event.
   std::pair<model::WorkloadId, std::string> scored_{-1, ""};
   bool leading_ = false;

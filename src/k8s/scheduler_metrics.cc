@@ -30,6 +30,17 @@ std::string Totals(const SchedulerStats& s) {
       s.resizes_refused, s.observations, s.observations_restored);
 }
 
+// GPUs out of scheduling, by why: the agent judges the MPS server stuck, or a MIG reshape failed
+// (held for its backoff).
+std::string HeldOut(const SchedulerStats& s) {
+  return fmt::format(
+      "# HELP tessera_scheduler_gpus_held_out GPUs that take no new pods, by reason.\n"
+      "# TYPE tessera_scheduler_gpus_held_out gauge\n"
+      "tessera_scheduler_gpus_held_out{{reason=\"mps_server_stuck\"}} {}\n"
+      "tessera_scheduler_gpus_held_out{{reason=\"reshape_failed\"}} {}\n",
+      s.gpus_mps_stuck, s.gpus_reshape_held);
+}
+
 // kube-scheduler's pending_pods, schedule_attempts_total, scheduling_attempt_duration_seconds.
 std::string Attempts(const SchedulerStats& s, const std::string& profile) {
   std::string out = fmt::format(
@@ -90,7 +101,7 @@ std::string PodQps(const StatusPod& pod) {
 
 std::string MetricsText(const Scheduler& scheduler) {
   const SchedulerStats s = scheduler.stats();
-  std::string out = Totals(s) + Attempts(s, scheduler.policy()) + Evictions(scheduler);
+  std::string out = Totals(s) + HeldOut(s) + Attempts(s, scheduler.policy()) + Evictions(scheduler);
   // Per pod: what it was predicted to serve, what it serves, whether its SLO is met.
   out +=
       "# TYPE tessera_pod_predicted_qps gauge\n# TYPE tessera_pod_observed_qps gauge\n"

@@ -188,7 +188,9 @@ std::string Gpu(const std::string& node_id, const StatusGpu& g) {
       "<div class=\"gpu{}\" id=\"{}-gpu-{}\"><h4>GPU {} · {} <span class=\"uuid\">{}</span> · "
       "<span class=\"mig\">{}</span>{}</h4>\n",
       g.available ? "" : " off", node_id, g.index, g.index, Escape(g.model), Escape(g.uuid), mig,
-      g.available ? "" : " <span class=\"badge off\">held out / unavailable</span>");
+      g.available ? ""
+                  : fmt::format(" <span class=\"badge off\">held out / unavailable{}</span>",
+                                g.held_out.empty() ? "" : ": " + Escape(g.held_out)));
   if (g.partitions.empty()) return out + "<p class=\"empty\">no partitions</p></div>\n";
   out +=
       "<table><tr><th>partition · pod</th><th>slice</th><th class=\"num\">SLO (QPS)</th>"

@@ -39,7 +39,8 @@ struct StatusGpu {
   std::string uuid;
   std::string model;      // "A100-SXM4-40GB"
   std::string mig;        // the MIG layout, "" when MIG is off
-  bool available = true;  // false: held out (a failed reshape) or its node not ready
+  bool available = true;  // false: held out (below) or its node not ready
+  std::string held_out;   // why it takes no new pods: "MPS server stuck", "MIG reshape failed"
   std::vector<StatusPartition> partitions;
 };
 

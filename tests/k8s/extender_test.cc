@@ -105,6 +105,31 @@ TEST_F(ExtenderTest, FilterAnswersInTheFormItWasAsked) {
   ext.Stop();
 }
 
+// As the scheduler: a GPU whose agent judges its MPS server stuck takes no new pod.
+TEST_F(ExtenderTest, AGpuWhoseMpsServerIsStuckIsNotOffered) {
+  store::NodeInventory inv = A100Inventory("gpu-0", 2);
+  inv.generation = 2;
+  inv.gpus[0].mps_stuck = inv.gpus[1].mps_stuck = true;
+  ASSERT_TRUE(store_.PutInventory(inv).has_value());
+  const std::string args = json{{"Pod", KubePod("bert-0", 250)}, {"NodeNames", {"gpu-0"}}}.dump();
+  {
+    Extender ext(store_, clock_, {}, nullptr);
+    ASSERT_TRUE(ext.Start().has_value());
+    json res = json::parse(ext.Filter(args).body);
+    EXPECT_EQ(res["NodeNames"], json::array());
+    EXPECT_TRUE(res["FailedNodes"].contains("gpu-0")) << res.dump();
+    ext.Stop();
+  }
+  inv.generation = 3;
+  inv.gpus[1].mps_stuck = false;  // one of the two recovered
+  ASSERT_TRUE(store_.PutInventory(inv).has_value());
+  Extender ext(store_, clock_, {}, nullptr);
+  ASSERT_TRUE(ext.Start().has_value());
+  json res = json::parse(ext.Filter(args).body);
+  EXPECT_EQ(res["NodeNames"], json({"gpu-0"}));
+  ext.Stop();
+}
+
 TEST_F(ExtenderTest, PrioritizeScoresZeroToTen) {
   ExtenderConfig cfg;
   cfg.policy = "best-fit";

@@ -17,6 +17,7 @@
 
 #include "k8s/binder.h"
 #include "k8s/scheduler.h"
+#include "k8s/scheduler_metrics.h"
 #include "k8s_fixtures.h"
 #include "store/memory_store.h"
 #include "store/mig_reshape.h"
@@ -607,6 +608,67 @@ TEST_F(SchedulerTest, AFailedOrUnansweredReshapeHoldsTheGpuOutForTheBackoff) {
   // Nobody answers the second request: after the timeout it fails too, with twice the backoff.
   ASSERT_TRUE(WaitFor([&] { return s.stats().reshape_failures == 2; }));
   EXPECT_EQ(Bound(), 0);
+  s.Stop();
+}
+
+// The agent's `mps_stuck` verdict (agent/mps_detector.h): a new MPS client on that GPU would
+// hang on the hung server, so the GPU takes no new pods while its inventory says so; the pod
+// already there keeps its slice (a rebuild restores it), and the GPU is back once it recovers.
+TEST_F(SchedulerTest, AGpuWhoseMpsServerIsStuckTakesNoNewPodsUntilItRecovers) {
+  api_.AddNode("gpu-0");
+  store::NodeInventory inv = A100Inventory("gpu-0", 2);  // GPU-gpu-0-0, GPU-gpu-0-1
+  ASSERT_TRUE(store_.PutInventory(inv).has_value());
+  Scheduler s(*client_, store_, clock_, FastConfig("replica-a"));
+  ASSERT_TRUE(s.Start().has_value());
+  auto device = [&](const std::string& pod) {
+    auto cm = api_.Get("configmaps", "inference/" + pod);
+    return cm ? (*cm)["data"].value("CUDA_VISIBLE_DEVICES", "") : std::string();
+  };
+  // first-fit: half of GPU 0.
+  AddSharePod("before", 500);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 1; }));
+  EXPECT_EQ(device("before"), "GPU-gpu-0-0");
+
+  inv.generation = 2;
+  inv.gpus[0].mps_stuck = true;
+  ASSERT_TRUE(store_.PutInventory(inv).has_value());
+  ASSERT_TRUE(WaitFor([&] { return s.stats().gpus_mps_stuck == 1; }));
+  const std::string metrics = MetricsText(s);
+  EXPECT_NE(metrics.find("tessera_scheduler_gpus_held_out{reason=\"mps_server_stuck\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("tessera_scheduler_gpus_held_out{reason=\"reshape_failed\"} 0\n"),
+            std::string::npos);
+  // GPU 0 has 500 milli free, which first-fit would take; both go to GPU 1, and the third
+  // finds no room.
+  AddSharePod("stuck-1", 500);
+  AddSharePod("stuck-2", 500);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 3; }));
+  EXPECT_EQ(device("stuck-1"), "GPU-gpu-0-1");
+  EXPECT_EQ(device("stuck-2"), "GPU-gpu-0-1");
+  AddSharePod("waits", 500);
+  ASSERT_TRUE(WaitFor([&] { return !EventsFor("waits", "FailedScheduling").empty(); }));
+  EXPECT_EQ(Bound(), 3);
+  EXPECT_TRUE(api_.Get("pods", "inference/before").has_value());
+  const auto milli = CheckAccounting();  // the pod on the held-out GPU still holds its 500
+  EXPECT_EQ(milli.at("GPU-gpu-0-0"), 500);
+  EXPECT_EQ(milli.at("GPU-gpu-0-1"), 1000);
+  EXPECT_TRUE(WaitFor([&] {  // the status page's snapshot is at most a second old
+    const StatusView v = s.Status();
+    return v.nodes.size() == 1 && v.nodes[0].gpus.size() == 2 &&
+           v.nodes[0].gpus[0].held_out == "MPS server stuck" &&
+           v.nodes[0].gpus[0].partitions.size() == 1 &&
+           v.nodes[0].gpus[0].partitions[0].pods.size() == 1 &&  // "before", restored there
+           v.nodes[0].gpus[1].held_out.empty();
+  }));
+
+  // Recovered: the waiting pod takes GPU 0's free half.
+  inv.generation = 3;
+  inv.gpus[0].mps_stuck = false;
+  ASSERT_TRUE(store_.PutInventory(inv).has_value());
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 4; }));
+  EXPECT_EQ(device("waits"), "GPU-gpu-0-0");
+  EXPECT_EQ(s.stats().gpus_mps_stuck, 0u);
+  EXPECT_EQ(CheckAccounting().at("GPU-gpu-0-0"), 1000);
   s.Stop();
 }
 

@@ -61,7 +61,9 @@ StatusNode A100Node() {
             "no series")}},
       {"MIG 1g.5gb", 0, {}},
   };
-  StatusGpu held{1, "GPU-5e7f0c1a-a100-1", "A100-SXM4-40GB", "4g.20gb+3g.20gb", false, {}};
+  StatusGpu held{
+      1, "GPU-5e7f0c1a-a100-1", "A100-SXM4-40GB", "4g.20gb+3g.20gb", false, "MIG reshape failed",
+      {}};
   return {"gpu-a100-0", true, {mig, held}};
 }
 
@@ -153,6 +155,7 @@ TEST(StatusPage, GpusShowModelUuidMigLayoutAndHeldOut) {
   EXPECT_EQ(Count(html, "MIG off"), 2u);  // both V100s
   // Only the A100's GPU 1 is held out, and it says so.
   EXPECT_EQ(Count(html, "held out / unavailable"), 1u);
+  EXPECT_NE(html.find("held out / unavailable: MIG reshape failed</span>"), std::string::npos);
   EXPECT_NE(html.find("<div class=\"gpu off\" id=\"node-gpu-a100-0-gpu-1\">"), std::string::npos);
   EXPECT_NE(html.find("<div class=\"gpu\" id=\"node-gpu-a100-0-gpu-0\">"), std::string::npos);
   EXPECT_NE(html.find("2 nodes · 4 GPUs · 6 pods"), std::string::npos);
