@@ -91,6 +91,7 @@ Status RunExtender(const ExtenderFlags& f) {
   cfg.policy_options = options->options;
   cfg.seed = f.common.seed;
   cfg.predictor = inputs->predictor.get();
+  cfg.learner = inputs->predictor.get();
   cfg.telemetry = inputs->telemetry_view();
   cfg.refresh_s = f.refresh_s;
   cfg.url_prefix = f.url_prefix;

@@ -1,5 +1,6 @@
-#include "k8s/extender.h"
-
+// Before anything that includes <resolv.h> (cpp-httplib does), whose `_res` macro breaks Eigen.
+#include "predict/predictor.h"
+//
 #include <httplib.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -14,6 +15,7 @@
 
 #include "base/daemon_http.h"
 #include "k8s/cluster_view.h"
+#include "k8s/extender.h"
 #include "policy/registry.h"
 
 namespace tessera::k8s {
@@ -335,6 +337,29 @@ Expected<Extender::Args> Extender::ParseArgs(std::string_view body) {
   return a;
 }
 
+std::string Extender::DeclareFeatures(const Pod& pod, const model::Workload& w) {
+  if (config_.learner == nullptr || w.features.empty()) return "";
+  Expected<bool> changed = config_.learner->SetFeatures(w.app, w.features);
+  if (!changed) {
+    // Judged all the same, on what the predictor already knows of the application.
+    if (features_warned_.size() > 10000) features_warned_.clear();
+    if (!features_warned_.insert(pod.uid).second) return "";  // kube-scheduler asks again
+    spdlog::warn("extender: pod {}: features not used: {}", pod.Key(), changed.error().message);
+    return changed.error().message;
+  }
+  if (*changed) {
+    if (auto ok = config_.learner->Refit(); !ok) {
+      spdlog::warn("extender: pod {}: refit after its features: {}", pod.Key(), ok.error().message);
+    }
+  }
+  return "";
+}
+
+void Extender::WarnFeaturesIgnored(const Pod& pod, const std::string& why) {
+  if (why.empty() || !binder_) return;
+  binder_->PostEvent({pod.namespace_, pod.name, pod.uid}, "Warning", "FeaturesIgnored", why);
+}
+
 ExtenderReply Extender::Filter(std::string_view body) {
   auto args = ParseArgs(body);
   if (!args) {
@@ -347,6 +372,7 @@ ExtenderReply Extender::Filter(std::string_view body) {
   }
   json failed = json::object(), unresolvable = json::object();
   std::vector<size_t> pass;
+  std::string features_ignored;
   {
     std::lock_guard lock(mu_);
     if (!args->pod.uid.empty()) {
@@ -354,6 +380,7 @@ ExtenderReply Extender::Filter(std::string_view body) {
       recent_pods_[args->pod.uid] = args->pod;
     }
     args->workload.id = args->pod.uid.empty() ? -1 : ids_.IdOf(args->pod.uid);
+    features_ignored = DeclareFeatures(args->pod, args->workload);
     for (size_t i = 0; i < args->names.size(); ++i) {
       const std::string& name = args->names[i];
       std::optional<model::NodeIndex> n = cluster_->FindNode(name);
@@ -375,6 +402,7 @@ ExtenderReply Extender::Filter(std::string_view body) {
       }
     }
   }
+  WarnFeaturesIgnored(args->pod, features_ignored);  // an API call: outside the mutex
   json r = {{"FailedNodes", failed}, {"FailedAndUnresolvableNodes", unresolvable}, {"Error", ""}};
   if (args->node_cache) {
     json names = json::array();
@@ -395,20 +423,25 @@ ExtenderReply Extender::Prioritize(std::string_view body) {
   auto args = ParseArgs(body);
   if (!args) return {400, json{{"Error", args.error().message}}.dump()};
   json list = json::array();
-  std::lock_guard lock(mu_);
-  args->workload.id = args->pod.uid.empty() ? -1 : ids_.IdOf(args->pod.uid);
-  for (const std::string& name : args->names) {
-    int64_t score = 0;
-    if (std::optional<model::NodeIndex> n = cluster_->FindNode(name)) {
-      if (policy_->Filter(args->workload, *n, *cluster_).ok()) {
-        if (auto cand = policy_->Score(args->workload, *n, *cluster_)) {
-          // Policies score 0..100; the extender protocol's MaxExtenderPriority is 10.
-          score = std::clamp<int64_t>(std::llround(cand->score / 10.0), 0, 10);
+  std::string features_ignored;
+  {
+    std::lock_guard lock(mu_);
+    args->workload.id = args->pod.uid.empty() ? -1 : ids_.IdOf(args->pod.uid);
+    features_ignored = DeclareFeatures(args->pod, args->workload);
+    for (const std::string& name : args->names) {
+      int64_t score = 0;
+      if (std::optional<model::NodeIndex> n = cluster_->FindNode(name)) {
+        if (policy_->Filter(args->workload, *n, *cluster_).ok()) {
+          if (auto cand = policy_->Score(args->workload, *n, *cluster_)) {
+            // Policies score 0..100; the extender protocol's MaxExtenderPriority is 10.
+            score = std::clamp<int64_t>(std::llround(cand->score / 10.0), 0, 10);
+          }
         }
       }
+      list.push_back({{"Host", name}, {"Score", score}});
     }
-    list.push_back({{"Host", name}, {"Score", score}});
   }
+  WarnFeaturesIgnored(args->pod, features_ignored);
   return {200, list.dump()};
 }
 

@@ -15,8 +15,10 @@
 // needs an ApiClient, with which a pod watch (and a periodic check of the store's placements
 // against the API server) also releases the slices of deleted pods. A malformed body or pod gets
 // one error naming the object (the Error field, or HTTP 400 for prioritize), never a crash.
-// Thread-safe: the handlers serialise on one mutex around the policy (policies are not
-// thread-safe); the network half of a bind runs outside it.
+// A pod's tessera.io/feature.* declarations reach the predictor (config.learner) before the
+// policy judges it, as under `tessera schedule`.
+// Thread-safe: the handlers serialise on one mutex around the policy and the predictor
+// (neither is thread-safe); the network half of a bind runs outside it.
 //
 // Serve bounds what one client can take (base/daemon_http.h): a body over config.max_request_bytes
 // is answered 413 unread, reads and writes time out after 5 s (the shipped kube-scheduler
@@ -42,6 +44,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <semaphore>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -75,6 +78,10 @@ struct ExtenderConfig {
   uint64_t seed = 1;
   // For predicting policies (`predictive`); not owned, must outlive the daemon.
   const predict::Predictor* predictor = nullptr;
+  // The same predictor, writable: a pod's tessera.io/feature.* declarations are folded in (and
+  // the predictor refitted when they are new) before filter or prioritize asks the policy, as
+  // `tessera schedule` does; touched only under the handlers' mutex.
+  predict::Predictor* learner = nullptr;
   const telemetry::Telemetry* telemetry = nullptr;
   double refresh_s = 1;  // how often the cluster view is rebuilt from the store
   std::string component = "tessera-extender";
@@ -159,6 +166,12 @@ class Extender {
   // The body as JSON, at most kMaxJsonDepth deep, parsed by at most kMaxConcurrentParses
   // threads at once; an Error saying why not.
   Expected<nlohmann::json> ParseBody(std::string_view body);
+  // Folds the pod's declared features into config_.learner (refitting when they are new). A
+  // declaration the feature table refuses leaves the pod judged on what the predictor knows;
+  // the first time for a pod it is logged and returned (else ""). Under mu_.
+  std::string DeclareFeatures(const Pod& pod, const model::Workload& w);
+  // Posts `why` (if any) as the pod's FeaturesIgnored Warning event; outside mu_.
+  void WarnFeaturesIgnored(const Pod& pod, const std::string& why);
   // Releases store placements whose pod no longer exists (deleted while nobody watched).
   void CollectGarbage();
   // Refresh, recording whether the store answered.
@@ -186,6 +199,7 @@ class Extender {
   std::unique_ptr<model::ClusterState> cluster_;
   WorkloadIds ids_;
   std::map<std::string, Pod> recent_pods_;  // uid -> pod, from filter/prioritize, for bind
+  std::set<std::string> features_warned_;   // pod uids whose declaration was refused
 
   std::thread refresher_;
   std::mutex stop_mu_;

@@ -1,8 +1,9 @@
 // The extender against request bodies shaped exactly like kube-scheduler's (Go field names,
 // a full v1.Pod, NodeNames or a v1.NodeList), over real HTTP on loopback, and its bind
 // against the in-process API server.
-#include "k8s/extender.h"
-
+// Before anything that includes <resolv.h> (cpp-httplib does), whose `_res` macro breaks Eigen.
+#include "predict/predictor.h"
+//
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -10,6 +11,7 @@
 #include <memory>
 
 #include "fake_api_server.h"
+#include "k8s/extender.h"
 #include "k8s_fixtures.h"
 #include "slow_clients.h"
 
@@ -127,6 +129,71 @@ TEST_F(ExtenderTest, AGpuWhoseMpsServerIsStuckIsNotOffered) {
   ASSERT_TRUE(ext.Start().has_value());
   json res = json::parse(ext.Filter(args).body);
   EXPECT_EQ(res["NodeNames"], json({"gpu-0"}));
+  ext.Stop();
+}
+
+// As under `tessera schedule` (SchedulerTest.DeclaredFeatures…): a pod's tessera.io/feature.*
+// declarations reach the predictor before the policy judges it; one the feature table refuses
+// leaves the pod judged all the same, with one FeaturesIgnored event however often it is asked.
+TEST_F(ExtenderTest, DeclaredFeaturesReachThePredictorAndABadOneOnlyWarns) {
+  predict::ProfileMatrix profile;
+  const int cfg = profile.AddCol("A100-SXM4-40GB/whole/100");
+  profile.Observe(profile.AddRow("bert/bs1"), cfg, 100);
+  profile.Observe(profile.AddRow("bert/bs4"), cfg, 380);
+  predict::FeatureTable features;
+  ASSERT_TRUE(features.Set("bert/bs1", {{"batch", 1.0}}).has_value());
+  ASSERT_TRUE(features.Set("bert/bs4", {{"batch", 4.0}}).has_value());
+  predict::PredictorOptions options;
+  options.method = "features";
+  auto predictor = predict::Predictor::Create(profile, {}, options, features);
+  ASSERT_TRUE(predictor.has_value()) << predictor.error().message;
+  FakeApiServer api;
+  auto client = ApiClient::Create(CredentialsFor(api));
+  ASSERT_TRUE(client.has_value());
+  ExtenderConfig config;
+  config.predictor = &*predictor;
+  config.learner = &*predictor;
+  Extender ext(store_, clock_, config, client->get());
+  ASSERT_TRUE(ext.Start().has_value());
+  const uint64_t generation = predictor->generation();
+
+  json good = {
+      {"Pod", KubePod("new-model", 250,
+                      {{"tessera.io/app", "bert/bs2"}, {"tessera.io/feature.batch", "2"}})},
+      {"NodeNames", {"gpu-0"}}};
+  EXPECT_EQ(json::parse(ext.Filter(good.dump()).body)["NodeNames"], json({"gpu-0"}));
+  // The declared application has a row, refitted from its features: between its neighbours.
+  const std::optional<predict::AppId> app = predictor->FindApp("bert/bs2");
+  ASSERT_TRUE(app.has_value());
+  const double qps =
+      predictor->IsolatedAt(*app, *predictor->FindConfig("A100-SXM4-40GB/whole/100"));
+  EXPECT_GT(qps, 100);
+  EXPECT_LT(qps, 380);
+  EXPECT_GT(predictor->generation(), generation);
+  // Asked again (prioritize, a retry): the same declaration is no change, and no refit.
+  const uint64_t refitted = predictor->generation();
+  EXPECT_EQ(ext.Prioritize(good.dump()).status, 200);
+  EXPECT_EQ(predictor->generation(), refitted);
+
+  // batch is numeric in the table: a categorical batch is refused, the pod still judged.
+  json odd = {
+      {"Pod",
+       KubePod("odd", 250, {{"tessera.io/app", "bert/bs8"}, {"tessera.io/feature.batch", "big"}})},
+      {"NodeNames", {"gpu-0"}}};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(json::parse(ext.Filter(odd.dump()).body)["NodeNames"], json({"gpu-0"}));
+    EXPECT_EQ(ext.Prioritize(odd.dump()).status, 200);
+  }
+  EXPECT_FALSE(predictor->FindApp("bert/bs8").has_value());
+  std::vector<json> warned;
+  for (const json& e : api.All("events")) {
+    if (e["reason"] == "FeaturesIgnored") warned.push_back(e);
+  }
+  ASSERT_EQ(warned.size(), 1u);
+  EXPECT_EQ(warned[0]["involvedObject"]["name"], "odd");
+  EXPECT_EQ(warned[0]["type"], "Warning");
+  EXPECT_NE(warned[0]["message"].get<std::string>().find("feature 'batch' is categorical"),
+            std::string::npos);
   ext.Stop();
 }
 
