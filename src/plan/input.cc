@@ -41,6 +41,13 @@ Expected<predict::AppFeatures> ParseFeatures(const std::string& file, const std:
     auto value = kv.second.IsScalar()
                      ? predict::ParseFeatureValue(kv.second.Scalar())
                      : Expected<predict::FeatureValue>(Fail("must be a number or a word"));
+    // YAML's own spellings of infinity and NaN (.inf, -.Inf, .nan, …) in a plain scalar are
+    // numbers to YAML, and not finite ones: refused as the annotation "inf" is.
+    double yaml_number = 0;
+    if (value && kv.second.Tag() == "?" && YAML::convert<double>::decode(kv.second, yaml_number) &&
+        !std::isfinite(yaml_number)) {
+      value = Fail("feature value '{}' is not finite", kv.second.Scalar());
+    }
     if (!value) {
       return At(file, kv.first,
                 fmt::format("service {}: feature '{}': {}", service, name, value.error().message));

@@ -50,6 +50,15 @@ TEST(PlannerTest, BadInputIsOneErrorNamingTheService) {
             "svc.yaml:5: service a: unknown key 'slo'");
   EXPECT_EQ(Error("gpus: [V100-32GB, B200]\nservices:\n  - name: a\n    app: x\n    slo_qps: 5\n"),
             "svc.yaml:1: unknown GPU model 'B200'");
+  // YAML's infinity and NaN are numbers that are not finite; quoted, the same text is a word.
+  const std::string featured = menu + "services:\n  - name: a\n    slo_qps: 5\n    features: ";
+  EXPECT_EQ(Error(featured + "{model: x, batch: .nan}\n"),
+            "svc.yaml:5: service a: feature 'batch': feature value '.nan' is not finite");
+  EXPECT_EQ(Error(featured + "{model: x, batch: -.Inf}\n"),
+            "svc.yaml:5: service a: feature 'batch': feature value '-.Inf' is not finite");
+  EXPECT_EQ(Error(featured + "{model: x, batch: inf}\n"),
+            "svc.yaml:5: service a: feature 'batch': feature value 'inf' is not finite");
+  EXPECT_EQ(Error(featured + "{model: x, release: '.nan'}\n"), "");
 }
 
 // A service known only by its features is predicted from them and planned; with no ground
