@@ -291,6 +291,11 @@ Expected<Pod> PodFromJson(const json& object) {
     }
     pod.priority = p.get<int>();
   }
+  if (auto rules = NodeRulesFromPodSpec(spec, "pod " + pod.Key())) {
+    pod.node_rules = std::move(*rules);
+  } else {
+    pod.rules_error = rules.error().message;
+  }
   const json& status = ObjectAt(object, "status");
   pod.phase = StringAt(status, "phase");
   pod.ready = ReadyCondition(status);
@@ -315,6 +320,7 @@ Expected<Node> NodeFromJson(const json& object) {
     if (v.is_string()) node.labels[k] = v.get<std::string>();
   }
   const json& spec = ObjectAt(object, "spec");
+  node.taints = TaintsFromNodeSpec(spec, node.taints_skipped);
   node.unschedulable = spec.contains("unschedulable") && spec["unschedulable"].is_boolean() &&
                        spec["unschedulable"].get<bool>();
   const json& status = ObjectAt(object, "status");

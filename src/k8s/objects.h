@@ -15,8 +15,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/error.h"
+#include "k8s/node_rules.h"
 #include "model/workload.h"
 
 namespace tessera::k8s {
@@ -68,6 +70,11 @@ struct Pod {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   std::map<std::string, std::string> extended;  // other resource name -> quantity text
+  // Which nodes it may use (nodeSelector, required node affinity, tolerations; node_rules.h).
+  // A malformed rule leaves them empty and says why in rules_error: the pod is not scheduled
+  // (a bound one is still counted where it runs).
+  NodeRules node_rules;
+  std::string rules_error;
 
   std::string Key() const { return namespace_ + "/" + name; }
   // Holds no resources any more (finished or being deleted).
@@ -80,7 +87,9 @@ struct Node {
   bool ready = false;          // condition Ready=True
   bool unschedulable = false;  // spec.unschedulable (cordoned)
   std::map<std::string, std::string> labels;
-  int64_t cpu_milli = 0;  // status.allocatable
+  std::vector<Taint> taints;                // spec.taints
+  std::vector<std::string> taints_skipped;  // malformed ones, left out, for the log
+  int64_t cpu_milli = 0;                    // status.allocatable
   int64_t memory_mib = 0;
 };
 

@@ -318,10 +318,14 @@ void Scheduler::Apply(const Change& c) {
       return;
     }
     auto it = nodes_.find(node->name);
-    const bool same =
-        it != nodes_.end() && it->second.ready == node->ready &&
-        it->second.unschedulable == node->unschedulable && it->second.labels == node->labels &&
-        it->second.cpu_milli == node->cpu_milli && it->second.memory_mib == node->memory_mib;
+    for (const std::string& why : node->taints_skipped) {
+      spdlog::warn("node {}: taint left out: {}", node->name, why);
+    }
+    const bool same = it != nodes_.end() && it->second.ready == node->ready &&
+                      it->second.unschedulable == node->unschedulable &&
+                      it->second.labels == node->labels && it->second.taints == node->taints &&
+                      it->second.cpu_milli == node->cpu_milli &&
+                      it->second.memory_mib == node->memory_mib;
     nodes_[node->name] = *node;
     need_rebuild_ |= !same;
     return;
@@ -393,6 +397,7 @@ void Scheduler::OnPod(EventType type, const Pod& pod) {
 void Scheduler::SubmitPod(const Pod& pod) {
   const model::WorkloadId id = ids_.IdOf(pod.uid);
   auto w = WorkloadFromPod(pod, id);
+  if (w && !pod.rules_error.empty()) w = Fail("{}", pod.rules_error);
   if (!w) {
     auto inv = invalid_.find(pod.uid);
     if (inv == invalid_.end() || inv->second != w.error().message) {
@@ -407,11 +412,14 @@ void Scheduler::SubmitPod(const Pod& pod) {
   invalid_.erase(pod.uid);
   queued_at_.try_emplace(pod.uid, clock_.Now());
   DeclareFeatures(pod, *w);
+  // Known before the core queues it: the queue asks for its node rules (AdmissionKey).
+  known_[id] = Known{{pod.namespace_, pod.name, pod.uid}, false};
+  known_[id].rules = pod.node_rules;
   if (auto ok = core_->Submit(std::move(*w)); !ok) {
     spdlog::warn("pod {}: {}", pod.Key(), ok.error().message);
+    known_.erase(id);
     return;
   }
-  known_[id] = Known{{pod.namespace_, pod.name, pod.uid}, false};
   dirty_ = true;
   std::lock_guard lock(mu_);
   stats_.pending = core_->pending_count();
@@ -681,11 +689,33 @@ void Scheduler::StartCore(std::unique_ptr<model::ClusterState> cluster) {
                             const model::Placement& p) { return ResizeHook(w, p); },
           .unschedulable = [this](const model::Workload& w, const std::string& why,
                                   bool) { Unschedulable(w, why); },
+          .admits = [this](const model::Workload& w, model::NodeIndex n) { return Admits(w, n); },
+          .admission_key =
+              [this](const model::Workload& w) {
+                auto it = known_.find(w.id);
+                return it == known_.end() ? std::string() : it->second.rules.Key();
+              },
           .scored =
               [this](const model::Workload& w, const policy::Candidate& chosen,
                      std::span<const sched::Offer> offers) {
                 scored_ = {w.id, ScoreSummary(offers, chosen.placement.node, *cluster_)};
               }});
+}
+
+std::string_view Scheduler::Admits(const model::Workload& w, model::NodeIndex n) {
+  auto node = nodes_.find(cluster_->node(n).name);
+  if (node == nodes_.end()) return {};  // the cluster is built from nodes_: not reached
+  static const NodeRules kNone;         // a pod without rules is still refused by taints
+  auto it = known_.find(w.id);
+  const NodeRules& rules = it == known_.end() ? kNone : it->second.rules;
+  if (!SelectorAdmits(rules, node->second.labels, node->first)) return kRefusedBySelector;
+  if (const Taint* t = UntoleratedTaint(rules, node->second.taints)) {
+    // kube-scheduler's words; kept, as the core's reasons must outlive the cycle.
+    return *refusal_texts_
+                .insert(fmt::format("node(s) had untolerated taint {{{}: {}}}", t->key, t->value))
+                .first;
+  }
+  return {};
 }
 
 Expected<void> Scheduler::BindHook(const model::Workload& w, const model::Placement& p,

@@ -20,6 +20,10 @@
 // fail-over never double-books a slice. A pod whose annotations or requests are malformed is
 // skipped with a Warning event naming the annotation, until the pod changes.
 //
+// Where a pod may go at all is kube-scheduler's rule (node_rules.h): its nodeSelector, its
+// required node affinity and the nodes' NoSchedule / NoExecute taints refuse nodes before the
+// policy sees them (sched::Hooks::admits), in kube-scheduler's words in FailedScheduling.
+//
 // The closed loop: every cycle (at least every retry_s while pods run) the policy's AfterCycle
 // sees the pods' QPS (config.watch_qps names them to the telemetry) and may learn — what the
 // learner observes is saved to the store (bounded) and replayed by the next leader — and
@@ -193,6 +197,7 @@ class Scheduler {
     // model) and not seen Ready since; when it is, its QPS age runs from then (ready_at).
     bool not_ready = false;
     double ready_at = 0;
+    NodeRules rules;  // the nodes it may use (node_rules.h), as it was queued
   };
 
   // What every policy this scheduler makes is given (the driver's data, never a choice).
@@ -218,6 +223,8 @@ class Scheduler {
   // Marks unavailable the GPUs whose reshape failed (for the backoff) or whose MPS server the
   // agent judges stuck; after the bound pods are restored, which keep their slices there.
   void HoldOutGpus(model::ClusterState& cluster);
+  // Hooks::admits: why node `n` refuses the pod (its selector, affinity, the node's taints).
+  std::string_view Admits(const model::Workload& w, model::NodeIndex n);
   // Logs each GPU that became, or stopped being, reported with a stuck MPS server.
   void NoteMpsStuck(const std::map<std::string, std::string>& stuck);  // uuid -> node
   bool RestoreBoundPod(model::ClusterState& cluster, const Pod& pod,
@@ -315,6 +322,7 @@ class Scheduler {
   };
   std::map<std::string, HeldOut> held_out_;  // GPUs whose reshape failed, by uuid
   std::set<std::string> mps_stuck_;          // GPUs whose agent judges the MPS server stuck
+  std::set<std::string> refusal_texts_;      // Admits' reasons naming a taint, kept for the core
   // The last workload the core scored and ScoreSummary of its offers, for its Scheduled event.
   std::pair<model::WorkloadId, std::string> scored_{-1, ""};
   bool leading_ = false;

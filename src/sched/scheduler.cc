@@ -58,6 +58,11 @@ void Scheduler::Enqueue(Workload w) {
   auto it = pending_.end();
   while (it != pending_.begin() && later(*std::prev(it))) --it;
   std::string shape = RequestShape(w, policy_.OffersDependOn());
+  if (hooks_.admission_key) {
+    // Before the SLO's part, which WithoutSlo cuts from the end.
+    const size_t at = shape.rfind(kSloPart);
+    shape.insert(at == std::string::npos ? shape.size() : at, "|admits=" + hooks_.admission_key(w));
+  }
   ++shapes_[shape];
   const WorkloadId id = w.id;
   queued_[id] = pending_.insert(it, Queued{std::move(w), std::move(shape)});
@@ -116,6 +121,11 @@ std::optional<bool> Scheduler::SelectByRanking(const Workload& w, const std::str
   // Filter is called here, not kept: a node is re-rated because it changed, which is when a
   // kept verdict would be stale.
   ranking.Sync(cluster_, [&](model::NodeIndex n) -> KeptRanking::Rating {
+    // The shape carries the admission rules, so a node's admission is kept with its rating.
+    if (const std::string_view refused = hooks_.admits ? hooks_.admits(w, n) : std::string_view();
+        !refused.empty()) {
+      return {std::nullopt, refused};
+    }
     if (const std::string_view reason = policy_.Filter(w, n, cluster_).reason; !reason.empty()) {
       return {std::nullopt, reason};
     }
@@ -353,6 +363,17 @@ void Scheduler::CommitBatch(std::vector<policy::Candidate> batch, CycleStats& st
     }
     ++stats.attempted;
     const Queue::iterator q = it->second;
+    if (hooks_.admits) {
+      if (const std::string_view refused = hooks_.admits(q->workload, cand.placement.node);
+          !refused.empty()) {
+        ++stats.unschedulable;
+        const std::string why = fmt::format("the batch chose node {}, which refuses it: {}",
+                                            cluster_.node(cand.placement.node).name, refused);
+        last_reason_[q->workload.id] = why;
+        if (hooks_.unschedulable) hooks_.unschedulable(q->workload, why, false);
+        continue;
+      }
+    }
     if (Commit(q->workload, std::move(cand), stats)) Dequeue(q);
   }
   // Dropping applies to a batch too: what it left waiting fits nowhere this cycle (an

@@ -33,6 +33,8 @@
 // not scored; for a policy whose ceilings are cheap (OfferInputs::score_ceilings) under the
 // lowest-node tie rule, the nodes are scored highest ceiling first, so that the search usually
 // ends after a few nodes (the same choice as the scan in node order).
+// A driver may also rule out nodes for a workload before the policy sees them (Hooks::admits:
+// Kubernetes' node selector, affinity and taints).
 // Not thread-safe: one driver thread calls it.
 
 #include <functional>
@@ -85,6 +87,15 @@ struct Hooks {
   std::function<Expected<void>(const Workload&, const model::Placement& now)> resized;
   // A workload found no node this cycle; `why` summarises the filter reasons.
   std::function<void(const Workload&, const std::string& why, bool dropped)> unschedulable;
+  // Where the driver lets a workload run at all, asked before the policy on every node
+  // (Kubernetes: the pod's node selector, required node affinity and the node's taints): the
+  // refusal's reason (its text must outlive the cycle) or "" where it may run. A batch
+  // policy's candidate on a node that refuses is not committed; the workload waits.
+  std::function<std::string_view(const Workload&, model::NodeIndex)> admits;
+  // The text of a workload's admission rules: workloads with equal texts are admitted by the
+  // same nodes. It joins the request shape, so that the shapes a cycle skips and the verdicts
+  // and rankings kept per shape never mix workloads under different rules. Set with `admits`.
+  std::function<std::string(const Workload&)> admission_key;
   // Per-workload scoring picked `chosen` among `offers` (every node that made one, in node
   // order); called before reserve and bind, so a driver can say why this node (DESIGN §3
   // explain). Not called for PlaceBatch placements. When unset, offers are not collected.
@@ -181,6 +192,9 @@ class Scheduler {
   // as CountReason, so that the node loops inline them.
   std::string_view FilterReason(const Workload& w, model::NodeIndex n,
                                 std::vector<Verdict>* verdicts) {
+    if (hooks_.admits) {  // the driver's rules first; not kept: they are not the node's state
+      if (const std::string_view refused = hooks_.admits(w, n); !refused.empty()) return refused;
+    }
     if (!verdicts) return policy_.Filter(w, n, cluster_).reason;
     Verdict& v = (*verdicts)[n];
     if (v.version != cluster_.node(n).version) {

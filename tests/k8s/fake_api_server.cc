@@ -125,7 +125,7 @@ class FakeApiServer::Impl {
   // unless it says "controller": false), an array of them, or null for a bare pod.
   void AddPodWith(const std::string& ns, const std::string& name, const json& requests,
                   const json& annotations, const json& labels, const json& owner,
-                  const std::string& scheduler = "tessera") {
+                  const std::string& scheduler = "tessera", const json& spec_patch = nullptr) {
     json p = {{"apiVersion", "v1"},
               {"kind", "Pod"},
               {"metadata", {{"name", name}, {"namespace", ns}, {"annotations", annotations}}},
@@ -137,6 +137,7 @@ class FakeApiServer::Impl {
                                {"resources", {{"requests", requests}, {"limits", requests}}}}})}}},
               {"status", {{"phase", "Pending"}}}};
     if (!labels.empty()) p["metadata"]["labels"] = labels;
+    if (spec_patch.is_object()) p["spec"].merge_patch(spec_patch);
     if (owner.is_object() || owner.is_array()) {
       json refs = owner.is_array() ? owner : json::array({owner});
       for (auto& r : refs) {
@@ -146,6 +147,20 @@ class FakeApiServer::Impl {
     }
     std::lock_guard lock(mu_);
     Store("pods", ns + "/" + name, p, "ADDED");
+  }
+  // `kubectl patch --type merge` (RFC 7386) of a node, or of a pod's spec before anyone saw it
+  // (AddPodWithSpec). Aborts if there is no such object (a broken test).
+  void MergePatch(const std::string& resource, const std::string& key, const json& patch) {
+    std::lock_guard lock(mu_);
+    auto& objects = objects_[resource];
+    auto it = objects.find(key);
+    if (it == objects.end()) {
+      std::fprintf(stderr, "FakeApiServer::MergePatch: no %s %s\n", resource.c_str(), key.c_str());
+      std::abort();
+    }
+    json obj = it->second;
+    obj.merge_patch(patch);
+    Store(resource, key, obj, "MODIFIED");
   }
   // The kubelet's part: phase Running and the Ready condition True (or False: running, not yet
   // healthy). Aborts if there is no such pod (a broken test).
@@ -1036,6 +1051,15 @@ void FakeApiServer::AddPodWith(const std::string& ns, const std::string& name, c
                                const json& annotations, const json& labels, const json& owner,
                                const std::string& scheduler) {
   impl_->AddPodWith(ns, name, requests, annotations, labels, owner, scheduler);
+}
+void FakeApiServer::AddPodWithSpec(const std::string& ns, const std::string& name,
+                                   const json& requests, const json& annotations,
+                                   const json& spec_patch) {
+  impl_->AddPodWith(ns, name, requests, annotations, json::object(), nullptr, "tessera",
+                    spec_patch);
+}
+void FakeApiServer::PatchNode(const std::string& name, const json& merge_patch) {
+  impl_->MergePatch("nodes", name, merge_patch);
 }
 void FakeApiServer::SetPodRunning(const std::string& ns, const std::string& name, bool ready) {
   impl_->SetPodRunning(ns, name, ready);

@@ -103,6 +103,12 @@ class FakeApiServer {
   void AddPodWith(const std::string& ns, const std::string& name, const json& requests,
                   const json& annotations, const json& labels, const json& owner,
                   const std::string& scheduler = "tessera");
+  // AddPod (scheduler "tessera") with `spec_patch` merged into its spec (RFC 7386): a
+  // nodeSelector, affinity, tolerations.
+  void AddPodWithSpec(const std::string& ns, const std::string& name, const json& requests,
+                      const json& annotations, const json& spec_patch);
+  // `kubectl patch node <name> --type merge -p <merge_patch>`: labels, taints, … (MODIFIED).
+  void PatchNode(const std::string& name, const json& merge_patch);
   // The kubelet's part: phase Running and the Ready condition True (or False: running, not yet
   // healthy). Aborts if there is no such pod (a broken test).
   void SetPodRunning(const std::string& ns, const std::string& name, bool ready = true);

@@ -672,6 +672,67 @@ TEST_F(SchedulerTest, AGpuWhoseMpsServerIsStuckTakesNoNewPodsUntilItRecovers) {
   s.Stop();
 }
 
+// kube-scheduler's rules on where a pod may go (node_rules.h): a nodeSelector, a required node
+// affinity and a NoSchedule taint refuse nodes before the policy (first-fit) sees them, the
+// FailedScheduling event says why in kube-scheduler's words, a malformed rule is one Warning
+// naming the field, and a label added later lets the waiting pod in.
+TEST_F(SchedulerTest, NodeSelectorAffinityAndTaintsDecideWhereAPodMayGo) {
+  AddGpuNodes(3, 1);  // gpu-0, gpu-1, gpu-2: one A100 each
+  api_.PatchNode("gpu-0", {{"metadata", {{"labels", {{"pool", "a"}}}}}});
+  api_.PatchNode(
+      "gpu-1",
+      {{"metadata", {{"labels", {{"pool", "b"}}}}},
+       {"spec",
+        {{"taints",
+          json::array({{{"key", "dedicated"}, {"value", "batch"}, {"effect", "NoSchedule"}}})}}}});
+  api_.PatchNode("gpu-2", {{"metadata", {{"labels", {{"pool", "b"}}}}}});
+  Scheduler s(*client_, store_, clock_, FastConfig("replica-a"));
+  ASSERT_TRUE(s.Start().has_value());
+  const json whole = {{"cpu", "100m"}, {"memory", "256Mi"}, {"tessera.io/gpu-milli", 1000}};
+  const json app = {{"tessera.io/app", "onnx/resnet50/bs1"}};
+  auto node_of = [&](const std::string& pod) {
+    return api_.Get("pods", "inference/" + pod).value()["spec"].value("nodeName", "");
+  };
+  auto required = [](const json& expr) {
+    return json{{"affinity",
+                 {{"nodeAffinity",
+                   {{"requiredDuringSchedulingIgnoredDuringExecution",
+                     {{"nodeSelectorTerms", json::array({{{"matchExpressions", {expr}}}})}}}}}}}};
+  };
+
+  // Pool b without a toleration: first fit would take gpu-1, whose taint refuses it.
+  api_.AddPodWithSpec("inference", "selected", whole, app, {{"nodeSelector", {{"pool", "b"}}}});
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 1; }));
+  EXPECT_EQ(node_of("selected"), "gpu-2");
+  // Tolerating it: gpu-1, the one pool-b node left.
+  api_.AddPodWithSpec("inference", "tolerant", whole, app,
+                      {{"nodeSelector", {{"pool", "b"}}},
+                       {"tolerations", json::array({{{"key", "dedicated"}, {"value", "batch"}}})}});
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 2; }));
+  EXPECT_EQ(node_of("tolerant"), "gpu-1");
+  // Pool c, which no node is in: gpu-0 is free, and still refuses it.
+  api_.AddPodWithSpec("inference", "waiting", whole, app,
+                      required({{"key", "pool"}, {"operator", "In"}, {"values", {"c"}}}));
+  ASSERT_TRUE(WaitFor([&] { return !EventsFor("waiting", "FailedScheduling").empty(); }));
+  EXPECT_EQ(EventsFor("waiting", "FailedScheduling")[0]["message"],
+            "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector");
+  api_.AddPodWithSpec("inference", "malformed", whole, app,
+                      required({{"key", "pool"}, {"operator", "Near"}, {"values", {"a"}}}));
+  ASSERT_TRUE(WaitFor([&] { return !EventsFor("malformed", "FailedScheduling").empty(); }));
+  EXPECT_EQ(EventsFor("malformed", "FailedScheduling")[0]["message"],
+            "pod inference/malformed: "
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+            "nodeSelectorTerms[0].matchExpressions[0].operator: 'Near' is not In, NotIn, Exists, "
+            "DoesNotExist, Gt or Lt");
+
+  // gpu-0 joins pool c: the waiting pod goes there; the malformed one never binds.
+  api_.PatchNode("gpu-0", {{"metadata", {{"labels", {{"pool", "c"}}}}}});
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 3; }));
+  EXPECT_EQ(node_of("waiting"), "gpu-0");
+  EXPECT_EQ(node_of("malformed"), "");
+  s.Stop();
+}
+
 TEST_F(SchedulerTest, SlowApiServerAndLeftoverConfigMapsStillBind) {
   AddGpuNodes(1, 2);
   // A ConfigMap left over from an earlier pod of the same name: create answers 409 and the

@@ -776,6 +776,64 @@ TEST_F(SchedulerTest, PlaceBatchReservesAndBindsEveryCandidateWithoutScoring) {
   EXPECT_EQ(policy.scores, 0);
 }
 
+// The driver's admission rules (Kubernetes' node selector and taints): workloads named
+// "pinned-…" may run only on n1. A refused node is counted with the driver's reason, and a
+// workload of the same request shape under other rules is still tried after a pinned one
+// failed: the rules are part of the shape.
+TEST_F(SchedulerTest, TheDriversAdmissionRulesRefuseNodesAndSplitShapes) {
+  static constexpr std::string_view kRefused = "node(s) didn't match Pod's node affinity/selector";
+  const auto pinned = [](const Workload& w) { return w.name.starts_with("pinned"); };
+  int asked = 0;
+  hooks_.admits = [&](const Workload& w, model::NodeIndex n) -> std::string_view {
+    ++asked;
+    return pinned(w) && n == 0 ? kRefused : std::string_view();
+  };
+  hooks_.admission_key = [&](const Workload& w) {
+    return pinned(w) ? std::string("n1 only") : std::string();
+  };
+  policy::FirstFit ff;
+  Scheduler s(c_, ff, clock_, rng_, hooks_);
+  Workload a = Share(1, 1000, 1), b = Share(2, 1000, 2), free = Share(3, 1000, 3);
+  a.name = "pinned-a";
+  b.name = "pinned-b";
+  for (Workload* w : {&a, &b, &free}) ASSERT_TRUE(s.Submit(*w));
+  const CycleStats st = s.RunCycle();
+  // a: n0 refuses it, n1 (the A30, MIG off) takes it whole. b: n0 refuses, n1 is full.
+  // free: first fit on n0, though b's request shape failed just before it.
+  EXPECT_EQ(st.bound, 2);
+  using Bound = std::pair<WorkloadId, model::NodeIndex>;
+  EXPECT_EQ(bound_, (std::vector<Bound>{{1, 1}, {3, 0}}));
+  EXPECT_EQ(s.LastReason(2),
+            "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 too "
+            "few idle GPUs");
+  EXPECT_GT(asked, 0);
+  EXPECT_TRUE(c_.CheckInvariants());
+}
+
+TEST_F(SchedulerTest, ABatchCandidateOnANodeThatRefusesTheWorkloadIsNotCommitted) {
+  hooks_.admits = [](const Workload& w, model::NodeIndex n) -> std::string_view {
+    return w.id == 2 && n == 0 ? "node(s) had untolerated taint {dedicated: batch}" : "";
+  };
+  hooks_.admission_key = [](const Workload& w) { return std::to_string(w.id == 2); };
+  FixedBatch policy;
+  // w1 on the V100 (allowed), w2 on the V100 too (refused there).
+  policy.batch = {{10, {1, 0, {{0, 400, 0}}}, std::nullopt},
+                  {10, {2, 0, {{0, 400, 0}}}, std::nullopt}};
+  Scheduler s(c_, policy, clock_, rng_, hooks_);
+  ASSERT_TRUE(s.Submit(Share(1, 400, 1)));
+  ASSERT_TRUE(s.Submit(Share(2, 400, 2)));
+  const CycleStats st = s.RunCycle();
+  EXPECT_EQ(st.bound, 1);
+  EXPECT_EQ(st.unschedulable, 1);
+  using Bound = std::pair<WorkloadId, model::NodeIndex>;
+  EXPECT_EQ(bound_, (std::vector<Bound>{{1, 0}}));
+  EXPECT_EQ(c_.partition(0).used_milli, 400);  // w2's 400 was never reserved
+  EXPECT_EQ(s.pending_count(), 1u);
+  EXPECT_EQ(s.LastReason(2),
+            "the batch chose node n0, which refuses it: node(s) had untolerated taint "
+            "{dedicated: batch}");
+}
+
 // Evicts the workloads it is armed with, once.
 class EvictOnce : public policy::Policy {
  public:
