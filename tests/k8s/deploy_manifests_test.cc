@@ -212,6 +212,11 @@ TEST(DeployManifestsTest, ExamplePodIsOneTesseraSchedules) {
     EXPECT_EQ(w->gpu.milli, 250);
     EXPECT_EQ(w->gpu.memory_mib, 8192);
     EXPECT_EQ(w->cpu_milli, 2000);
+    // It tolerates the taint GPU nodes often carry, and nothing else.
+    EXPECT_EQ(UntoleratedTaint(parsed->node_rules, {{"nvidia.com/gpu", "present", "NoSchedule"}}),
+              nullptr);
+    EXPECT_NE(UntoleratedTaint(parsed->node_rules, {{"dedicated", "batch", "NoSchedule"}}),
+              nullptr);
     return;
   }
   FAIL() << "deploy/examples/example-inference.yaml not found";
@@ -237,6 +242,8 @@ TEST(DeployManifestsTest, OfflineExampleIsBestEffortAndReleasesItsContextBeforeS
     EXPECT_EQ(w->slo_qps, 0);  // best effort: no SLO
     EXPECT_EQ(w->gpu.milli, 400);
     EXPECT_EQ(w->gpu.memory_mib, 16384);  // 40 % of an A100-40GB's 40960 MiB, seed 001 §5
+    EXPECT_EQ(UntoleratedTaint(parsed->node_rules, {{"nvidia.com/gpu", "present", "NoSchedule"}}),
+              nullptr);
 
     const YAML::Node c = tmpl["spec"]["containers"][0];
     const YAML::Node hook = c["lifecycle"]["preStop"]["exec"]["command"];
