@@ -780,7 +780,11 @@ TEST_F(SchedulerTest, PlaceBatchReservesAndBindsEveryCandidateWithoutScoring) {
 // "pinned-…" may run only on n1. A refused node is counted with the driver's reason, and a
 // workload of the same request shape under other rules is still tried after a pinned one
 // failed: the rules are part of the shape.
-TEST_F(SchedulerTest, TheDriversAdmissionRulesRefuseNodesAndSplitShapes) {
+class AdmissionTest : public SchedulerTest, public ::testing::WithParamInterface<bool> {};
+
+// Both node loops: the kept ranking (first fit, lowest-node ties, nobody listening to offers)
+// and the plain scan (a `scored` hook wants every offer).
+TEST_P(AdmissionTest, TheDriversAdmissionRulesRefuseNodesAndSplitShapes) {
   static constexpr std::string_view kRefused = "node(s) didn't match Pod's node affinity/selector";
   const auto pinned = [](const Workload& w) { return w.name.starts_with("pinned"); };
   int asked = 0;
@@ -791,6 +795,12 @@ TEST_F(SchedulerTest, TheDriversAdmissionRulesRefuseNodesAndSplitShapes) {
   hooks_.admission_key = [&](const Workload& w) {
     return pinned(w) ? std::string("n1 only") : std::string();
   };
+  int offers_heard = 0;
+  if (GetParam()) {
+    hooks_.scored = [&](const Workload&, const Candidate&, std::span<const Offer> offers) {
+      offers_heard += static_cast<int>(offers.size());
+    };
+  }
   policy::FirstFit ff;
   Scheduler s(c_, ff, clock_, rng_, hooks_);
   Workload a = Share(1, 1000, 1), b = Share(2, 1000, 2), free = Share(3, 1000, 3);
@@ -807,8 +817,15 @@ TEST_F(SchedulerTest, TheDriversAdmissionRulesRefuseNodesAndSplitShapes) {
             "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 too "
             "few idle GPUs");
   EXPECT_GT(asked, 0);
+  // The scan heard a's one offer (n1; n0 refused it) and free's one (n0; n1 was full).
+  EXPECT_EQ(offers_heard, GetParam() ? 2 : 0);
   EXPECT_TRUE(c_.CheckInvariants());
 }
+
+INSTANTIATE_TEST_SUITE_P(BothNodeLoops, AdmissionTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? std::string("Scan") : std::string("KeptRanking");
+                         });
 
 TEST_F(SchedulerTest, ABatchCandidateOnANodeThatRefusesTheWorkloadIsNotCommitted) {
   hooks_.admits = [](const Workload& w, model::NodeIndex n) -> std::string_view {
