@@ -1076,6 +1076,13 @@ void Scheduler::UpdateStatus() {
   for (model::NodeIndex n = 0; n < cluster_->node_count(); ++n) {
     const model::Node& node = cluster_->node(n);
     StatusNode sn{node.name, node.ready, {}};
+    if (auto api = nodes_.find(node.name); api != nodes_.end()) {
+      for (const Taint& t : api->second.taints) {
+        if (t.effect != "NoSchedule" && t.effect != "NoExecute") continue;
+        sn.taints.push_back(t.value.empty() ? fmt::format("{}:{}", t.key, t.effect)
+                                            : fmt::format("{}={}:{}", t.key, t.value, t.effect));
+      }
+    }
     for (int i = 0; i < node.gpu_count; ++i) sn.gpus.push_back(StatusOfGpu(node.first_gpu + i));
     v.nodes.push_back(std::move(sn));
   }

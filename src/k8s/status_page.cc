@@ -31,6 +31,7 @@ h2{font-size:15px;margin:0 0 8px;font-weight:600}
   background:#e4e7eb;color:#3e4c59;vertical-align:2px}
 .badge.leader,.badge.ready{background:#d5f0dc;color:#1e6b34}
 .badge.off,.badge.not-ready{background:#fbdcdc;color:#9b1c1c}
+.badge.taint{background:#fdf0d5;color:#8a5a00;font-weight:500}
 .grid{display:grid;grid-template-columns:minmax(0,1fr) 430px;gap:16px;align-items:start}
 @media (max-width:1100px){.grid{grid-template-columns:minmax(0,1fr)}}
 section,.card{background:#fff;border:1px solid #dde2e7;border-radius:6px;padding:12px 14px;
@@ -201,10 +202,14 @@ std::string Gpu(const std::string& node_id, const StatusGpu& g) {
 
 std::string NodeSection(const StatusNode& n) {
   const std::string id = "node-" + IdPart(n.name);
+  std::string taints;
+  for (const std::string& t : n.taints) {
+    taints += fmt::format(" <span class=\"badge taint\" title=\"taint\">{}</span>", Escape(t));
+  }
   std::string out = fmt::format(
-      "<div class=\"card node{}\" id=\"{}\"><h3>{} <span class=\"badge {}\">{}</span></h3>\n",
+      "<div class=\"card node{}\" id=\"{}\"><h3>{} <span class=\"badge {}\">{}</span>{}</h3>\n",
       n.ready ? "" : " not-ready", id, Escape(n.name), n.ready ? "ready" : "not-ready",
-      n.ready ? "ready" : "not ready");
+      n.ready ? "ready" : "not ready", taints);
   if (n.gpus.empty()) out += "<div class=\"gpu\"><p class=\"empty\">no GPUs</p></div>\n";
   for (const StatusGpu& g : n.gpus) out += Gpu(id, g);
   return out + "</div>\n";

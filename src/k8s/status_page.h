@@ -48,6 +48,9 @@ struct StatusNode {
   std::string name;
   bool ready = true;
   std::vector<StatusGpu> gpus;
+  // Its NoSchedule / NoExecute taints as kubectl writes them ("dedicated=batch:NoSchedule"):
+  // pods that do not tolerate one never land here (node_rules.h).
+  std::vector<std::string> taints = {};
 };
 
 struct StatusPending {

@@ -710,6 +710,14 @@ TEST_F(SchedulerTest, NodeSelectorAffinityAndTaintsDecideWhereAPodMayGo) {
                        {"tolerations", json::array({{{"key", "dedicated"}, {"value", "batch"}}})}});
   ASSERT_TRUE(WaitFor([&] { return Bound() == 2; }));
   EXPECT_EQ(node_of("tolerant"), "gpu-1");
+  // The status page shows the taint beside its node (kubectl's notation), only there.
+  EXPECT_TRUE(WaitFor([&] {
+    const StatusView v = s.Status();
+    std::map<std::string, std::vector<std::string>> taints;
+    for (const StatusNode& n : v.nodes) taints[n.name] = n.taints;
+    return taints == std::map<std::string, std::vector<std::string>>{
+                         {"gpu-0", {}}, {"gpu-1", {"dedicated=batch:NoSchedule"}}, {"gpu-2", {}}};
+  }));
   // Pool c, which no node is in: gpu-0 is free, and still refuses it.
   api_.AddPodWithSpec("inference", "waiting", whole, app,
                       required({{"key", "pool"}, {"operator", "In"}, {"values", {"c"}}}));

@@ -79,7 +79,7 @@ StatusNode V100Node() {
                        1000,
                        {Pod("training/llama-ft-0", "whole GPU", std::nullopt, std::nullopt,
                             std::nullopt, Slo::kUnknown, "no series")}}};
-  return {"gpu-v100-1", true, {mps, whole}};
+  return {"gpu-v100-1", true, {mps, whole}, {"dedicated=training:NoSchedule"}};
 }
 
 StatusView View() {
@@ -159,6 +159,11 @@ TEST(StatusPage, GpusShowModelUuidMigLayoutAndHeldOut) {
   EXPECT_NE(html.find("<div class=\"gpu off\" id=\"node-gpu-a100-0-gpu-1\">"), std::string::npos);
   EXPECT_NE(html.find("<div class=\"gpu\" id=\"node-gpu-a100-0-gpu-0\">"), std::string::npos);
   EXPECT_NE(html.find("2 nodes · 4 GPUs · 6 pods"), std::string::npos);
+  // The V100 node's taint, beside its name; the A100 node has none.
+  EXPECT_EQ(Count(html, "class=\"badge taint\""), 1u);
+  EXPECT_NE(html.find("<span class=\"badge taint\" title=\"taint\">dedicated=training:NoSchedule"
+                      "</span></h3>"),
+            std::string::npos);
 }
 
 TEST(StatusPage, PartitionBarsFollowUsedMilli) {
