@@ -386,6 +386,13 @@ void Scheduler::OnPod(EventType type, const Pod& pod) {
     } else if (!known_[id].placed && !pod.node_name.empty()) {
       core_->Cancel(id);  // bound by someone else
       known_.erase(id);
+    } else if (!known_[id].placed &&
+               (pod.node_rules.Key() != known_[id].rules.Key() || !pod.rules_error.empty())) {
+      // Still waiting, with other node rules (tolerations may be added to a pod; a gated pod's
+      // selector and affinity may change): queued again under the new ones.
+      core_->Cancel(id);
+      known_.erase(id);
+      SubmitPod(pod);
     }
     return;
   }

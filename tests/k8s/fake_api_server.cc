@@ -1061,6 +1061,10 @@ void FakeApiServer::AddPodWithSpec(const std::string& ns, const std::string& nam
 void FakeApiServer::PatchNode(const std::string& name, const json& merge_patch) {
   impl_->MergePatch("nodes", name, merge_patch);
 }
+void FakeApiServer::MergePatchPod(const std::string& ns, const std::string& name,
+                                  const json& merge_patch) {
+  impl_->MergePatch("pods", ns + "/" + name, merge_patch);
+}
 void FakeApiServer::SetPodRunning(const std::string& ns, const std::string& name, bool ready) {
   impl_->SetPodRunning(ns, name, ready);
 }

@@ -109,6 +109,8 @@ class FakeApiServer {
                       const json& annotations, const json& spec_patch);
   // `kubectl patch node <name> --type merge -p <merge_patch>`: labels, taints, … (MODIFIED).
   void PatchNode(const std::string& name, const json& merge_patch);
+  // The same on a pod (as the API server allows: tolerations added, a gated pod's selector).
+  void MergePatchPod(const std::string& ns, const std::string& name, const json& merge_patch);
   // The kubelet's part: phase Running and the Ready condition True (or False: running, not yet
   // healthy). Aborts if there is no such pod (a broken test).
   void SetPodRunning(const std::string& ns, const std::string& name, bool ready = true);

@@ -733,6 +733,23 @@ TEST_F(SchedulerTest, NodeSelectorAffinityAndTaintsDecideWhereAPodMayGo) {
             "nodeSelectorTerms[0].matchExpressions[0].operator: 'Near' is not In, NotIn, Exists, "
             "DoesNotExist, Gt or Lt");
 
+  // A toleration added to a waiting pod counts at once: pool b's tainted gpu-1 is taken, so
+  // "late" waits on the taint until it tolerates it... and then on gpu-1 being full.
+  api_.AddPodWithSpec("inference", "late", whole, app, {{"nodeSelector", {{"pool", "b"}}}});
+  ASSERT_TRUE(WaitFor([&] { return !EventsFor("late", "FailedScheduling").empty(); }));
+  EXPECT_EQ(EventsFor("late", "FailedScheduling").back()["message"],
+            "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 "
+            "node(s) had untolerated taint {dedicated: batch}, 1 too few idle GPUs");
+  api_.MergePatchPod("inference", "late",
+                     {{"spec", {{"tolerations", json::array({{{"operator", "Exists"}}})}}}});
+  ASSERT_TRUE(WaitFor([&] {
+    const auto events = EventsFor("late", "FailedScheduling");
+    return events.back()["message"] ==
+           "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 too "
+           "few idle GPUs";
+  }));
+  EXPECT_EQ(Bound(), 2);
+
   // gpu-0 joins pool c: the waiting pod goes there; the malformed one never binds.
   api_.PatchNode("gpu-0", {{"metadata", {{"labels", {{"pool", "c"}}}}}});
   ASSERT_TRUE(WaitFor([&] { return Bound() == 3; }));
