@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "predict/predictor_cache.h"
 #include "shipped_catalog.h"
@@ -108,6 +112,32 @@ TEST(ThesisTest, ReadingParsesEveryKeyAndNamesABadOne) {
   }
 }
 
+// x copies of `app` on x equal MPS shares of one V100 (x = 4: the 25 % chunks): their total QPS
+// over x times one alone on its share, noise off.
+double KeptOnEqualShares(const AppCatalog& catalog, const ThesisReading& reading,
+                         const std::string& app, int x) {
+  PhysicsOptions o = ThesisPhysics(reading);
+  o.noise_sd = 0;
+  Physics physics(catalog, 1, o);
+  model::ClusterState c;
+  EXPECT_TRUE(c.AddNode(
+      model::UniformNode("v100", *model::FindGpuModel("V100-32GB"), 1, 64000, 1 << 20)));
+  const model::PartitionIndex p = model::ClusterState::PartitionOf(0, 0);
+  auto place = [&](model::WorkloadId id) {
+    const model::Workload w{.id = id, .app = app, .queries = 1000, .gpu = {.count = 1}};
+    EXPECT_TRUE(c.Place(w, {id, 0, {{p, 1000 / x, 8000}}}));
+  };
+  place(1);
+  const double alone = physics.Rate(*c.Find(1), c).qps;
+  for (model::WorkloadId id = 2; id <= x; ++id) place(id);
+  double total = 0;
+  for (model::WorkloadId id = 1; id <= x; ++id) total += physics.Rate(*c.Find(id), c).qps;
+  return total / (x * alone);
+}
+
+const char* const kThesisCnns[] = {"onnx/resnet50", "tf/resnet50",        "onnx/mobilenet",
+                                   "tf/mobilenet",  "onnx/ssd-mobilenet", "tf/ssd-mobilenet"};
+
 // Ch. 6.3 (Fig. 6.6): x pods on x equal partitions of one GPU serve "an almost linear" total.
 // The default reading's co-runner pressure keeps four engines on a V100's 25 % MPS chunks at
 // 0.92-0.94 of four times one alone (front channel 0.05 × 0.49 × three co-runners' fixed duty,
@@ -115,43 +145,67 @@ TEST(ThesisTest, ReadingParsesEveryKeyAndNamesABadOne) {
 // earlier fit to round robin's low row (0.15) 0.79-0.82, which is not "almost linear".
 TEST(ThesisTest, FourPodsOnFourQuartersOfAV100ServeAlmostLinearly) {
   const AppCatalog catalog = ThesisCatalog(Shipped());
-  auto kept = [&](const ThesisReading& reading, const std::string& app) {
-    PhysicsOptions o = ThesisPhysics(reading);
-    o.noise_sd = 0;
-    Physics physics(catalog, 1, o);
-    model::ClusterState c;
-    EXPECT_TRUE(c.AddNode(
-        model::UniformNode("v100", *model::FindGpuModel("V100-32GB"), 1, 64000, 1 << 20)));
-    const model::PartitionIndex p = model::ClusterState::PartitionOf(0, 0);
-    auto pod = [&](model::WorkloadId id) {
-      model::Workload w;
-      w.id = id;
-      w.app = app;
-      w.queries = 1000;
-      w.gpu.count = 1;
-      return w;
-    };
-    EXPECT_TRUE(c.Place(pod(1), {1, 0, {{p, 250, 8000}}}));
-    const double alone = physics.Rate(*c.Find(1), c).qps;
-    for (model::WorkloadId id = 2; id <= 4; ++id) {
-      EXPECT_TRUE(c.Place(pod(id), {id, 0, {{p, 250, 8000}}}));
-    }
-    double total = 0;
-    for (model::WorkloadId id = 1; id <= 4; ++id) total += physics.Rate(*c.Find(id), c).qps;
-    return total / (4 * alone);
-  };
   const ThesisReading defaults;
   ThesisReading fitted_before;
   fitted_before.interference = 0.15;
   ThesisReading offline;
   offline.interference = 1;
-  for (const std::string app : {"onnx/resnet50", "onnx/mobilenet", "onnx/ssd-mobilenet",
-                                "tf/resnet50", "tf/mobilenet", "tf/ssd-mobilenet"}) {
+  for (const std::string app : kThesisCnns) {
     SCOPED_TRACE(app);
-    EXPECT_GE(kept(defaults, app), 0.91);
-    EXPECT_LE(kept(defaults, app), 0.95);
-    EXPECT_LT(kept(fitted_before, app), 0.83);
-    EXPECT_LT(kept(offline, app), 0.31);
+    EXPECT_GE(KeptOnEqualShares(catalog, defaults, app, 4), 0.91);
+    EXPECT_LE(KeptOnEqualShares(catalog, defaults, app, 4), 0.95);
+    EXPECT_LT(KeptOnEqualShares(catalog, fitted_before, app, 4), 0.83);
+    EXPECT_LT(KeptOnEqualShares(catalog, offline, app, 4), 0.31);
+  }
+}
+
+// The same experiment measured on a real GPU (data/h200-scaling, tools/characterise/scaling.py):
+// four CNN processes at batch 1 back to back (SingleStream-like), each at MPS 25 % of an H200,
+// kept 0.895-1.018 of their rate alone on that share (two runs; ResNet50, MobileNetV2, SSDlite).
+// The default pressure's 0.92-0.94 lies inside that range; the earlier fit (0.15, 0.79-0.82) and
+// Ch. 6.4's Offline constants lie below it. At batch 32 (Offline-like) the H200 kept 0.765-0.811:
+// the scenario, not the GPU's size alone, sets how much a neighbour takes.
+TEST(ThesisTest, DefaultPressureKeepsWhatFourSingleStreamPodsKeptOnAnH200) {
+  double lo = 2, hi = 0, offline_hi = 0;
+  int rows = 0;
+  for (const char* run : {"run1", "run2"}) {
+    const std::string path =
+        std::string(TESSERA_SOURCE_DIR) + "/data/h200-scaling/" + run + "/scaling.csv";
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << path;
+    std::string line;
+    std::getline(in, line);
+    ASSERT_EQ(line, "app,pods,mps,alone_qps,together_qps,kept,total_vs_whole,count");
+    while (std::getline(in, line)) {
+      std::vector<std::string> f;
+      std::stringstream ss(line);
+      for (std::string cell; std::getline(ss, cell, ',');) f.push_back(cell);
+      ASSERT_EQ(f.size(), 8u) << path << ": " << line;
+      if (f[1] != "4" || f[0].starts_with("bert")) continue;
+      const double kept = std::stod(f[5]);
+      if (f[0].ends_with("/bs1")) {
+        lo = std::min(lo, kept);
+        hi = std::max(hi, kept);
+        ++rows;
+      } else if (f[0].ends_with("/bs32")) {
+        offline_hi = std::max(offline_hi, kept);
+      }
+    }
+  }
+  ASSERT_EQ(rows, 5);  // ResNet50 and MobileNetV2 twice, SSDlite once
+  EXPECT_NEAR(lo, 0.895, 0.001);
+  EXPECT_NEAR(hi, 1.018, 0.001);
+  EXPECT_LT(offline_hi, lo);
+  const AppCatalog catalog = ThesisCatalog(Shipped());
+  const ThesisReading defaults;
+  ThesisReading fitted_before;
+  fitted_before.interference = 0.15;
+  for (const std::string app : kThesisCnns) {
+    SCOPED_TRACE(app);
+    const double kept = KeptOnEqualShares(catalog, defaults, app, 4);
+    EXPECT_GE(kept, lo);
+    EXPECT_LE(kept, hi);
+    EXPECT_LT(KeptOnEqualShares(catalog, fitted_before, app, 4), lo);
   }
 }
 

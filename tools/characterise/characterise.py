@@ -92,6 +92,15 @@ def parse_args(argv=None):
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan and its estimated duration; start nothing")
     a = p.parse_args(argv)
+    check_measuring_args(p, a)
+    if any(v > 100 for v in a.mps):
+        p.error(f"--mps {a.mps}: percentages are at most 100")
+    return a
+
+
+def check_measuring_args(p, a):
+    """The checks every measuring tool here shares (this file's and scaling.py's flags):
+    --models split and known, at least MIN_WINDOWS windows, positive and non-negative times."""
     a.models = [m for m in a.models.split(",") if m]
     unknown = [m for m in a.models if m not in MODELS]
     if unknown or not a.models:
@@ -102,9 +111,6 @@ def parse_args(argv=None):
                 "timed windows")
     if not (a.window_s > 0 and a.warmup_s >= 0 and a.rewarm_s >= 0 and a.budget_s >= 0):
         p.error("--window-s must be positive and --warmup-s, --rewarm-s, --budget-s not negative")
-    if any(v > 100 for v in a.mps):
-        p.error(f"--mps {a.mps}: percentages are at most 100")
-    return a
 
 
 def plan(a):
