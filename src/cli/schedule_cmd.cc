@@ -33,6 +33,7 @@ struct ScheduleFlags {
   double inventory_poll_s = 5;
   std::string listen = "0.0.0.0:10259";
   std::string evictions = "off";
+  bool preemption = true;
   int max_moves_per_hour = k8s::EvictionOptions{}.max_per_hour;
   int max_moves_per_node_hour = k8s::EvictionOptions{}.max_per_node_hour;
   double eviction_retry_s = k8s::EvictionOptions{}.retry_s;
@@ -78,6 +79,7 @@ k8s::SchedulerConfig ConfigFrom(const ScheduleFlags& f, const policy::PolicySpec
                    .max_per_hour = f.max_moves_per_hour,
                    .max_per_node_hour = f.max_moves_per_node_hour,
                    .retry_s = f.eviction_retry_s};
+  cfg.preemption = f.preemption;
   cfg.max_observations = static_cast<size_t>(f.max_observations);
   cfg.qps_min_age_s = f.qps_min_age_s;
   cfg.leader.namespace_ =
@@ -195,6 +197,10 @@ void AddSchedule(CLI::App& app, Status* status) {
                   "How policies' evictions and moves reach the cluster: off, dry-run (recorded "
                   "and counted only) or on (the Eviction API, which honours "
                   "PodDisruptionBudgets)")
+      ->capture_default_str();
+  sub->add_flag("--preemption,!--no-preemption", f->preemption,
+                "A pod that fits nowhere has pods of lower priority evicted for it (with "
+                "--evictions on; not one whose preemptionPolicy is Never)")
       ->capture_default_str();
   sub->add_option("--max-moves-per-hour", f->max_moves_per_hour,
                   "Evictions in any hour, cluster-wide, 0..100000")

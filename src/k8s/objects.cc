@@ -291,6 +291,14 @@ Expected<Pod> PodFromJson(const json& object) {
     }
     pod.priority = p.get<int>();
   }
+  if (spec.contains("preemptionPolicy") && !spec["preemptionPolicy"].is_null()) {
+    const json& pp = spec["preemptionPolicy"];
+    if (!pp.is_string() || (pp != "PreemptLowerPriority" && pp != "Never")) {
+      return Fail("pod {}: spec.preemptionPolicy: {} is not PreemptLowerPriority or Never",
+                  pod.Key(), pp.dump());
+    }
+    pod.preempts = pp == "PreemptLowerPriority";
+  }
   if (auto rules = NodeRulesFromPodSpec(spec, "pod " + pod.Key())) {
     pod.node_rules = std::move(*rules);
   } else {

@@ -60,6 +60,7 @@ struct Pod {
   std::string scheduler_name;
   std::string node_name;  // empty while unbound
   int priority = 0;       // spec.priority (from its PriorityClass; 0 when unset)
+  bool preempts = true;   // spec.preemptionPolicy: PreemptLowerPriority (the default), or Never
   std::string phase;      // Pending | Running | Succeeded | Failed | Unknown
   // Condition Ready ("True" or not); none when the status has no Ready condition.
   std::optional<bool> ready;

@@ -73,6 +73,9 @@ Scheduler::Scheduler(ApiClient& api, store::Store& store, const Clock& clock,
   health_.Declare(store_.Name());
 }
 
+// The name preemption's evictions are counted and shown under (metrics, status page, Events).
+const std::string kPreemption = "preemption";
+
 Scheduler::~Scheduler() { Stop(); }
 
 policy::PolicyContext Scheduler::PolicyInputs() {
@@ -422,6 +425,7 @@ void Scheduler::SubmitPod(const Pod& pod) {
   // Known before the core queues it: the queue asks for its node rules (AdmissionKey).
   known_[id] = Known{{pod.namespace_, pod.name, pod.uid}, false};
   known_[id].rules = pod.node_rules;
+  known_[id].preempts = pod.preempts;
   if (auto ok = core_->Submit(std::move(*w)); !ok) {
     spdlog::warn("pod {}: {}", pod.Key(), ok.error().message);
     known_.erase(id);
@@ -706,7 +710,15 @@ void Scheduler::StartCore(std::unique_ptr<model::ClusterState> cluster) {
               [this](const model::Workload& w, const policy::Candidate& chosen,
                      std::span<const sched::Offer> offers) {
                 scored_ = {w.id, ScoreSummary(offers, chosen.placement.node, *cluster_)};
-              }});
+              },
+          .may_preempt =
+              [this](const model::Workload& w) {
+                auto it = known_.find(w.id);
+                return it != known_.end() && it->second.preempts;
+              },
+          .preemptible = [this](const model::Workload& w) { return Preemptible(w.id); }},
+      sched::SchedulerOptions{.preemption = config_.preemption &&
+                                            config_.evictions.mode == EvictionOptions::Mode::kOn});
 }
 
 std::string_view Scheduler::Admits(const model::Workload& w, model::NodeIndex n) {
@@ -861,6 +873,14 @@ void Scheduler::CheckReshapes() {
   }
 }
 
+bool Scheduler::Preemptible(model::WorkloadId id) const {
+  auto it = known_.find(id);
+  if (it == known_.end() || !it->second.placed) return false;  // bound by another scheduler
+  auto pod = pods_.find(it->second.ref.uid);
+  return pod != pods_.end() && !pod->second.controller.empty() && !pod->second.deleting &&
+         !evictor_.Waiting(pod->second.uid);
+}
+
 Expected<void> Scheduler::EvictHook(const model::Workload& w, const policy::Eviction& e) {
   auto it = known_.find(w.id);
   if (it == known_.end()) return Fail("not a pod this scheduler placed");
@@ -868,7 +888,9 @@ Expected<void> Scheduler::EvictHook(const model::Workload& w, const policy::Evic
   if (pod == pods_.end()) return Fail("pod {} is gone", w.name);
   // A refused eviction waits for its retry rather than asking the API server every cycle.
   if (evictor_.Waiting(pod->second.uid)) return Fail("a refused eviction waits for its retry");
-  if (!evictor_.Try(pod->second, pod->second.node_name, config_.policy, e.reason)) {
+  // Preemption is the core's, not the policy's: counted and shown under its own name.
+  const std::string& by = e.preemption ? kPreemption : config_.policy;
+  if (!evictor_.Try(pod->second, pod->second.node_name, by, e.reason)) {
     return Fail("not evicted");
   }
   Evicted(w.id);

@@ -107,6 +107,11 @@ struct SchedulerConfig {
   const policy::JobProfiles* job_profiles = nullptr;
   // How policies' evictions and moves reach the cluster (k8s/evictor.h); off by default.
   EvictionOptions evictions;
+  // Priority preemption (sched/preemption.h): a pod that fits nowhere has lower-priority pods
+  // this scheduler placed, with a controller, evicted through the same Evictor (so budgets and
+  // PodDisruptionBudgets hold). Only while evictions are on; a pod whose preemptionPolicy is
+  // Never waits instead.
+  bool preemption = true;
   // What the learner observed is kept in the store (newest this many), so that a restarted
   // scheduler or a new leader learns it again.
   size_t max_observations = 10000;
@@ -198,6 +203,7 @@ class Scheduler {
     bool not_ready = false;
     double ready_at = 0;
     NodeRules rules;  // the nodes it may use (node_rules.h), as it was queued
+    bool preempts = true;  // spec.preemptionPolicy is not Never (as it was queued)
   };
 
   // What every policy this scheduler makes is given (the driver's data, never a choice).
@@ -244,6 +250,9 @@ class Scheduler {
   void Warn(const Pod& pod, const std::string& reason, const std::string& message);
   // The core's evict hook: the pod through the Evictor; an Error when it was not evicted.
   Expected<void> EvictHook(const model::Workload& w, const policy::Eviction& e);
+  // A running pod preemption may evict: one this scheduler placed, with a controller to
+  // recreate it, not terminating, and without a refused eviction waiting for its retry.
+  bool Preemptible(model::WorkloadId id) const;
   Expected<void> ResizeHook(const model::Workload& w, const model::Placement& now);
   void RetryEvictions();               // the refused evictions due again
   void Evicted(model::WorkloadId id);  // its slices and store placement released

@@ -55,6 +55,7 @@ struct Eviction {
   WorkloadId workload = 0;
   bool requeue = false;
   std::string reason;  // for the driver's log and Event
+  bool preemption = false;  // the core's, for a workload of higher priority (not the policy's)
 };
 
 // A node's offer for one workload.

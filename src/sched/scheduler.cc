@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "sched/preemption.h"
+
 namespace tessera::sched {
 namespace {
 
@@ -305,6 +307,7 @@ CycleStats Scheduler::RunCycle() {
       fruitless_ = std::make_pair(cluster_.version(), arrivals_);
     }
   }
+  if (options_.preemption) Preempt(stats);
   ProactiveReshapes(stats);
   const policy::CycleActions actions = policy_.AfterCycle(cluster_);
   Evict(actions.evictions, stats);
@@ -511,6 +514,32 @@ void Scheduler::Evict(const std::vector<policy::Eviction>& evictions, CycleStats
   }
 }
 
+void Scheduler::Preempt(CycleStats& stats) {
+  if (pending_.empty() || cluster_.placed_count() == 0) return;
+  int lowest = std::numeric_limits<int>::max();
+  for (const auto& [id, pw] : cluster_.placed()) lowest = std::min(lowest, pw.workload.priority);
+  for (const Queued& q : pending_) {  // by priority, the highest first
+    const Workload& w = q.workload;
+    if (w.priority <= lowest) return;  // nobody from here on outranks anything running
+    if (hooks_.may_preempt && !hooks_.may_preempt(w)) continue;
+    const std::optional<Preemption> found = FindPreemption(w, cluster_, policy_, hooks_.admits, hooks_.preemptible);
+    if (!found) continue;
+    const std::string by = w.name.empty() ? fmt::format("workload {}", w.id) : w.name;
+    const int evicted = stats.evicted;
+    for (const WorkloadId victim : found->victims) {
+      const int declined = stats.evictions_declined;
+      const model::PlacedWorkload* pw = cluster_.Find(victim);
+      const std::string reason =
+          fmt::format("preempted by {} (priority {} > {}) on node {}", by, w.priority,
+                      pw->workload.priority, cluster_.node(found->node).name);
+      Evict({{.workload = victim, .requeue = false, .reason = reason, .preemption = true}}, stats);
+      if (stats.evictions_declined > declined) break;
+    }
+    if (stats.evicted > evicted) ++stats.preemptions;
+    return;
+  }
+}
+
 void Scheduler::Resize(const std::vector<policy::ResizeTo>& resizes, CycleStats& stats) {
   for (const policy::ResizeTo& r : resizes) {
     const model::PlacedWorkload* pw = cluster_.Find(r.workload);
@@ -576,6 +605,7 @@ void Scheduler::Accumulate(const CycleStats& s) {
   totals_.evicted += s.evicted;
   totals_.resized += s.resized;
   totals_.parked += s.parked;
+  totals_.preemptions += s.preemptions;
 }
 
 }  // namespace tessera::sched

@@ -35,6 +35,11 @@
 // ends after a few nodes (the same choice as the scan in node order).
 // A driver may also rule out nodes for a workload before the policy sees them (Hooks::admits:
 // Kubernetes' node selector, affinity and taints).
+// Preemption (SchedulerOptions::preemption, off by default): after the placements, the first
+// queued workload (by priority) that finds no node but would fit on one once running workloads
+// of lower priority left it (sched/preemption.h) has them evicted through Hooks::evict, one
+// preemptor per cycle; the next cycle places it. A victim the driver declines ends the
+// preemption there (the victims already evicted stay evicted).
 // Not thread-safe: one driver thread calls it.
 
 #include <functional>
@@ -102,6 +107,12 @@ struct Hooks {
   std::function<void(const Workload&, const policy::Candidate& chosen,
                      std::span<const Offer> offers)>
       scored;
+  // Whether a workload may preempt others (Kubernetes: preemptionPolicy Never says no). Unset:
+  // every workload may, when SchedulerOptions::preemption is on.
+  std::function<bool(const Workload&)> may_preempt;
+  // Whether a running workload may be evicted for one of higher priority (Kubernetes: a pod this
+  // scheduler placed, with a controller to recreate it). Unset: every one may.
+  std::function<bool(const Workload&)> preemptible;
 };
 
 enum class TieBreak { kFirst, kRandom };
@@ -120,6 +131,8 @@ struct SchedulerOptions {
   bool drop_unschedulable = false;  // fail a workload that fits nowhere instead of requeueing
   TieBreak tie_break = TieBreak::kFirst;
   int max_binds_per_cycle = 0;  // 0 = unlimited
+  // Evict running workloads of lower priority for one that fits nowhere (see above).
+  bool preemption = false;
 };
 
 struct CycleStats {
@@ -134,6 +147,7 @@ struct CycleStats {
   int evictions_declined = 0;  // the driver did not carry them out (Hooks::evict's Error)
   int resized = 0;             // running workloads given new MPS limits (Policy::AfterCycle)
   int parked = 0;              // waiting for a reshape to finish
+  int preemptions = 0;         // workloads for which lower-priority ones were evicted
 };
 
 class Scheduler {
@@ -222,6 +236,8 @@ class Scheduler {
   void ProactiveReshapes(CycleStats& stats);
   // The end of the cycle: Policy::AfterCycle's evictions, then its resizes.
   void Evict(const std::vector<policy::Eviction>& evictions, CycleStats& stats);
+  // SchedulerOptions::preemption: one queued workload's victims evicted, if any can be.
+  void Preempt(CycleStats& stats);
   void Resize(const std::vector<policy::ResizeTo>& resizes, CycleStats& stats);
   void Accumulate(const CycleStats& s);
 

@@ -160,6 +160,24 @@ TEST(ObjectsTest, SpecPriorityIsThePodsPriorityUnlessAnnotated) {
   }
 }
 
+// spec.preemptionPolicy (from the PriorityClass too): PreemptLowerPriority, the default, lets the
+// pod preempt; Never does not. Anything else refuses the pod, naming it and the field.
+TEST(ObjectsTest, PreemptionPolicyNeverKeepsAPodFromPreempting) {
+  json object = PodJson({});
+  EXPECT_TRUE(PodFromJson(object)->preempts);
+  object["spec"]["preemptionPolicy"] = "Never";
+  EXPECT_FALSE(PodFromJson(object)->preempts);
+  object["spec"]["preemptionPolicy"] = "PreemptLowerPriority";
+  EXPECT_TRUE(PodFromJson(object)->preempts);
+  for (const json& bad : {json("never"), json(true)}) {
+    object["spec"]["preemptionPolicy"] = bad;
+    auto refused = PodFromJson(object);
+    ASSERT_FALSE(refused.has_value()) << bad.dump();
+    EXPECT_EQ(refused.error().message, "pod ns/p: spec.preemptionPolicy: " + bad.dump() +
+                                           " is not PreemptLowerPriority or Never");
+  }
+}
+
 // `tessera.io/feature.<name>` annotations (docs/kubernetes.md, "What a pod says"); a number is
 // a number, other text a category.
 TEST(ObjectsTest, FeatureAnnotationsBecomeTheWorkloadsFeatures) {

@@ -676,6 +676,86 @@ TEST_F(SchedulerTest, AGpuWhoseMpsServerIsStuckTakesNoNewPodsUntilItRecovers) {
 // affinity and a NoSchedule taint refuse nodes before the policy (first-fit) sees them, the
 // FailedScheduling event says why in kube-scheduler's words, a malformed rule is one Warning
 // naming the field, and a label added later lets the waiting pod in.
+// Priority preemption (sched/preemption.h) through the Eviction API: two whole-GPU pods of
+// priority 0 fill both nodes, one with a ReplicaSet, one bare. An equal-priority pod and a
+// priority-1000 pod whose preemptionPolicy is Never wait and evict nothing; a priority-1000 pod
+// evicts the ReplicaSet's (the bare pod is never a victim: nothing would recreate it) and is
+// bound where it ran. With evictions off nothing is preempted.
+TEST_F(SchedulerTest, AHigherPriorityPodPreemptsThroughTheEvictionApi) {
+  AddGpuNodes(2, 1);  // gpu-0, gpu-1: one A100 each
+  SchedulerConfig config = FastConfig("replica-a");
+  std::unique_ptr<Scheduler> s;
+  // A (new) leader with evictions on or off: each restart rebuilds from the API server.
+  auto lead = [&](const std::string& identity, EvictionOptions::Mode mode) {
+    if (s) s->Stop();
+    config.leader.identity = identity;
+    config.evictions.mode = mode;
+    s = std::make_unique<Scheduler>(*client_, store_, clock_, config);
+    return s->Start().has_value();
+  };
+  auto cycles = [&](int n) {
+    const int64_t from = s->stats().cycles;
+    return WaitFor([&] { return s->stats().cycles >= from + n; });
+  };
+  ASSERT_TRUE(lead("replica-a", EvictionOptions::Mode::kOn));
+  const json whole = {{"cpu", "100m"}, {"memory", "256Mi"}, {"tessera.io/gpu-milli", 1000}};
+  const json app = {{"tessera.io/app", "onnx/resnet50/bs1"}};
+  const json rs = {
+      {"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "low-rs"}, {"uid", "rs-1"}};
+  auto node_of = [&](const std::string& pod) {
+    auto p = api_.Get("pods", "inference/" + pod);
+    return p ? (*p)["spec"].value("nodeName", "") : std::string("(gone)");
+  };
+  api_.AddPodWith("inference", "bare", whole, app, {{"app", "low"}}, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 1; }));
+  api_.AddPodWith("inference", "low-1", whole, app, {{"app", "low"}}, rs);
+  ASSERT_TRUE(WaitFor([&] { return Bound() == 2; }));
+  EXPECT_EQ(node_of("bare"), "gpu-0");
+  EXPECT_EQ(node_of("low-1"), "gpu-1");
+  api_.SetPodRunning("inference", "low-1");
+
+  api_.AddPodWith("inference", "low-2", whole, app, {{"app", "low"}}, rs);
+  api_.AddPodWithSpec("inference", "polite", whole, app,
+                      {{"priority", 1000}, {"preemptionPolicy", "Never"}});
+  ASSERT_TRUE(WaitFor([&] {
+    return !EventsFor("low-2", "FailedScheduling").empty() &&
+           !EventsFor("polite", "FailedScheduling").empty();
+  }));
+  ASSERT_TRUE(cycles(5));
+  EXPECT_TRUE(api_.evictions().empty());
+  api_.DeletePod("inference", "polite");
+
+  api_.AddPodWithSpec("inference", "urgent", whole, app, {{"priority", 1000}});
+  ASSERT_TRUE(WaitFor([&] { return node_of("urgent") == "gpu-1"; }));
+  EXPECT_EQ(api_.evictions(), std::vector<std::string>{"inference/low-1"});
+  ASSERT_TRUE(WaitFor([&] { return !EventsFor("low-1", "Evicted").empty(); }));
+  EXPECT_NE(EventsFor("low-1", "Evicted")[0].value("message", "").find(
+                "preempted by inference/urgent (priority 1000 > 0) on node gpu-1"),
+            std::string::npos)
+      << EventsFor("low-1", "Evicted")[0].dump();
+  EXPECT_EQ(s->eviction_counts().at({"preemption", "evicted"}), 1);
+  EXPECT_EQ(node_of("bare"), "gpu-0");
+  EXPECT_EQ(node_of("low-2"), "");  // still waiting: it outranks nobody
+  // The bare pod ends: low-2 takes gpu-0.
+  api_.DeletePod("inference", "bare");
+  ASSERT_TRUE(WaitFor([&] { return node_of("low-2") == "gpu-0"; }));
+  api_.SetPodRunning("inference", "low-2");
+
+  // Evictions off: a priority-1000 pod waits and low-2 stays...
+  ASSERT_TRUE(lead("replica-b", EvictionOptions::Mode::kOff));
+  api_.AddPodWithSpec("inference", "urgent-2", whole, app, {{"priority", 1000}});
+  ASSERT_TRUE(WaitFor([&] { return !EventsFor("urgent-2", "FailedScheduling").empty(); }, 30));
+  ASSERT_TRUE(cycles(5));
+  EXPECT_EQ(api_.evictions().size(), 1u);
+  EXPECT_EQ(node_of("low-2"), "gpu-0");
+  // ... until evictions are on again (a new leader).
+  ASSERT_TRUE(lead("replica-c", EvictionOptions::Mode::kOn));
+  ASSERT_TRUE(WaitFor([&] { return node_of("urgent-2") == "gpu-0"; }, 30));
+  EXPECT_EQ(api_.evictions(),
+            (std::vector<std::string>{"inference/low-1", "inference/low-2"}));
+  s->Stop();
+}
+
 TEST_F(SchedulerTest, NodeSelectorAffinityAndTaintsDecideWhereAPodMayGo) {
   AddGpuNodes(3, 1);  // gpu-0, gpu-1, gpu-2: one A100 each
   api_.PatchNode("gpu-0", {{"metadata", {{"labels", {{"pool", "a"}}}}}});

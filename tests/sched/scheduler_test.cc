@@ -9,6 +9,7 @@
 
 #include "policy/first_fit.h"
 #include "policy/fit.h"
+#include "sched/two_nodes.h"
 
 namespace tessera::sched {
 namespace {
@@ -19,21 +20,12 @@ using model::ParseLayout;
 using model::UniformNode;
 using policy::Candidate;
 
-Workload Share(WorkloadId id, int milli, double arrival = 0) {
-  Workload w;
-  w.id = id;
-  w.name = "w" + std::to_string(id);
-  w.gpu.count = 1;
-  w.gpu.milli = milli;
-  w.arrival_s = arrival;
-  return w;
-}
+using testing_support::Share;
 
 class SchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(c_.AddNode(UniformNode("n0", *FindGpuModel("V100-32GB"), 1, 8000, 65536)));
-    ASSERT_TRUE(c_.AddNode(UniformNode("n1", *FindGpuModel("A30-24GB"), 1, 8000, 65536)));
+    ASSERT_TRUE(testing_support::AddTwoNodes(c_));
     hooks_.bind = [this](const Workload& w, const model::Placement& p,
                          const model::Environment& env) -> Expected<void> {
       if (fail_binds_) return Fail("api server said no");
