@@ -516,13 +516,21 @@ void Scheduler::Evict(const std::vector<policy::Eviction>& evictions, CycleStats
 
 void Scheduler::Preempt(CycleStats& stats) {
   if (pending_.empty() || cluster_.placed_count() == 0) return;
+  // A search that found nothing stays fruitless while nothing arrived and nothing changed
+  // (a policy that reads live state aside): waiting pods cost nothing per cycle.
+  const auto now = std::make_pair(cluster_.version(), arrivals_);
+  if (preempt_fruitless_ == now && !policy_.OffersDependOn().live_state) return;
   int lowest = std::numeric_limits<int>::max();
   for (const auto& [id, pw] : cluster_.placed()) lowest = std::min(lowest, pw.workload.priority);
+  // Request shapes (with their admission rules) searched this cycle and found no preemption.
+  std::unordered_set<std::string_view> searched;
   for (const Queued& q : pending_) {  // by priority, the highest first
     const Workload& w = q.workload;
-    if (w.priority <= lowest) return;  // nobody from here on outranks anything running
+    if (w.priority <= lowest) break;  // nobody from here on outranks anything running
     if (hooks_.may_preempt && !hooks_.may_preempt(w)) continue;
-    const std::optional<Preemption> found = FindPreemption(w, cluster_, policy_, hooks_.admits, hooks_.preemptible);
+    if (!searched.insert(q.shape).second) continue;
+    const std::optional<Preemption> found =
+        FindPreemption(w, cluster_, policy_, hooks_.admits, hooks_.preemptible);
     if (!found) continue;
     const std::string by = w.name.empty() ? fmt::format("workload {}", w.id) : w.name;
     const int evicted = stats.evicted;
@@ -536,8 +544,9 @@ void Scheduler::Preempt(CycleStats& stats) {
       if (stats.evictions_declined > declined) break;
     }
     if (stats.evicted > evicted) ++stats.preemptions;
-    return;
+    return;  // one preemptor per cycle: the next cycle places it
   }
+  preempt_fruitless_ = now;
 }
 
 void Scheduler::Resize(const std::vector<policy::ResizeTo>& resizes, CycleStats& stats) {

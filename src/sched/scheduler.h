@@ -39,7 +39,10 @@
 // queued workload (by priority) that finds no node but would fit on one once running workloads
 // of lower priority left it (sched/preemption.h) has them evicted through Hooks::evict, one
 // preemptor per cycle; the next cycle places it. A victim the driver declines ends the
-// preemption there (the victims already evicted stay evicted).
+// preemption there (the victims already evicted stay evicted). Each request shape is searched
+// once a cycle (its first workload has the highest priority: if it cannot preempt, nobody
+// behind it can), and a search that found nothing is not repeated until something arrives or
+// the cluster changes.
 // Not thread-safe: one driver thread calls it.
 
 #include <functional>
@@ -266,6 +269,8 @@ class Scheduler {
   uint64_t arrivals_ = 0;                        // Enqueue calls, ever
   // (cluster version, arrivals) after the last cycle that placed nothing, if it was the last.
   std::optional<std::pair<uint64_t, uint64_t>> fruitless_;
+  // The same after the last preemption search that found nothing (Preempt).
+  std::optional<std::pair<uint64_t, uint64_t>> preempt_fruitless_;
   size_t changed_cycles_ = 0;  // cycles that changed the cluster (TESSERA_CHECK_INVARIANTS)
   std::unordered_map<WorkloadId, std::string> last_reason_;
   std::map<GpuIndex, std::vector<Parked>> parked_;

@@ -166,5 +166,32 @@ TEST_F(PreemptingSchedulerTest, OffNeverAndADeclinedVictimEvictNothingMore) {
   EXPECT_TRUE(c_.CheckInvariants());
 }
 
+// A search that found nothing is not repeated while nothing changes, and a request shape is
+// searched once per cycle: here no running workload may be evicted (the driver's say).
+TEST_F(PreemptingSchedulerTest, AFruitlessSearchIsNotRepeated) {
+  testing_support::CountingFirstFit policy(/*declares=*/true);
+  hooks_.preemptible = [](const Workload&) { return false; };
+  Scheduler s(c_, policy, clock_, rng_, hooks_, {.preemption = true});
+  ASSERT_TRUE(s.Submit(Ranked(1, 1000, 0)));
+  ASSERT_TRUE(s.Submit(Ranked(2, 1000, 0)));
+  ASSERT_EQ(s.RunCycle().bound, 2);
+  ASSERT_TRUE(s.Submit(Ranked(3, 1000, 10)));
+  policy.filters = 0;
+  EXPECT_EQ(s.RunCycle().evicted, 0);
+  // Placing w3 asks n1 only (n0's verdict for this shape is kept from w2's turn, and n0 has not
+  // changed since); the search asks both (no potential victims on either).
+  EXPECT_EQ(policy.filters, 1 + 2);
+  policy.filters = 0;
+  s.RunCycle();
+  EXPECT_EQ(policy.filters, 0);  // nothing arrived, nothing changed
+  ASSERT_TRUE(s.Submit(Ranked(4, 1000, 10)));  // the same shape
+  policy.filters = 0;
+  s.RunCycle();
+  // Placing: the shape's verdicts are kept (first fit's Filter reads the node alone, and no node
+  // changed); the search asks both nodes once for the shape of w3 and w4.
+  EXPECT_EQ(policy.filters, 2);
+  EXPECT_TRUE(asked_.empty());
+}
+
 }  // namespace
 }  // namespace tessera::sched

@@ -20,6 +20,7 @@ using model::ParseLayout;
 using model::UniformNode;
 using policy::Candidate;
 
+using testing_support::CountingFirstFit;
 using testing_support::Share;
 
 class SchedulerTest : public ::testing::Test {
@@ -260,29 +261,6 @@ TEST_F(SchedulerTest, SubmitRefusesDuplicatesAndInvalidRequests) {
   EXPECT_TRUE(s.Cancel(1));
   EXPECT_EQ(s.pending_count(), 0u);
 }
-
-// First fit that counts how often the core asks it to filter a node; `declares`: it says its
-// Filter reads the node alone (OfferInputs::node_local_filter), as first-fit itself does.
-class CountingFirstFit : public policy::Policy {
- public:
-  explicit CountingFirstFit(bool declares = false) : declares_(declares) {}
-  std::string_view name() const override { return "counting-first-fit"; }
-  OfferInputs OffersDependOn() const override { return {.node_local_filter = declares_}; }
-  policy::Feasibility Filter(const Workload& w, model::NodeIndex n,
-                             const ClusterState& c) const override {
-    ++filters;
-    return inner_.Filter(w, n, c);
-  }
-  std::optional<Candidate> Score(const Workload& w, model::NodeIndex n,
-                                 const ClusterState& c) override {
-    return inner_.Score(w, n, c);
-  }
-  mutable int filters = 0;
-
- private:
-  bool declares_;
-  policy::FirstFit inner_;
-};
 
 // First fit's placement with a fixed score and ceiling per node, counting Score calls;
 // `declares` sets OfferInputs::score_ceilings.
