@@ -27,7 +27,7 @@ using Slo = StatusPod::Slo;
 
 constexpr double kNow = 1714557600;  // 2024-05-01T10:00:00Z
 
-size_t Count(std::string_view haystack, std::string_view needle) {
+size_t Occurrences(std::string_view haystack, std::string_view needle) {
   size_t n = 0;
   for (size_t at = haystack.find(needle); at != std::string_view::npos;
        at = haystack.find(needle, at + needle.size())) {
@@ -119,10 +119,10 @@ TEST(StatusPage, EveryPodHasARowClassedByItsSlo) {
         "inference/gpt2-small-0", "inference/distilbert-3", "training/llama-ft-0"}) {
     EXPECT_NE(html.find(std::string("<td>") + pod + "</td>"), std::string::npos) << pod;
   }
-  EXPECT_EQ(Count(html, "<tr class=\"pod "), 6u);
-  EXPECT_EQ(Count(html, "<tr class=\"pod met\""), 3u);
-  EXPECT_EQ(Count(html, "<tr class=\"pod missed\""), 1u);
-  EXPECT_EQ(Count(html, "<tr class=\"pod unknown\""), 2u);
+  EXPECT_EQ(Occurrences(html, "<tr class=\"pod "), 6u);
+  EXPECT_EQ(Occurrences(html, "<tr class=\"pod met\""), 3u);
+  EXPECT_EQ(Occurrences(html, "<tr class=\"pod missed\""), 1u);
+  EXPECT_EQ(Occurrences(html, "<tr class=\"pod unknown\""), 2u);
   EXPECT_NE(html.find("<tr class=\"pod missed\" id=\"pod-inference-resnet50-1\">"),
             std::string::npos);
 }
@@ -152,15 +152,15 @@ TEST(StatusPage, GpusShowModelUuidMigLayoutAndHeldOut) {
   EXPECT_NE(html.find("id=\"node-gpu-v100-1\""), std::string::npos);
   EXPECT_NE(html.find("MIG 3g.20gb+2g.10gb+1g.5gb+1g.5gb"), std::string::npos);
   EXPECT_NE(html.find("GPU-5e7f0c1a-a100-0"), std::string::npos);
-  EXPECT_EQ(Count(html, "MIG off"), 2u);  // both V100s
+  EXPECT_EQ(Occurrences(html, "MIG off"), 2u);  // both V100s
   // Only the A100's GPU 1 is held out, and it says so.
-  EXPECT_EQ(Count(html, "held out / unavailable"), 1u);
+  EXPECT_EQ(Occurrences(html, "held out / unavailable"), 1u);
   EXPECT_NE(html.find("held out / unavailable: MIG reshape failed</span>"), std::string::npos);
   EXPECT_NE(html.find("<div class=\"gpu off\" id=\"node-gpu-a100-0-gpu-1\">"), std::string::npos);
   EXPECT_NE(html.find("<div class=\"gpu\" id=\"node-gpu-a100-0-gpu-0\">"), std::string::npos);
   EXPECT_NE(html.find("2 nodes · 4 GPUs · 6 pods"), std::string::npos);
   // The V100 node's taint, beside its name; the A100 node has none.
-  EXPECT_EQ(Count(html, "class=\"badge taint\""), 1u);
+  EXPECT_EQ(Occurrences(html, "class=\"badge taint\""), 1u);
   EXPECT_NE(html.find("<span class=\"badge taint\" title=\"taint\">dedicated=training:NoSchedule"
                       "</span></h3>"),
             std::string::npos);
@@ -260,7 +260,7 @@ TEST(StatusPage, SelfContainedWithoutScriptOrExternalAsset) {
   EXPECT_EQ(html.find("<link"), std::string::npos);
   EXPECT_EQ(html.find("<img"), std::string::npos);
   EXPECT_EQ(html.find(" src="), std::string::npos);
-  EXPECT_EQ(Count(html, "<svg "), 6u);  // one bar per partition
+  EXPECT_EQ(Occurrences(html, "<svg "), 6u);  // one bar per partition
   EXPECT_NE(html.find("<style>"), std::string::npos);
 }
 
@@ -360,9 +360,9 @@ TEST_F(StatusPageBrowser, DomHasThePodRowsPendingAndRecent) {
   ASSERT_EQ(rc, 0) << "chromium --dump-dom failed";
   // The browser parsed the page into the same structure: every pod row with its class, the
   // sections by id, the escaped texts as text (no element sneaked in).
-  EXPECT_EQ(Count(dom, "<tr class=\"pod met\""), 3u);
-  EXPECT_EQ(Count(dom, "<tr class=\"pod missed\""), 1u);
-  EXPECT_EQ(Count(dom, "<tr class=\"pod unknown\""), 2u);
+  EXPECT_EQ(Occurrences(dom, "<tr class=\"pod met\""), 3u);
+  EXPECT_EQ(Occurrences(dom, "<tr class=\"pod missed\""), 1u);
+  EXPECT_EQ(Occurrences(dom, "<tr class=\"pod unknown\""), 2u);
   EXPECT_NE(dom.find("<td>inference/resnet50-1</td>"), std::string::npos);
   EXPECT_NE(dom.find("<section id=\"pending\">"), std::string::npos);
   EXPECT_NE(dom.find("<td>inference/llama-7b-0</td>"), std::string::npos);
